@@ -1,0 +1,61 @@
+# weir's developer entry points. `make` alone lists them; each target's
+# description is its `## ` comment, so `make help` cannot drift from this file.
+# Needs GNU make, bash and the Go toolchain named in go.mod.
+
+SHELL := bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+GO ?= go
+# Stamp the binary with the git commit that `weir version` prints (the
+# environment may set GOFLAGS=-buildvcs=false). Override with GOBUILDFLAGS=
+# where git cannot read the checkout.
+GOBUILDFLAGS ?= -buildvcs=auto
+# What `make bench` and `make fuzz` run: package pattern, -bench regexp, runs.
+PKG ?= ./...
+BENCH ?= .
+COUNT ?= 5
+# How long `make fuzz` runs each Fuzz* target.
+FUZZTIME ?= 30s
+
+.PHONY: help build run test deps bench fuzz generate vet clean
+
+help: ## list the targets (the default)
+	@awk 'BEGIN { FS = ":.*## " } /^[a-zA-Z_-]+:.*## / { printf "  %-10s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
+	@echo "Variables: GO=$(GO) PKG=$(PKG) BENCH=$(BENCH) COUNT=$(COUNT) FUZZTIME=$(FUZZTIME)"
+
+build: ## build the CLI into bin/weir
+	$(GO) build $(GOBUILDFLAGS) -o bin/weir ./cmd/weir
+
+run: build ## build, then run the quick experiment preset (not built yet)
+	@echo 'weir: the harness is not built yet; `make run` will run the quick experiment preset once it exists'
+
+test: deps vet ## install test dependencies, vet, then run every test with -race
+	$(GO) test -race -count=1 ./...
+
+# deps: HOOK for later issues. Install what the tests need beyond Go here
+# (for example kcat or zookeeper with apt-get when missing and running as
+# root). Empty for now: the tests need nothing else yet.
+deps: ## install what the tests need beyond Go (nothing yet)
+	@:
+
+bench: ## run benchmarks: PKG=./... BENCH=. COUNT=5 (benchstat-ready output)
+	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -count $(COUNT) $(PKG)
+
+fuzz: ## run every Fuzz* target in PKG for FUZZTIME each (default 30s), one after another
+	@for pkg in $$($(GO) list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{end}}' $(PKG)); do \
+		targets=$$($(GO) test -list '^Fuzz' $$pkg | sed -n 's/^\(Fuzz[A-Za-z0-9_]*\)$$/\1/p'); \
+		for target in $$targets; do \
+			echo "== $$pkg $$target ($(FUZZTIME))"; \
+			$(GO) test -run '^$$' -fuzz "^$$target\$$" -fuzztime $(FUZZTIME) $$pkg; \
+		done; \
+	done
+
+generate: ## regenerate generated code (go generate ./...)
+	$(GO) generate ./...
+
+vet: ## go vet every package
+	$(GO) vet ./...
+
+clean: ## remove build outputs (bin/)
+	rm -rf bin
