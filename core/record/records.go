@@ -1,0 +1,173 @@
+package record
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+)
+
+// minRecordSize is the smallest encoded record: a one-byte length and six
+// one-byte fields (attributes, timestampDelta, offsetDelta, null key, null
+// value, no headers).
+const minRecordSize = 7
+
+// Records decodes the records of the whole batch at the start of b, as Next
+// returned it. Records does not check the CRC; call Next first. For a
+// compressed batch it calls decompress(codec, section) with the records
+// section and decodes what that returns; it fails with ErrCompressed if
+// decompress is nil, and with ErrBadRecords wrapping the decompressor's error
+// if that fails (both errors.Is checks work, so a caller can tell a crashed
+// plugin from bad bytes).
+//
+// Besides the per-record format, Records checks that the section holds
+// exactly recordCount records and nothing after them, and that offset deltas
+// increase strictly and stay within lastOffsetDelta (compaction may leave
+// gaps). Any failure is ErrBadRecords (or ErrShort / ErrBadMagic / ... from
+// the header).
+//
+// The returned Key, Value and header Value slices alias b, or the buffer
+// decompress returned, with their capacity clipped to their length: they are
+// valid as long as that memory is, and appending to them copies. Header keys
+// are copied into strings.
+func Records(b []byte, decompress func(c Codec, section []byte) ([]byte, error)) ([]Record, error) {
+	h, err := ParseHeader(b)
+	if err != nil {
+		return nil, err
+	}
+	if size := int64(lengthPrefix) + int64(h.BatchLength); int64(len(b)) < size {
+		return nil, fmt.Errorf("%w: %d bytes, batch needs %d", ErrShort, len(b), size)
+	}
+	section := b[HeaderSize:h.Size()]
+	if c := h.Codec(); c != CodecNone {
+		if decompress == nil {
+			return nil, fmt.Errorf("%w: codec %s", ErrCompressed, c)
+		}
+		raw, err := decompress(c, section)
+		if err != nil {
+			return nil, fmt.Errorf("%w: decompress %s: %w", ErrBadRecords, c, err)
+		}
+		section = raw
+	}
+	return decodeRecords(h, section)
+}
+
+func decodeRecords(h Header, section []byte) ([]Record, error) {
+	if int64(h.RecordCount) > int64(len(section)/minRecordSize) {
+		return nil, fmt.Errorf("%w: recordCount %d cannot fit in %d bytes", ErrBadRecords, h.RecordCount, len(section))
+	}
+	recs := make([]Record, h.RecordCount)
+	logAppendTime := h.TimestampType() == LogAppendTime
+	prevOffset := int32(-1)
+	pos := 0
+	for i := range recs {
+		length, n := readVarint32(section[pos:])
+		if n == 0 || length < 0 || int(length) > len(section)-pos-n {
+			return nil, fmt.Errorf("%w: record %d at byte %d: bad length", ErrBadRecords, i, pos)
+		}
+		pos += n
+		r := &recs[i]
+		if why := decodeRecord(section[pos:pos+int(length)], r); why != "" {
+			return nil, fmt.Errorf("%w: record %d at byte %d: %s", ErrBadRecords, i, pos-n, why)
+		}
+		pos += int(length)
+		if r.OffsetDelta <= prevOffset || r.OffsetDelta > h.LastOffsetDelta {
+			return nil, fmt.Errorf("%w: record %d: offsetDelta %d after %d, lastOffsetDelta %d",
+				ErrBadRecords, i, r.OffsetDelta, prevOffset, h.LastOffsetDelta)
+		}
+		prevOffset = r.OffsetDelta
+		if logAppendTime {
+			r.Timestamp = h.MaxTimestamp
+		} else {
+			r.Timestamp = h.BaseTimestamp + r.TimestampDelta
+		}
+	}
+	if pos != len(section) {
+		return nil, fmt.Errorf("%w: %d bytes after %d records", ErrBadRecords, len(section)-pos, h.RecordCount)
+	}
+	return recs, nil
+}
+
+// decodeRecord decodes one record body (after its length) into r and returns
+// "" or why it is malformed. It must consume the body exactly.
+func decodeRecord(body []byte, r *Record) string {
+	if len(body) < 1 {
+		return "empty record"
+	}
+	r.Attributes = int8(body[0])
+	pos := 1
+	ts, n := binary.Varint(body[pos:])
+	if n <= 0 {
+		return "bad timestampDelta"
+	}
+	r.TimestampDelta = ts
+	pos += n
+	off, n := readVarint32(body[pos:])
+	if n == 0 {
+		return "bad offsetDelta"
+	}
+	r.OffsetDelta = off
+	pos += n
+	var ok bool
+	if r.Key, pos, ok = readBytes(body, pos); !ok {
+		return "bad key"
+	}
+	if r.Value, pos, ok = readBytes(body, pos); !ok {
+		return "bad value"
+	}
+	count, n := readVarint32(body[pos:])
+	if n == 0 || count < 0 {
+		return "bad header count"
+	}
+	pos += n
+	if count > 0 {
+		// Each header takes at least two bytes; this bounds the allocation.
+		if int(count) > (len(body)-pos)/2 {
+			return "header count exceeds record"
+		}
+		r.Headers = make([]RecordHeader, count)
+		for j := range r.Headers {
+			klen, n := readVarint32(body[pos:])
+			if n == 0 || klen < 0 || int(klen) > len(body)-pos-n {
+				return "bad header key"
+			}
+			pos += n
+			r.Headers[j].Key = string(body[pos : pos+int(klen)])
+			pos += int(klen)
+			if r.Headers[j].Value, pos, ok = readBytes(body, pos); !ok {
+				return "bad header value"
+			}
+		}
+	}
+	if pos != len(body) {
+		return "length does not match contents"
+	}
+	return ""
+}
+
+// readBytes reads a varint length (-1 for null) and that many bytes of b at
+// pos, returning them with their capacity clipped.
+func readBytes(b []byte, pos int) ([]byte, int, bool) {
+	l, n := readVarint32(b[pos:])
+	if n == 0 || l < -1 {
+		return nil, pos, false
+	}
+	pos += n
+	if l == -1 {
+		return nil, pos, true
+	}
+	end := pos + int(l)
+	if int(l) > len(b)-pos {
+		return nil, pos, false
+	}
+	return b[pos:end:end], end, true
+}
+
+// readVarint32 reads a zigzag varint that must fit an int32 in at most 5
+// bytes, as Kafka requires. n is 0 if it does not.
+func readVarint32(b []byte) (v int32, n int) {
+	x, n := binary.Varint(b)
+	if n <= 0 || n > 5 || x < math.MinInt32 || x > math.MaxInt32 {
+		return 0, 0
+	}
+	return int32(x), n
+}
