@@ -1,0 +1,62 @@
+package vfs
+
+import (
+	"path/filepath"
+	"testing"
+)
+
+// benchWrite appends 4 KiB per iteration, truncating every 4 MiB so the file (and the disk) stays small.
+func benchWrite(b *testing.B, fs FS, name string) {
+	f, err := fs.Create(name)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	p := make([]byte, 4<<10)
+	b.SetBytes(int64(len(p)))
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		if i%1024 == 1023 {
+			if err := f.Truncate(0); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if _, err := f.Write(p); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkWrite4K(b *testing.B) {
+	b.Run("fs=mem", func(b *testing.B) { benchWrite(b, NewMem(), "/f") })
+	b.Run("fs=os", func(b *testing.B) { benchWrite(b, Default, filepath.Join(b.TempDir(), "f")) })
+}
+
+func BenchmarkReadAt4K(b *testing.B) {
+	for _, im := range []struct {
+		name string
+		fs   FS
+		dir  func() string
+	}{{"mem", NewMem(), func() string { return "/" }}, {"os", Default, b.TempDir}} {
+		b.Run("fs="+im.name, func(b *testing.B) {
+			f, err := im.fs.Create(filepath.Join(im.dir(), "f"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer f.Close()
+			p := make([]byte, 4<<10)
+			for range 256 {
+				if _, err := f.Write(p); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.SetBytes(int64(len(p)))
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i++ {
+				if _, err := f.ReadAt(p, int64(i%256)*int64(len(p))); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
