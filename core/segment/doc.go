@@ -21,8 +21,9 @@
 // Slice is released.
 //
 // Opening has two modes. Trust (after a clean shutdown, or for segments the
-// recovery point says were flushed) believes the files: indexes load lazily on
-// first use, and an index that fails its checks is rebuilt from the log. Recover
+// recovery point says were flushed) believes the files: the indexes are loaded
+// and checked (in order, inside the log, the last entry pointing at its batch),
+// and an index that fails is rebuilt from the log. Recover
 // (after a crash) re-reads every batch: header sanity, offsets continuing from the
 // segment's base, and the CRC-32C, computed in bounded chunks so that a garbage
 // length field cannot make recovery allocate it. The log is truncated at the

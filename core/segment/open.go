@@ -134,7 +134,7 @@ func (s *Segment) loadIndexes(fileSize, end int64) error {
 		if int64(e.Position) >= fileSize || int64(e.RelOffset) >= maxRel {
 			return fmt.Errorf("%w: offset entry %+v outside segment", index.ErrCorrupt, e)
 		}
-		hr := newHeaders(s.log, fileSize)
+		hr := newHeaders(s.log, fileSize, record.HeaderSize)
 		h, err := hr.at(int64(e.Position))
 		hr.close()
 		if err != nil || h.BaseOffset != s.base+int64(e.RelOffset) {

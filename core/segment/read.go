@@ -43,24 +43,30 @@ func (sl *Slice) Bytes() ([]byte, error) {
 	return b, nil
 }
 
-// headerWindow is how much a header scan reads at once: small batches are
-// found many to a read, large ones one read each.
-const headerWindow = 32 << 10
+// A header scan reads through a window: up to headerWindow bytes at once while
+// batches are small, so many headers come with one pread, but only the header
+// itself once batches are large, so finding the boundaries of big batches does
+// not copy their bodies. The first read of a scan covers about one index
+// interval, which is where a lookup's answer lies.
+const (
+	headerWindow = 32 << 10
+	bigBatch     = 4 << 10
+)
 
 var windowPool = sync.Pool{New: func() any { b := make([]byte, headerWindow); return &b }}
 
-// headers reads batch headers from a log file through a window, so a scan over
-// small batches costs one pread per window rather than one per batch.
+// headers reads batch headers from a log file through a window.
 type headers struct {
 	f     vfs.File
 	limit int64 // bytes of the file that may be read
 	buf   *[]byte
 	win   []byte // valid bytes of buf
 	off   int64  // file position of win[0]
+	chunk int64  // how much the next refill reads
 }
 
-func newHeaders(f vfs.File, limit int64) *headers {
-	return &headers{f: f, limit: limit, buf: windowPool.Get().(*[]byte)}
+func newHeaders(f vfs.File, limit int64, first int64) *headers {
+	return &headers{f: f, limit: limit, buf: windowPool.Get().(*[]byte), chunk: min(max(first, record.HeaderSize), headerWindow)}
 }
 
 func (h *headers) close() { windowPool.Put(h.buf); h.buf = nil }
@@ -72,7 +78,7 @@ func (h *headers) at(pos int64) (record.Header, error) {
 		return record.Header{}, fmt.Errorf("segment: header at %d past %d: %w", pos, h.limit, record.ErrShort)
 	}
 	if pos < h.off || pos+record.HeaderSize > h.off+int64(len(h.win)) {
-		n := min(int64(len(*h.buf)), h.limit-pos)
+		n := min(h.chunk, h.limit-pos)
 		b := (*h.buf)[:n]
 		if m, err := h.f.ReadAt(b, pos); int64(m) != n {
 			if err == nil || err == io.EOF {
@@ -83,7 +89,15 @@ func (h *headers) at(pos int64) (record.Header, error) {
 		}
 		h.win, h.off = b, pos
 	}
-	return record.ParseHeader(h.win[pos-h.off:])
+	hd, err := record.ParseHeader(h.win[pos-h.off:])
+	if err == nil {
+		if hd.Size() >= bigBatch {
+			h.chunk = record.HeaderSize
+		} else {
+			h.chunk = headerWindow
+		}
+	}
+	return hd, err
 }
 
 // locate finds the batch containing offset, scanning from the greatest index
@@ -122,7 +136,7 @@ func (s *Segment) Read(offset int64, maxBytes int64, maxOffset int64) (Slice, er
 	if !s.acquire() {
 		return Slice{}, ErrClosed
 	}
-	hr := newHeaders(s.log, size)
+	hr := newHeaders(s.log, size, 2*s.opts.IndexIntervalBytes)
 	defer hr.close()
 	pos, h, err := s.locate(hr, offset)
 	if err != nil {
@@ -172,7 +186,7 @@ func (s *Segment) OffsetForTimestamp(ts int64) (int64, error) {
 			pos = int64(oe.Position)
 		}
 	}
-	hr := newHeaders(s.log, size)
+	hr := newHeaders(s.log, size, 2*s.opts.IndexIntervalBytes)
 	defer hr.close()
 	for pos < size {
 		h, err := hr.at(pos)
