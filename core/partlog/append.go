@@ -1,0 +1,150 @@
+package partlog
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/weir-broker/weir/core/record"
+	"github.com/weir-broker/weir/core/segment"
+	"github.com/weir-broker/weir/plugins/flushpolicy"
+)
+
+// AppendResult says where an append went.
+type AppendResult struct {
+	BaseOffset int64 // offset of the first record
+	NextOffset int64 // the log end offset after the append
+	Records    int64
+	// Flushed reports that the append returned after an fsync that covers it
+	// (the flush policy asked for one).
+	Flushed bool
+}
+
+// Append validates the record batches in buf (one or more whole Kafka v2
+// batches, as one produce request carries them for one partition), assigns
+// them the next offsets and the leader epoch by rewriting their first 8 and
+// bytes 12-15 in place (not covered by the CRC), and writes them to the active
+// segment with one write. The log keeps no reference to buf after returning.
+//
+// Invalid input changes nothing: a corrupt batch (errors.Is(err,
+// record.ErrCorrupt)) or one over MaxBatchBytes (ErrBatchTooLarge) rejects the
+// whole append. The flush policy is consulted once per call and the append
+// returns after the fsync it asks for.
+func (l *Log) Append(ctx context.Context, buf []byte, leaderEpoch int32) (AppendResult, error) {
+	l.appendMu.Lock()
+	res, rolled, dec, err := l.appendLocked(ctx, buf, leaderEpoch)
+	l.appendMu.Unlock()
+	if err != nil {
+		return res, err
+	}
+	if rolled {
+		if err := l.sealRolled(); err != nil {
+			return res, err
+		}
+	}
+	if dec.Flush {
+		if err := l.Flush(res.NextOffset); err != nil {
+			return res, err
+		}
+		res.Flushed = true
+	} else if !dec.FlushBy.IsZero() {
+		l.armTimer(dec.FlushBy)
+	}
+	return res, nil
+}
+
+func (l *Log) appendLocked(ctx context.Context, buf []byte, epoch int32) (AppendResult, bool, flushpolicy.Decision, error) {
+	var dec flushpolicy.Decision
+	if l.closed.Load() {
+		return AppendResult{}, false, dec, ErrClosed
+	}
+	if err := l.Err(); err != nil {
+		return AppendResult{}, false, dec, err
+	}
+	// Validate every batch before touching anything.
+	hs := l.hdrs[:0]
+	var records int64
+	for b := buf; len(b) > 0; {
+		h, n, err := record.Next(b, l.cfg.MaxBatchBytes)
+		if err != nil {
+			if h, perr := record.ParseHeader(b); perr == nil && h.Size() > l.cfg.MaxBatchBytes {
+				err = fmt.Errorf("%w: %d bytes, limit %d", ErrBatchTooLarge, h.Size(), l.cfg.MaxBatchBytes)
+			}
+			return AppendResult{}, false, dec, fmt.Errorf("partlog: batch %d: %w", len(hs), err)
+		}
+		if err := record.ValidateProduced(h); err != nil {
+			return AppendResult{}, false, dec, fmt.Errorf("partlog: batch %d: %w", len(hs), err)
+		}
+		hs = append(hs, h)
+		records += int64(h.RecordCount)
+		b = b[n:]
+	}
+	l.hdrs = hs
+	if len(hs) == 0 {
+		return AppendResult{}, false, dec, fmt.Errorf("partlog: empty append: %w", record.ErrShort)
+	}
+	// Assign offsets.
+	base := l.end.Load()
+	next, pos := base, 0
+	for i := range hs {
+		record.SetBaseOffset(buf[pos:], next)
+		record.SetPartitionLeaderEpoch(buf[pos:], epoch)
+		hs[i].BaseOffset, hs[i].PartitionLeaderEpoch = next, epoch
+		next = hs[i].NextOffset()
+		pos += hs[i].Size()
+	}
+	now := l.cfg.Clock.Now()
+	rolled := false
+	active := l.active()
+	tooOld := l.cfg.SegmentAge > 0 && active.Size() > 0 && now.Sub(l.activeSince) >= l.cfg.SegmentAge
+	if tooOld || !active.Fits(int64(len(buf)), next-1, l.cfg.SegmentBytes) {
+		s, err := segment.Create(l.fs, l.dir, base, segment.Options{IndexIntervalBytes: l.cfg.IndexIntervalBytes})
+		if err != nil {
+			return AppendResult{}, false, dec, l.fail(err)
+		}
+		if err := l.fs.SyncDir(l.dir); err != nil {
+			_ = s.Close()
+			return AppendResult{}, false, dec, l.fail(err)
+		}
+		rolled, active = true, s
+		segs := append(append([]*segment.Segment(nil), l.segments()...), s)
+		l.setSegments(segs)
+		l.activeSince = now
+	}
+	if err := active.Append(buf, hs); err != nil {
+		return AppendResult{}, rolled, dec, l.fail(err)
+	}
+	res := AppendResult{BaseOffset: base, NextOffset: next, Records: records}
+
+	l.statMu.Lock()
+	l.end.Store(next)
+	if l.unMsgs == 0 && l.unBytes == 0 {
+		l.unOldest = now
+	}
+	l.unMsgs += records
+	l.unBytes += int64(len(buf))
+	info := flushpolicy.AppendInfo{Messages: records, Bytes: int64(len(buf)), UnflushedMessages: l.unMsgs,
+		UnflushedBytes: l.unBytes, OldestUnflushed: l.unOldest, Now: now}
+	dec, err := l.cfg.FlushPolicy.Appended(ctx, info)
+	l.statMu.Unlock()
+	if err != nil {
+		// A policy that cannot decide costs throughput, not data.
+		l.cfg.Logger.Warn("flush policy failed; flushing", "dir", l.dir, "err", err)
+		dec = flushpolicy.Decision{Flush: true}
+	}
+	if l.notify != nil {
+		close(l.notify)
+		l.notify = nil
+	}
+	return res, rolled, dec, nil
+}
+
+// Wait returns a channel that is closed by the next append (for long-polling
+// fetches). Call EndOffset after taking the channel to avoid missing an append.
+func (l *Log) Wait() <-chan struct{} {
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	if l.notify == nil {
+		l.notify = make(chan struct{})
+	}
+	return l.notify
+}

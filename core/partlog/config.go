@@ -1,0 +1,114 @@
+package partlog
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/weir-broker/weir/core/segment"
+	"github.com/weir-broker/weir/plugins/flushpolicy"
+)
+
+// Config configures a partition log. The zero value is valid: validate fills
+// the defaults named on each field (Kafka's, where Kafka has one).
+type Config struct {
+	// SegmentBytes: roll to a new segment when an append would take the
+	// active one past this size. Default 1 GiB (Kafka segment.bytes); at most
+	// 2 GiB-1, since index positions are 32-bit.
+	SegmentBytes int64
+	// SegmentAge: roll when the active segment is older than this and not
+	// empty. Default 7 days (Kafka segment.ms); negative disables.
+	SegmentAge time.Duration
+	// IndexIntervalBytes: log bytes between two offset index entries.
+	// Default 4096 (Kafka index.interval.bytes).
+	IndexIntervalBytes int64
+	// RetentionBytes: delete the oldest segments while the log stays at least
+	// this large without them. Default -1, unlimited (Kafka retention.bytes).
+	RetentionBytes int64
+	// RetentionAge: delete segments whose newest record is older than this.
+	// Default 7 days (Kafka retention.ms); negative keeps data forever.
+	RetentionAge time.Duration
+	// MaxBatchBytes: the largest batch an append accepts, header included.
+	// Default 1048588 (Kafka message.max.bytes).
+	MaxBatchBytes int
+	// FlushPolicy decides when the log fsyncs. Default flushpolicy.Never():
+	// the OS writes back, and the log fsyncs only when a segment rolls, on
+	// Flush calls (durable acks) and on Close.
+	FlushPolicy flushpolicy.Policy
+	// Clock tells the time and runs flush deadlines. Default: the system clock.
+	Clock Clock
+	// Logger receives recovery and failure reports. Default: discarded.
+	Logger *slog.Logger
+}
+
+// Defaults, exported for documentation and for callers building configs.
+const (
+	DefaultSegmentBytes       = 1 << 30
+	DefaultSegmentAge         = 7 * 24 * time.Hour
+	DefaultIndexIntervalBytes = 4096
+	DefaultRetentionAge       = 7 * 24 * time.Hour
+	DefaultMaxBatchBytes      = 1048588
+)
+
+func (c Config) validate() (Config, error) {
+	switch {
+	case c.SegmentBytes == 0:
+		c.SegmentBytes = DefaultSegmentBytes
+	case c.SegmentBytes < 1024 || c.SegmentBytes > segment.MaxSize:
+		return c, fmt.Errorf("partlog: SegmentBytes %d outside [1024, %d]", c.SegmentBytes, int64(segment.MaxSize))
+	}
+	if c.SegmentAge == 0 {
+		c.SegmentAge = DefaultSegmentAge
+	}
+	switch {
+	case c.IndexIntervalBytes == 0:
+		c.IndexIntervalBytes = DefaultIndexIntervalBytes
+	case c.IndexIntervalBytes < 0:
+		return c, fmt.Errorf("partlog: negative IndexIntervalBytes %d", c.IndexIntervalBytes)
+	}
+	if c.RetentionBytes == 0 {
+		c.RetentionBytes = -1
+	}
+	if c.RetentionAge == 0 {
+		c.RetentionAge = DefaultRetentionAge
+	}
+	switch {
+	case c.MaxBatchBytes == 0:
+		c.MaxBatchBytes = DefaultMaxBatchBytes
+	case c.MaxBatchBytes < 61 || int64(c.MaxBatchBytes) > segment.MaxSize:
+		return c, fmt.Errorf("partlog: MaxBatchBytes %d outside [61, %d]", c.MaxBatchBytes, int64(segment.MaxSize))
+	}
+	if c.FlushPolicy == nil {
+		c.FlushPolicy = flushpolicy.Never()
+	}
+	if c.Clock == nil {
+		c.Clock = SystemClock{}
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return c, nil
+}
+
+// Clock is the log's source of time. Tests use a manual clock.
+type Clock interface {
+	Now() time.Time
+	// AfterFunc runs f in its own goroutine after d, unless stopped first.
+	AfterFunc(d time.Duration, f func()) Timer
+}
+
+// Timer is a pending AfterFunc.
+type Timer interface {
+	// Stop prevents the call if it has not started; false if it has.
+	Stop() bool
+}
+
+// SystemClock is the real clock.
+type SystemClock struct{}
+
+// Now returns time.Now().
+func (SystemClock) Now() time.Time { return time.Now() }
+
+// AfterFunc is time.AfterFunc.
+func (SystemClock) AfterFunc(d time.Duration, f func()) Timer { return time.AfterFunc(d, f) }

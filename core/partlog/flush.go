@@ -1,0 +1,135 @@
+package partlog
+
+import (
+	"context"
+	"time"
+
+	"github.com/weir-broker/weir/plugins/flushpolicy"
+)
+
+// Flush makes every offset below upTo durable and returns when it is (or when
+// it fails). Concurrent callers share fsyncs: whoever gets to sync covers
+// everything appended so far, and the others find their offsets covered (group
+// commit). Use EndOffset() as upTo to flush everything. A failed fsync fails
+// the log (ErrFailed): after a failed fsync the kernel may have dropped the
+// dirty pages, so retrying could report success for lost data.
+func (l *Log) Flush(upTo int64) error {
+	if l.flushed.Load() >= upTo {
+		return nil
+	}
+	l.syncMu.Lock()
+	defer l.syncMu.Unlock()
+	if l.flushed.Load() >= upTo {
+		return nil
+	}
+	if err := l.Err(); err != nil {
+		return err
+	}
+	if l.closed.Load() {
+		return ErrClosed
+	}
+	return l.syncLocked()
+}
+
+// syncLocked fsyncs every segment that may hold unflushed data. syncMu held.
+func (l *Log) syncLocked() error {
+	l.statMu.Lock()
+	target := l.end.Load()
+	msgs, bytes := l.unMsgs, l.unBytes
+	l.statMu.Unlock()
+	flushed := l.flushed.Load()
+
+	start := l.cfg.Clock.Now()
+	var err error
+	for _, s := range l.segments() {
+		if s.NextOffset() > flushed || s.Active() {
+			if err = s.Sync(); err != nil {
+				break
+			}
+		}
+	}
+	now := l.cfg.Clock.Now()
+	l.syncCount.Add(1)
+
+	l.statMu.Lock()
+	defer l.statMu.Unlock()
+	if err == nil {
+		l.flushed.Store(max(target, l.flushed.Load()))
+		l.unMsgs -= msgs
+		l.unBytes -= bytes
+		if l.unMsgs > 0 || l.unBytes > 0 {
+			// Appends that raced with this fsync may not be covered; count
+			// them as pending since it started.
+			l.unOldest = start
+		} else if l.timer != nil {
+			l.timer.Stop()
+			l.timer, l.timerAt = nil, time.Time{}
+		}
+	}
+	_ = l.cfg.FlushPolicy.Flushed(context.Background(), flushpolicy.FlushInfo{
+		Messages: msgs, Bytes: bytes, Duration: now.Sub(start), Now: now, Failed: err != nil})
+	if err != nil {
+		return l.fail(err)
+	}
+	return nil
+}
+
+// sealRolled finishes rolls outside the append lock: every segment that is no
+// longer the last is fsynced and sealed, oldest first, then the recovery point
+// moves past them. The appender that caused the roll pays for this fsync; other
+// appenders are not held up.
+func (l *Log) sealRolled() error {
+	l.syncMu.Lock()
+	defer l.syncMu.Unlock()
+	if l.closed.Load() {
+		return ErrClosed
+	}
+	segs := l.segments()
+	var end int64 = -1
+	for _, s := range segs[:len(segs)-1] {
+		if s.Active() {
+			if err := s.Seal(); err != nil {
+				return l.fail(err)
+			}
+			l.syncCount.Add(1)
+			end = s.NextOffset()
+		}
+	}
+	if end < 0 {
+		return nil // another appender sealed them
+	}
+	l.statMu.Lock()
+	if end > l.flushed.Load() {
+		l.flushed.Store(end)
+	}
+	l.statMu.Unlock()
+	if err := l.writeRecoveryPoint(end); err != nil {
+		return l.fail(err)
+	}
+	return nil
+}
+
+// armTimer makes sure a flush happens by at.
+func (l *Log) armTimer(at time.Time) {
+	l.statMu.Lock()
+	defer l.statMu.Unlock()
+	if l.timer != nil && !l.timerAt.After(at) {
+		return
+	}
+	if l.timer != nil {
+		l.timer.Stop()
+	}
+	d := at.Sub(l.cfg.Clock.Now())
+	l.timerAt = at
+	l.timer = l.cfg.Clock.AfterFunc(d, l.deadline)
+}
+
+// deadline runs when a flush deadline passes.
+func (l *Log) deadline() {
+	l.statMu.Lock()
+	l.timer, l.timerAt = nil, time.Time{}
+	l.statMu.Unlock()
+	if err := l.Flush(l.end.Load()); err != nil {
+		l.cfg.Logger.Error("deadline flush failed", "dir", l.dir, "err", err)
+	}
+}

@@ -1,0 +1,193 @@
+package partlog
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"hash/crc32"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/weir-broker/weir/core/internal/testbatch"
+	"github.com/weir-broker/weir/core/record"
+	"github.com/weir-broker/weir/core/vfs"
+)
+
+const dir = "/data/t-0"
+
+var ctx = context.Background()
+
+// fakeClock is a manual Clock: time moves only on Advance, which runs due
+// timers in the caller's goroutine.
+type fakeClock struct {
+	mu     sync.Mutex
+	now    time.Time
+	timers []*fakeTimer
+}
+
+type fakeTimer struct {
+	at      time.Time
+	f       func()
+	stopped bool
+}
+
+func newClock() *fakeClock { return &fakeClock{now: time.UnixMilli(1_700_000_000_000)} }
+
+func (c *fakeClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+
+func (c *fakeClock) AfterFunc(d time.Duration, f func()) Timer {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t := &fakeTimer{at: c.now.Add(d), f: f}
+	c.timers = append(c.timers, t)
+	return t
+}
+
+func (t *fakeTimer) Stop() bool { was := !t.stopped; t.stopped = true; return was }
+
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	var due []*fakeTimer
+	kept := c.timers[:0]
+	for _, t := range c.timers {
+		if !t.stopped && !t.at.After(c.now) {
+			due = append(due, t)
+		} else if !t.stopped {
+			kept = append(kept, t)
+		}
+	}
+	c.timers = kept
+	c.mu.Unlock()
+	for _, t := range due {
+		t.stopped = true
+		t.f()
+	}
+}
+
+func (c *fakeClock) pending() int { c.mu.Lock(); defer c.mu.Unlock(); return len(c.timers) }
+
+// model remembers what was appended, by base offset, to check a log against.
+type model struct {
+	batches map[int64][]byte // base offset -> batch bytes as stored
+	ends    map[int64]bool   // offsets at which an append ended
+	acked   int64            // end offset of the last append that returned
+}
+
+func newModel() *model { return &model{batches: map[int64][]byte{}, ends: map[int64]bool{0: true}} }
+
+// append appends batches (one append call) and records them.
+func (m *model) append(t testing.TB, l *Log, batches ...[]byte) (AppendResult, error) {
+	t.Helper()
+	buf := bytes.Join(batches, nil)
+	res, err := l.Append(ctx, buf, 7)
+	if err != nil {
+		return res, err
+	}
+	off := res.BaseOffset
+	for _, b := range batches {
+		stored := append([]byte{}, b...)
+		record.SetBaseOffset(stored, off)
+		record.SetPartitionLeaderEpoch(stored, 7)
+		m.batches[off] = stored
+		h, _ := record.ParseHeader(stored)
+		off = h.NextOffset()
+	}
+	m.ends[off] = true
+	m.acked = res.NextOffset
+	return res, nil
+}
+
+// readAll reads the whole log from its start with small reads.
+func readAll(t testing.TB, l *Log, maxBytes int64) [][]byte {
+	t.Helper()
+	var out [][]byte
+	for off := l.StartOffset(); off < l.EndOffset(); {
+		sl, err := l.Read(off, maxBytes, NoLimit)
+		if err != nil {
+			t.Fatalf("read %d: %v", off, err)
+		}
+		if sl.Size == 0 {
+			t.Fatalf("read %d below end %d returned nothing", off, l.EndOffset())
+		}
+		b, err := sl.Bytes()
+		sl.Release()
+		if err != nil {
+			t.Fatal(err)
+		}
+		bs, err := testbatch.Split(b)
+		if err != nil {
+			t.Fatalf("read %d served a bad batch: %v", off, err)
+		}
+		out = append(out, bs...)
+		off = sl.NextOffset
+	}
+	return out
+}
+
+// check verifies the log against the model: it starts at from, every batch it
+// serves is valid and is exactly what was appended at that offset, offsets are
+// contiguous, it ends where an append ended, and it holds at least everything
+// below mustHave.
+func (m *model) check(t testing.TB, l *Log, from, mustHave int64) {
+	t.Helper()
+	if l.StartOffset() != from {
+		t.Fatalf("log starts at %d, want %d", l.StartOffset(), from)
+	}
+	next := from
+	for _, b := range readAll(t, l, 1<<20) {
+		h, _ := record.ParseHeader(b)
+		if h.BaseOffset != next {
+			t.Fatalf("batch at %d, expected %d", h.BaseOffset, next)
+		}
+		want, ok := m.batches[h.BaseOffset]
+		if !ok || !bytes.Equal(want, b) {
+			t.Fatalf("batch at %d is not what was appended there", h.BaseOffset)
+		}
+		next = h.NextOffset()
+	}
+	if next != l.EndOffset() {
+		t.Fatalf("batches end at %d, log end %d", next, l.EndOffset())
+	}
+	if !m.ends[next] {
+		t.Fatalf("log ends at %d, inside an append", next)
+	}
+	if next < mustHave {
+		t.Fatalf("log ends at %d, but offsets below %d were acknowledged", next, mustHave)
+	}
+}
+
+func memFS(t testing.TB) *vfs.MemFS {
+	fs := vfs.NewMem()
+	if err := fs.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return fs
+}
+
+func mustOpen(t testing.TB, fs vfs.FS, cfg Config) (*Log, Report) {
+	t.Helper()
+	l, rep, err := Open(fs, dir, cfg)
+	if err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	return l, rep
+}
+
+// batch returns a batch of n records of about size bytes each, stamped id.
+func batch(id, n, size int) []byte {
+	return testbatch.Make(uint64(id), n, size, 1_700_000_000_000+int64(id)*10)
+}
+
+func segNames(l *Log) string {
+	var s string
+	for _, i := range l.Segments() {
+		s += fmt.Sprintf("[%d,%d) ", i.Base, i.Next)
+	}
+	return s
+}
+
+func crc32c(b []byte) uint32 { return crc32.Checksum(b, crc32.MakeTable(crc32.Castagnoli)) }
+
+func segmentName(base int64) string { return fmt.Sprintf("%020d.log", base) }

@@ -1,0 +1,352 @@
+package partlog
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/weir-broker/weir/core/record"
+	"github.com/weir-broker/weir/core/segment"
+	"github.com/weir-broker/weir/core/vfs"
+)
+
+var (
+	// ErrOffsetOutOfRange: a read below the log start or past the log end.
+	ErrOffsetOutOfRange = errors.New("partlog: offset out of range")
+	// ErrBatchTooLarge: a batch larger than Config.MaxBatchBytes.
+	ErrBatchTooLarge = errors.New("partlog: batch too large")
+	// ErrFailed: an earlier write or fsync failed, so the log no longer knows
+	// what is on disk; it refuses appends until it is closed and reopened
+	// (which recovers). Reads keep working.
+	ErrFailed = errors.New("partlog: log failed")
+	// ErrClosed: the log was closed.
+	ErrClosed = errors.New("partlog: closed")
+)
+
+// Files in the partition directory besides the segments.
+const (
+	cleanShutdownFile = "clean-shutdown"
+	recoveryPointFile = "recovery-point"
+)
+
+// Log is one partition's log: an ordered list of segments, the last of them
+// active. One writer appends at a time; any number of readers read without
+// blocking it.
+type Log struct {
+	fs  vfs.FS
+	dir string
+	cfg Config
+
+	// segs is the ordered segment list, replaced (never modified) under
+	// appendMu, and loaded by readers without locks.
+	segs atomic.Pointer[[]*segment.Segment]
+
+	appendMu    sync.Mutex // the writer: appends, rolls, truncation, retention
+	activeSince time.Time  // when the active segment was created or opened
+	hdrs        []record.Header
+	notify      chan struct{} // closed by the next append, when someone waits
+	closed      atomic.Bool
+
+	// syncMu serialises fsyncs; whoever holds it syncs everything appended so
+	// far, so appenders waiting behind it find their data already covered
+	// (group commit).
+	syncMu  sync.Mutex
+	flushed atomic.Int64 // every offset below this is durable
+	end     atomic.Int64 // the log end offset (next offset to assign)
+
+	// statMu guards the unflushed counters, the policy calls and the timer.
+	statMu    sync.Mutex
+	unMsgs    int64
+	unBytes   int64
+	unOldest  time.Time
+	timer     Timer
+	timerAt   time.Time
+	syncCount atomic.Int64
+
+	failed atomic.Pointer[error]
+}
+
+// Report says what Open found.
+type Report struct {
+	Clean         bool  // the log had been closed cleanly
+	RecoveryPoint int64 // offsets below it were trusted without re-reading
+	Segments      int   // segments opened
+	Recovered     int   // segments re-read batch by batch
+	Batches       int   // batches re-read
+	Truncated     int64 // bytes cut from torn or corrupt tails
+	Deleted       []int64
+	// Causes lists why bytes were cut, one per truncated segment.
+	Causes   []error
+	Duration time.Duration
+}
+
+// Open opens (creating if needed) the partition log in dir. Without a
+// clean-shutdown marker it recovers: segments after the recovery point are
+// re-read, cut at the first bad batch, and their indexes rebuilt. Segments
+// following a cut are deleted, so offsets never skip.
+func Open(fsys vfs.FS, dir string, cfg Config) (*Log, Report, error) {
+	cfg, err := cfg.validate()
+	if err != nil {
+		return nil, Report{}, err
+	}
+	l := &Log{fs: fsys, dir: dir, cfg: cfg}
+	start := cfg.Clock.Now()
+	rep, err := l.open()
+	rep.Duration = cfg.Clock.Now().Sub(start)
+	if err != nil {
+		for _, s := range l.segments() {
+			_ = s.Close()
+		}
+		return nil, rep, err
+	}
+	if rep.Truncated > 0 || len(rep.Deleted) > 0 {
+		cfg.Logger.Warn("partition log recovered", "dir", dir, "truncated_bytes", rep.Truncated,
+			"deleted_segments", len(rep.Deleted), "causes", errors.Join(rep.Causes...))
+	}
+	return l, rep, nil
+}
+
+func (l *Log) open() (Report, error) {
+	var rep Report
+	if err := l.fs.MkdirAll(l.dir, 0o755); err != nil {
+		return rep, fmt.Errorf("partlog: %w", err)
+	}
+	names, err := l.fs.List(l.dir)
+	if err != nil {
+		return rep, fmt.Errorf("partlog: %w", err)
+	}
+	var bases []int64
+	others := map[int64][]string{}
+	for _, n := range names {
+		if n == cleanShutdownFile {
+			rep.Clean = true
+		}
+		base, suffix, ok := segment.ParseName(n)
+		if !ok {
+			continue
+		}
+		if suffix == segment.LogSuffix {
+			bases = append(bases, base)
+		} else {
+			others[base] = append(others[base], n)
+		}
+	}
+	sort.Slice(bases, func(i, j int) bool { return bases[i] < bases[j] })
+	// Index files without their log are leftovers of an interrupted delete.
+	for base, ns := range others {
+		if i := sort.Search(len(bases), func(i int) bool { return bases[i] >= base }); i < len(bases) && bases[i] == base {
+			continue
+		}
+		for _, n := range ns {
+			if err := l.fs.Remove(l.dir + "/" + n); err != nil {
+				return rep, fmt.Errorf("partlog: %w", err)
+			}
+		}
+	}
+	rp := int64(-1)
+	if !rep.Clean {
+		rp = l.readRecoveryPoint()
+	}
+	rep.RecoveryPoint = rp
+
+	opts := segment.Options{IndexIntervalBytes: l.cfg.IndexIntervalBytes}
+	var segs []*segment.Segment
+	for i, base := range bases {
+		end := int64(-1)
+		if i+1 < len(bases) {
+			end = bases[i+1]
+		}
+		mode := segment.Recover
+		if rep.Clean || (end >= 0 && end <= rp) {
+			mode = segment.Trust
+		}
+		s, r, err := segment.Open(l.fs, l.dir, base, opts, mode, end)
+		if err != nil {
+			l.setSegments(segs)
+			return rep, fmt.Errorf("partlog: %w", err)
+		}
+		segs = append(segs, s)
+		rep.Segments++
+		if mode == segment.Recover {
+			rep.Recovered++
+		}
+		rep.Batches += r.Batches
+		if r.Truncated > 0 {
+			rep.Truncated += r.Truncated
+			rep.Causes = append(rep.Causes, r.Cause)
+		}
+		if end >= 0 && s.NextOffset() != end {
+			// A cut (or a gap) inside the log: what follows cannot be
+			// reached without skipping offsets, so it goes.
+			rep.Causes = append(rep.Causes, fmt.Errorf("segment %d ends at %d, next segment starts at %d", base, s.NextOffset(), end))
+			for _, b := range bases[i+1:] {
+				if err := l.removeSegmentFiles(b); err != nil {
+					l.setSegments(segs)
+					return rep, err
+				}
+				rep.Deleted = append(rep.Deleted, b)
+			}
+			if err := s.Unseal(); err != nil {
+				l.setSegments(segs)
+				return rep, fmt.Errorf("partlog: %w", err)
+			}
+			break
+		}
+	}
+	if len(segs) == 0 {
+		s, err := segment.Create(l.fs, l.dir, 0, opts)
+		if err != nil {
+			return rep, fmt.Errorf("partlog: %w", err)
+		}
+		segs = append(segs, s)
+	}
+	l.setSegments(segs)
+	active := segs[len(segs)-1]
+	l.end.Store(active.NextOffset())
+	l.activeSince = l.cfg.Clock.Now()
+
+	// Make the recovered state durable (truncations, rebuilt indexes), then
+	// drop the clean-shutdown marker before any append can happen.
+	if err := active.Sync(); err != nil {
+		return rep, fmt.Errorf("partlog: %w", err)
+	}
+	l.flushed.Store(l.end.Load())
+	if err := l.writeRecoveryPoint(active.Base()); err != nil {
+		return rep, err
+	}
+	if rep.Clean {
+		if err := l.fs.Remove(l.path(cleanShutdownFile)); err != nil {
+			return rep, fmt.Errorf("partlog: %w", err)
+		}
+	}
+	if err := l.fs.SyncDir(l.dir); err != nil {
+		return rep, fmt.Errorf("partlog: %w", err)
+	}
+	return rep, nil
+}
+
+func (l *Log) path(name string) string { return l.dir + "/" + name }
+
+func (l *Log) removeSegmentFiles(base int64) error {
+	for _, suf := range []string{segment.LogSuffix, segment.IndexSuffix, segment.TimeIndexSuffix} {
+		if err := l.fs.Remove(segment.Name(l.dir, base, suf)); err != nil && !errors.Is(err, errNotExist) {
+			return fmt.Errorf("partlog: %w", err)
+		}
+	}
+	return nil
+}
+
+func (l *Log) segments() []*segment.Segment {
+	if p := l.segs.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+func (l *Log) setSegments(s []*segment.Segment) { l.segs.Store(&s) }
+
+func (l *Log) active() *segment.Segment {
+	segs := l.segments()
+	return segs[len(segs)-1]
+}
+
+// Dir is the partition directory.
+func (l *Log) Dir() string { return l.dir }
+
+// StartOffset is the first offset still in the log.
+func (l *Log) StartOffset() int64 { return l.segments()[0].Base() }
+
+// EndOffset is the offset the next record will get (the log end offset).
+func (l *Log) EndOffset() int64 { return l.end.Load() }
+
+// FlushedOffset: every offset below it is durable (fsynced).
+func (l *Log) FlushedOffset() int64 { return l.flushed.Load() }
+
+// Syncs counts the fsync rounds the log has made (group commits, rolls, closes).
+func (l *Log) Syncs() int64 { return l.syncCount.Load() }
+
+// SegmentInfo describes one segment.
+type SegmentInfo struct {
+	Base, Next, Size, MaxTimestamp int64
+	MemBytes                       int
+}
+
+// Segments describes the segments, oldest first.
+func (l *Log) Segments() []SegmentInfo {
+	segs := l.segments()
+	out := make([]SegmentInfo, len(segs))
+	for i, s := range segs {
+		out[i] = SegmentInfo{Base: s.Base(), Next: s.NextOffset(), Size: s.Size(), MaxTimestamp: s.MaxTimestamp(), MemBytes: s.MemBytes()}
+	}
+	return out
+}
+
+// Size is the total bytes of the log's segments.
+func (l *Log) Size() int64 {
+	var n int64
+	for _, s := range l.segments() {
+		n += s.Size()
+	}
+	return n
+}
+
+// Err returns the error that failed the log, or nil.
+func (l *Log) Err() error {
+	if p := l.failed.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+func (l *Log) fail(err error) error {
+	wrapped := fmt.Errorf("%w: %w", ErrFailed, err)
+	if l.failed.CompareAndSwap(nil, &wrapped) {
+		l.cfg.Logger.Error("partition log failed; reopen to recover", "dir", l.dir, "err", err)
+	}
+	return wrapped
+}
+
+// Close flushes and seals the active segment, checkpoints the recovery point
+// and writes the clean-shutdown marker, so the next Open trusts the files.
+// Readers must be done (their Slices released) for the files to close. A failed
+// log is closed without the marker, so the next Open recovers it.
+func (l *Log) Close() error {
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	if l.closed.Load() {
+		return ErrClosed
+	}
+	l.closed.Store(true)
+	l.statMu.Lock()
+	if l.timer != nil {
+		l.timer.Stop()
+		l.timer = nil
+	}
+	l.statMu.Unlock()
+	l.syncMu.Lock()
+	defer l.syncMu.Unlock()
+	var errs []error
+	segs := l.segments()
+	for _, s := range segs {
+		errs = append(errs, s.Close())
+	}
+	if err := errors.Join(errs...); err != nil || l.Err() != nil {
+		return errors.Join(err, l.Err())
+	}
+	l.flushed.Store(l.end.Load())
+	l.syncCount.Add(1)
+	if err := l.writeRecoveryPoint(l.end.Load()); err != nil {
+		return err
+	}
+	f, err := l.fs.Create(l.path(cleanShutdownFile))
+	if err != nil {
+		return fmt.Errorf("partlog: %w", err)
+	}
+	if err := errors.Join(f.Sync(), f.Close(), l.fs.SyncDir(l.dir)); err != nil {
+		return fmt.Errorf("partlog: clean-shutdown marker: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,79 @@
+package partlog
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+
+	"github.com/weir-broker/weir/core/segment"
+)
+
+// NoLimit as Read's maxOffset reads up to the log end.
+const NoLimit = math.MaxInt64
+
+// Slice is a range of whole batches in one segment file; see segment.Slice.
+// Release it when done.
+type Slice = segment.Slice
+
+// Read returns whole batches starting with the one that contains offset: as
+// many as fit in maxBytes but at least one, all from one segment, and none
+// reaching maxOffset (the high watermark; NoLimit for the log end). Reading at
+// the log end (or at maxOffset) returns an empty Slice and no error; below the
+// log start or past the end is ErrOffsetOutOfRange. It never blocks appends.
+//
+// The batches' first offset may be below offset (a batch is never split), as
+// Kafka's fetch does; consumers skip the records they did not ask for.
+func (l *Log) Read(offset, maxBytes, maxOffset int64) (Slice, error) {
+	for attempt := 0; ; attempt++ {
+		end := l.end.Load()
+		segs := l.segments()
+		if offset < segs[0].Base() || offset > end {
+			return Slice{}, fmt.Errorf("%w: %d not in [%d, %d]", ErrOffsetOutOfRange, offset, segs[0].Base(), end)
+		}
+		limit := min(maxOffset, end)
+		if offset >= limit {
+			return Slice{}, nil
+		}
+		i := sort.Search(len(segs), func(i int) bool { return segs[i].Base() > offset }) - 1
+		for ; i < len(segs); i++ {
+			sl, err := segs[i].Read(offset, maxBytes, limit)
+			switch {
+			case err == nil:
+				return sl, nil
+			case errors.Is(err, segment.ErrNotFound):
+				if segs[i].NextOffset() >= limit {
+					return Slice{}, nil // the next batch reaches past maxOffset
+				}
+				continue // offset is at this segment's end: try the next one
+			case errors.Is(err, segment.ErrClosed) && attempt < 3:
+			default:
+				return Slice{}, fmt.Errorf("partlog: read %d: %w", offset, err)
+			}
+			break // retention deleted the segment under us: look again
+		}
+		if i == len(segs) {
+			return Slice{}, nil
+		}
+	}
+}
+
+// OffsetForTimestamp returns the offset of the first batch holding a record
+// with timestamp >= ts, and false when there is none (Kafka then answers with
+// the log end).
+func (l *Log) OffsetForTimestamp(ts int64) (int64, bool, error) {
+	for _, s := range l.segments() {
+		if s.MaxTimestamp() < ts {
+			continue
+		}
+		off, err := s.OffsetForTimestamp(ts)
+		if errors.Is(err, segment.ErrNotFound) || errors.Is(err, segment.ErrClosed) {
+			continue
+		}
+		if err != nil {
+			return 0, false, fmt.Errorf("partlog: %w", err)
+		}
+		return off, true, nil
+	}
+	return 0, false, nil
+}

@@ -1,0 +1,121 @@
+package partlog
+
+import (
+	"fmt"
+
+	"github.com/weir-broker/weir/core/segment"
+)
+
+// ApplyRetention deletes whole segments from the start of the log: those whose
+// newest record is older than RetentionAge (the file's modification time
+// stands in for segments without timestamps), and, by size, the oldest ones
+// as long as the log stays at least RetentionBytes without them. The active
+// segment is never deleted. Readers holding Slices of a deleted segment keep
+// reading it until they release them. It returns the base offsets deleted.
+func (l *Log) ApplyRetention() ([]int64, error) {
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	l.syncMu.Lock()
+	defer l.syncMu.Unlock()
+	if l.closed.Load() {
+		return nil, ErrClosed
+	}
+	now := l.cfg.Clock.Now()
+	segs := l.segments()
+	total := l.Size()
+	n := 0
+	for ; n < len(segs)-1; n++ {
+		s := segs[n]
+		bySize := l.cfg.RetentionBytes >= 0 && total-s.Size() >= l.cfg.RetentionBytes
+		byAge := false
+		if l.cfg.RetentionAge > 0 {
+			ts := s.MaxTimestamp()
+			if ts == segment.NoTimestamp {
+				if fi, err := l.fs.Stat(segment.Name(l.dir, s.Base(), segment.LogSuffix)); err == nil {
+					ts = fi.ModTime().UnixMilli()
+				}
+			}
+			byAge = ts < now.Add(-l.cfg.RetentionAge).UnixMilli()
+		}
+		if !bySize && !byAge {
+			break
+		}
+		total -= s.Size()
+	}
+	if n == 0 {
+		return nil, nil
+	}
+	// Readers stop finding the segments first; then the files go.
+	l.setSegments(segs[n:])
+	deleted := make([]int64, 0, n)
+	for _, s := range segs[:n] {
+		if err := s.Delete(); err != nil {
+			return deleted, l.fail(err)
+		}
+		deleted = append(deleted, s.Base())
+	}
+	if err := l.fs.SyncDir(l.dir); err != nil {
+		return deleted, l.fail(fmt.Errorf("partlog: %w", err))
+	}
+	return deleted, nil
+}
+
+// Truncate removes every record at an offset >= offset (a batch containing
+// offset goes whole), so the log then ends at or below offset. Replication uses
+// it to cut a follower's divergent tail. offset below the log start is
+// ErrOffsetOutOfRange.
+func (l *Log) Truncate(offset int64) error {
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	l.syncMu.Lock()
+	defer l.syncMu.Unlock()
+	if l.closed.Load() {
+		return ErrClosed
+	}
+	if err := l.Err(); err != nil {
+		return err
+	}
+	if offset >= l.end.Load() {
+		return nil
+	}
+	segs := l.segments()
+	if offset < segs[0].Base() {
+		return fmt.Errorf("%w: truncate to %d below log start %d", ErrOffsetOutOfRange, offset, segs[0].Base())
+	}
+	i := len(segs) - 1
+	for segs[i].Base() > offset {
+		i--
+	}
+	s := segs[i]
+	// Move the recovery point below the segment first: from here on a crash
+	// must make the next Open re-read it.
+	if err := l.writeRecoveryPoint(s.Base()); err != nil {
+		return l.fail(err)
+	}
+	l.setSegments(segs[:i+1])
+	for j := len(segs) - 1; j > i; j-- { // newest first: a crash leaves a prefix
+		if err := segs[j].Delete(); err != nil {
+			return l.fail(err)
+		}
+	}
+	if err := s.Unseal(); err != nil {
+		return l.fail(err)
+	}
+	if err := s.TruncateTo(offset); err != nil {
+		return l.fail(err)
+	}
+	if err := s.Sync(); err != nil {
+		return l.fail(err)
+	}
+	if err := l.fs.SyncDir(l.dir); err != nil {
+		return l.fail(fmt.Errorf("partlog: %w", err))
+	}
+	l.statMu.Lock()
+	l.end.Store(s.NextOffset())
+	l.flushed.Store(s.NextOffset())
+	l.unMsgs, l.unBytes = 0, 0
+	l.statMu.Unlock()
+	l.syncCount.Add(1)
+	l.activeSince = l.cfg.Clock.Now()
+	return nil
+}
