@@ -27,7 +27,7 @@
 // retention by age uses it.
 //
 // Both indexes are kept in memory and written to their files lazily: entries
-// accumulate in memory and reach the file when the segment is flushed or sealed.
+// accumulate in memory and reach the file (fsynced) when the segment is sealed.
 // An index file can therefore lag its log after a crash; recovery rebuilds the
 // indexes of every segment it re-reads, and Load rejects a file that is not a
 // whole number of well-ordered entries (ErrCorrupt), so a damaged index is rebuilt

@@ -107,10 +107,10 @@ func (t *table[E, C]) truncate(n int, f vfs.File) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.written > n {
-		t.written = n
 		if err := f.Truncate(int64(n * t.c.size())); err != nil {
 			return fmt.Errorf("index: truncate %s: %w", f.Name(), err)
 		}
+		t.written = n
 	}
 	return nil
 }

@@ -3,6 +3,8 @@ package partlog
 import (
 	"context"
 	"fmt"
+	"math"
+	"time"
 
 	"github.com/weir-broker/weir/core/record"
 	"github.com/weir-broker/weir/core/segment"
@@ -82,6 +84,15 @@ func (l *Log) appendLocked(ctx context.Context, buf []byte, epoch int32) (Append
 	if len(hs) == 0 {
 		return AppendResult{}, false, dec, fmt.Errorf("partlog: empty append: %w", record.ErrShort)
 	}
+	// Every segment's offsets must stay within 2^32 of its base, so one append
+	// cannot span more (a 100-byte batch may claim 2^31 records).
+	var span int64
+	for _, h := range hs {
+		span += int64(h.LastOffsetDelta) + 1
+	}
+	if span >= math.MaxUint32 {
+		return AppendResult{}, false, dec, fmt.Errorf("partlog: append of %d offsets: %w", span, record.ErrBadRecords)
+	}
 	// Assign offsets.
 	base := l.end.Load()
 	next, pos := base, 0
@@ -95,8 +106,12 @@ func (l *Log) appendLocked(ctx context.Context, buf []byte, epoch int32) (Append
 	now := l.cfg.Clock.Now()
 	rolled := false
 	active := l.active()
-	tooOld := l.cfg.SegmentAge > 0 && active.Size() > 0 && now.Sub(l.activeSince) >= l.cfg.SegmentAge
-	if tooOld || !active.Fits(int64(len(buf)), next-1, l.cfg.SegmentBytes) {
+	if l.tooOld(active, now) || !active.Fits(int64(len(buf)), next-1, l.cfg.SegmentBytes) {
+		if active.Size() == 0 {
+			// Cannot happen after the span check: an empty segment takes
+			// anything that fits a segment at all.
+			return AppendResult{}, false, dec, fmt.Errorf("partlog: append of %d bytes fits no segment: %w", len(buf), ErrBatchTooLarge)
+		}
 		s, err := segment.Create(l.fs, l.dir, base, segment.Options{IndexIntervalBytes: l.cfg.IndexIntervalBytes})
 		if err != nil {
 			return AppendResult{}, false, dec, l.fail(err)
@@ -106,9 +121,9 @@ func (l *Log) appendLocked(ctx context.Context, buf []byte, epoch int32) (Append
 			return AppendResult{}, false, dec, l.fail(err)
 		}
 		rolled, active = true, s
+		l.activeBorn.Store(now.UnixMilli())
 		segs := append(append([]*segment.Segment(nil), l.segments()...), s)
 		l.setSegments(segs)
-		l.activeSince = now
 	}
 	if err := active.Append(buf, hs); err != nil {
 		return AppendResult{}, rolled, dec, l.fail(err)
@@ -138,13 +153,30 @@ func (l *Log) appendLocked(ctx context.Context, buf []byte, epoch int32) (Append
 	return res, rolled, dec, nil
 }
 
+// tooOld reports whether the active segment should roll by age: it is not
+// empty and was created SegmentAge ago. The creation time survives restarts (in
+// the recovery-point file). Kafka dates a segment by its first batch's
+// timestamp instead, which makes producers with old timestamps (replays) roll
+// a segment per append; wall time does not.
+func (l *Log) tooOld(active *segment.Segment, now time.Time) bool {
+	if l.cfg.SegmentAge <= 0 || active.Size() == 0 {
+		return false
+	}
+	return now.Sub(time.UnixMilli(l.activeBorn.Load())) >= l.cfg.SegmentAge
+}
+
 // Wait returns a channel that is closed by the next append (for long-polling
 // fetches). Call EndOffset after taking the channel to avoid missing an append.
 func (l *Log) Wait() <-chan struct{} {
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
+	if l.closed.Load() {
+		return closedChan
+	}
 	if l.notify == nil {
 		l.notify = make(chan struct{})
 	}
 	return l.notify
 }
+
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()

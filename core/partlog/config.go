@@ -17,8 +17,9 @@ type Config struct {
 	// active one past this size. Default 1 GiB (Kafka segment.bytes); at most
 	// 2 GiB-1, since index positions are 32-bit.
 	SegmentBytes int64
-	// SegmentAge: roll when the active segment is older than this and not
-	// empty. Default 7 days (Kafka segment.ms); negative disables.
+	// SegmentAge: roll when the active segment is not empty and was created
+	// this long ago (wall time, kept across restarts). Default 7 days (Kafka
+	// segment.ms); negative disables.
 	SegmentAge time.Duration
 	// IndexIntervalBytes: log bytes between two offset index entries.
 	// Default 4096 (Kafka index.interval.bytes).

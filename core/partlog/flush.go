@@ -7,13 +7,14 @@ import (
 	"github.com/weir-broker/weir/plugins/flushpolicy"
 )
 
-// Flush makes every offset below upTo durable and returns when it is (or when
-// it fails). Concurrent callers share fsyncs: whoever gets to sync covers
+// Flush makes every offset below upTo (at most the log end) durable and
+// returns when it is (or when it fails). Concurrent callers share fsyncs: whoever gets to sync covers
 // everything appended so far, and the others find their offsets covered (group
 // commit). Use EndOffset() as upTo to flush everything. A failed fsync fails
 // the log (ErrFailed): after a failed fsync the kernel may have dropped the
 // dirty pages, so retrying could report success for lost data.
 func (l *Log) Flush(upTo int64) error {
+	upTo = min(upTo, l.end.Load())
 	if l.flushed.Load() >= upTo {
 		return nil
 	}
@@ -77,12 +78,24 @@ func (l *Log) syncLocked() error {
 // sealRolled finishes rolls outside the append lock: every segment that is no
 // longer the last is fsynced and sealed, oldest first, then the recovery point
 // moves past them. The appender that caused the roll pays for this fsync; other
-// appenders are not held up.
+// appenders are not held up. After Close there is nothing left to do: Close
+// sealed everything.
 func (l *Log) sealRolled() error {
 	l.syncMu.Lock()
 	defer l.syncMu.Unlock()
 	if l.closed.Load() {
-		return ErrClosed
+		return nil
+	}
+	return l.sealPendingLocked()
+}
+
+// sealPendingLocked seals the segments a roll left active and moves the
+// recovery point past them. Nothing moves once the log has failed: a failed
+// fsync may have dropped pages that a second fsync would claim are durable.
+// syncMu held.
+func (l *Log) sealPendingLocked() error {
+	if err := l.Err(); err != nil {
+		return err
 	}
 	segs := l.segments()
 	var end int64 = -1
@@ -103,7 +116,7 @@ func (l *Log) sealRolled() error {
 		l.flushed.Store(end)
 	}
 	l.statMu.Unlock()
-	if err := l.writeRecoveryPoint(end); err != nil {
+	if err := l.writeCheckpoint(end); err != nil {
 		return l.fail(err)
 	}
 	return nil
@@ -113,7 +126,7 @@ func (l *Log) sealRolled() error {
 func (l *Log) armTimer(at time.Time) {
 	l.statMu.Lock()
 	defer l.statMu.Unlock()
-	if l.timer != nil && !l.timerAt.After(at) {
+	if l.closed.Load() || l.timer != nil && !l.timerAt.After(at) {
 		return
 	}
 	if l.timer != nil {

@@ -3,6 +3,7 @@ package partlog
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -44,11 +45,11 @@ type Log struct {
 	// appendMu, and loaded by readers without locks.
 	segs atomic.Pointer[[]*segment.Segment]
 
-	appendMu    sync.Mutex // the writer: appends, rolls, truncation, retention
-	activeSince time.Time  // when the active segment was created or opened
-	hdrs        []record.Header
-	notify      chan struct{} // closed by the next append, when someone waits
-	closed      atomic.Bool
+	appendMu   sync.Mutex   // the writer: appends, rolls, truncation, retention
+	activeBorn atomic.Int64 // when the active segment was created, unix ms (SegmentAge)
+	hdrs       []record.Header
+	notify     chan struct{} // closed by the next append, when someone waits
+	closed     atomic.Bool
 
 	// syncMu serialises fsyncs; whoever holds it syncs everything appended so
 	// far, so appenders waiting behind it find their data already covered
@@ -78,7 +79,8 @@ type Report struct {
 	Batches       int   // batches re-read
 	Truncated     int64 // bytes cut from torn or corrupt tails
 	Deleted       []int64
-	// Causes lists why bytes were cut, one per truncated segment.
+	// Causes lists why bytes were cut or segments deleted: one per truncated
+	// segment, and one per gap that ended the log early.
 	Causes   []error
 	Duration time.Duration
 }
@@ -141,14 +143,15 @@ func (l *Log) open() (Report, error) {
 			continue
 		}
 		for _, n := range ns {
-			if err := l.fs.Remove(l.dir + "/" + n); err != nil {
+			if err := l.fs.Remove(filepath.Join(l.dir, n)); err != nil {
 				return rep, fmt.Errorf("partlog: %w", err)
 			}
 		}
 	}
+	cp, cpOK := l.readCheckpoint()
 	rp := int64(-1)
-	if !rep.Clean {
-		rp = l.readRecoveryPoint()
+	if !rep.Clean && cpOK {
+		rp = cp.recoveryPoint
 	}
 	rep.RecoveryPoint = rp
 
@@ -206,7 +209,11 @@ func (l *Log) open() (Report, error) {
 	l.setSegments(segs)
 	active := segs[len(segs)-1]
 	l.end.Store(active.NextOffset())
-	l.activeSince = l.cfg.Clock.Now()
+	if cpOK && cp.activeBase == active.Base() && cp.activeBorn > 0 {
+		l.activeBorn.Store(cp.activeBorn)
+	} else {
+		l.activeBorn.Store(l.cfg.Clock.Now().UnixMilli())
+	}
 
 	// Make the recovered state durable (truncations, rebuilt indexes), then
 	// drop the clean-shutdown marker before any append can happen.
@@ -214,7 +221,7 @@ func (l *Log) open() (Report, error) {
 		return rep, fmt.Errorf("partlog: %w", err)
 	}
 	l.flushed.Store(l.end.Load())
-	if err := l.writeRecoveryPoint(active.Base()); err != nil {
+	if err := l.writeCheckpoint(active.Base()); err != nil {
 		return rep, err
 	}
 	if rep.Clean {
@@ -228,7 +235,7 @@ func (l *Log) open() (Report, error) {
 	return rep, nil
 }
 
-func (l *Log) path(name string) string { return l.dir + "/" + name }
+func (l *Log) path(name string) string { return filepath.Join(l.dir, name) }
 
 func (l *Log) removeSegmentFiles(base int64) error {
 	for _, suf := range []string{segment.LogSuffix, segment.IndexSuffix, segment.TimeIndexSuffix} {
@@ -320,6 +327,10 @@ func (l *Log) Close() error {
 		return ErrClosed
 	}
 	l.closed.Store(true)
+	if l.notify != nil {
+		close(l.notify)
+		l.notify = nil
+	}
 	l.statMu.Lock()
 	if l.timer != nil {
 		l.timer.Stop()
@@ -338,7 +349,7 @@ func (l *Log) Close() error {
 	}
 	l.flushed.Store(l.end.Load())
 	l.syncCount.Add(1)
-	if err := l.writeRecoveryPoint(l.end.Load()); err != nil {
+	if err := l.writeCheckpoint(l.end.Load()); err != nil {
 		return err
 	}
 	f, err := l.fs.Create(l.path(cleanShutdownFile))

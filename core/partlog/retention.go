@@ -31,9 +31,11 @@ func (l *Log) ApplyRetention() ([]int64, error) {
 		if l.cfg.RetentionAge > 0 {
 			ts := s.MaxTimestamp()
 			if ts == segment.NoTimestamp {
-				if fi, err := l.fs.Stat(segment.Name(l.dir, s.Base(), segment.LogSuffix)); err == nil {
-					ts = fi.ModTime().UnixMilli()
+				fi, err := l.fs.Stat(segment.Name(l.dir, s.Base(), segment.LogSuffix))
+				if err != nil {
+					break // age unknown: keep it, and everything after it
 				}
+				ts = fi.ModTime().UnixMilli()
 			}
 			byAge = ts < now.Add(-l.cfg.RetentionAge).UnixMilli()
 		}
@@ -78,6 +80,11 @@ func (l *Log) Truncate(offset int64) error {
 	if offset >= l.end.Load() {
 		return nil
 	}
+	// A roll whose seal is still pending must be sealed before the recovery
+	// point can name any segment after it.
+	if err := l.sealPendingLocked(); err != nil {
+		return err
+	}
 	segs := l.segments()
 	if offset < segs[0].Base() {
 		return fmt.Errorf("%w: truncate to %d below log start %d", ErrOffsetOutOfRange, offset, segs[0].Base())
@@ -89,7 +96,7 @@ func (l *Log) Truncate(offset int64) error {
 	s := segs[i]
 	// Move the recovery point below the segment first: from here on a crash
 	// must make the next Open re-read it.
-	if err := l.writeRecoveryPoint(s.Base()); err != nil {
+	if err := l.writeCheckpoint(s.Base()); err != nil {
 		return l.fail(err)
 	}
 	l.setSegments(segs[:i+1])
@@ -116,6 +123,6 @@ func (l *Log) Truncate(offset int64) error {
 	l.unMsgs, l.unBytes = 0, 0
 	l.statMu.Unlock()
 	l.syncCount.Add(1)
-	l.activeSince = l.cfg.Clock.Now()
+	l.activeBorn.Store(l.cfg.Clock.Now().UnixMilli()) // its real creation time is not known
 	return nil
 }

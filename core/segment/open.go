@@ -67,6 +67,7 @@ func (s *Segment) open(mode Mode, end int64) (Recovery, error) {
 	last := end < 0
 	if mode == Trust {
 		if err := s.loadIndexes(fileSize, end); err == nil {
+
 			if !last {
 				s.size.Store(fileSize)
 				s.next.Store(end)
@@ -220,7 +221,7 @@ func (s *Segment) checkBatch(r *bufio.Reader, want, avail int64) (record.Header,
 	if h.BaseOffset != want {
 		return h, fmt.Errorf("%w: base offset %d, want %d", errOffsets, h.BaseOffset, want)
 	}
-	if h.LastOffset()-s.base > math.MaxUint32 {
+	if h.LastOffset()-s.base >= math.MaxUint32 {
 		return h, fmt.Errorf("%w: offset %d too far from base", errOffsets, h.LastOffset())
 	}
 	if _, err := r.Discard(21); err != nil {

@@ -22,7 +22,9 @@ type Slice struct {
 	seg         *Segment
 }
 
-// Release drops the Slice's reference on its segment. Safe on a zero Slice.
+// Release drops the Slice's reference on its segment. Safe on a zero Slice and
+// idempotent on one Slice value; a copy of a Slice shares the same reference, so
+// release only one of them.
 func (sl *Slice) Release() {
 	if sl.seg != nil {
 		sl.seg.release()
@@ -121,9 +123,11 @@ func (s *Segment) locate(hr *headers, offset int64) (int64, record.Header, error
 }
 
 // Read returns the batches starting with the one that contains offset, as many
-// whole batches as fit in maxBytes, but always at least one, and none that ends
-// at or after maxOffset (the high watermark). ErrNotFound when offset is not
-// below both the segment's end and maxOffset.
+// whole batches as fit in maxBytes, but always at least one, and none that
+// reaches past maxOffset (the high watermark). ErrNotFound when offset is not
+// below both the segment's end and maxOffset, or when the batch holding it
+// reaches past maxOffset. Call Release on the Slice exactly once: copies of a
+// Slice share its one reference.
 func (s *Segment) Read(offset int64, maxBytes int64, maxOffset int64) (Slice, error) {
 	next := s.next.Load()
 	size := s.size.Load()
@@ -179,7 +183,7 @@ func (s *Segment) OffsetForTimestamp(ts int64) (int64, error) {
 	defer s.release()
 	var pos int64
 	if e, ok := s.times.Lookup(ts); ok {
-		if e.RelOffset >= uint32(next-s.base) {
+		if int64(e.RelOffset) >= next-s.base {
 			return 0, ErrNotFound
 		}
 		if oe, ok := s.offsets.Lookup(e.RelOffset); ok {

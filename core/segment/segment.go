@@ -215,7 +215,7 @@ func (s *Segment) Append(buf []byte, hs []record.Header) error {
 // segment given a size limit: the file stays below limit (an empty segment takes
 // any batch) and relative offsets stay within uint32.
 func (s *Segment) Fits(n int64, last int64, limit int64) bool {
-	if last-s.base > math.MaxUint32 {
+	if last-s.base >= math.MaxUint32 { // the end offset's relative form must fit a uint32
 		return false
 	}
 	size := s.size.Load()
@@ -351,8 +351,8 @@ func (s *Segment) Delete() error {
 // TruncateTo removes every batch holding an offset >= offset; a batch is never
 // split, so the one containing offset goes too and the segment then ends at its
 // base. The segment must be active (Unseal it first). Readers holding Slices past
-// the new end may read short: truncation is for replicas, whose readers stop at
-// the high watermark.
+// the new end see whatever is appended there next: truncation is for replicas,
+// whose readers stop at the high watermark, below any truncation point.
 func (s *Segment) TruncateTo(offset int64) error {
 	if s.idxFile == nil {
 		return fmt.Errorf("segment %d: truncate a sealed segment: %w", s.base, ErrClosed)
