@@ -97,41 +97,62 @@ func countOps(t *testing.T, policy func() flushpolicy.Policy) int {
 	return inj.Count()
 }
 
+// crasher wraps a MemFS so that just before file-system operation k it takes
+// a crash clone (strict, or torn with a seeded rng) and calls onCrash, which
+// captures what the test knew to be durable at that moment.
+type crasher struct {
+	mu      sync.Mutex
+	n, k    int
+	torn    bool
+	seed    uint64
+	mem     *vfs.MemFS
+	clone   *vfs.MemFS
+	onCrash func()
+}
+
+func newCrasher(mem *vfs.MemFS, k int, torn bool, seed uint64, onCrash func()) (*crasher, vfs.FS) {
+	c := &crasher{k: k, torn: torn, seed: seed, mem: mem, onCrash: onCrash}
+	return c, errorfs.Wrap(mem, errorfs.InjectorFunc(c.maybeCrash))
+}
+
+func (c *crasher) maybeCrash(errorfs.Op, string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n == c.k {
+		if c.torn {
+			c.clone = c.mem.CrashCloneTorn(rand.New(rand.NewPCG(uint64(c.k), c.seed)))
+		} else {
+			c.clone = c.mem.CrashClone()
+		}
+		c.onCrash()
+	}
+	c.n++
+	return nil
+}
+
 func crashAt(t *testing.T, k int, torn bool, policy func() flushpolicy.Policy) {
 	t.Helper()
-	mem := memFS(t)
 	var (
 		mu      sync.Mutex
-		n       int
-		clone   *vfs.MemFS
 		log     *Log
 		durable int64 // the log's flushed offset when the power went
 	)
-	fs := errorfs.Wrap(mem, errorfs.InjectorFunc(func(op errorfs.Op, path string) error {
+	c, fs := newCrasher(memFS(t), k, torn, 42, func() {
 		mu.Lock()
 		defer mu.Unlock()
-		if n == k {
-			if torn {
-				clone = mem.CrashCloneTorn(rand.New(rand.NewPCG(uint64(k), 42)))
-			} else {
-				clone = mem.CrashClone()
-			}
-			if log != nil {
-				durable = log.FlushedOffset()
-			}
+		if log != nil {
+			durable = log.FlushedOffset()
 		}
-		n++
-		return nil
-	}))
+	})
 	m := newModel()
 	m.torn = torn
 	if err := workload(t, fs, m, policy, func(l *Log) { mu.Lock(); log = l; mu.Unlock() }); err != nil {
 		t.Fatalf("crash %d: workload: %v", k, err)
 	}
-	if clone == nil {
+	if c.clone == nil {
 		t.Fatalf("crash %d: never reached", k)
 	}
-	l, rep, err := Open(clone, dir, Config{SegmentBytes: 3000, IndexIntervalBytes: 400, RetentionAge: -1})
+	l, rep, err := Open(c.clone, dir, Config{SegmentBytes: 3000, IndexIntervalBytes: 400, RetentionAge: -1})
 	if err != nil {
 		t.Fatalf("crash before op %d: reopen: %v", k, err)
 	}

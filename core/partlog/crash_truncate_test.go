@@ -1,7 +1,6 @@
 package partlog
 
 import (
-	"math/rand/v2"
 	"sync"
 	"testing"
 
@@ -52,35 +51,23 @@ func TestCrashLoopTruncateRetention(t *testing.T) {
 	total := probe.Count()
 	for _, torn := range []bool{false, true} {
 		for k := 0; k < total; k++ {
-			mem := memFS(t)
 			var (
 				mu       sync.Mutex
-				n        int
-				clone    *vfs.MemFS
 				log      *Log
 				durable  int64
 				truncOff int64 = -1
 				inTrunc  bool
 			)
-			fs := errorfs.Wrap(mem, errorfs.InjectorFunc(func(op errorfs.Op, path string) error {
+			c, fs := newCrasher(memFS(t), k, torn, 9, func() {
 				mu.Lock()
 				defer mu.Unlock()
-				if n == k {
-					if torn {
-						clone = mem.CrashCloneTorn(rand.New(rand.NewPCG(uint64(k), 9)))
-					} else {
-						clone = mem.CrashClone()
-					}
-					if log != nil {
-						durable = log.FlushedOffset()
-						if inTrunc {
-							durable = min(durable, truncOff-2) // the batch holding truncOff goes whole (batches hold <= 3 records)
-						}
+				if log != nil {
+					durable = log.FlushedOffset()
+					if inTrunc {
+						durable = min(durable, truncOff-2) // the batch holding truncOff goes whole (batches hold <= 3 records)
 					}
 				}
-				n++
-				return nil
-			}))
+			})
 			err := truncWorkload(t, fs, func(l *Log) { mu.Lock(); log = l; mu.Unlock() },
 				func(in bool, off int64) {
 					mu.Lock()
@@ -93,7 +80,7 @@ func TestCrashLoopTruncateRetention(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			l, rep, err := Open(clone, dir, Config{SegmentBytes: 2000, IndexIntervalBytes: 300, RetentionAge: -1})
+			l, rep, err := Open(c.clone, dir, Config{SegmentBytes: 2000, IndexIntervalBytes: 300, RetentionAge: -1})
 			if err != nil {
 				t.Fatalf("torn=%v crash %d: reopen: %v", torn, k, err)
 			}
