@@ -1,0 +1,285 @@
+package topics
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/weir-broker/weir/core/partlog"
+	"github.com/weir-broker/weir/core/record"
+	"github.com/weir-broker/weir/core/segment"
+	"github.com/weir-broker/weir/plugins/flushpolicy"
+)
+
+// Topic config keys: Kafka's names, plus two of weir's own.
+const (
+	ConfigRetentionMs        = "retention.ms"         // -1 (forever) or >= 0; default 7 days
+	ConfigRetentionBytes     = "retention.bytes"      // any; negative: unlimited (default -1)
+	ConfigSegmentBytes       = "segment.bytes"        // 1024..2^31-1; default 1 GiB
+	ConfigSegmentMs          = "segment.ms"           // >= 1; default 7 days
+	ConfigMaxMessageBytes    = "max.message.bytes"    // 61..2^31-1; default 1048588
+	ConfigIndexIntervalBytes = "index.interval.bytes" // 0..2^31-1; default 4096
+	ConfigFlushMessages      = "flush.messages"       // >= 1; default 2^63-1 (never)
+	ConfigFlushMs            = "flush.ms"             // >= 0; default 2^63-1 (never)
+	ConfigCompressionType    = "compression.type"     // producer|uncompressed|gzip|snappy|lz4|zstd; default producer
+	ConfigFlushPolicy        = "weir.flush.policy"    // a flushpolicy spec; wins over flush.*
+	ConfigDurableAcks        = "weir.durable.acks"    // true|false; default false
+)
+
+// ConfigKeys lists every key a topic accepts, sorted.
+func ConfigKeys() []string {
+	keys := make([]string, 0, len(configCheckers))
+	for k := range configCheckers {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// CompressionTypes are the values compression.type accepts. weir stores and
+// reports the setting; batches are kept as the producer compressed them until
+// recompression comes with the codec plugins.
+var CompressionTypes = []string{"producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"}
+
+// flushKeys decide the flush policy together; they come as a group from the
+// most specific layer that sets any of them (see resolveConfigs).
+var flushKeys = []string{ConfigFlushMessages, ConfigFlushMs, ConfigFlushPolicy}
+
+// kafkaNever is Kafka's "no limit" default of flush.messages and flush.ms.
+const kafkaNever = math.MaxInt64
+
+// configCheckers validate one value each (already trimmed).
+var configCheckers = map[string]func(string) error{
+	ConfigRetentionMs:        intRange(-1, math.MaxInt64),
+	ConfigRetentionBytes:     intRange(math.MinInt64, math.MaxInt64),
+	ConfigSegmentBytes:       intRange(1024, segment.MaxSize),
+	ConfigSegmentMs:          intRange(1, math.MaxInt64),
+	ConfigMaxMessageBytes:    intRange(record.MinBatchSize, segment.MaxSize),
+	ConfigIndexIntervalBytes: intRange(0, math.MaxInt32),
+	ConfigFlushMessages:      intRange(1, math.MaxInt64),
+	ConfigFlushMs:            intRange(0, math.MaxInt64),
+	ConfigCompressionType: func(v string) error {
+		if !slices.Contains(CompressionTypes, v) {
+			return fmt.Errorf("must be one of %s", strings.Join(CompressionTypes, ", "))
+		}
+		return nil
+	},
+	ConfigFlushPolicy: func(v string) error {
+		_, err := flushpolicy.New(v)
+		return err
+	},
+	ConfigDurableAcks: func(v string) error {
+		_, err := parseBool(v)
+		return err
+	},
+}
+
+func intRange(lo, hi int64) func(string) error {
+	return func(v string) error {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < lo || n > hi {
+			switch {
+			case lo == math.MinInt64:
+				return fmt.Errorf("must be an integer")
+			case hi == math.MaxInt64:
+				return fmt.Errorf("must be an integer >= %d", lo)
+			}
+			return fmt.Errorf("must be an integer in [%d, %d]", lo, hi)
+		}
+		return nil
+	}
+}
+
+func parseBool(v string) (bool, error) {
+	switch strings.ToLower(v) {
+	case "true":
+		return true, nil
+	case "false":
+		return false, nil
+	}
+	return false, fmt.Errorf("must be true or false")
+}
+
+// normalizeConfigs validates every key and value of m and returns a copy with
+// the values trimmed of white space (as Kafka parses them). Errors wrap
+// ErrInvalidConfig and name the key and value; with several bad keys the
+// first in sorted order is reported.
+func normalizeConfigs(m map[string]string) (map[string]string, error) {
+	out := make(map[string]string, len(m))
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		check, ok := configCheckers[k]
+		if !ok {
+			return nil, fmt.Errorf("%w: %s=%q: unknown key (known: %s)", ErrInvalidConfig, k, m[k], strings.Join(ConfigKeys(), ", "))
+		}
+		v := strings.TrimSpace(m[k])
+		if err := check(v); err != nil {
+			return nil, fmt.Errorf("%w: %s=%q: %w", ErrInvalidConfig, k, m[k], err)
+		}
+		out[k] = v
+	}
+	return out, nil
+}
+
+// resolveConfigs merges a topic's explicit configs over the broker defaults
+// (both already normalised): explicit keys win, except that the flush keys
+// (flush.messages, flush.ms, weir.flush.policy) come as a group from the topic
+// if it sets any of them, and from the defaults otherwise, so a topic's
+// flush.ms is not overridden by a broker-wide weir.flush.policy.
+func resolveConfigs(explicit, defaults map[string]string) map[string]string {
+	eff := make(map[string]string, len(explicit)+len(defaults))
+	topicFlush := false
+	for _, k := range flushKeys {
+		if _, ok := explicit[k]; ok {
+			topicFlush = true
+		}
+	}
+	for k, v := range defaults {
+		if topicFlush && slices.Contains(flushKeys, k) {
+			continue
+		}
+		eff[k] = v
+	}
+	for k, v := range explicit {
+		eff[k] = v
+	}
+	return eff
+}
+
+// topicConfig is what a topic's effective configs mean to its partitions.
+type topicConfig struct {
+	log         partlog.Config // FlushPolicy, Clock and Logger left for the caller
+	policy      func() (flushpolicy.Policy, error)
+	durableAcks bool
+}
+
+// parseConfigs maps effective configs (validated by normalizeConfigs) onto a
+// partition log's settings. Kafka values partlog cannot express exactly are
+// mapped to the nearest meaning: retention.ms=0 and retention.bytes=0 ("keep
+// nothing but the active segment") become 1 ns and 1 byte, since partlog reads
+// 0 as "default"; index.interval.bytes=0 becomes 1 (an entry per batch);
+// millisecond values too large for a time.Duration (~292 years) mean forever.
+func parseConfigs(eff map[string]string) (topicConfig, error) {
+	var tc topicConfig
+	num := func(k string) (int64, bool) {
+		v, ok := eff[k]
+		if !ok {
+			return 0, false
+		}
+		n, _ := strconv.ParseInt(v, 10, 64) // validated
+		return n, true
+	}
+	if ms, ok := num(ConfigRetentionMs); ok {
+		switch {
+		case ms < 0:
+			tc.log.RetentionAge = -1
+		case ms == 0:
+			tc.log.RetentionAge = time.Nanosecond
+		default:
+			tc.log.RetentionAge = msDuration(ms, -1)
+		}
+	}
+	if b, ok := num(ConfigRetentionBytes); ok {
+		switch {
+		case b < 0:
+			tc.log.RetentionBytes = -1
+		case b == 0:
+			tc.log.RetentionBytes = 1
+		default:
+			tc.log.RetentionBytes = b
+		}
+	}
+	if b, ok := num(ConfigSegmentBytes); ok {
+		tc.log.SegmentBytes = b
+	}
+	if ms, ok := num(ConfigSegmentMs); ok {
+		tc.log.SegmentAge = msDuration(ms, math.MaxInt64)
+	}
+	if b, ok := num(ConfigMaxMessageBytes); ok {
+		tc.log.MaxBatchBytes = int(b)
+	}
+	if b, ok := num(ConfigIndexIntervalBytes); ok {
+		tc.log.IndexIntervalBytes = max(b, 1)
+	}
+	if v, ok := eff[ConfigDurableAcks]; ok {
+		tc.durableAcks, _ = parseBool(v)
+	}
+	if spec, ok := eff[ConfigFlushPolicy]; ok {
+		tc.policy = func() (flushpolicy.Policy, error) { return flushpolicy.New(spec) }
+		return tc, nil
+	}
+	var specs []func() flushpolicy.Policy
+	if n, ok := num(ConfigFlushMessages); ok && n != kafkaNever {
+		if n == 1 {
+			specs = append(specs, flushpolicy.EveryBatch)
+		} else {
+			specs = append(specs, func() flushpolicy.Policy { return flushpolicy.EveryMessages(n) })
+		}
+	}
+	if ms, ok := num(ConfigFlushMs); ok && ms != kafkaNever {
+		if ms == 0 {
+			specs = append(specs, flushpolicy.EveryBatch)
+		} else {
+			d := msDuration(ms, math.MaxInt64)
+			specs = append(specs, func() flushpolicy.Policy { return flushpolicy.EveryInterval(d) })
+		}
+	}
+	switch len(specs) {
+	case 1:
+		tc.policy = func() (flushpolicy.Policy, error) { return specs[0](), nil }
+	case 2:
+		tc.policy = func() (flushpolicy.Policy, error) { return eitherPolicy{specs[0](), specs[1]()}, nil }
+	}
+	return tc, nil
+}
+
+// msDuration converts milliseconds to a Duration, or returns overflow when
+// they do not fit.
+func msDuration(ms int64, overflow time.Duration) time.Duration {
+	if ms > math.MaxInt64/int64(time.Millisecond) {
+		return overflow
+	}
+	return time.Duration(ms) * time.Millisecond
+}
+
+// eitherPolicy fsyncs when either of two policies asks, as Kafka does when
+// both flush.messages and flush.ms are set: Flush if either says so, otherwise
+// the earlier deadline.
+type eitherPolicy struct{ a, b flushpolicy.Policy }
+
+func (p eitherPolicy) Appended(ctx context.Context, in flushpolicy.AppendInfo) (flushpolicy.Decision, error) {
+	da, errA := p.a.Appended(ctx, in)
+	db, errB := p.b.Appended(ctx, in)
+	if errA != nil {
+		return da, errA
+	}
+	if errB != nil {
+		return db, errB
+	}
+	if da.Flush || db.Flush {
+		return flushpolicy.Decision{Flush: true}, nil
+	}
+	if da.FlushBy.IsZero() || (!db.FlushBy.IsZero() && db.FlushBy.Before(da.FlushBy)) {
+		return db, nil
+	}
+	return da, nil
+}
+
+func (p eitherPolicy) Flushed(ctx context.Context, f flushpolicy.FlushInfo) error {
+	errA := p.a.Flushed(ctx, f)
+	errB := p.b.Flushed(ctx, f)
+	if errA != nil {
+		return errA
+	}
+	return errB
+}
+
+func (p eitherPolicy) String() string { return fmt.Sprintf("either(%v, %v)", p.a, p.b) }

@@ -1,0 +1,156 @@
+package topics
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/weir-broker/weir/core/partlog"
+	"github.com/weir-broker/weir/core/record"
+	"github.com/weir-broker/weir/core/vfs"
+)
+
+var ctx = context.Background()
+
+// fakeClock is a manual partlog.Clock: time moves only on Advance, which runs
+// due timers in the caller's goroutine.
+type fakeClock struct {
+	mu     sync.Mutex
+	now    time.Time
+	timers []*fakeTimer
+}
+
+type fakeTimer struct {
+	at      time.Time
+	f       func()
+	stopped bool
+}
+
+func newClock() *fakeClock { return &fakeClock{now: time.UnixMilli(1_700_000_000_000)} }
+
+func (c *fakeClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+
+func (c *fakeClock) AfterFunc(d time.Duration, f func()) partlog.Timer {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t := &fakeTimer{at: c.now.Add(d), f: f}
+	c.timers = append(c.timers, t)
+	return t
+}
+
+func (t *fakeTimer) Stop() bool { was := !t.stopped; t.stopped = true; return was }
+
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	var due []*fakeTimer
+	kept := c.timers[:0]
+	for _, t := range c.timers {
+		switch {
+		case t.stopped:
+		case !t.at.After(c.now):
+			due = append(due, t)
+		default:
+			kept = append(kept, t)
+		}
+	}
+	c.timers = kept
+	c.mu.Unlock()
+	for _, t := range due {
+		t.stopped = true
+		t.f()
+	}
+}
+
+// fsCase is one file system the registry tests run on.
+type fsCase struct {
+	name string
+	new  func(t *testing.T) (vfs.FS, string)
+}
+
+var fsCases = []fsCase{
+	{"mem", func(t *testing.T) (vfs.FS, string) { return vfs.NewMem(), "/data" }},
+	{"os", func(t *testing.T) (vfs.FS, string) { return vfs.Default, filepath.Join(t.TempDir(), "data") }},
+}
+
+// open opens a registry on fsys/dir with a fake clock, failing the test on error.
+func open(t *testing.T, fsys vfs.FS, dir string, mod ...func(*Options)) *Registry {
+	t.Helper()
+	o := Options{FS: fsys, Dir: dir, Clock: newClock()}
+	for _, m := range mod {
+		m(&o)
+	}
+	r, err := Open(o)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	return r
+}
+
+// batch builds a non-idempotent batch of n records with values "<tag>-<i>".
+func batch(t testing.TB, tag string, n int) []byte {
+	t.Helper()
+	return build(t, record.DefaultBuildOptions(), tag, n)
+}
+
+// idem builds a batch of n records from producer pid at epoch and base
+// sequence seq.
+func idem(t testing.TB, pid int64, epoch int16, seq int32, n int) []byte {
+	t.Helper()
+	o := record.DefaultBuildOptions()
+	o.ProducerID, o.ProducerEpoch, o.BaseSequence = pid, epoch, seq
+	return build(t, o, fmt.Sprintf("p%d-e%d-s%d", pid, epoch, seq), n)
+}
+
+func build(t testing.TB, o record.BuildOptions, tag string, n int) []byte {
+	t.Helper()
+	recs := make([]record.Record, n)
+	for i := range recs {
+		recs[i] = record.Record{Value: []byte(fmt.Sprintf("%s-%d", tag, i)), Timestamp: 1_700_000_000_000 + int64(i)}
+	}
+	b, err := record.Build(o, recs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// readAll returns the headers and first record values of every batch in the log.
+func readAll(t testing.TB, l *partlog.Log) []record.Header {
+	t.Helper()
+	var hs []record.Header
+	for off := l.StartOffset(); off < l.EndOffset(); {
+		sl, err := l.Read(off, 1<<20, partlog.NoLimit)
+		if err != nil {
+			t.Fatalf("Read(%d): %v", off, err)
+		}
+		b, err := sl.Bytes()
+		sl.Release()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for len(b) > 0 {
+			h, n, err := record.Next(b, 0)
+			if err != nil {
+				t.Fatalf("batch at %d: %v", off, err)
+			}
+			hs = append(hs, h)
+			b = b[n:]
+		}
+		off = sl.NextOffset
+	}
+	return hs
+}
+
+func topicNames(r *Registry) []string {
+	var names []string
+	for _, t := range r.Topics() {
+		names = append(names, t.Name)
+	}
+	return names
+}
+
+var partlogErrBatchTooLarge = partlog.ErrBatchTooLarge

@@ -1,0 +1,332 @@
+package topics
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/weir-broker/weir/core/partlog"
+	"github.com/weir-broker/weir/core/record"
+)
+
+// leaderEpoch is the partitionLeaderEpoch stamped on appended batches: a single
+// node is leader of every partition from epoch 0 on.
+const leaderEpoch = 0
+
+// Partition is one partition of a topic. Reads, offsets and waits go straight
+// to Log; appends go through Append, which adds the idempotent-producer checks
+// and durable acks.
+type Partition struct {
+	Topic string
+	Index int32
+	Log   *partlog.Log
+	// DurableAcks (weir.durable.acks): Append returns only after the fsync
+	// that covers the appended batches.
+	DurableAcks bool
+
+	maxBatch int // the log's MaxBatchBytes, to validate batches Append does not pass to the log
+	clock    partlog.Clock
+	prod     producers
+}
+
+// AppendResult says where an append went.
+type AppendResult struct {
+	BaseOffset int64 // offset of the first record appended (or, for a duplicate, originally appended)
+	NextOffset int64 // offset after the last of those records
+	// Duplicate: every batch was a retry of a remembered batch; nothing was
+	// appended, and the offsets are the original ones.
+	Duplicate bool
+	// LogAppendTime is always -1: topics keep the producers' CreateTime.
+	LogAppendTime int64
+}
+
+func newPartition(topic string, i int32, l *partlog.Log, tc topicConfig, clock partlog.Clock) *Partition {
+	mb := tc.log.MaxBatchBytes
+	if mb == 0 {
+		mb = partlog.DefaultMaxBatchBytes
+	}
+	return &Partition{Topic: topic, Index: i, Log: l, DurableAcks: tc.durableAcks, maxBatch: mb, clock: clock}
+}
+
+// Append validates and appends one produce request's records (whole Kafka v2
+// batches) for this partition, rewriting their base offsets and leader epochs
+// in place. Invalid batches append nothing: errors.Is(err, record.ErrCorrupt)
+// for bad bytes, partlog.ErrBatchTooLarge over max.message.bytes, and the
+// producer errors below.
+//
+// Batches with producerId >= 0 come from an idempotent producer and are
+// checked against what the partition remembers of it (its epoch and last 5
+// batches; see the package doc):
+//   - a retry of a remembered batch (same epoch and sequence range) appends
+//     nothing and returns the original offsets with Duplicate set;
+//   - an older epoch is ErrInvalidProducerEpoch;
+//   - a newer epoch must start at sequence 0, else ErrOutOfOrderSequence;
+//   - an unknown producer must start at sequence 0, else ErrUnknownProducerID;
+//   - otherwise the batch must follow the last sequence (wrapping after
+//     MaxInt32): a gap or overlap is ErrOutOfOrderSequence, and a batch lying
+//     wholly before the last sequence but older than the remembered batches is
+//     ErrDuplicateSequence (it was appended; its offsets are forgotten).
+//
+// A request mixing duplicates with new batches (real clients send one batch
+// per partition) is ErrOutOfOrderSequence. The check, the append and the
+// update of the producer's state happen under that producer's lock;
+// non-idempotent batches take no lock here beyond the log's own.
+//
+// With DurableAcks, Append returns only once Log.FlushedOffset covers the
+// records (a duplicate waits for its original append's fsync); concurrent
+// appends share fsyncs (group commit).
+func (p *Partition) Append(ctx context.Context, records []byte) (AppendResult, error) {
+	var buf [4]record.Header
+	hs, idempotent := scanHeaders(buf[:0], records)
+	var res AppendResult
+	var err error
+	if idempotent {
+		res, err = p.appendIdempotent(ctx, records, hs)
+	} else {
+		var r partlog.AppendResult
+		r, err = p.Log.Append(ctx, records, leaderEpoch)
+		res = AppendResult{BaseOffset: r.BaseOffset, NextOffset: r.NextOffset}
+		if err == nil && r.Flushed {
+			return p.result(res), nil
+		}
+	}
+	if err != nil {
+		return AppendResult{}, p.wrap(err)
+	}
+	if p.DurableAcks && p.Log.FlushedOffset() < res.NextOffset {
+		if err := p.Log.Flush(res.NextOffset); err != nil {
+			return AppendResult{}, p.wrap(err)
+		}
+	}
+	return p.result(res), nil
+}
+
+func (p *Partition) result(r AppendResult) AppendResult {
+	r.LogAppendTime = -1
+	return r
+}
+
+func (p *Partition) wrap(err error) error {
+	return fmt.Errorf("topics: append to %s: %w", dirName(p.Topic, p.Index), err)
+}
+
+// scanHeaders parses the batch headers of records, reporting whether any
+// batch is idempotent. On malformed input it returns no idempotent batch, so
+// that the log rejects the input with its precise error.
+func scanHeaders(hs []record.Header, records []byte) ([]record.Header, bool) {
+	idempotent := false
+	for b := records; len(b) > 0; {
+		h, err := record.ParseHeader(b)
+		if err != nil || h.Size() > len(b) {
+			return hs[:0], false
+		}
+		hs = append(hs, h)
+		idempotent = idempotent || h.ProducerID >= 0
+		b = b[h.Size():]
+	}
+	return hs, idempotent
+}
+
+// pending is a batch that passed the checks, to be recorded once appended.
+type pending struct {
+	entry *producerEntry
+	batch int // index in the request
+	epoch int16
+	meta  batchMeta
+}
+
+func (p *Partition) appendIdempotent(ctx context.Context, records []byte, hs []record.Header) (AppendResult, error) {
+	// Lock every producer of the request, in ascending id order (a request
+	// carries one batch, so one producer, in practice).
+	var idBuf [4]int64
+	ids := idBuf[:0]
+	for _, h := range hs {
+		if h.ProducerID >= 0 && !slices.Contains(ids, h.ProducerID) {
+			ids = append(ids, h.ProducerID)
+		}
+	}
+	slices.Sort(ids)
+	var entBuf [4]*producerEntry
+	entries := entBuf[:0]
+	var stBuf [4]pstate
+	states := stBuf[:0] // checks run on copies; committed after the append
+	for _, id := range ids {
+		e := p.prod.lock(id)
+		entries = append(entries, e)
+		states = append(states, e.st)
+	}
+	unlock := func() {
+		for i, e := range entries {
+			p.prod.unlock(ids[i], e)
+		}
+	}
+
+	var pendBuf [4]pending
+	pend := pendBuf[:0]
+	var dups []batchMeta
+	plain := 0
+	for i, h := range hs {
+		if h.ProducerID < 0 {
+			plain++
+			continue
+		}
+		k := slices.Index(ids, h.ProducerID)
+		v, meta, err := states[k].check(h)
+		if err != nil {
+			unlock()
+			return AppendResult{}, p.rejected(records, err)
+		}
+		if v == duplicate {
+			dups = append(dups, meta)
+			continue
+		}
+		meta = batchMeta{firstSeq: h.BaseSequence, lastSeq: lastSequence(h.BaseSequence, h.LastOffsetDelta)}
+		states[k].push(h.ProducerEpoch, meta)
+		pend = append(pend, pending{entry: entries[k], batch: i, epoch: h.ProducerEpoch, meta: meta})
+	}
+	now := p.clock.Now().UnixMilli()
+	switch {
+	case len(dups) > 0 && len(dups) < len(hs):
+		unlock()
+		return AppendResult{}, p.rejected(records, fmt.Errorf("%w: %d of %d batches are duplicates, %d new",
+			ErrOutOfOrderSequence, len(dups), len(hs), len(pend)+plain))
+	case len(dups) > 0:
+		if err := p.validate(records); err != nil { // Kafka checks the CRC before deduplicating
+			unlock()
+			return AppendResult{}, err
+		}
+		for _, e := range entries {
+			e.used = now
+		}
+		unlock()
+		res := AppendResult{BaseOffset: dups[0].base, NextOffset: dups[len(dups)-1].next, Duplicate: true}
+		for _, d := range dups {
+			res.NextOffset = max(res.NextOffset, d.next)
+		}
+		return res, nil
+	}
+
+	r, err := p.Log.Append(ctx, records, leaderEpoch)
+	if err != nil {
+		unlock()
+		return AppendResult{}, err
+	}
+	// The log assigned consecutive offsets to the batches in order.
+	off, next := r.BaseOffset, 0
+	for i, h := range hs {
+		for next < len(pend) && pend[next].batch == i {
+			pe := pend[next]
+			pe.meta.base, pe.meta.next = off, off+int64(h.LastOffsetDelta)+1
+			pe.entry.st.push(pe.epoch, pe.meta)
+			next++
+		}
+		off += int64(h.LastOffsetDelta) + 1
+	}
+	for _, e := range entries {
+		e.used = now
+	}
+	unlock()
+	return AppendResult{BaseOffset: r.BaseOffset, NextOffset: r.NextOffset}, nil
+}
+
+// rejected returns the error for a request the producer checks refused,
+// unless the bytes are bad: like Kafka, corruption is reported first.
+func (p *Partition) rejected(records []byte, err error) error {
+	if verr := p.validate(records); verr != nil {
+		return verr
+	}
+	return err
+}
+
+// validate checks every batch as the log's Append would, for the requests
+// that do not reach it (duplicates and refusals), so those report the same
+// errors: record.ErrCorrupt, or partlog.ErrBatchTooLarge.
+func (p *Partition) validate(records []byte) error {
+	for i, b := 0, records; len(b) > 0; i++ {
+		h, n, err := record.Next(b, p.maxBatch)
+		if err == nil {
+			err = record.ValidateProduced(h)
+		}
+		if err != nil {
+			if h, perr := record.ParseHeader(b); perr == nil && h.Size() > p.maxBatch {
+				err = fmt.Errorf("%w: %d bytes, limit %d", partlog.ErrBatchTooLarge, h.Size(), p.maxBatch)
+			}
+			return fmt.Errorf("batch %d: %w", i, err)
+		}
+		b = b[n:]
+	}
+	return nil
+}
+
+// headerWindow is how much of a segment rebuildProducers reads at a time.
+const headerWindow = 64 << 10
+
+// rebuildProducers restores the idempotent producers' state after Open by
+// reading the batch headers (never the records, so nothing is decompressed)
+// of the active segment, in windows of 64 KiB. It returns the number of
+// idempotent batches seen. What older segments held is forgotten; see the
+// package doc.
+func (p *Partition) rebuildProducers() (int, error) {
+	segs := p.Log.Segments()
+	if len(segs) == 0 {
+		return 0, nil
+	}
+	now := p.clock.Now().UnixMilli()
+	seen := 0
+	buf := make([]byte, 0, headerWindow)
+	for off := segs[len(segs)-1].Base; off < p.Log.EndOffset(); {
+		sl, err := p.Log.Read(off, 4<<20, partlog.NoLimit)
+		if err != nil {
+			return seen, err
+		}
+		if sl.Size == 0 {
+			sl.Release()
+			break
+		}
+		n, err := p.scanSlice(&sl, buf, now)
+		seen += n
+		off = sl.NextOffset
+		sl.Release()
+		if err != nil {
+			return seen, err
+		}
+	}
+	return seen, nil
+}
+
+// scanSlice feeds every idempotent batch header in sl to the producer state.
+func (p *Partition) scanSlice(sl *partlog.Slice, buf []byte, now int64) (int, error) {
+	seen := 0
+	end := sl.Pos + sl.Size
+	var winPos int64 // file position of buf[0]
+	buf = buf[:0]
+	for pos := sl.Pos; pos < end; {
+		if pos < winPos || pos+record.HeaderSize > winPos+int64(len(buf)) {
+			winPos = pos
+			buf = buf[:min(int64(cap(buf)), end-pos)]
+			n, err := sl.File.ReadAt(buf, pos)
+			if n < len(buf) {
+				return seen, fmt.Errorf("read %s at %d: %w", sl.File.Name(), pos, errors.Join(err, errShortRead))
+			}
+		}
+		h, err := record.ParseHeader(buf[pos-winPos:])
+		if err != nil {
+			return seen, fmt.Errorf("batch at %s:%d: %w", sl.File.Name(), pos, err)
+		}
+		if h.ProducerID >= 0 {
+			e := p.prod.lock(h.ProducerID)
+			if e.st.n == 0 || h.ProducerEpoch >= e.st.epoch {
+				e.st.push(h.ProducerEpoch, batchMeta{firstSeq: h.BaseSequence,
+					lastSeq: lastSequence(h.BaseSequence, h.LastOffsetDelta), base: h.BaseOffset, next: h.NextOffset()})
+			}
+			e.used = now
+			p.prod.unlock(h.ProducerID, e)
+			seen++
+		}
+		pos += int64(h.Size())
+	}
+	return seen, nil
+}
+
+var errShortRead = errors.New("short read")

@@ -1,0 +1,591 @@
+package topics
+
+import (
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"maps"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/weir-broker/weir/core/partlog"
+	"github.com/weir-broker/weir/core/vfs"
+)
+
+// MaxPartitions bounds one topic's partition count. Every partition holds
+// open files and memory, so a CreateTopics request must not be able to ask for
+// millions of them.
+const MaxPartitions = 10000
+
+// producerIDBlock is how many producer ids one metadata write reserves.
+const producerIDBlock = 1000
+
+// DefaultProducerExpiry is how long a partition remembers an idle idempotent
+// producer (Kafka's producer.id.expiration.ms).
+const DefaultProducerExpiry = 24 * time.Hour
+
+// Options configure a Registry.
+type Options struct {
+	// FS is the file system. Default vfs.Default.
+	FS vfs.FS
+	// Dir is the data directory (required): <Dir>/<topic>-<partition>/ per
+	// partition and <Dir>/weir-meta.json.
+	Dir string
+	// Defaults are broker-wide topic configs (Kafka names, see the Config*
+	// keys) that apply where a topic sets nothing. They are validated like a
+	// topic's own, and read at every Open, so changing them changes existing
+	// topics too.
+	Defaults map[string]string
+	// DefaultPartitions is the partition count of auto-created topics and of
+	// Create with partitions -1. Default 1.
+	DefaultPartitions int32
+	// Clock is the partition logs' clock and the producer-expiry clock.
+	// Default partlog.SystemClock{}.
+	Clock partlog.Clock
+	// Logger receives what Open found and cleaned up. Default: discarded.
+	Logger *slog.Logger
+	// ProducerExpiry: ApplyRetention forgets an idempotent producer that has
+	// not appended to a partition for this long. Default DefaultProducerExpiry;
+	// negative never forgets.
+	ProducerExpiry time.Duration
+}
+
+func (o Options) validate() (Options, error) {
+	if o.FS == nil {
+		o.FS = vfs.Default
+	}
+	if o.Dir == "" {
+		return o, errors.New("topics: Options.Dir is empty")
+	}
+	switch {
+	case o.DefaultPartitions == 0:
+		o.DefaultPartitions = 1
+	case o.DefaultPartitions < 0 || o.DefaultPartitions > MaxPartitions:
+		return o, fmt.Errorf("%w: DefaultPartitions %d outside [1, %d]", ErrInvalidPartitions, o.DefaultPartitions, MaxPartitions)
+	}
+	if o.Clock == nil {
+		o.Clock = partlog.SystemClock{}
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if o.ProducerExpiry == 0 {
+		o.ProducerExpiry = DefaultProducerExpiry
+	}
+	return o, nil
+}
+
+// Registry owns the topics of one data directory and their partition logs.
+// It is safe for concurrent use.
+type Registry struct {
+	o        Options
+	defaults map[string]string // normalised Options.Defaults
+
+	// metaMu serialises every change of weir-meta.json (Create, Delete,
+	// InitProducerID reservations, Close) and guards the producer-id counter.
+	metaMu   sync.Mutex
+	nextPID  int64 // the next id InitProducerID hands out
+	reserved int64 // ids below it are reserved on disk (nextProducerID in the file)
+
+	mu     sync.RWMutex // guards topics and closed; held only briefly
+	topics map[string]*Topic
+	closed bool
+}
+
+// Topic is one topic. Its fields do not change after creation; treat Configs
+// as read-only.
+type Topic struct {
+	Name string
+	ID   [16]byte // random, non-zero; Kafka's topic UUID
+	// Configs are the effective configs: the keys the topic set explicitly,
+	// plus the broker Defaults for keys it did not set (the flush keys come as
+	// a group from one of the two, see the package doc). Keys set nowhere are
+	// absent and mean Kafka's default.
+	Configs    map[string]string
+	Partitions []*Partition
+
+	explicit map[string]string // what Create was given, persisted
+}
+
+// Open loads <Dir>/weir-meta.json (a missing file is an empty registry),
+// opens and recovers every partition log (creating those a crash left
+// missing), rebuilds idempotent-producer state from the active segments,
+// and deletes the partition directories of topics the metadata does not hold
+// (leftovers of an interrupted Delete).
+func Open(o Options) (*Registry, error) {
+	o, err := o.validate()
+	if err != nil {
+		return nil, err
+	}
+	defaults, err := normalizeConfigs(o.Defaults)
+	if err != nil {
+		return nil, fmt.Errorf("topics: Options.Defaults: %w", err)
+	}
+	r := &Registry{o: o, defaults: defaults, topics: map[string]*Topic{}}
+	if err := o.FS.MkdirAll(o.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("topics: %w", err)
+	}
+	if err := o.FS.Remove(filepath.Join(o.Dir, metaTmpFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("topics: %w", err)
+	}
+	m, err := readMeta(o.FS, o.Dir)
+	if err != nil {
+		return nil, err
+	}
+	r.nextPID, r.reserved = m.NextProducerID, m.NextProducerID
+	owned := map[string]bool{}
+	for _, mt := range m.Topics {
+		for i := range mt.Partitions {
+			owned[dirName(mt.Name, i)] = true
+		}
+	}
+	if err := r.removeLeftovers(func(name string) bool { return !owned[name] }); err != nil {
+		return nil, err
+	}
+	for _, mt := range m.Topics {
+		explicit, err := normalizeConfigs(mt.Configs)
+		if err != nil {
+			_ = r.closeAll()
+			return nil, fmt.Errorf("%w: %s: topic %q: %w", ErrCorruptMetadata, metaFile, mt.Name, err)
+		}
+		id, _ := parseID(mt.ID) // checked by readMeta
+		t, err := r.openTopic(mt.Name, id, mt.Partitions, explicit)
+		if err != nil {
+			_ = r.closeAll()
+			return nil, err
+		}
+		r.topics[t.Name] = t
+	}
+	if err := o.FS.SyncDir(o.Dir); err != nil { // partition directories a crash left missing
+		_ = r.closeAll()
+		return nil, fmt.Errorf("topics: %w", err)
+	}
+	o.Logger.Info("topics opened", "dir", o.Dir, "topics", len(r.topics), "next_producer_id", r.nextPID)
+	return r, nil
+}
+
+// removeLeftovers deletes the weir partition directories (see
+// isWeirPartitionDir) whose names stale accepts, and fsyncs the data
+// directory if it deleted any. Directories that are not weir's are left alone.
+func (r *Registry) removeLeftovers(stale func(name string) bool) error {
+	names, err := r.o.FS.List(r.o.Dir)
+	if err != nil {
+		return fmt.Errorf("topics: %w", err)
+	}
+	removed := false
+	for _, n := range names {
+		if _, _, ok := parseDirName(n); !ok || !stale(n) {
+			continue
+		}
+		dir := filepath.Join(r.o.Dir, n)
+		st, err := r.o.FS.Stat(dir)
+		if err != nil {
+			return fmt.Errorf("topics: %w", err)
+		}
+		if !st.IsDir() {
+			continue
+		}
+		ours, err := isWeirPartitionDir(r.o.FS, dir)
+		if err != nil {
+			return fmt.Errorf("topics: %w", err)
+		}
+		if !ours {
+			r.o.Logger.Warn("directory looks like a partition but has no partition.metadata; left alone", "dir", dir)
+			continue
+		}
+		if err := r.o.FS.RemoveAll(dir); err != nil {
+			return fmt.Errorf("topics: remove leftover %s: %w", n, err)
+		}
+		r.o.Logger.Info("removed partition directory of a deleted topic", "dir", dir)
+		removed = true
+	}
+	if removed {
+		if err := r.o.FS.SyncDir(r.o.Dir); err != nil {
+			return fmt.Errorf("topics: %w", err)
+		}
+	}
+	return nil
+}
+
+// openTopic opens (creating where missing) the partitions of a topic. On
+// error it closes what it opened.
+func (r *Registry) openTopic(name string, id [16]byte, partitions int32, explicit map[string]string) (*Topic, error) {
+	eff := resolveConfigs(explicit, r.defaults)
+	tc, err := parseConfigs(eff)
+	if err != nil {
+		return nil, fmt.Errorf("topics: topic %q: %w", name, err)
+	}
+	t := &Topic{Name: name, ID: id, Configs: eff, explicit: explicit, Partitions: make([]*Partition, 0, partitions)}
+	for i := range partitions {
+		p, err := r.openPartition(t, i, tc)
+		if err != nil {
+			closeTopic(t)
+			return nil, fmt.Errorf("topics: open %s: %w", dirName(name, i), err)
+		}
+		t.Partitions = append(t.Partitions, p)
+	}
+	return t, nil
+}
+
+func (r *Registry) openPartition(t *Topic, i int32, tc topicConfig) (*Partition, error) {
+	fsys := r.o.FS
+	dir := filepath.Join(r.o.Dir, dirName(t.Name, i))
+	if err := fsys.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	id, ok, err := readPartitionMeta(fsys, dir)
+	switch {
+	case err != nil:
+		return nil, err
+	case !ok:
+		// New, or a crash came before the marker was durable; in both
+		// cases no log data can be here yet (the marker is written first).
+		if err := writePartitionMeta(fsys, dir, t.ID); err != nil {
+			return nil, err
+		}
+	case id != t.ID:
+		return nil, fmt.Errorf("%w: %s belongs to topic id %s, %s says %s", ErrCorruptMetadata, partitionMetaFile,
+			hex.EncodeToString(id[:]), metaFile, hex.EncodeToString(t.ID[:]))
+	}
+	cfg := tc.log
+	if tc.policy != nil {
+		if cfg.FlushPolicy, err = tc.policy(); err != nil {
+			return nil, err
+		}
+	}
+	cfg.Clock = r.o.Clock
+	cfg.Logger = r.o.Logger.With("topic", t.Name, "partition", i)
+	l, rep, err := partlog.Open(fsys, dir, cfg)
+	if err != nil {
+		return nil, err
+	}
+	p := newPartition(t.Name, i, l, tc, r.o.Clock)
+	batches, err := p.rebuildProducers()
+	if err != nil {
+		_ = l.Close()
+		return nil, fmt.Errorf("rebuild producer state: %w", err)
+	}
+	r.o.Logger.Debug("partition opened", "topic", t.Name, "partition", i, "clean", rep.Clean,
+		"start", l.StartOffset(), "end", l.EndOffset(), "producers", p.prod.count(), "producer_batches", batches)
+	return p, nil
+}
+
+func closeTopic(t *Topic) error {
+	var errs []error
+	for _, p := range t.Partitions {
+		if err := p.Log.Close(); err != nil && !errors.Is(err, partlog.ErrClosed) {
+			errs = append(errs, fmt.Errorf("topics: close %s: %w", dirName(t.Name, p.Index), err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// closeAll closes every partition of every registered topic, in name order.
+func (r *Registry) closeAll() error {
+	var errs []error
+	for _, t := range r.Topics() {
+		errs = append(errs, closeTopic(t))
+	}
+	return errors.Join(errs...)
+}
+
+// Create creates a topic with partitions partitions (-1: DefaultPartitions)
+// and the given configs (Kafka names; nil for none). It returns
+// ErrInvalidTopic, ErrInvalidPartitions, ErrInvalidConfig or ErrTopicExists
+// (wrapped) before changing anything. The metadata is written first, then the
+// partition directories; a crash in between leaves a topic whose missing
+// partitions the next Open creates.
+func (r *Registry) Create(name string, partitions int32, configs map[string]string) (*Topic, error) {
+	partitions, explicit, err := r.checkCreate(name, partitions, configs)
+	if err != nil {
+		return nil, err
+	}
+	r.metaMu.Lock()
+	defer r.metaMu.Unlock()
+	r.mu.RLock()
+	_, exists := r.topics[name]
+	closed := r.closed
+	r.mu.RUnlock()
+	switch {
+	case closed:
+		return nil, ErrClosed
+	case exists:
+		return nil, fmt.Errorf("%w: %q", ErrTopicExists, name)
+	}
+	// Directories of this name are leftovers of a Delete that could not
+	// remove them: clear them before the metadata claims the name, so the
+	// new topic starts empty.
+	if err := r.removeLeftovers(func(n string) bool { t, _, _ := parseDirName(n); return t == name }); err != nil {
+		return nil, err
+	}
+	for i := range partitions {
+		dir := filepath.Join(r.o.Dir, dirName(name, i))
+		switch _, err := r.o.FS.Stat(dir); {
+		case err == nil:
+			return nil, fmt.Errorf("%w: %q: %s exists and is not a weir partition directory", ErrInvalidTopic, name, dir)
+		case !errors.Is(err, fs.ErrNotExist):
+			return nil, fmt.Errorf("topics: %w", err)
+		}
+	}
+	id, err := newID()
+	if err != nil {
+		return nil, err
+	}
+	stub := &Topic{Name: name, ID: id, Partitions: make([]*Partition, partitions), explicit: explicit}
+	if err := r.commitMeta(stub, ""); err != nil {
+		return nil, err
+	}
+	t, err := r.openTopic(name, id, partitions, explicit)
+	if err == nil {
+		err = r.o.FS.SyncDir(r.o.Dir) // the new partition directories
+		if err != nil {
+			_ = closeTopic(t)
+			err = fmt.Errorf("topics: %w", err)
+		}
+	}
+	if err != nil {
+		// Undo: the metadata must not keep a topic the caller was told
+		// failed. If this fails too, the next Open finishes the job or
+		// brings the topic back whole.
+		uerr := r.writeMetaLocked(nil, "")
+		if uerr == nil {
+			uerr = r.removeLeftovers(func(n string) bool { t, _, _ := parseDirName(n); return t == name })
+		}
+		if uerr != nil {
+			err = errors.Join(err, fmt.Errorf("topics: undoing create of %q: %w", name, uerr))
+		}
+		return nil, err
+	}
+	r.mu.Lock()
+	r.topics[name] = t
+	r.mu.Unlock()
+	r.o.Logger.Info("topic created", "topic", name, "partitions", partitions, "configs", explicit)
+	return t, nil
+}
+
+// ValidateCreate runs Create's checks without creating anything (for
+// CreateTopics with validate_only): ErrInvalidTopic, ErrInvalidPartitions,
+// ErrInvalidConfig, ErrTopicExists or ErrClosed, wrapped. Create can still
+// fail on I/O, or lose a race with another Create of the name.
+func (r *Registry) ValidateCreate(name string, partitions int32, configs map[string]string) error {
+	if _, _, err := r.checkCreate(name, partitions, configs); err != nil {
+		return err
+	}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if r.closed {
+		return ErrClosed
+	}
+	if _, ok := r.topics[name]; ok {
+		return fmt.Errorf("%w: %q", ErrTopicExists, name)
+	}
+	return nil
+}
+
+// checkCreate validates Create's arguments, returning the partition count
+// (-1 resolved) and the normalised configs.
+func (r *Registry) checkCreate(name string, partitions int32, configs map[string]string) (int32, map[string]string, error) {
+	if err := ValidateName(name); err != nil {
+		return 0, nil, err
+	}
+	if partitions == -1 {
+		partitions = r.o.DefaultPartitions
+	}
+	if partitions < 1 || partitions > MaxPartitions {
+		return 0, nil, fmt.Errorf("%w: %d for topic %q, want 1..%d", ErrInvalidPartitions, partitions, name, MaxPartitions)
+	}
+	explicit, err := normalizeConfigs(configs)
+	if err != nil {
+		return 0, nil, fmt.Errorf("topic %q: %w", name, err)
+	}
+	return partitions, explicit, nil
+}
+
+// Delete deletes a topic: the metadata first, then its logs are closed and
+// their directories removed. A crash after the first step leaves directories
+// that the next Open removes. Appends racing with Delete fail with
+// partlog.ErrClosed.
+func (r *Registry) Delete(name string) error {
+	r.metaMu.Lock()
+	defer r.metaMu.Unlock()
+	r.mu.RLock()
+	t, ok := r.topics[name]
+	closed := r.closed
+	r.mu.RUnlock()
+	switch {
+	case closed:
+		return ErrClosed
+	case !ok:
+		return fmt.Errorf("%w: %q", ErrUnknownTopic, name)
+	}
+	if err := r.commitMeta(nil, name); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	delete(r.topics, name)
+	r.mu.Unlock()
+	errs := []error{closeTopic(t)}
+	for _, p := range t.Partitions {
+		if err := r.o.FS.RemoveAll(p.Log.Dir()); err != nil {
+			errs = append(errs, fmt.Errorf("topics: delete %s: %w", dirName(name, p.Index), err))
+		}
+	}
+	if err := r.o.FS.SyncDir(r.o.Dir); err != nil {
+		errs = append(errs, fmt.Errorf("topics: delete %q: %w", name, err))
+	}
+	r.o.Logger.Info("topic deleted", "topic", name)
+	return errors.Join(errs...)
+}
+
+// commitMeta writes the metadata with add added and remove left out, before
+// the caller changes the registry in memory. If the write fails it rewrites
+// the metadata as memory has it: a failure after the rename (the directory
+// fsync) would otherwise leave the file ahead of memory, and a restart would
+// bring back a topic whose Create reported failure. The caller holds metaMu.
+func (r *Registry) commitMeta(add *Topic, remove string) error {
+	err := r.writeMetaLocked(add, remove)
+	if err != nil {
+		if rerr := r.writeMetaLocked(nil, ""); rerr != nil {
+			err = errors.Join(err, fmt.Errorf("topics: restoring %s: %w", metaFile, rerr))
+		}
+	}
+	return err
+}
+
+// writeMetaLocked writes the registry's metadata with add added and remove
+// left out. The caller holds metaMu.
+func (r *Registry) writeMetaLocked(add *Topic, remove string) error {
+	r.mu.RLock()
+	ts := make([]*Topic, 0, len(r.topics)+1)
+	for _, t := range r.topics {
+		if t.Name != remove {
+			ts = append(ts, t)
+		}
+	}
+	r.mu.RUnlock()
+	if add != nil {
+		ts = append(ts, add)
+	}
+	slices.SortFunc(ts, func(a, b *Topic) int { return strings.Compare(a.Name, b.Name) })
+	m := metaJSON{Version: metaVersion, NextProducerID: r.reserved, Topics: make([]metaTopic, len(ts))}
+	for i, t := range ts {
+		m.Topics[i] = metaTopic{Name: t.Name, ID: hex.EncodeToString(t.ID[:]), Partitions: int32(len(t.Partitions)),
+			Configs: maps.Clone(t.explicit)}
+		if len(m.Topics[i].Configs) == 0 {
+			m.Topics[i].Configs = nil
+		}
+	}
+	return writeMeta(r.o.FS, r.o.Dir, m)
+}
+
+// Topic returns the named topic.
+func (r *Registry) Topic(name string) (*Topic, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	t, ok := r.topics[name]
+	return t, ok
+}
+
+// Topics returns every topic, sorted by name.
+func (r *Registry) Topics() []*Topic {
+	r.mu.RLock()
+	ts := make([]*Topic, 0, len(r.topics))
+	for _, t := range r.topics {
+		ts = append(ts, t)
+	}
+	r.mu.RUnlock()
+	slices.SortFunc(ts, func(a, b *Topic) int { return strings.Compare(a.Name, b.Name) })
+	return ts
+}
+
+// Partition returns partition p of topic: ErrUnknownTopic or
+// ErrUnknownPartition (wrapped) when there is none, ErrClosed after Close.
+func (r *Registry) Partition(topic string, p int32) (*Partition, error) {
+	r.mu.RLock()
+	t, ok := r.topics[topic]
+	closed := r.closed
+	r.mu.RUnlock()
+	switch {
+	case closed:
+		return nil, ErrClosed
+	case !ok:
+		return nil, fmt.Errorf("%w: %q", ErrUnknownTopic, topic)
+	case p < 0 || int(p) >= len(t.Partitions):
+		return nil, fmt.Errorf("%w: %q has %d partitions, not %d", ErrUnknownPartition, topic, len(t.Partitions), p)
+	}
+	return t.Partitions[p], nil
+}
+
+// ApplyRetention applies every partition's retention (partlog.Log.ApplyRetention)
+// and forgets idempotent producers idle for longer than ProducerExpiry. The
+// broker calls it periodically. Errors are joined, one per failing partition.
+func (r *Registry) ApplyRetention() error {
+	var errs []error
+	var before int64 = -1
+	if r.o.ProducerExpiry > 0 {
+		before = r.o.Clock.Now().Add(-r.o.ProducerExpiry).UnixMilli()
+	}
+	for _, t := range r.Topics() {
+		for _, p := range t.Partitions {
+			if _, err := p.Log.ApplyRetention(); err != nil && !errors.Is(err, partlog.ErrClosed) {
+				errs = append(errs, fmt.Errorf("topics: retention of %s: %w", dirName(t.Name, p.Index), err))
+			}
+			if before >= 0 {
+				p.prod.expire(before)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Close closes every partition log cleanly (each writes its clean-shutdown
+// marker). Later calls of Create, Delete, Partition and InitProducerID return
+// ErrClosed; Close again returns nil.
+func (r *Registry) Close() error {
+	r.metaMu.Lock()
+	defer r.metaMu.Unlock()
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return nil
+	}
+	r.closed = true
+	r.mu.Unlock()
+	err := r.closeAll()
+	r.mu.Lock()
+	r.topics = map[string]*Topic{}
+	r.mu.Unlock()
+	return err
+}
+
+// InitProducerID hands out a new idempotent-producer id, with epoch 0. Ids
+// are reserved on disk in blocks of 1000 (one metadata write per block), so
+// an id is never handed out twice, even across crashes; a crash skips the
+// rest of its block.
+func (r *Registry) InitProducerID() (id int64, epoch int16, err error) {
+	r.metaMu.Lock()
+	defer r.metaMu.Unlock()
+	r.mu.RLock()
+	closed := r.closed
+	r.mu.RUnlock()
+	if closed {
+		return -1, -1, ErrClosed
+	}
+	if r.nextPID >= r.reserved {
+		old := r.reserved
+		r.reserved = r.nextPID + producerIDBlock
+		if err := r.writeMetaLocked(nil, ""); err != nil {
+			r.reserved = old
+			return -1, -1, err
+		}
+	}
+	id = r.nextPID
+	r.nextPID++
+	return id, 0, nil
+}
