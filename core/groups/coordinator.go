@@ -1,0 +1,449 @@
+package groups
+
+import (
+	"cmp"
+	"context"
+	"crypto/rand"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/weir-broker/weir/core/partlog"
+)
+
+// Coordinator is the group coordinator of a single-node broker: the
+// membership state machine of every group (see group) behind one mutex, the
+// requests that must wait (JoinGroup, SyncGroup) parked on channels, one
+// timer from Options.Clock for the earliest deadline of any group, and the
+// committed offsets store. It is safe for concurrent use.
+type Coordinator struct {
+	o Options
+
+	mu      sync.Mutex
+	closed  bool
+	groups  map[string]*group
+	store   *offsetStore
+	waiters map[uint64]chan reply
+	lastW   uint64
+	// timer fires at timerAt, the earliest deadline known when it was set
+	// (deadlines only move later between events, so firing early is
+	// harmless: the callback re-arms). timerSeq tells a stale callback
+	// from the current one.
+	timer    partlog.Timer
+	timerAt  time.Time
+	timerSeq uint64
+}
+
+// Open opens the coordinator with the offsets store in o.Dir, replaying (and
+// possibly compacting) it. Every group with committed offsets starts Empty.
+func Open(o Options) (*Coordinator, error) {
+	o, err := o.validate()
+	if err != nil {
+		return nil, err
+	}
+	store, err := openStore(o)
+	if err != nil {
+		return nil, err
+	}
+	c := &Coordinator{o: o, groups: map[string]*group{}, store: store, waiters: map[uint64]chan reply{}}
+	for _, id := range store.groups() {
+		c.groups[id] = newGroup(id, &c.o)
+	}
+	return c, nil
+}
+
+// Close answers every waiting JoinGroup and SyncGroup with
+// ErrCoordinatorNotAvailable (clients look for the coordinator again), stops
+// the timer and closes the offsets log cleanly. Later calls fail with
+// ErrCoordinatorNotAvailable.
+func (c *Coordinator) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil
+	}
+	c.closed = true
+	if c.timer != nil {
+		c.timer.Stop()
+		c.timer = nil
+	}
+	for w, ch := range c.waiters {
+		ch <- reply{waiter: w, err: fmt.Errorf("%w: shutting down", ErrCoordinatorNotAvailable)}
+		delete(c.waiters, w)
+	}
+	return c.store.close()
+}
+
+var errClosed = fmt.Errorf("%w: closed", ErrCoordinatorNotAvailable)
+
+// Join handles a JoinGroup and blocks until the join phase ends (or ctx
+// ends, with ctx.Err()). On ErrMemberIDRequired the result carries the new
+// MemberID. The returned slices must not be modified.
+func (c *Coordinator) Join(ctx context.Context, r JoinRequest) (JoinResult, error) {
+	fail := JoinResult{Generation: -1, MemberID: r.MemberID}
+	if r.Group == "" {
+		return fail, fmt.Errorf("%w: empty group id", ErrInvalidGroupID)
+	}
+	r.InstanceID = cloneString(r.InstanceID)
+	r.Protocols = slices.Clone(r.Protocols)
+	for i := range r.Protocols {
+		r.Protocols[i].Metadata = slices.Clone(r.Protocols[i].Metadata)
+	}
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return fail, errClosed
+	}
+	g := c.groups[r.Group]
+	if g == nil {
+		if r.MemberID != "" {
+			c.mu.Unlock()
+			return fail, fmt.Errorf("%w: group %q does not exist", ErrUnknownMemberID, r.Group)
+		}
+		g = newGroup(r.Group, &c.o)
+		c.groups[r.Group] = g
+	}
+	w, ch := c.newWaiter()
+	g.join(c.o.Clock.Now(), w, r)
+	c.settle(g)
+	c.mu.Unlock()
+	rep, err := c.wait(ctx, w, ch)
+	if err != nil {
+		return fail, err
+	}
+	return rep.join, rep.err
+}
+
+// Sync handles a SyncGroup and blocks until the leader has sent the
+// assignments (or ctx ends, with ctx.Err()).
+func (c *Coordinator) Sync(ctx context.Context, r SyncRequest) (SyncResult, error) {
+	if r.Group == "" {
+		return SyncResult{}, fmt.Errorf("%w: empty group id", ErrInvalidGroupID)
+	}
+	r.InstanceID = cloneString(r.InstanceID)
+	if r.Assignments != nil {
+		a := make(map[string][]byte, len(r.Assignments))
+		for id, b := range r.Assignments {
+			a[id] = slices.Clone(b)
+		}
+		r.Assignments = a
+	}
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return SyncResult{}, errClosed
+	}
+	g := c.groups[r.Group]
+	if g == nil {
+		c.mu.Unlock()
+		return SyncResult{}, fmt.Errorf("%w: group %q does not exist", ErrUnknownMemberID, r.Group)
+	}
+	w, ch := c.newWaiter()
+	g.sync(c.o.Clock.Now(), w, r)
+	c.settle(g)
+	c.mu.Unlock()
+	rep, err := c.wait(ctx, w, ch)
+	if err != nil {
+		return SyncResult{}, err
+	}
+	return rep.sync, rep.err
+}
+
+// Heartbeat keeps a member's session alive. ErrRebalanceInProgress tells it
+// to rejoin; ErrIllegalGeneration and ErrUnknownMemberID that it is stale.
+func (c *Coordinator) Heartbeat(group, memberID string, instanceID *string, generation int32) error {
+	if group == "" {
+		return fmt.Errorf("%w: empty group id", ErrInvalidGroupID)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return errClosed
+	}
+	g := c.groups[group]
+	if g == nil {
+		return fmt.Errorf("%w: group %q does not exist", ErrUnknownMemberID, group)
+	}
+	err := g.heartbeat(c.o.Clock.Now(), memberID, instanceID, generation)
+	c.settle(g)
+	return err
+}
+
+// Leave removes members from a group, which then rebalances. err is for the
+// whole request (invalid group id, closed); otherwise perMember[i] is the
+// outcome for members[i] (ErrUnknownMemberID for an unknown group).
+func (c *Coordinator) Leave(group string, members []LeaveMember) (perMember []error, err error) {
+	if group == "" {
+		return nil, fmt.Errorf("%w: empty group id", ErrInvalidGroupID)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil, errClosed
+	}
+	g := c.groups[group]
+	if g == nil {
+		perMember = make([]error, len(members))
+		for i := range perMember {
+			perMember[i] = fmt.Errorf("%w: group %q does not exist", ErrUnknownMemberID, group)
+		}
+		return perMember, nil
+	}
+	perMember = g.leave(c.o.Clock.Now(), members)
+	c.settle(g)
+	return perMember, nil
+}
+
+// Commit stores committed offsets. Generation -1 with an empty member id is
+// a simple commit (a consumer without group management), allowed while the
+// group has no members; otherwise the member and generation must be current
+// and the group not awaiting its assignment. When err is not nil it applies
+// to every partition, and every perPartition entry is err too; otherwise
+// perPartition[i] is the outcome for offsets[i]. Offsets are acknowledged
+// once appended to the offsets log (the page cache), as Kafka does.
+func (c *Coordinator) Commit(group, memberID string, instanceID *string, generation int32,
+	offsets []OffsetCommit) (perPartition []error, err error) {
+	all := func(err error) ([]error, error) {
+		perPartition = make([]error, len(offsets))
+		for i := range perPartition {
+			perPartition[i] = err
+		}
+		return perPartition, err
+	}
+	if len(group) > maxString {
+		return all(fmt.Errorf("%w: group id of %d bytes", ErrInvalidGroupID, len(group)))
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return all(errClosed)
+	}
+	now := c.o.Clock.Now()
+	g := c.groups[group]
+	if g == nil {
+		if generation >= 0 {
+			return all(fmt.Errorf("%w: group %q does not exist", ErrIllegalGeneration, group))
+		}
+		g = newGroup(group, &c.o)
+		c.groups[group] = g
+	}
+	err = g.commitCheck(now, memberID, instanceID, generation)
+	defer c.settle(g)
+	if err != nil {
+		return all(err)
+	}
+	perPartition = make([]error, len(offsets))
+	valid := make([]OffsetCommit, 0, len(offsets))
+	var at []int
+	for i, oc := range offsets {
+		switch {
+		case oc.Metadata != nil && len(*oc.Metadata) > c.o.MaxMetadataBytes:
+			perPartition[i] = fmt.Errorf("%w: %d bytes for %s-%d, limit %d", ErrOffsetMetadataTooLarge,
+				len(*oc.Metadata), oc.Topic, oc.Partition, c.o.MaxMetadataBytes)
+		case len(oc.Topic) > maxString:
+			perPartition[i] = fmt.Errorf("%w: topic name of %d bytes", ErrInvalidCommitSize, len(oc.Topic))
+		default:
+			valid = append(valid, oc)
+			at = append(at, i)
+		}
+	}
+	if err := c.store.commit(group, valid, now); err != nil {
+		// The store failing is the coordinator failing: clients retry.
+		err = fmt.Errorf("%w: storing offsets: %v", ErrCoordinatorNotAvailable, err)
+		c.o.Logger.Error("commit failed", "group", group, "err", err)
+		for _, i := range at {
+			perPartition[i] = err
+		}
+	}
+	return perPartition, nil
+}
+
+// Fetch returns a group's committed offsets for parts (all of them when parts
+// is nil); partitions without a committed offset are absent. An unknown group
+// has none.
+func (c *Coordinator) Fetch(group string, parts []TopicPartition) (map[TopicPartition]Committed, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil, errClosed
+	}
+	return c.store.fetch(group, parts), nil
+}
+
+// Describe describes a group; an unknown group is described as Dead, without
+// error, as Kafka does.
+func (c *Coordinator) Describe(group string) (Description, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return Description{}, errClosed
+	}
+	g := c.groups[group]
+	if g == nil {
+		return Description{Group: group, State: stateDead.String()}, nil
+	}
+	return g.describe(), nil
+}
+
+// List lists every group, sorted by id.
+func (c *Coordinator) List() []Listing {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]Listing, 0, len(c.groups))
+	for _, g := range c.groups {
+		out = append(out, Listing{Group: g.id, ProtocolType: g.protocolType, State: g.state.String()})
+	}
+	slices.SortFunc(out, func(a, b Listing) int { return cmp.Compare(a.Group, b.Group) })
+	return out
+}
+
+// Delete deletes an empty group and its committed offsets (DeleteGroups).
+func (c *Coordinator) Delete(group string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return errClosed
+	}
+	g := c.groups[group]
+	switch {
+	case g == nil:
+		return fmt.Errorf("%w: %q", ErrGroupIDNotFound, group)
+	case g.state != stateEmpty:
+		return fmt.Errorf("%w: %q is %v with %d members", ErrNotEmpty, group, g.state, len(g.order))
+	}
+	err := c.store.removeWhere(c.o.Clock.Now(), func(k offsetKey) bool { return k.group == group })
+	if err != nil {
+		return fmt.Errorf("%w: deleting offsets: %v", ErrCoordinatorNotAvailable, err)
+	}
+	g.state = stateDead
+	delete(c.groups, group)
+	return nil
+}
+
+// RemoveTopic deletes every group's committed offsets for a deleted topic, as
+// Kafka does, so that a topic created again under the name starts without
+// them.
+func (c *Coordinator) RemoveTopic(topic string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return errClosed
+	}
+	err := c.store.removeWhere(c.o.Clock.Now(), func(k offsetKey) bool { return k.Topic == topic })
+	if err != nil {
+		return fmt.Errorf("%w: deleting offsets: %v", ErrCoordinatorNotAvailable, err)
+	}
+	for id, g := range c.groups {
+		c.forget(id, g)
+	}
+	return nil
+}
+
+func cloneString(s *string) *string {
+	if s == nil {
+		return nil
+	}
+	v := *s
+	return &v
+}
+
+// newWaiter registers a channel for one reply. Called with mu held.
+func (c *Coordinator) newWaiter() (uint64, chan reply) {
+	c.lastW++
+	ch := make(chan reply, 1)
+	c.waiters[c.lastW] = ch
+	return c.lastW, ch
+}
+
+// wait waits for the reply to w, or for ctx to end.
+func (c *Coordinator) wait(ctx context.Context, w uint64, ch chan reply) (reply, error) {
+	select {
+	case r := <-ch:
+		return r, nil
+	case <-ctx.Done():
+	}
+	c.mu.Lock()
+	delete(c.waiters, w)
+	c.mu.Unlock()
+	select {
+	case r := <-ch: // it came while we took the lock
+		return r, nil
+	default:
+		// The group still counts the request as waiting, as Kafka does
+		// for a client that went away; its answer will be dropped.
+		return reply{}, ctx.Err()
+	}
+}
+
+// settle delivers g's queued replies, forgets g if nothing is left of it,
+// and makes sure the timer fires by g's next deadline. Called with mu held
+// after every event.
+func (c *Coordinator) settle(g *group) {
+	c.deliver(g.take())
+	c.forget(g.id, g)
+	c.arm(g.nextDeadline())
+}
+
+func (c *Coordinator) deliver(rs []reply) {
+	for _, r := range rs {
+		if ch, ok := c.waiters[r.waiter]; ok {
+			delete(c.waiters, r.waiter)
+			ch <- r
+		}
+	}
+}
+
+// forget drops a group with no members, no member ids handed out and no
+// committed offsets: nothing would distinguish it from a new one, and
+// clients with random group ids (kcat -G) would otherwise pile them up.
+func (c *Coordinator) forget(id string, g *group) {
+	if g.state == stateEmpty && g.empty() && c.store.offsets[id] == nil {
+		delete(c.groups, id)
+	}
+}
+
+// arm makes the timer fire no later than at (zero: no deadline).
+func (c *Coordinator) arm(at time.Time) {
+	if at.IsZero() || c.closed || c.timer != nil && !c.timerAt.After(at) {
+		return
+	}
+	if c.timer != nil {
+		c.timer.Stop()
+	}
+	c.timerSeq++
+	seq := c.timerSeq
+	c.timerAt = at
+	c.timer = c.o.Clock.AfterFunc(at.Sub(c.o.Clock.Now()), func() { c.fire(seq) })
+}
+
+// fire ticks every group and re-arms the timer for the earliest deadline.
+func (c *Coordinator) fire(seq uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed || seq != c.timerSeq {
+		return
+	}
+	c.timer, c.timerAt = nil, time.Time{}
+	now := c.o.Clock.Now()
+	var next time.Time
+	for id, g := range c.groups {
+		g.tick(now)
+		c.deliver(g.take())
+		c.forget(id, g)
+		if d := g.nextDeadline(); !d.IsZero() && (next.IsZero() || d.Before(next)) {
+			next = d
+		}
+	}
+	c.arm(next)
+}
+
+// randomMemberID is Kafka's member id: the client id (or instance id), a
+// dash and a random UUID.
+func randomMemberID(prefix string) string {
+	var u [16]byte
+	_, _ = rand.Read(u[:]) // crypto/rand.Read never fails
+	u[6] = u[6]&0x0f | 0x40
+	u[8] = u[8]&0x3f | 0x80
+	return fmt.Sprintf("%s-%x-%x-%x-%x-%x", prefix, u[0:4], u[4:6], u[6:8], u[8:10], u[10:])
+}

@@ -1,0 +1,92 @@
+// Package groups is the group coordinator of a single-node broker: Kafka's
+// classic consumer group protocol (JoinGroup, SyncGroup, Heartbeat,
+// LeaveGroup, DescribeGroups, ListGroups) and committed offsets (OffsetCommit,
+// OffsetFetch) that survive a restart.
+//
+// # Why the classic protocol, and what the coordinator does not do
+//
+// librdkafka 2.0.2, franz-go and sarama all use the classic protocol by
+// default, and in it the clients assign partitions themselves: the
+// coordinator only decides who is in the group, picks a leader and a
+// protocol (assignor) every member supports, hands the leader the members'
+// subscriptions, and relays the leader's assignment to everyone. It never
+// looks inside protocol metadata or assignments, so every client-side
+// assignor (range, roundrobin, sticky, cooperative-sticky) works unchanged.
+//
+// # The state machine
+//
+// Each group is a deterministic state machine (group) that does no I/O:
+// requests arrive as method calls with the current time, time passes as
+// tick(now), and every answer, including answers to requests parked
+// earlier, comes back as a reply for the caller to deliver, as in
+// etcd-io/raft. Its unit tests drive it with explicit times, no goroutines.
+//
+//	          first member joins
+//	Empty ──────────────────────────▶ PreparingRebalance ◀─────────────────┐
+//	  ▲                                 │          │                        │
+//	  └── join phase ends, no members ──┘          │                        │ a member joins, leaves
+//	                                               ▼                        │ or times out; the leader
+//	      join phase ends: all rejoined,   CompletingRebalance ─────────────┤ or a changed member
+//	      or the rebalance timeout passed          │                        │ rejoins
+//	                            leader's SyncGroup ▼                        │
+//	                                             Stable ────────────────────┘
+//
+// Dead is a deleted group. The rules are Kafka's (GroupCoordinator.scala):
+//
+//   - A JoinGroup without a member id gets a new one; with
+//     RequireKnownMemberID (JoinGroup v4+) it comes back with
+//     ErrMemberIDRequired and rejoins with it, and the join phase waits for
+//     such handed-out ids until they are used or their session timeout
+//     passes.
+//   - A join phase ends when every member has rejoined, or when the longest
+//     rebalance timeout passes; dynamic members that did not rejoin are then
+//     removed. A group that was Empty waits InitialRebalanceDelay first, and
+//     again while new members keep arriving, up to the rebalance timeout.
+//   - The leader is the first member to join, kept while it rejoins; the
+//     protocol is the one every member supports that most members list first.
+//   - The join phase's end bumps the generation and answers every member
+//     (the leader with the member list). Then the leader's SyncGroup carries
+//     the assignments, which answer every member's SyncGroup; members that
+//     have not sent SyncGroup within the rebalance timeout are removed.
+//   - Heartbeat keeps a session alive and answers ErrRebalanceInProgress
+//     during a join phase; a session that runs out removes the member (a
+//     member waiting for a join or sync answer is alive, except a new member
+//     after five minutes). Leave removes members at once. Both rebalance
+//     the rest.
+//   - Static members (group.instance.id) keep their place across restarts:
+//     rejoining without a member id replaces the old id (which is fenced,
+//     ErrFencedInstanceID) and, in a Stable group whose protocol does not
+//     change, keeps its assignment without a rebalance. A join phase does not
+//     remove a static member that has not rejoined; its session timeout does.
+//
+// Coordinator is the thin concurrent layer around the groups: one mutex, a
+// channel per parked request, and one timer (from Options.Clock) set to the
+// earliest deadline of any group. Membership is not persisted: after a
+// restart every member gets ErrUnknownMemberID and rejoins, which clients do
+// on their own.
+//
+// # Committed offsets
+//
+// Offsets live in memory and in an append-only log (package partlog) of
+// record batches (package record) in Options.Dir:
+//
+//	<Dir>/CURRENT            "offsets-000002\n": the live log directory
+//	<Dir>/offsets-000002/    partition log of offset records
+//
+// Each record is one committed offset, in the formats of Kafka's
+// __consumer_offsets (big-endian, strings as an int16 length and bytes):
+//
+//	key    int16 version (1) | string group | string topic | int32 partition
+//	value  int16 version (3) | int64 offset | int32 leader epoch | string metadata | int64 commit time (ms)
+//
+// A record without a value (a tombstone) removes the offset (Delete,
+// RemoveTopic). One commit is one Append of one or more batches; it is
+// acknowledged once appended (the page cache), like Kafka's default, and
+// Close closes the log cleanly. Open replays the log into memory; when more
+// than half of it, and at least CompactMinSuperseded records, is superseded,
+// it writes the live offsets to offsets-<n+1>, closes that log (fsynced),
+// points CURRENT at it (a synced temporary file renamed over CURRENT, then
+// the directory synced) and only then removes the old log. A crash at any
+// point leaves CURRENT naming a complete log; the next Open removes the
+// other directory.
+package groups

@@ -1,0 +1,202 @@
+package groups
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/weir-broker/weir/core/partlog"
+	"github.com/weir-broker/weir/core/vfs"
+)
+
+// Options configures a Coordinator. Zero values take the defaults named on
+// each field (Kafka's broker defaults, where Kafka has one).
+type Options struct {
+	// FS holds the offsets store. Default vfs.Default.
+	FS vfs.FS
+	// Dir is the directory the coordinator owns for its offsets store
+	// (see the package doc for its layout). Required.
+	Dir string
+	// Clock tells the time and runs the session, rebalance and sync
+	// deadlines. Default partlog.SystemClock.
+	Clock partlog.Clock
+	// Logger receives rebalances, expirations and store reports. Default:
+	// discarded.
+	Logger *slog.Logger
+	// MinSessionTimeout and MaxSessionTimeout bound the session timeout a
+	// member may ask for. Defaults 6s and 30m (Kafka
+	// group.min.session.timeout.ms, group.max.session.timeout.ms).
+	MinSessionTimeout, MaxSessionTimeout time.Duration
+	// InitialRebalanceDelay is how long the first rebalance of an empty group
+	// waits for more members, extended by the same delay while members keep
+	// joining, up to the rebalance timeout (Kafka
+	// group.initial.rebalance.delay.ms, 3s there). Zero (the default here)
+	// completes it as soon as every member has joined; negative is invalid.
+	InitialRebalanceDelay time.Duration
+	// MaxMetadataBytes is the longest metadata string a committed offset may
+	// carry. Default 4096 (Kafka offset.metadata.max.bytes).
+	MaxMetadataBytes int
+	// CompactMinSuperseded: Open rewrites the offsets log with only the live
+	// offsets when it holds at least this many superseded records (older
+	// commits of the same partition, tombstones and what they removed) and
+	// they outnumber the live ones. Default 10000.
+	CompactMinSuperseded int
+
+	// newMemberID makes member ids; tests make them predictable. Default:
+	// prefix + "-" + a random UUID, as Kafka does.
+	newMemberID func(prefix string) string
+}
+
+// Defaults, exported for documentation and for callers building Options.
+const (
+	DefaultMinSessionTimeout    = 6 * time.Second
+	DefaultMaxSessionTimeout    = 30 * time.Minute
+	DefaultMaxMetadataBytes     = 4096
+	DefaultCompactMinSuperseded = 10000
+)
+
+func (o Options) validate() (Options, error) {
+	if o.Dir == "" {
+		return o, fmt.Errorf("groups: Options.Dir is required")
+	}
+	if o.FS == nil {
+		o.FS = vfs.Default
+	}
+	if o.Clock == nil {
+		o.Clock = partlog.SystemClock{}
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if o.MinSessionTimeout == 0 {
+		o.MinSessionTimeout = DefaultMinSessionTimeout
+	}
+	if o.MaxSessionTimeout == 0 {
+		o.MaxSessionTimeout = DefaultMaxSessionTimeout
+	}
+	if o.MinSessionTimeout < 0 || o.MaxSessionTimeout < o.MinSessionTimeout {
+		return o, fmt.Errorf("groups: session timeouts: min %v, max %v", o.MinSessionTimeout, o.MaxSessionTimeout)
+	}
+	if o.InitialRebalanceDelay < 0 {
+		return o, fmt.Errorf("groups: negative InitialRebalanceDelay %v", o.InitialRebalanceDelay)
+	}
+	switch {
+	case o.MaxMetadataBytes == 0:
+		o.MaxMetadataBytes = DefaultMaxMetadataBytes
+	case o.MaxMetadataBytes < 0 || o.MaxMetadataBytes > maxString:
+		return o, fmt.Errorf("groups: MaxMetadataBytes %d outside [0, %d]", o.MaxMetadataBytes, maxString)
+	}
+	switch {
+	case o.CompactMinSuperseded == 0:
+		o.CompactMinSuperseded = DefaultCompactMinSuperseded
+	case o.CompactMinSuperseded < 0:
+		return o, fmt.Errorf("groups: negative CompactMinSuperseded %d", o.CompactMinSuperseded)
+	}
+	if o.newMemberID == nil {
+		o.newMemberID = randomMemberID
+	}
+	return o, nil
+}
+
+// Protocol is one assignment protocol a member supports (for consumers:
+// "range", "roundrobin", "cooperative-sticky", ...) with the member's metadata
+// for it (its subscription), opaque to the coordinator.
+type Protocol struct {
+	Name     string
+	Metadata []byte
+}
+
+// Member describes a group member. In JoinResult.Members, Metadata is the
+// member's metadata for the selected protocol and Assignment is empty.
+type Member struct {
+	MemberID             string
+	InstanceID           *string
+	ClientID, ClientHost string
+	Metadata, Assignment []byte
+}
+
+// JoinRequest is one JoinGroup request. The coordinator copies what it keeps.
+type JoinRequest struct {
+	Group, MemberID string
+	InstanceID      *string
+	ProtocolType    string
+	// Protocols in the member's order of preference.
+	Protocols []Protocol
+	// SessionTimeout bounds the time between heartbeats; RebalanceTimeout
+	// how long a rebalance waits for members to rejoin (JoinGroup v0 has
+	// none: zero means SessionTimeout).
+	SessionTimeout, RebalanceTimeout time.Duration
+	// RequireKnownMemberID: JoinGroup v4+; a new member first gets an id with
+	// ErrMemberIDRequired and rejoins with it.
+	RequireKnownMemberID bool
+	ClientID, ClientHost string
+}
+
+// JoinResult answers a JoinGroup. On error Generation is -1, except that
+// ErrMemberIDRequired carries the MemberID to rejoin with.
+type JoinResult struct {
+	Generation                                 int32
+	ProtocolType, Protocol, LeaderID, MemberID string
+	// Members is filled for the leader only: every member with its metadata
+	// for the selected protocol, in join order.
+	Members []Member
+}
+
+// SyncRequest is one SyncGroup request. Assignments (member id to
+// assignment) come from the leader; others send none.
+type SyncRequest struct {
+	Group, MemberID        string
+	InstanceID             *string
+	Generation             int32
+	ProtocolType, Protocol *string // SyncGroup v5+; nil: not checked
+	Assignments            map[string][]byte
+}
+
+// SyncResult answers a SyncGroup: the member's assignment from the leader.
+type SyncResult struct {
+	ProtocolType, Protocol string
+	Assignment             []byte
+}
+
+// LeaveMember names one member leaving (LeaveGroup v3+ carries several). An
+// empty MemberID with an InstanceID removes that static member.
+type LeaveMember struct {
+	MemberID   string
+	InstanceID *string
+}
+
+// TopicPartition names a partition.
+type TopicPartition struct {
+	Topic     string
+	Partition int32
+}
+
+// OffsetCommit is one partition's committed offset. A nil Metadata is
+// stored as "".
+type OffsetCommit struct {
+	TopicPartition
+	Offset      int64
+	LeaderEpoch int32
+	Metadata    *string
+}
+
+// Committed is a partition's committed offset as Fetch returns it.
+type Committed struct {
+	Offset      int64
+	LeaderEpoch int32
+	Metadata    string
+}
+
+// Description describes a group (DescribeGroups). Protocol and the members'
+// Metadata and Assignment are filled only when the group is Stable, as Kafka
+// does. An unknown group is described as State "Dead" with nothing else.
+type Description struct {
+	Group, State, ProtocolType, Protocol string
+	Members                              []Member
+}
+
+// Listing is one group in List (ListGroups).
+type Listing struct {
+	Group, ProtocolType, State string
+}
