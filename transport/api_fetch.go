@@ -1,0 +1,173 @@
+package transport
+
+// Fetch: v4-v11.
+//
+// v4 is the first version whose responses carry record batches v2 with the
+// last stable offset (librdkafka's minimum); v10 is the first that may carry
+// zstd batches; v11 (rack-aware reads, answered with no preferred replica) is
+// the last non-flexible one, so the hand-written response in fetch_writer.go
+// has one layout family and no topic IDs. Fetch sessions (v7+) are declined:
+// every response has session ID 0, which tells clients to send full requests,
+// and a request naming a session gets FETCH_SESSION_ID_NOT_FOUND.
+//
+// A partition is read up to its high watermark (the log end, on one node);
+// the response waits up to MaxWait for MinBytes, woken by the partitions' logs
+// when something is appended, not by polling.
+
+import (
+	"context"
+	"reflect"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// testHookFetchWait, when set (by tests, before any server starts), is called
+// each time a Fetch is about to wait for appends.
+var testHookFetchWait func()
+
+// maxFetchBytes caps a response's record bytes as Kafka's broker-side
+// fetch.max.bytes does (55 MiB), whatever the request asks for.
+const maxFetchBytes = 55 << 20
+
+func handleFetch(ctx context.Context, s *Server, r *request) (rawResponse, error) {
+	req := r.body.(*kmsg.FetchRequest)
+	resp := &fetchResponse{version: req.Version}
+	if req.Version >= 7 && (req.SessionID != 0 || req.SessionEpoch > 0) {
+		resp.errCode = s.code(errFetchSession)
+		return resp, nil
+	}
+
+	resp.topics = make([]fetchTopic, len(req.Topics))
+	for i, rt := range req.Topics {
+		ft := &resp.topics[i]
+		ft.name = rt.Topic
+		ft.parts = make([]fetchPart, len(rt.Partitions))
+		for j, rp := range rt.Partitions {
+			fp := &ft.parts[j]
+			fp.index, fp.offset, fp.maxBytes = rp.Partition, rp.FetchOffset, int64(rp.PartitionMaxBytes)
+			fp.hw, fp.logStart = -1, -1
+			p, err := s.topics.Partition(rt.Topic, rp.Partition)
+			if err != nil {
+				fp.errCode = s.code(err)
+				continue
+			}
+			fp.p = p
+		}
+	}
+
+	maxBytes := min(int64(req.MaxBytes), maxFetchBytes)
+	deadline := time.Now().Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)
+	var (
+		timer *time.Timer
+		chans []<-chan struct{}
+	)
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	for {
+		total, failed := resp.read(s, maxBytes)
+		if failed || total >= int64(req.MinBytes) || ctx.Err() != nil || !time.Now().Before(deadline) {
+			return resp, nil
+		}
+		// Take every log's wake-up channel, then check that nothing was
+		// appended since the read: an append after this point closes a
+		// channel, one before it moved the log end.
+		var moved bool
+		chans, moved = resp.waitChannels(chans[:0])
+		resp.release()
+		if moved {
+			continue
+		}
+		if timer == nil {
+			timer = time.NewTimer(time.Until(deadline))
+		}
+		if testHookFetchWait != nil {
+			testHookFetchWait()
+		}
+		waitAny(ctx, chans, timer.C)
+	}
+}
+
+// read reads every partition from its fetch offset up to its high watermark,
+// within the partition's and the response's byte limits (but the first batch
+// of the first partition with data goes whole, as in Kafka). It returns the
+// record bytes read and whether any partition failed (which answers at once).
+func (r *fetchResponse) read(s *Server, maxBytes int64) (total int64, failed bool) {
+	remaining := maxBytes
+	for ti := range r.topics {
+		for pi := range r.topics[ti].parts {
+			fp := &r.topics[ti].parts[pi]
+			if fp.p == nil {
+				failed = true
+				continue
+			}
+			l := fp.p.Log
+			fp.hw, fp.logStart = l.EndOffset(), l.StartOffset()
+			limit := min(fp.maxBytes, remaining)
+			if total > 0 && limit <= 0 {
+				continue
+			}
+			sl, err := l.Read(fp.offset, max(limit, 1), fp.hw)
+			if err != nil {
+				fp.errCode = s.code(err)
+				failed = true
+				continue
+			}
+			if total > 0 && sl.Size > limit {
+				sl.Release()
+				continue
+			}
+			fp.slice = sl
+			total += sl.Size
+			remaining -= sl.Size
+		}
+	}
+	return total, failed
+}
+
+// waitChannels appends each partition log's wake-up channel to chans and
+// reports whether some log has grown past the high watermark read.
+func (r *fetchResponse) waitChannels(chans []<-chan struct{}) ([]<-chan struct{}, bool) {
+	moved := false
+	for _, t := range r.topics {
+		for _, p := range t.parts {
+			if p.p == nil {
+				continue
+			}
+			chans = append(chans, p.p.Log.Wait())
+			if p.p.Log.EndOffset() != p.hw {
+				moved = true
+			}
+		}
+	}
+	return chans, moved
+}
+
+// waitAny returns when one of chans is closed, the timer fires or ctx ends.
+func waitAny(ctx context.Context, chans []<-chan struct{}, timer <-chan time.Time) {
+	switch len(chans) {
+	case 0:
+		select {
+		case <-timer:
+		case <-ctx.Done():
+		}
+	case 1:
+		select {
+		case <-chans[0]:
+		case <-timer:
+		case <-ctx.Done():
+		}
+	default:
+		cases := make([]reflect.SelectCase, 0, len(chans)+2)
+		cases = append(cases,
+			reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(timer)},
+			reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())})
+		for _, ch := range chans {
+			cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ch)})
+		}
+		reflect.Select(cases)
+	}
+}

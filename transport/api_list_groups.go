@@ -1,0 +1,37 @@
+package transport
+
+// ListGroups: v0-v4.
+//
+// v3 made it flexible; v4 filters by state (case-insensitive, as Kafka) and
+// answers each group's state. v5 (filter by group type) is not served.
+
+import (
+	"context"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func handleListGroups(_ context.Context, s *Server, r *request) (kmsg.Response, error) {
+	req := r.body.(*kmsg.ListGroupsRequest)
+	resp := req.ResponseKind().(*kmsg.ListGroupsResponse)
+	resp.Groups = []kmsg.ListGroupsResponseGroup{}
+	for _, l := range s.groups.List() {
+		if len(req.StatesFilter) > 0 && !containsFold(req.StatesFilter, l.State) {
+			continue
+		}
+		g := kmsg.NewListGroupsResponseGroup()
+		g.Group, g.ProtocolType, g.GroupState = l.Group, l.ProtocolType, l.State
+		resp.Groups = append(resp.Groups, g)
+	}
+	return resp, nil
+}
+
+func containsFold(list []string, s string) bool {
+	for _, x := range list {
+		if strings.EqualFold(x, s) {
+			return true
+		}
+	}
+	return false
+}

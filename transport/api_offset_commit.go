@@ -1,0 +1,76 @@
+package transport
+
+// OffsetCommit: v0-v8.
+//
+// librdkafka needs v1..v2 served to enable consumer groups and sends up to v7.
+// v0 has no generation (a simple commit); v1 added generation, member and a
+// per-partition timestamp (ignored); v2-v4 a retention time (ignored: commits
+// are kept until the group is deleted); v6 leader epochs; v7 instance IDs; v8
+// made it flexible. Generation -1 with no member commits for a group that has
+// no members (the "simple" consumer). Offsets for unknown partitions are
+// refused with UNKNOWN_TOPIC_OR_PARTITION and the others are still committed.
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/weir-broker/weir/core/groups"
+)
+
+func handleOffsetCommit(_ context.Context, s *Server, r *request) (kmsg.Response, error) {
+	req := r.body.(*kmsg.OffsetCommitRequest)
+	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
+
+	generation, member := req.Generation, req.MemberID
+	if req.Version == 0 {
+		generation, member = -1, ""
+	}
+	// Response partitions in request order; commits refers to the ones sent
+	// to the coordinator.
+	type ref struct{ t, p int }
+	var (
+		commits []groups.OffsetCommit
+		refs    []ref
+	)
+	resp.Topics = make([]kmsg.OffsetCommitResponseTopic, len(req.Topics))
+	for i, rt := range req.Topics {
+		st := &resp.Topics[i]
+		st.Topic = rt.Topic
+		st.Partitions = make([]kmsg.OffsetCommitResponseTopicPartition, len(rt.Partitions))
+		for j, rp := range rt.Partitions {
+			sp := &st.Partitions[j]
+			sp.Default()
+			sp.Partition = rp.Partition
+			if _, err := s.topics.Partition(rt.Topic, rp.Partition); err != nil {
+				sp.ErrorCode = s.code(err)
+				continue
+			}
+			epoch := rp.LeaderEpoch
+			if req.Version < 6 {
+				epoch = -1
+			}
+			commits = append(commits, groups.OffsetCommit{
+				TopicPartition: groups.TopicPartition{Topic: rt.Topic, Partition: rp.Partition},
+				Offset:         rp.Offset,
+				LeaderEpoch:    epoch,
+				Metadata:       rp.Metadata,
+			})
+			refs = append(refs, ref{i, j})
+		}
+	}
+	if len(commits) == 0 {
+		return resp, nil
+	}
+	perPartition, err := s.groups.Commit(req.Group, member, req.InstanceID, generation, commits)
+	for k, ref := range refs {
+		sp := &resp.Topics[ref.t].Partitions[ref.p]
+		switch {
+		case err != nil:
+			sp.ErrorCode = s.code(err)
+		case k < len(perPartition):
+			sp.ErrorCode = s.code(perPartition[k])
+		}
+	}
+	return resp, nil
+}

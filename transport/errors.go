@@ -1,0 +1,123 @@
+package transport
+
+import (
+	"context"
+	"errors"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/weir-broker/weir/core/groups"
+	"github.com/weir-broker/weir/core/partlog"
+	"github.com/weir-broker/weir/core/record"
+	"github.com/weir-broker/weir/core/topics"
+)
+
+var (
+	// ErrConfig: NewServer was given an invalid Config.
+	ErrConfig = errors.New("transport: invalid config")
+
+	// The transport's own reasons to refuse a request; each has its code in
+	// errorTable.
+	errTransactions      = errors.New("transport: transactions are not supported")
+	errOldMessageFormat  = errors.New("transport: message format v0/v1 (Produce v0-v2) is not supported")
+	errInvalidAcks       = errors.New("transport: acks must be 0, 1 or -1")
+	errReplicationFactor = errors.New("transport: a single node serves replication factor 1 only")
+	errReplicaAssignment = errors.New("transport: replicas may only be assigned to this node")
+	errDuplicateTopic    = errors.New("transport: topic named twice in one request")
+	errUnknownTopicID    = errors.New("transport: unknown topic ID")
+	errFetchSession      = errors.New("transport: fetch sessions are not supported")
+	errCoordinatorType   = errors.New("transport: unknown coordinator type")
+)
+
+// errorTable is the one place where errors become Kafka error codes: the first
+// entry whose error matches (errors.Is) gives the code. Errors that match
+// nothing are UNKNOWN_SERVER_ERROR and are logged.
+var errorTable = []struct {
+	err  error
+	code *kerr.Error
+}{
+	// Storage.
+	{record.ErrCorrupt, kerr.CorruptMessage},
+	{partlog.ErrBatchTooLarge, kerr.MessageTooLarge},
+	{partlog.ErrOffsetOutOfRange, kerr.OffsetOutOfRange},
+	{partlog.ErrFailed, kerr.KafkaStorageError},
+	// A closed log belongs to a topic being deleted or a broker shutting
+	// down: retriable, and the client refreshes its metadata.
+	{partlog.ErrClosed, kerr.NotLeaderForPartition},
+
+	// Topics and the idempotent producer.
+	{topics.ErrUnknownTopic, kerr.UnknownTopicOrPartition},
+	{topics.ErrUnknownPartition, kerr.UnknownTopicOrPartition},
+	{topics.ErrTopicExists, kerr.TopicAlreadyExists},
+	{topics.ErrInvalidTopic, kerr.InvalidTopicException},
+	{topics.ErrInvalidPartitions, kerr.InvalidPartitions},
+	{topics.ErrInvalidConfig, kerr.InvalidConfig},
+	{topics.ErrOutOfOrderSequence, kerr.OutOfOrderSequenceNumber},
+	{topics.ErrInvalidProducerEpoch, kerr.InvalidProducerEpoch},
+	{topics.ErrUnknownProducerID, kerr.UnknownProducerID},
+	{topics.ErrDuplicateSequence, kerr.DuplicateSequenceNumber},
+	// A closed registry: the broker is shutting down (retriable).
+	{topics.ErrClosed, kerr.NotLeaderForPartition},
+
+	// Groups.
+	{groups.ErrUnknownMemberID, kerr.UnknownMemberID},
+	{groups.ErrIllegalGeneration, kerr.IllegalGeneration},
+	{groups.ErrRebalanceInProgress, kerr.RebalanceInProgress},
+	{groups.ErrMemberIDRequired, kerr.MemberIDRequired},
+	{groups.ErrInconsistentProtocol, kerr.InconsistentGroupProtocol},
+	{groups.ErrInvalidSessionTimeout, kerr.InvalidSessionTimeout},
+	{groups.ErrGroupIDNotFound, kerr.GroupIDNotFound},
+	{groups.ErrNotEmpty, kerr.NonEmptyGroup},
+	{groups.ErrInvalidGroupID, kerr.InvalidGroupID},
+	{groups.ErrFencedInstanceID, kerr.FencedInstanceID},
+	{groups.ErrCoordinatorNotAvailable, kerr.CoordinatorNotAvailable},
+	{groups.ErrOffsetMetadataTooLarge, kerr.OffsetMetadataTooLarge},
+	{groups.ErrInvalidCommitSize, kerr.InvalidCommitOffsetSize},
+
+	// The transport's own.
+	{errTransactions, kerr.InvalidRequest},
+	{errOldMessageFormat, kerr.UnsupportedForMessageFormat},
+	{errInvalidAcks, kerr.InvalidRequiredAcks},
+	{errReplicationFactor, kerr.InvalidReplicationFactor},
+	{errReplicaAssignment, kerr.InvalidReplicaAssignment},
+	{errDuplicateTopic, kerr.InvalidRequest},
+	{errUnknownTopicID, kerr.UnknownTopicID},
+	{errFetchSession, kerr.FetchSessionIDNotFound},
+	{errCoordinatorType, kerr.InvalidRequest},
+
+	// A request cut short: its timeout passed, or the connection or server
+	// is closing (then nobody reads the answer anyway).
+	{context.DeadlineExceeded, kerr.RequestTimedOut},
+	{context.Canceled, kerr.RequestTimedOut},
+}
+
+// errorCode returns the Kafka error code for err: 0 for nil, the errorTable
+// entry's code, or UNKNOWN_SERVER_ERROR (-1).
+func errorCode(err error) int16 {
+	if err == nil {
+		return 0
+	}
+	if ke := kerrOf(err); ke != nil {
+		return ke.Code
+	}
+	return kerr.UnknownServerError.Code
+}
+
+// kerrOf returns err's table entry, or nil when none matches.
+func kerrOf(err error) *kerr.Error {
+	for _, e := range errorTable {
+		if errors.Is(err, e.err) {
+			return e.code
+		}
+	}
+	return nil
+}
+
+// errorMessage returns err's text for responses that carry one, nil for nil.
+func errorMessage(err error) *string {
+	if err == nil {
+		return nil
+	}
+	s := err.Error()
+	return &s
+}

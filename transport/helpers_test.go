@@ -1,0 +1,256 @@
+package transport
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/weir-broker/weir/core/groups"
+	"github.com/weir-broker/weir/core/topics"
+	"github.com/weir-broker/weir/core/vfs"
+)
+
+// testBroker is a Server on 127.0.0.1:0 with a registry and a coordinator in a
+// temporary directory, closed (in order) when the test ends.
+type testBroker struct {
+	s      *Server
+	topics *topics.Registry
+	groups *groups.Coordinator
+	addr   string
+	logs   *logRecorder
+}
+
+// logRecorder keeps the server's log records; every test fails if the server
+// logged a panic.
+type logRecorder struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+func (l *logRecorder) Enabled(context.Context, slog.Level) bool { return true }
+func (l *logRecorder) Handle(_ context.Context, r slog.Record) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	msg := r.Level.String() + " " + r.Message
+	r.Attrs(func(a slog.Attr) bool {
+		msg += " " + a.String()
+		return true
+	})
+	l.msgs = append(l.msgs, msg)
+	return nil
+}
+func (l *logRecorder) WithAttrs([]slog.Attr) slog.Handler { return l }
+func (l *logRecorder) WithGroup(string) slog.Handler      { return l }
+
+func (l *logRecorder) find(substr string) []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for _, m := range l.msgs {
+		if strings.Contains(m, substr) {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+type brokerOpt func(*Config, *topics.Options)
+
+func startBroker(t testing.TB, opts ...brokerOpt) *testBroker {
+	t.Helper()
+	dir := t.TempDir()
+	logs := &logRecorder{}
+	cfg := Config{Logger: slog.New(logs)}
+	to := topics.Options{FS: vfs.Default, Dir: dir}
+	for _, o := range opts {
+		o(&cfg, &to)
+	}
+	reg, err := topics.Open(to)
+	if err != nil {
+		t.Fatal(err)
+	}
+	coord, err := groups.Open(groups.Options{FS: to.FS, Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := NewServer(cfg, reg, coord)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(l) }()
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Error(err)
+		}
+		if err := <-served; err != nil {
+			t.Errorf("Serve returned %v after Close", err)
+		}
+		for _, m := range logs.find("panic") {
+			t.Errorf("server logged: %s", m)
+		}
+		if err := coord.Close(); err != nil {
+			t.Error(err)
+		}
+		if err := reg.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return &testBroker{s: s, topics: reg, groups: coord, addr: l.Addr().String(), logs: logs}
+}
+
+func withMemFS(c *Config, o *topics.Options)      { o.FS = vfs.NewMem() }
+func withAutoCreate(c *Config, o *topics.Options) { c.AutoCreateTopics = true }
+func withCopyPath(c *Config, o *topics.Options)   { c.DisableSendfile = true }
+
+func (b *testBroker) createTopic(t testing.TB, name string, partitions int32, configs map[string]string) *topics.Topic {
+	t.Helper()
+	tp, err := b.topics.Create(name, partitions, configs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tp
+}
+
+// rawConn is a protocol-level client: it writes frames and reads responses
+// without any client library in between.
+type rawConn struct {
+	t    testing.TB
+	c    net.Conn
+	r    *bufio.Reader
+	corr int32
+}
+
+func (b *testBroker) dial(t testing.TB) *rawConn {
+	t.Helper()
+	c, err := net.Dial("tcp", b.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return &rawConn{t: t, c: c, r: bufio.NewReader(c)}
+}
+
+// frame encodes req with request header v1 (v2 when flexible).
+func frame(req kmsg.Request, corr int32, clientID *string) []byte {
+	f := kmsg.NewRequestFormatter()
+	if clientID != nil {
+		f = kmsg.NewRequestFormatter(kmsg.FormatterClientID(*clientID))
+	}
+	return f.AppendRequest(nil, req, corr)
+}
+
+// send writes req and returns its correlation ID.
+func (rc *rawConn) send(req kmsg.Request) int32 {
+	rc.t.Helper()
+	rc.corr++
+	id := "weir-test"
+	rc.write(frame(req, rc.corr, &id))
+	return rc.corr
+}
+
+func (rc *rawConn) write(b []byte) {
+	rc.t.Helper()
+	if _, err := rc.c.Write(b); err != nil {
+		rc.t.Fatalf("write: %v", err)
+	}
+}
+
+// readFrame reads one response frame (without its size).
+func (rc *rawConn) readFrame() ([]byte, error) {
+	rc.c.SetReadDeadline(time.Now().Add(30 * time.Second))
+	var size [4]byte
+	if _, err := io.ReadFull(rc.r, size[:]); err != nil {
+		return nil, err
+	}
+	b := make([]byte, binary.BigEndian.Uint32(size[:]))
+	_, err := io.ReadFull(rc.r, b)
+	return b, err
+}
+
+// do sends req and decodes its response at the request's version.
+func (rc *rawConn) do(req kmsg.Request) kmsg.Response {
+	rc.t.Helper()
+	corr := rc.send(req)
+	return rc.recv(req, corr)
+}
+
+func (rc *rawConn) recv(req kmsg.Request, corr int32) kmsg.Response {
+	rc.t.Helper()
+	b, err := rc.readFrame()
+	if err != nil {
+		rc.t.Fatalf("%s v%d: reading response: %v", kmsg.NameForKey(req.Key()), req.GetVersion(), err)
+	}
+	resp := req.ResponseKind()
+	body, err := decodeResponseHeader(b, corr, resp)
+	if err != nil {
+		rc.t.Fatalf("%s v%d: %v", kmsg.NameForKey(req.Key()), req.GetVersion(), err)
+	}
+	if err := resp.ReadFrom(body); err != nil {
+		rc.t.Fatalf("%s v%d: decoding response: %v", kmsg.NameForKey(req.Key()), req.GetVersion(), err)
+	}
+	return resp
+}
+
+// decodeResponseHeader checks the correlation ID and skips the header's tags
+// (response header v1: flexible, except ApiVersions).
+func decodeResponseHeader(b []byte, corr int32, resp kmsg.Response) ([]byte, error) {
+	if len(b) < 4 {
+		return nil, errors.New("short response")
+	}
+	if got := int32(binary.BigEndian.Uint32(b)); got != corr {
+		return nil, fmt.Errorf("correlation ID %d, want %d", got, corr)
+	}
+	b = b[4:]
+	if resp.IsFlexible() && resp.Key() != apiVersionsKey {
+		var err error
+		if b, err = skipTags(b); err != nil {
+			return nil, err
+		}
+	}
+	return b, nil
+}
+
+// expectClosed asserts that the server closes the connection (reads EOF or a
+// reset) without answering.
+func (rc *rawConn) expectClosed() {
+	rc.t.Helper()
+	rc.c.SetReadDeadline(time.Now().Add(30 * time.Second))
+	b, err := rc.r.ReadByte()
+	if err == nil {
+		rc.t.Fatalf("server answered (first byte %#x) instead of closing", b)
+	}
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		rc.t.Fatal("server neither answered nor closed the connection")
+	}
+}
+
+// checkAlive asserts that a fresh connection is served.
+func (b *testBroker) checkAlive(t testing.TB) {
+	t.Helper()
+	rc := b.dial(t)
+	req := kmsg.NewPtrApiVersionsRequest()
+	req.Version = 3
+	req.ClientSoftwareName, req.ClientSoftwareVersion = "weir-test", "1"
+	resp := rc.do(req).(*kmsg.ApiVersionsResponse)
+	if resp.ErrorCode != 0 || len(resp.ApiKeys) != len(apis) {
+		t.Fatalf("ApiVersions on a fresh connection: error %d, %d keys", resp.ErrorCode, len(resp.ApiKeys))
+	}
+	rc.c.Close()
+}

@@ -1,0 +1,169 @@
+package transport
+
+import (
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/weir-broker/weir/core/topics"
+)
+
+// Metrics holds the server's Prometheus collectors:
+//
+//	weir_requests_total{api}                     requests served (answered or not)
+//	weir_request_errors_total{api}               requests that closed their connection
+//	weir_request_duration_seconds{api}           time from decoding to the last byte written
+//	weir_received_bytes_total, weir_sent_bytes_total
+//	weir_connections                             open connections
+//	weir_connections_rejected_total              closed at once for MaxConnections
+//	weir_partition_log_start_offset{topic,partition}, weir_partition_log_end_offset,
+//	weir_partition_flushed_offset, weir_partition_size_bytes, weir_partition_fsyncs_total
+//
+// The partition metrics are read from the topic registry at scrape time.
+// A nil *Metrics counts nothing.
+type Metrics struct {
+	requests  [numKeys]prometheus.Counter
+	failures  [numKeys]prometheus.Counter
+	latency   [numKeys]prometheus.Observer
+	bytesIn   prometheus.Counter
+	bytesOut  prometheus.Counter
+	conns     prometheus.Gauge
+	rejected  prometheus.Counter
+	partition *partitionCollector
+}
+
+// NewMetrics creates the collectors and registers them with reg (when not
+// nil); registering twice with one registry panics, as MustRegister does.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	requests := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "weir_requests_total", Help: "Kafka requests served, by API.",
+	}, []string{"api"})
+	failures := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "weir_request_errors_total", Help: "Kafka requests that closed their connection (undecodable, unsupported, failed write), by API.",
+	}, []string{"api"})
+	latency := prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "weir_request_duration_seconds",
+		Help:    "Time from decoding a request to writing its response (long polls included), by API.",
+		Buckets: prometheus.ExponentialBuckets(50e-6, 4, 10), // 50µs .. 13s
+	}, []string{"api"})
+	m := &Metrics{
+		bytesIn: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "weir_received_bytes_total", Help: "Request bytes received, size prefixes included.",
+		}),
+		bytesOut: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "weir_sent_bytes_total", Help: "Response bytes sent, size prefixes included.",
+		}),
+		conns: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "weir_connections", Help: "Open client connections.",
+		}),
+		rejected: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "weir_connections_rejected_total", Help: "Connections closed at once because MaxConnections were open.",
+		}),
+		partition: newPartitionCollector(),
+	}
+	// Resolve every served API's series once, so that counting a request
+	// neither hashes labels nor allocates.
+	for _, a := range apis {
+		name := kmsg.NameForKey(a.key)
+		m.requests[a.key] = requests.WithLabelValues(name)
+		m.failures[a.key] = failures.WithLabelValues(name)
+		m.latency[a.key] = latency.WithLabelValues(name)
+	}
+	if reg != nil {
+		reg.MustRegister(requests, failures, latency, m.bytesIn, m.bytesOut, m.conns, m.rejected, m.partition)
+	}
+	return m
+}
+
+func (m *Metrics) request(key int16, d time.Duration, failed bool) {
+	if m == nil || m.requests[key] == nil {
+		return
+	}
+	m.requests[key].Inc()
+	m.latency[key].Observe(d.Seconds())
+	if failed {
+		m.failures[key].Inc()
+	}
+}
+
+func (m *Metrics) received(n int) {
+	if m != nil {
+		m.bytesIn.Add(float64(n))
+	}
+}
+
+func (m *Metrics) sent(n int) {
+	if m != nil {
+		m.bytesOut.Add(float64(n))
+	}
+}
+
+func (m *Metrics) connOpened() {
+	if m != nil {
+		m.conns.Inc()
+	}
+}
+
+func (m *Metrics) connClosed() {
+	if m != nil {
+		m.conns.Dec()
+	}
+}
+
+func (m *Metrics) connRejected() {
+	if m != nil {
+		m.rejected.Inc()
+	}
+}
+
+// watch makes the partition metrics report reg's partitions.
+func (m *Metrics) watch(reg *topics.Registry) {
+	m.partition.reg.Store(reg)
+}
+
+// partitionCollector reports every partition's log offsets, size and fsyncs
+// at scrape time, straight from the registry's logs.
+type partitionCollector struct {
+	reg                               atomic.Pointer[topics.Registry]
+	start, end, flushed, size, fsyncs *prometheus.Desc
+}
+
+func newPartitionCollector() *partitionCollector {
+	labels := []string{"topic", "partition"}
+	return &partitionCollector{
+		start:   prometheus.NewDesc("weir_partition_log_start_offset", "First offset still in the partition's log.", labels, nil),
+		end:     prometheus.NewDesc("weir_partition_log_end_offset", "Offset the next record appended to the partition will get.", labels, nil),
+		flushed: prometheus.NewDesc("weir_partition_flushed_offset", "Every offset below it is fsynced.", labels, nil),
+		size:    prometheus.NewDesc("weir_partition_size_bytes", "Bytes of the partition's segments.", labels, nil),
+		fsyncs:  prometheus.NewDesc("weir_partition_fsyncs_total", "Fsync rounds of the partition's log (group commits, rolls, closes).", labels, nil),
+	}
+}
+
+func (pc *partitionCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- pc.start
+	ch <- pc.end
+	ch <- pc.flushed
+	ch <- pc.size
+	ch <- pc.fsyncs
+}
+
+func (pc *partitionCollector) Collect(ch chan<- prometheus.Metric) {
+	reg := pc.reg.Load()
+	if reg == nil {
+		return
+	}
+	for _, t := range reg.Topics() {
+		for _, p := range t.Partitions {
+			l := p.Log
+			labels := []string{t.Name, strconv.Itoa(int(p.Index))}
+			ch <- prometheus.MustNewConstMetric(pc.start, prometheus.GaugeValue, float64(l.StartOffset()), labels...)
+			ch <- prometheus.MustNewConstMetric(pc.end, prometheus.GaugeValue, float64(l.EndOffset()), labels...)
+			ch <- prometheus.MustNewConstMetric(pc.flushed, prometheus.GaugeValue, float64(l.FlushedOffset()), labels...)
+			ch <- prometheus.MustNewConstMetric(pc.size, prometheus.GaugeValue, float64(l.Size()), labels...)
+			ch <- prometheus.MustNewConstMetric(pc.fsyncs, prometheus.CounterValue, float64(l.Syncs()), labels...)
+		}
+	}
+}

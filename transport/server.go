@@ -1,0 +1,217 @@
+package transport
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/weir-broker/weir/core/groups"
+	"github.com/weir-broker/weir/core/topics"
+)
+
+// Server serves the Kafka protocol for one broker: it owns the listeners and
+// connections, and hands decoded requests to the topic registry and the group
+// coordinator.
+type Server struct {
+	cfg    Config
+	topics *topics.Registry
+	groups *groups.Coordinator
+	log    *slog.Logger
+	m      *Metrics
+
+	// ctx is cancelled by Close; every connection's context derives from it,
+	// so long polls and blocked joins end.
+	ctx    context.Context
+	cancel context.CancelFunc
+	// adv is where clients are told to connect: Config's, or the first
+	// listener's address.
+	adv atomic.Pointer[advertised]
+
+	mu        sync.Mutex
+	closed    bool
+	listeners map[net.Listener]struct{}
+	conns     map[*conn]struct{}
+	wg        sync.WaitGroup // one per connection
+}
+
+type advertised struct {
+	host string
+	port int32
+}
+
+// NewServer returns a server for the registry and the coordinator, which stay
+// owned by the caller: Close closes neither.
+func NewServer(cfg Config, reg *topics.Registry, coord *groups.Coordinator) (*Server, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if reg == nil || coord == nil {
+		return nil, fmt.Errorf("%w: a topic registry and a group coordinator are required", ErrConfig)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &Server{
+		cfg:       cfg,
+		topics:    reg,
+		groups:    coord,
+		log:       cfg.Logger,
+		m:         cfg.Metrics,
+		ctx:       ctx,
+		cancel:    cancel,
+		listeners: make(map[net.Listener]struct{}),
+		conns:     make(map[*conn]struct{}),
+	}
+	if cfg.AdvertisedHost != "" && cfg.AdvertisedPort != 0 {
+		s.adv.Store(&advertised{cfg.AdvertisedHost, cfg.AdvertisedPort})
+	}
+	if s.m != nil {
+		s.m.watch(reg)
+	}
+	return s, nil
+}
+
+// Serve accepts connections on l until Close, then returns nil; it returns
+// another error only when l fails for good. Serve may be called for several
+// listeners; the first one's address is advertised unless Config names one.
+func (s *Server) Serve(l net.Listener) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		l.Close()
+		return nil
+	}
+	s.listeners[l] = struct{}{}
+	s.mu.Unlock()
+	s.advertiseFrom(l.Addr())
+	defer func() {
+		s.mu.Lock()
+		delete(s.listeners, l)
+		s.mu.Unlock()
+	}()
+
+	var backoff time.Duration
+	for {
+		nc, err := l.Accept()
+		if err != nil {
+			if s.isClosed() {
+				return nil
+			}
+			if errors.Is(err, net.ErrClosed) {
+				return fmt.Errorf("transport: accept: %w", err)
+			}
+			// Out of file descriptors and the like: wait and retry, as
+			// net/http does.
+			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+			s.log.Warn("transport: accept failed, retrying", "err", err, "backoff", backoff)
+			select {
+			case <-time.After(backoff):
+			case <-s.ctx.Done():
+				return nil
+			}
+			continue
+		}
+		backoff = 0
+		s.startConn(nc)
+	}
+}
+
+// Close stops accepting, closes every connection (ending long polls and
+// blocked group joins), and waits for their handlers to return.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		s.wg.Wait()
+		return nil
+	}
+	s.closed = true
+	s.cancel()
+	for l := range s.listeners {
+		l.Close()
+	}
+	for c := range s.conns {
+		c.nc.Close()
+	}
+	s.mu.Unlock()
+	s.wg.Wait()
+	return nil
+}
+
+func (s *Server) isClosed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
+}
+
+// advertiseFrom fills the advertised host and port missing from Config from a
+// listener's address, once.
+func (s *Server) advertiseFrom(addr net.Addr) {
+	if s.adv.Load() != nil {
+		return
+	}
+	host, port := s.cfg.AdvertisedHost, s.cfg.AdvertisedPort
+	if h, p, err := net.SplitHostPort(addr.String()); err == nil {
+		if host == "" {
+			host = h
+		}
+		if port == 0 {
+			if n, err := strconv.ParseInt(p, 10, 32); err == nil {
+				port = int32(n)
+			}
+		}
+	}
+	s.adv.CompareAndSwap(nil, &advertised{host, port})
+}
+
+// advertisedAddr is the host and port given to clients.
+func (s *Server) advertisedAddr() (string, int32) {
+	if a := s.adv.Load(); a != nil {
+		return a.host, a.port
+	}
+	return s.cfg.AdvertisedHost, s.cfg.AdvertisedPort
+}
+
+func (s *Server) startConn(nc net.Conn) {
+	s.mu.Lock()
+	if s.closed || (s.cfg.MaxConnections > 0 && len(s.conns) >= s.cfg.MaxConnections) {
+		full := !s.closed
+		s.mu.Unlock()
+		nc.Close()
+		if full {
+			s.log.Warn("transport: too many connections, closing a new one", "remote", nc.RemoteAddr(), "max", s.cfg.MaxConnections)
+			s.m.connRejected()
+		}
+		return
+	}
+	c := newConn(s, nc)
+	s.conns[c] = struct{}{}
+	s.wg.Add(1)
+	s.mu.Unlock()
+	s.m.connOpened()
+	go func() {
+		defer s.wg.Done()
+		c.serve()
+		s.mu.Lock()
+		delete(s.conns, c)
+		s.mu.Unlock()
+		s.m.connClosed()
+	}()
+}
+
+// code returns err's Kafka error code, logging errors that the table does not
+// know (they become UNKNOWN_SERVER_ERROR).
+func (s *Server) code(err error) int16 {
+	if err == nil {
+		return 0
+	}
+	if ke := kerrOf(err); ke != nil {
+		return ke.Code
+	}
+	s.log.Error("transport: unmapped error", "err", err)
+	return errorCode(err)
+}

@@ -1,0 +1,75 @@
+package transport
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// api is one served Kafka API: its key, the versions served, and its handler.
+// Exactly one of handle and raw is set.
+type api struct {
+	key      int16
+	min, max int16
+	// handle answers with a message kmsg encodes; a nil response means no
+	// response at all (Produce with acks=0).
+	handle func(ctx context.Context, s *Server, r *request) (kmsg.Response, error)
+	// raw answers with a response written by hand (Fetch, whose record bytes
+	// go from the segment file to the socket).
+	raw func(ctx context.Context, s *Server, r *request) (rawResponse, error)
+}
+
+// apis is the one registry of served APIs: ApiVersions reports exactly these
+// ranges, and the dispatcher refuses everything else. Each handler's file
+// opens with the versions it serves and why.
+var apis = []api{
+	{key: 0, min: 0, max: 10, handle: handleProduce},         // api_produce.go
+	{key: 1, min: 4, max: 11, raw: handleFetch},              // api_fetch.go
+	{key: 2, min: 0, max: 6, handle: handleListOffsets},      // api_list_offsets.go
+	{key: 3, min: 0, max: 12, handle: handleMetadata},        // api_metadata.go
+	{key: 8, min: 0, max: 8, handle: handleOffsetCommit},     // api_offset_commit.go
+	{key: 9, min: 0, max: 8, handle: handleOffsetFetch},      // api_offset_fetch.go
+	{key: 10, min: 0, max: 4, handle: handleFindCoordinator}, // api_find_coordinator.go
+	{key: 11, min: 0, max: 9, handle: handleJoinGroup},       // api_join_group.go
+	{key: 12, min: 0, max: 4, handle: handleHeartbeat},       // api_heartbeat.go
+	{key: 13, min: 0, max: 5, handle: handleLeaveGroup},      // api_leave_group.go
+	{key: 14, min: 0, max: 5, handle: handleSyncGroup},       // api_sync_group.go
+	{key: 15, min: 0, max: 5, handle: handleDescribeGroups},  // api_describe_groups.go
+	{key: 16, min: 0, max: 4, handle: handleListGroups},      // api_list_groups.go
+	{key: 18, min: 0, max: 4, handle: handleApiVersions},     // api_api_versions.go
+	{key: 19, min: 0, max: 7, handle: handleCreateTopics},    // api_create_topics.go
+	{key: 20, min: 0, max: 6, handle: handleDeleteTopics},    // api_delete_topics.go
+	{key: 22, min: 0, max: 4, handle: handleInitProducerID},  // api_init_producer_id.go
+}
+
+const apiVersionsKey = 18
+
+// numKeys bounds the API keys served (the registry is an array indexed by key).
+const numKeys = 64
+
+// apiByKey indexes apis by key (nil: not served); apiKeys is the ApiVersions
+// answer. Both are built once from apis.
+var (
+	apiByKey [numKeys]*api
+	apiKeys  []kmsg.ApiVersionsResponseApiKey
+)
+
+func init() {
+	for i := range apis {
+		a := &apis[i]
+		if int(a.key) >= len(apiByKey) || apiByKey[a.key] != nil || a.min < 0 || a.max < a.min ||
+			(a.handle == nil) == (a.raw == nil) || a.max > kmsg.RequestForKey(a.key).MaxVersion() {
+			panic("transport: bad api registration")
+		}
+		apiByKey[a.key] = a
+		apiKeys = append(apiKeys, kmsg.ApiVersionsResponseApiKey{ApiKey: a.key, MinVersion: a.min, MaxVersion: a.max})
+	}
+}
+
+// lookupAPI returns the served API for key, or nil.
+func lookupAPI(key int16) *api {
+	if key < 0 || int(key) >= len(apiByKey) {
+		return nil
+	}
+	return apiByKey[key]
+}
