@@ -7,6 +7,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -31,11 +32,17 @@ func main() {
 // that should end the process with a non-zero status; it prints nothing for
 // it.
 func run(args []string, stdout, stderr io.Writer) error {
+	return runContext(context.Background(), args, stdout, stderr)
+}
+
+// runContext is run with a context that long-running commands (weir broker)
+// stop on, besides SIGINT and SIGTERM, so tests can stop them in-process.
+func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	root := newRootCmd()
 	root.SetArgs(args)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	return root.Execute()
+	return root.ExecuteContext(ctx)
 }
 
 func newRootCmd() *cobra.Command {
@@ -49,7 +56,7 @@ are all it has so far.`,
 		SilenceUsage:  true, // usage on every runtime error hides the error
 		SilenceErrors: true, // main prints the error once
 	}
-	root.AddCommand(newVersionCmd(), newFlushPoliciesCmd())
+	root.AddCommand(newVersionCmd(), newFlushPoliciesCmd(), newBrokerCmd())
 	return root
 }
 

@@ -36,6 +36,7 @@ func TestGolden(t *testing.T) {
 		{"help-command", []string{"help"}},
 		{"flush-policies", []string{"flush-policies"}},
 		{"flush-policies-help", []string{"flush-policies", "--help"}},
+		{"broker-help", []string{"broker", "--help"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

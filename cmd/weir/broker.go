@@ -1,0 +1,243 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"gopkg.in/yaml.v3"
+
+	"github.com/weir-broker/weir/transport/broker"
+)
+
+// brokerSettings is everything `weir broker` can be told, by flags or by the
+// config file. The yaml tags are the config file's keys, the flags' names.
+type brokerSettings struct {
+	DataDir                    string            `yaml:"data-dir"`
+	Listen                     string            `yaml:"listen"`
+	Advertised                 string            `yaml:"advertised"`
+	MetricsListen              string            `yaml:"metrics-listen"`
+	AutoCreateTopics           bool              `yaml:"auto-create-topics"`
+	DefaultPartitions          int32             `yaml:"default-partitions"`
+	TopicConfig                map[string]string `yaml:"topic-config"`
+	RetentionCheckInterval     time.Duration     `yaml:"retention-check-interval"`
+	GroupInitialRebalanceDelay time.Duration     `yaml:"group-initial-rebalance-delay"`
+	GroupMinSessionTimeout     time.Duration     `yaml:"group-min-session-timeout"`
+	GroupMaxSessionTimeout     time.Duration     `yaml:"group-max-session-timeout"`
+	MaxConnections             int               `yaml:"max-connections"`
+	LogLevel                   string            `yaml:"log-level"`
+	LogFormat                  string            `yaml:"log-format"`
+}
+
+const brokerLong = `Run a single-node broker that speaks the Kafka protocol: point a Kafka client
+at --listen (tested with franz-go, sarama and librdkafka's kcat).
+
+Settings come from the flags, from a config file (--config, YAML or JSON,
+whose keys are the flag names: data-dir, listen, topic-config as a map, ...),
+and from the defaults shown below, in that order of precedence.
+
+Topic configs use Kafka's names (retention.ms, retention.bytes,
+segment.bytes, segment.ms, max.message.bytes, flush.messages, flush.ms,
+compression.type, ...) plus weir.flush.policy (a spec as listed by
+` + "`weir flush-policies`" + `) and weir.durable.acks (acks wait for the fsync that
+covers the batch). --topic-config sets broker-wide defaults; a topic created
+with its own configs overrides them.
+
+Logs go to stderr. SIGINT or SIGTERM shuts down gracefully: connections are
+closed, committed offsets and every partition log are flushed and sealed, and
+each log gets its clean-shutdown marker, so the next start skips recovery.`
+
+const brokerExample = `  weir broker --data-dir /var/lib/weir
+  weir broker --listen 0.0.0.0:9092 --advertised kafka.example.com:9092
+  weir broker --topic-config weir.durable.acks=true --topic-config weir.flush.policy=every-batch
+  weir broker --config weir.yaml --log-level debug`
+
+func newBrokerCmd() *cobra.Command { return newBrokerCmdWith(runBroker) }
+
+// newBrokerCmdWith returns the broker command calling run with the merged
+// settings, so tests can check what flags and files resolve to.
+func newBrokerCmdWith(run func(context.Context, brokerSettings, io.Writer) error) *cobra.Command {
+	s := brokerSettings{
+		DataDir:                    "./data",
+		Listen:                     broker.DefaultListen,
+		MetricsListen:              "127.0.0.1:9644",
+		AutoCreateTopics:           true,
+		DefaultPartitions:          1,
+		RetentionCheckInterval:     broker.DefaultRetentionCheckInterval,
+		GroupInitialRebalanceDelay: 3 * time.Second,
+		GroupMinSessionTimeout:     broker.DefaultGroupMinSessionTimeout,
+		GroupMaxSessionTimeout:     broker.DefaultGroupMaxSessionTimeout,
+		LogLevel:                   "info",
+		LogFormat:                  "text",
+	}
+	var configFile string
+	var topicConfig []string
+	cmd := &cobra.Command{
+		Use:     "broker",
+		Short:   "Run a single-node Kafka-compatible broker",
+		Long:    brokerLong,
+		Example: brokerExample,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := s.merge(cmd.Flags(), configFile, topicConfig); err != nil {
+				return err
+			}
+			return run(cmd.Context(), s, cmd.ErrOrStderr())
+		},
+	}
+	f := cmd.Flags()
+	f.SortFlags = false
+	f.StringVar(&configFile, "config", "", "read settings from this YAML or JSON `file` (default: none); flags given on the command line win")
+	f.StringVar(&s.DataDir, "data-dir", s.DataDir, "`dir`ectory holding the topics, partition logs and committed offsets")
+	f.StringVar(&s.Listen, "listen", s.Listen, "`host:port` to serve the Kafka protocol on")
+	f.StringVar(&s.Advertised, "advertised", s.Advertised, "`host:port` clients are told to connect to (default: the --listen address)")
+	f.StringVar(&s.MetricsListen, "metrics-listen", s.MetricsListen, "`host:port` serving Prometheus metrics at /metrics; empty disables it")
+	f.BoolVar(&s.AutoCreateTopics, "auto-create-topics", s.AutoCreateTopics, "create a topic when a client first asks for it by name")
+	f.Int32Var(&s.DefaultPartitions, "default-partitions", s.DefaultPartitions, "partition `count` of auto-created topics")
+	f.StringArrayVar(&topicConfig, "topic-config", nil, "broker-wide topic config default as `key=value`, repeatable, e.g. weir.durable.acks=true (default: none, Kafka's defaults)")
+	f.DurationVar(&s.RetentionCheckInterval, "retention-check-interval", s.RetentionCheckInterval, "how often retention deletes old segments")
+	f.DurationVar(&s.GroupInitialRebalanceDelay, "group-initial-rebalance-delay", s.GroupInitialRebalanceDelay, "how long a new group's first rebalance waits for more members")
+	f.DurationVar(&s.GroupMinSessionTimeout, "group-min-session-timeout", s.GroupMinSessionTimeout, "smallest session timeout a group member may ask for")
+	f.DurationVar(&s.GroupMaxSessionTimeout, "group-max-session-timeout", s.GroupMaxSessionTimeout, "largest session timeout a group member may ask for")
+	f.IntVar(&s.MaxConnections, "max-connections", s.MaxConnections, "most client connections served at once (default 0: unlimited)")
+	f.StringVar(&s.LogLevel, "log-level", s.LogLevel, "log `level`: debug, info, warn or error")
+	f.StringVar(&s.LogFormat, "log-format", s.LogFormat, "log `format`: text or json")
+	return cmd
+}
+
+// merge applies the config file (if any) under the flags: a setting the file
+// gives is used unless its flag was given on the command line. Topic configs
+// merge key by key, the flags' winning.
+func (s *brokerSettings) merge(flags *pflag.FlagSet, configFile string, topicConfig []string) error {
+	if configFile != "" {
+		file, err := readBrokerConfig(configFile)
+		if err != nil {
+			return err
+		}
+		set := func(name string, apply func()) {
+			if file.given[name] && !flags.Changed(name) {
+				apply()
+			}
+		}
+		set("data-dir", func() { s.DataDir = file.DataDir })
+		set("listen", func() { s.Listen = file.Listen })
+		set("advertised", func() { s.Advertised = file.Advertised })
+		set("metrics-listen", func() { s.MetricsListen = file.MetricsListen })
+		set("auto-create-topics", func() { s.AutoCreateTopics = file.AutoCreateTopics })
+		set("default-partitions", func() { s.DefaultPartitions = file.DefaultPartitions })
+		set("retention-check-interval", func() { s.RetentionCheckInterval = file.RetentionCheckInterval })
+		set("group-initial-rebalance-delay", func() { s.GroupInitialRebalanceDelay = file.GroupInitialRebalanceDelay })
+		set("group-min-session-timeout", func() { s.GroupMinSessionTimeout = file.GroupMinSessionTimeout })
+		set("group-max-session-timeout", func() { s.GroupMaxSessionTimeout = file.GroupMaxSessionTimeout })
+		set("max-connections", func() { s.MaxConnections = file.MaxConnections })
+		set("log-level", func() { s.LogLevel = file.LogLevel })
+		set("log-format", func() { s.LogFormat = file.LogFormat })
+		s.TopicConfig = file.TopicConfig
+	}
+	for _, kv := range topicConfig {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return fmt.Errorf("--topic-config %q: want key=value", kv)
+		}
+		if s.TopicConfig == nil {
+			s.TopicConfig = make(map[string]string)
+		}
+		s.TopicConfig[k] = v
+	}
+	return nil
+}
+
+// brokerFile is a decoded config file and which of its keys it gave.
+type brokerFile struct {
+	brokerSettings
+	given map[string]bool
+}
+
+// readBrokerConfig decodes a YAML or JSON (a subset of YAML) config file,
+// rejecting keys it does not know so a typo cannot pass silently.
+func readBrokerConfig(name string) (brokerFile, error) {
+	data, err := os.ReadFile(name)
+	if err != nil {
+		return brokerFile{}, fmt.Errorf("config file: %w", err)
+	}
+	file := brokerFile{given: make(map[string]bool)}
+	var keys map[string]yaml.Node
+	if err := yaml.Unmarshal(data, &keys); err != nil {
+		return brokerFile{}, fmt.Errorf("config file %s: %w", name, err)
+	}
+	for k := range keys {
+		file.given[k] = true
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&file.brokerSettings); err != nil && !errors.Is(err, io.EOF) {
+		return brokerFile{}, fmt.Errorf("config file %s: %w", name, err)
+	}
+	return file, nil
+}
+
+// runBroker starts the broker and serves until ctx ends or SIGINT/SIGTERM
+// arrives, then shuts it down gracefully.
+func runBroker(ctx context.Context, s brokerSettings, stderr io.Writer) error {
+	logger, err := newLogger(stderr, s.LogLevel, s.LogFormat)
+	if err != nil {
+		return err
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	ctx, stopSignals := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stopSignals()
+
+	b, err := broker.Start(broker.Config{
+		DataDir:                    s.DataDir,
+		Listen:                     s.Listen,
+		Advertised:                 s.Advertised,
+		MetricsListen:              s.MetricsListen,
+		TopicDefaults:              s.TopicConfig,
+		DefaultPartitions:          s.DefaultPartitions,
+		AutoCreateTopics:           s.AutoCreateTopics,
+		RetentionCheckInterval:     s.RetentionCheckInterval,
+		GroupMinSessionTimeout:     s.GroupMinSessionTimeout,
+		GroupMaxSessionTimeout:     s.GroupMaxSessionTimeout,
+		GroupInitialRebalanceDelay: s.GroupInitialRebalanceDelay,
+		MaxConnections:             s.MaxConnections,
+		Logger:                     logger,
+	})
+	if err != nil {
+		return err
+	}
+	select {
+	case <-ctx.Done():
+		stopSignals() // a second signal now kills the process the default way
+		logger.Info("shutting down", "cause", context.Cause(ctx))
+	case <-b.Done():
+	}
+	serveErr := b.Err()
+	return errors.Join(serveErr, b.Close())
+}
+
+func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", level)
+	}
+	opts := &slog.HandlerOptions{Level: lv}
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return nil, fmt.Errorf("--log-format %q: want text or json", format)
+}

@@ -1,0 +1,163 @@
+package broker
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"net"
+	"time"
+
+	"github.com/weir-broker/weir/core/partlog"
+	"github.com/weir-broker/weir/core/vfs"
+)
+
+// Errors returned by Start.
+var (
+	// ErrInvalidConfig: a Config field is out of range; the message names it.
+	ErrInvalidConfig = errors.New("broker: invalid config")
+)
+
+// Defaults used when a Config field is zero.
+const (
+	DefaultListen                 = "127.0.0.1:9092"
+	DefaultRetentionCheckInterval = 5 * time.Minute  // Kafka log.retention.check.interval.ms
+	DefaultGroupMinSessionTimeout = 6 * time.Second  // Kafka group.min.session.timeout.ms
+	DefaultGroupMaxSessionTimeout = 30 * time.Minute // Kafka group.max.session.timeout.ms
+	DefaultMaxRequestBytes        = 100 << 20        // Kafka socket.request.max.bytes
+)
+
+// Config configures a broker. Only DataDir is required; validate fills the
+// defaults named on each field.
+type Config struct {
+	// DataDir holds everything the broker keeps (see the package doc). Created
+	// if missing.
+	DataDir string
+	// Listen is the TCP address the Kafka protocol is served on. Default
+	// DefaultListen; port 0 picks a free port (Broker.Addr tells which).
+	Listen string
+	// Advertised is the host:port clients are told to connect to (Metadata,
+	// FindCoordinator). Default: the address actually bound, with an
+	// unspecified host (0.0.0.0, ::) replaced by the machine's hostname.
+	Advertised string
+	// MetricsListen is the TCP address of the HTTP endpoint serving
+	// Prometheus metrics at /metrics. Empty disables it.
+	MetricsListen string
+
+	// TopicDefaults are broker-wide topic configs (Kafka names, such as
+	// retention.ms or weir.durable.acks) that every topic inherits unless it
+	// sets its own.
+	TopicDefaults map[string]string
+	// DefaultPartitions is the partition count of auto-created topics.
+	// Default 1.
+	DefaultPartitions int32
+	// AutoCreateTopics creates a topic the first time a client asks for it
+	// by name (Metadata, Produce), like Kafka's auto.create.topics.enable.
+	AutoCreateTopics bool
+
+	// RetentionCheckInterval is how often retention is applied to every
+	// partition. Default DefaultRetentionCheckInterval.
+	RetentionCheckInterval time.Duration
+	// GroupMinSessionTimeout and GroupMaxSessionTimeout bound the session
+	// timeouts that consumer group members may ask for. Defaults
+	// DefaultGroupMinSessionTimeout and DefaultGroupMaxSessionTimeout.
+	GroupMinSessionTimeout, GroupMaxSessionTimeout time.Duration
+	// GroupInitialRebalanceDelay is how long the first rebalance of an empty
+	// group waits for more members to join. Zero means no wait (Kafka's
+	// broker default is 3s, which `weir broker` uses; tests want 0).
+	GroupInitialRebalanceDelay time.Duration
+
+	// NodeID is this broker's id in Metadata. Default 0.
+	NodeID int32
+	// MaxRequestBytes is the largest request accepted, checked before
+	// allocating. Default DefaultMaxRequestBytes.
+	MaxRequestBytes int32
+	// MaxConnections limits concurrent client connections; 0: unlimited.
+	MaxConnections int
+	// DisableSendfile makes Fetch copy record bytes through a buffer instead
+	// of sending them from the segment file with sendfile (for benchmarks
+	// comparing the two; file systems other than the OS's always copy).
+	DisableSendfile bool
+
+	// FS is the file system everything is stored on. Default vfs.Default.
+	FS vfs.FS
+	// Clock drives retention and the logs' flush deadlines. Default
+	// partlog.SystemClock.
+	Clock partlog.Clock
+	// Logger receives the broker's logs. Default: discarded.
+	Logger *slog.Logger
+}
+
+// validate returns a copy of c with the defaults filled in, or an error
+// wrapping ErrInvalidConfig naming the first bad field.
+func (c Config) validate() (Config, error) {
+	bad := func(format string, args ...any) (Config, error) {
+		return Config{}, fmt.Errorf("%w: %s", ErrInvalidConfig, fmt.Sprintf(format, args...))
+	}
+	if c.DataDir == "" {
+		return bad("DataDir is required")
+	}
+	if c.Listen == "" {
+		c.Listen = DefaultListen
+	}
+	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
+		return bad("Listen %q: %v", c.Listen, err)
+	}
+	if c.Advertised != "" {
+		if _, _, err := splitHostPort(c.Advertised); err != nil {
+			return bad("Advertised %q: %v", c.Advertised, err)
+		}
+	}
+	if c.MetricsListen != "" {
+		if _, _, err := net.SplitHostPort(c.MetricsListen); err != nil {
+			return bad("MetricsListen %q: %v", c.MetricsListen, err)
+		}
+	}
+	c.TopicDefaults = maps.Clone(c.TopicDefaults)
+	switch {
+	case c.DefaultPartitions == 0:
+		c.DefaultPartitions = 1
+	case c.DefaultPartitions < 0:
+		return bad("DefaultPartitions %d is negative", c.DefaultPartitions)
+	}
+	switch {
+	case c.RetentionCheckInterval == 0:
+		c.RetentionCheckInterval = DefaultRetentionCheckInterval
+	case c.RetentionCheckInterval < 0:
+		return bad("RetentionCheckInterval %v is negative", c.RetentionCheckInterval)
+	}
+	if c.GroupMinSessionTimeout == 0 {
+		c.GroupMinSessionTimeout = DefaultGroupMinSessionTimeout
+	}
+	if c.GroupMaxSessionTimeout == 0 {
+		c.GroupMaxSessionTimeout = DefaultGroupMaxSessionTimeout
+	}
+	if c.GroupMinSessionTimeout < 0 || c.GroupMaxSessionTimeout < c.GroupMinSessionTimeout {
+		return bad("group session timeouts: min %v, max %v", c.GroupMinSessionTimeout, c.GroupMaxSessionTimeout)
+	}
+	if c.GroupInitialRebalanceDelay < 0 {
+		return bad("GroupInitialRebalanceDelay %v is negative", c.GroupInitialRebalanceDelay)
+	}
+	if c.NodeID < 0 {
+		return bad("NodeID %d is negative", c.NodeID)
+	}
+	switch {
+	case c.MaxRequestBytes == 0:
+		c.MaxRequestBytes = DefaultMaxRequestBytes
+	case c.MaxRequestBytes < 0:
+		return bad("MaxRequestBytes %d is negative", c.MaxRequestBytes)
+	}
+	if c.MaxConnections < 0 {
+		return bad("MaxConnections %d is negative", c.MaxConnections)
+	}
+	if c.FS == nil {
+		c.FS = vfs.Default
+	}
+	if c.Clock == nil {
+		c.Clock = partlog.SystemClock{}
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c, nil
+}

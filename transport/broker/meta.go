@@ -1,0 +1,118 @@
+package broker
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/weir-broker/weir/core/vfs"
+)
+
+// metaFile is the broker's identity file in the data directory, named and
+// shaped like Kafka's: key=value lines, # comments.
+const metaFile = "meta.properties"
+
+// ErrNodeMismatch: the data directory was written by a broker with another
+// node id.
+var ErrNodeMismatch = errors.New("broker: data directory belongs to another node")
+
+// identity is what meta.properties records.
+type identity struct {
+	ClusterID string
+	NodeID    int32
+}
+
+// loadIdentity reads dir's meta.properties, or makes up a cluster id and
+// writes the file (atomically: temporary file, fsync, rename, directory
+// fsync) when there is none.
+func loadIdentity(fsys vfs.FS, dir string, nodeID int32) (identity, error) {
+	name := filepath.Join(dir, metaFile)
+	props, err := readProperties(fsys, name)
+	switch {
+	case err == nil:
+		id := identity{ClusterID: props["cluster.id"], NodeID: nodeID}
+		if id.ClusterID == "" {
+			return identity{}, fmt.Errorf("broker: %s has no cluster.id", name)
+		}
+		if n, err := strconv.ParseInt(props["node.id"], 10, 32); err != nil || int32(n) != nodeID {
+			return identity{}, fmt.Errorf("%w: %s says node.id=%q, this broker is node %d", ErrNodeMismatch, name, props["node.id"], nodeID)
+		}
+		return id, nil
+	case !errors.Is(err, os.ErrNotExist):
+		return identity{}, err
+	}
+
+	var raw [16]byte
+	if _, err := rand.Read(raw[:]); err != nil {
+		return identity{}, fmt.Errorf("broker: cluster id: %w", err)
+	}
+	id := identity{ClusterID: base64.RawURLEncoding.EncodeToString(raw[:]), NodeID: nodeID}
+	content := fmt.Sprintf("# weir broker identity, written on first start\nversion=1\ncluster.id=%s\nnode.id=%d\n", id.ClusterID, id.NodeID)
+	if err := writeFileAtomic(fsys, name, []byte(content)); err != nil {
+		return identity{}, err
+	}
+	return id, nil
+}
+
+func readProperties(fsys vfs.FS, name string) (map[string]string, error) {
+	f, err := fsys.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	size, err := f.Size()
+	if err != nil {
+		return nil, fmt.Errorf("broker: %s: %w", name, err)
+	}
+	buf := make([]byte, size)
+	if _, err := f.ReadAt(buf, 0); err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("broker: read %s: %w", name, err)
+	}
+	props := make(map[string]string)
+	sc := bufio.NewScanner(bytes.NewReader(buf))
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || line[0] == '#' || line[0] == '!' {
+			continue
+		}
+		k, v, ok := strings.Cut(line, "=")
+		if !ok {
+			return nil, fmt.Errorf("broker: %s: line %q is not key=value", name, line)
+		}
+		props[strings.TrimSpace(k)] = strings.TrimSpace(v)
+	}
+	return props, sc.Err()
+}
+
+func writeFileAtomic(fsys vfs.FS, name string, data []byte) error {
+	tmp := name + ".tmp"
+	f, err := fsys.Create(tmp)
+	if err != nil {
+		return fmt.Errorf("broker: create %s: %w", tmp, err)
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = fsys.Rename(tmp, name)
+	}
+	if err == nil {
+		err = fsys.SyncDir(filepath.Dir(name))
+	}
+	if err != nil {
+		return fmt.Errorf("broker: write %s: %w", name, err)
+	}
+	return nil
+}
