@@ -33,11 +33,19 @@ run: build ## build, then run the quick experiment preset (not built yet)
 test: deps vet ## install test dependencies, vet, then run every test with -race
 	$(GO) test -race -count=1 ./...
 
-# deps: HOOK for later issues. Install what the tests need beyond Go here
-# (for example kcat or zookeeper with apt-get when missing and running as
-# root). Empty for now: the tests need nothing else yet.
-deps: ## install what the tests need beyond Go (nothing yet)
-	@:
+# deps: what the tests need beyond Go, installed only when missing: kcat
+# (Debian package), which transport/e2e drives as a real librdkafka client.
+# Installing needs root and apt-get; without them deps says what is missing
+# and goes on, and the kcat tests skip (under CI=true they fail instead).
+deps: ## install what the tests need beyond Go when missing: kcat (apt-get, as root)
+	@if command -v kcat >/dev/null; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		echo "== apt-get install kcat"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq kcat; \
+	else \
+		echo "make deps: kcat is missing and cannot be installed here (needs root and apt-get):" \
+			"install the Debian package kcat, or the kcat tests will skip" >&2; \
+	fi
 
 bench: ## run benchmarks: PKG=./... BENCH=. COUNT=5 (benchstat-ready output)
 	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -count $(COUNT) $(PKG)

@@ -1,0 +1,31 @@
+// Package e2e holds only tests: weir's end-to-end suite, which starts whole
+// brokers in-process (transport/broker, on 127.0.0.1:0 and a temporary data
+// directory) and drives them with the real clients users will point at weir:
+// franz-go (kgo), sarama, and kcat (librdkafka, run as the Debian binary).
+//
+// Why real clients: each negotiates versions, batches, compresses, joins
+// groups and commits offsets its own way, and each has quirks that a
+// hand-written client would not reproduce (librdkafka, for one, refuses to
+// compress with gzip, snappy or lz4 unless the broker advertises Produce v0).
+// Unit tests in transport check the protocol against its specification; these
+// check it against the clients.
+//
+// What runs:
+//
+//	franz_test.go    every codec, acks 0/1/all, idempotent producer, a group of three with one leaving and
+//	                 rejoining, committed offsets across a broker restart
+//	sarama_test.go   produce (every codec, idempotent), partition consumers, a consumer group
+//	kcat_test.go     -L metadata, a file of lines back byte for byte with every codec, -G groups
+//	matrix_test.go   what each client produces with each codec, every client consumes intact
+//	produce_test.go  duplicates, sequence gaps, corrupt and oversized batches, sent by hand over the wire
+//	readme_test.go   the README's table of served versions matches ApiVersions
+//
+// kcat comes from the Debian package (make deps and .ci/run install it). When
+// it is missing the kcat tests skip with a message, except under CI=true,
+// where they fail: CI must not pass by testing less.
+//
+// Groups rebalance without the initial delay and accept short session
+// timeouts (broker.Config), and clients heartbeat every 100 ms, so the suite
+// runs in well under a minute; every wait is a poll with a deadline, never a
+// sleep.
+package e2e
