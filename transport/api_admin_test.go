@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"github.com/weir-broker/weir/core/groups"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -182,6 +183,9 @@ func TestCreateAndDeleteTopics(t *testing.T) {
 	if _, ok := b.topics.Topic("validated"); ok {
 		t.Fatal("validate only created the topic")
 	}
+	if resp := create(4, true, topic("validated", 2, 1, "retention.ms", "soon")); resp.Topics[0].ErrorCode != kerr.InvalidConfig.Code {
+		t.Fatalf("validate only with a bad config: error %d", resp.Topics[0].ErrorCode)
+	}
 	// Replica assignment to this node only.
 	ra := topic("assigned", -1, -1)
 	ra.ReplicaAssignment = []kmsg.CreateTopicsRequestTopicReplicaAssignment{{Partition: 0, Replicas: []int32{0}}, {Partition: 1, Replicas: []int32{0}}}
@@ -206,5 +210,30 @@ func TestCreateAndDeleteTopics(t *testing.T) {
 		if _, ok := b.topics.Topic(name); ok {
 			t.Fatalf("%s not deleted", name)
 		}
+	}
+}
+
+// Deleting a topic drops its committed offsets, so a topic created again under
+// the same name starts without them (as in Kafka).
+func TestDeleteTopicDropsCommittedOffsets(t *testing.T) {
+	b := startBroker(t)
+	b.createTopic(t, "gone", 1, nil)
+	tp := groups.TopicPartition{Topic: "gone", Partition: 0}
+	if _, err := b.groups.Commit("g", "", nil, -1, []groups.OffsetCommit{{TopicPartition: tp, Offset: 42, LeaderEpoch: -1}}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := b.groups.Fetch("g", []groups.TopicPartition{tp}); err != nil || got[tp].Offset != 42 {
+		t.Fatalf("committed before delete: %+v, %v", got, err)
+	}
+	rc := b.dial(t)
+	del := rc.do(&kmsg.DeleteTopicsRequest{Version: 5, TopicNames: []string{"gone"}}).(*kmsg.DeleteTopicsResponse)
+	if del.Topics[0].ErrorCode != 0 {
+		t.Fatalf("delete: %+v", del.Topics)
+	}
+	b.createTopic(t, "gone", 1, nil)
+	if got, err := b.groups.Fetch("g", []groups.TopicPartition{tp}); err != nil {
+		t.Fatal(err)
+	} else if c, ok := got[tp]; ok && c.Offset >= 0 {
+		t.Fatalf("re-created topic inherited committed offset %d", c.Offset)
 	}
 }

@@ -8,8 +8,8 @@ package transport
 // v7 answers with the topic ID. One node serves replication factor 1 only,
 // and a replica assignment may name this node only.
 //
-// ValidateOnly checks the name, partitions and replicas, but not configs: the
-// topic registry validates those only when it creates a topic.
+// ValidateOnly checks everything Create would (name, partitions, replicas and
+// configs) without creating anything.
 
 import (
 	"context"
@@ -87,16 +87,7 @@ func (s *Server) createTopic(rt kmsg.CreateTopicsRequestTopic, validateOnly bool
 		}
 	}
 	if validateOnly {
-		if err := topics.ValidateName(rt.Topic); err != nil {
-			return nil, err
-		}
-		if partitions > topics.MaxPartitions {
-			return nil, topics.ErrInvalidPartitions
-		}
-		if _, ok := s.topics.Topic(rt.Topic); ok {
-			return nil, topics.ErrTopicExists
-		}
-		return nil, nil
+		return nil, s.topics.ValidateCreate(rt.Topic, partitions, configs)
 	}
 	t, err := s.topics.Create(rt.Topic, partitions, configs)
 	if err == nil {

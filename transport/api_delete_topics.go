@@ -54,6 +54,11 @@ func handleDeleteTopics(_ context.Context, s *Server, r *request) (kmsg.Response
 			st.ErrorMessage = errorMessage(err)
 			continue
 		}
+		// Kafka drops a deleted topic's committed offsets, so a topic created
+		// again under the name starts without them.
+		if err := s.groups.RemoveTopic(name); err != nil {
+			s.log.Warn("transport: dropping committed offsets of a deleted topic", "topic", name, "err", err)
+		}
 		s.log.Info("transport: deleted topic", "topic", name)
 	}
 	return resp, nil
