@@ -77,6 +77,11 @@ func handleProduce(ctx context.Context, s *Server, r *request) (kmsg.Response, e
 				failed = true
 				continue
 			}
+			if req.Acks == -1 && p.MinInsyncReplicas > 1 {
+				sp.ErrorCode = s.code(errNotEnoughReplicas)
+				failed = true
+				continue
+			}
 			if !p.DurableAcks {
 				s.appendTo(ctx, p, rp.Records, sp)
 				continue

@@ -100,8 +100,15 @@ func (c *conn) serve() {
 
 // readLoop reads size-prefixed frames until the connection fails or a size is
 // out of range, which it checks before allocating the frame.
+//
+// When it ends (the client went away, or sent a bad size) it cancels the
+// connection's context, so a request parked in a long poll or a rebalance
+// stops waiting instead of holding the connection (and its MaxConnections
+// slot) for a client that cannot read the answer. A frame already handed on
+// is still served: its appends happen, only its waits are cut short.
 func (c *conn) readLoop(frames chan<- []byte) {
 	defer close(frames)
+	defer c.cancel()
 	var size [4]byte
 	for {
 		if _, err := io.ReadFull(c.nc, size[:]); err != nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/weir-broker/weir/core/groups"
 	"github.com/weir-broker/weir/core/partlog"
 	"github.com/weir-broker/weir/core/record"
+	"github.com/weir-broker/weir/core/segment"
 	"github.com/weir-broker/weir/core/topics"
 )
 
@@ -19,6 +20,7 @@ var (
 	// The transport's own reasons to refuse a request; each has its code in
 	// errorTable.
 	errTransactions      = errors.New("transport: transactions are not supported")
+	errNotEnoughReplicas = errors.New("transport: acks=all needs more in-sync replicas (min.insync.replicas) than one node has")
 	errOldMessageFormat  = errors.New("transport: message format v0/v1 (Produce v0-v2) is not supported")
 	errInvalidAcks       = errors.New("transport: acks must be 0, 1 or -1")
 	errReplicationFactor = errors.New("transport: a single node serves replication factor 1 only")
@@ -44,6 +46,7 @@ var errorTable = []struct {
 	// A closed log belongs to a topic being deleted or a broker shutting
 	// down: retriable, and the client refreshes its metadata.
 	{partlog.ErrClosed, kerr.NotLeaderForPartition},
+	{segment.ErrClosed, kerr.NotLeaderForPartition},
 
 	// Topics and the idempotent producer.
 	{topics.ErrUnknownTopic, kerr.UnknownTopicOrPartition},
@@ -76,6 +79,7 @@ var errorTable = []struct {
 
 	// The transport's own.
 	{errTransactions, kerr.InvalidRequest},
+	{errNotEnoughReplicas, kerr.NotEnoughReplicas},
 	{errOldMessageFormat, kerr.UnsupportedForMessageFormat},
 	{errInvalidAcks, kerr.InvalidRequiredAcks},
 	{errReplicationFactor, kerr.InvalidReplicationFactor},

@@ -90,6 +90,10 @@ func TestMetrics(t *testing.T) {
 	rc.do(produceReq(7, 1, "t", 1, batch(t, "m", 5)))
 	rc.do(produceReq(7, 1, "t", 1, batch(t, "m", 5)))
 	rc.do(fetchReq(11, 0, 1, 1<<20, "t", map[int32]int64{0: 0, 1: 0}))
+	// A request's metrics are recorded after its response is written, but
+	// before the connection reads its next request: one more round trip on
+	// the same connection settles them.
+	rc.do(kmsg.NewPtrApiVersionsRequest())
 
 	mfs, err := reg.Gather()
 	if err != nil {

@@ -32,6 +32,22 @@ func (l *Log) Flush(upTo int64) error {
 	return l.syncLocked()
 }
 
+// FlushContext is Flush that stops waiting when ctx ends, returning ctx's
+// error: the fsync itself goes on, and its outcome still counts.
+func (l *Log) FlushContext(ctx context.Context, upTo int64) error {
+	if l.flushed.Load() >= min(upTo, l.end.Load()) || ctx.Done() == nil {
+		return l.Flush(upTo)
+	}
+	done := make(chan error, 1)
+	go func() { done <- l.Flush(upTo) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
 // syncLocked fsyncs every segment that may hold unflushed data. syncMu held.
 func (l *Log) syncLocked() error {
 	l.statMu.Lock()

@@ -20,12 +20,16 @@ type Slice = segment.Slice
 // many as fit in maxBytes but at least one, all from one segment, and none
 // reaching maxOffset (the high watermark; NoLimit for the log end). Reading at
 // the log end (or at maxOffset) returns an empty Slice and no error; below the
-// log start or past the end is ErrOffsetOutOfRange. It never blocks appends.
+// log start or past the end is ErrOffsetOutOfRange; a closed log is ErrClosed.
+// It never blocks appends.
 //
 // The batches' first offset may be below offset (a batch is never split), as
 // Kafka's fetch does; consumers skip the records they did not ask for.
 func (l *Log) Read(offset, maxBytes, maxOffset int64) (Slice, error) {
 	for attempt := 0; ; attempt++ {
+		if l.closed.Load() {
+			return Slice{}, ErrClosed
+		}
 		end := l.end.Load()
 		segs := l.segments()
 		if offset < segs[0].Base() || offset > end {

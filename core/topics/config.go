@@ -28,6 +28,7 @@ const (
 	ConfigCompressionType    = "compression.type"     // producer|uncompressed|gzip|snappy|lz4|zstd; default producer
 	ConfigFlushPolicy        = "weir.flush.policy"    // a flushpolicy spec; wins over flush.*
 	ConfigDurableAcks        = "weir.durable.acks"    // true|false; default false
+	ConfigMinInsyncReplicas  = "min.insync.replicas"  // >= 1; default 1 (one node: above 1, acks=all fails)
 )
 
 // ConfigKeys lists every key a topic accepts, sorted.
@@ -76,6 +77,7 @@ var configCheckers = map[string]func(string) error{
 		_, err := parseBool(v)
 		return err
 	},
+	ConfigMinInsyncReplicas: intRange(1, math.MaxInt32),
 }
 
 func intRange(lo, hi int64) func(string) error {
@@ -159,6 +161,7 @@ type topicConfig struct {
 	log         partlog.Config // FlushPolicy, Clock and Logger left for the caller
 	policy      func() (flushpolicy.Policy, error)
 	durableAcks bool
+	minISR      int32
 }
 
 // parseConfigs maps effective configs (validated by normalizeConfigs) onto a
@@ -211,6 +214,10 @@ func parseConfigs(eff map[string]string) (topicConfig, error) {
 	}
 	if v, ok := eff[ConfigDurableAcks]; ok {
 		tc.durableAcks, _ = parseBool(v)
+	}
+	tc.minISR = 1
+	if n, ok := num(ConfigMinInsyncReplicas); ok {
+		tc.minISR = int32(n)
 	}
 	if spec, ok := eff[ConfigFlushPolicy]; ok {
 		tc.policy = func() (flushpolicy.Policy, error) { return flushpolicy.New(spec) }

@@ -24,6 +24,10 @@ type Partition struct {
 	// DurableAcks (weir.durable.acks): Append returns only after the fsync
 	// that covers the appended batches.
 	DurableAcks bool
+	// MinInsyncReplicas (min.insync.replicas): an acks=all produce needs this
+	// many in-sync replicas. One node has one, so above 1 such produces fail
+	// with NOT_ENOUGH_REPLICAS, as Kafka's would with one replica left.
+	MinInsyncReplicas int32
 
 	maxBatch int // the log's MaxBatchBytes, to validate batches Append does not pass to the log
 	clock    partlog.Clock
@@ -46,7 +50,7 @@ func newPartition(topic string, i int32, l *partlog.Log, tc topicConfig, clock p
 	if mb == 0 {
 		mb = partlog.DefaultMaxBatchBytes
 	}
-	return &Partition{Topic: topic, Index: i, Log: l, DurableAcks: tc.durableAcks, maxBatch: mb, clock: clock}
+	return &Partition{Topic: topic, Index: i, Log: l, DurableAcks: tc.durableAcks, MinInsyncReplicas: max(tc.minISR, 1), maxBatch: mb, clock: clock}
 }
 
 // Append validates and appends one produce request's records (whole Kafka v2
@@ -95,7 +99,9 @@ func (p *Partition) Append(ctx context.Context, records []byte) (AppendResult, e
 		return AppendResult{}, p.wrap(err)
 	}
 	if p.DurableAcks && p.Log.FlushedOffset() < res.NextOffset {
-		if err := p.Log.Flush(res.NextOffset); err != nil {
+		// The wait ends with the request's timeout (REQUEST_TIMED_OUT); the
+		// fsync goes on.
+		if err := p.Log.FlushContext(ctx, res.NextOffset); err != nil {
 			return AppendResult{}, p.wrap(err)
 		}
 	}
