@@ -10,6 +10,10 @@ import (
 // socket.request.max.bytes.
 const DefaultMaxRequestBytes = 100 << 20
 
+// DefaultMaxControlRequestBytes is the default bound on requests other than
+// Produce.
+const DefaultMaxControlRequestBytes = 4 << 20
+
 // DefaultClusterID is the cluster ID reported when Config.ClusterID is empty.
 const DefaultClusterID = "weir"
 
@@ -31,6 +35,13 @@ type Config struct {
 	// before anything is allocated for it. Default DefaultMaxRequestBytes
 	// (100 MiB, Kafka's socket.request.max.bytes).
 	MaxRequestBytes int32
+	// MaxControlRequestBytes bounds every request but Produce (the only one
+	// that carries data): decoding a hostile request can cost many times its
+	// size (an array of empty strings becomes an array of structs), so the
+	// requests that need no room for data get little. Default
+	// DefaultMaxControlRequestBytes (4 MiB: a Fetch or OffsetCommit of tens of
+	// thousands of partitions), at most MaxRequestBytes.
+	MaxControlRequestBytes int32
 	// MaxConnections: connections accepted beyond this many open ones are
 	// closed at once. Default 0: no limit.
 	MaxConnections int
@@ -56,6 +67,13 @@ func (c *Config) validate() error {
 	if c.MaxRequestBytes < minFrame {
 		return fmt.Errorf("%w: MaxRequestBytes %d below %d", ErrConfig, c.MaxRequestBytes, minFrame)
 	}
+	if c.MaxControlRequestBytes == 0 {
+		c.MaxControlRequestBytes = DefaultMaxControlRequestBytes
+	}
+	if c.MaxControlRequestBytes < minFrame {
+		return fmt.Errorf("%w: MaxControlRequestBytes %d below %d", ErrConfig, c.MaxControlRequestBytes, minFrame)
+	}
+	c.MaxControlRequestBytes = min(c.MaxControlRequestBytes, c.MaxRequestBytes)
 	if c.MaxConnections < 0 {
 		return fmt.Errorf("%w: MaxConnections %d is negative", ErrConfig, c.MaxConnections)
 	}

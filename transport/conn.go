@@ -120,8 +120,20 @@ func (c *conn) readLoop(frames chan<- []byte) {
 				"remote", c.nc.RemoteAddr(), "size", n, "max", c.s.cfg.MaxRequestBytes)
 			return
 		}
+		// The API key comes first: every request but Produce has a lower
+		// bound, checked before the frame is allocated too.
+		var key [2]byte
+		if _, err := io.ReadFull(c.nc, key[:]); err != nil {
+			return
+		}
+		if k := int16(binary.BigEndian.Uint16(key[:])); k != produceKey && n > c.s.cfg.MaxControlRequestBytes {
+			c.s.log.Warn("transport: request too large for its API, closing connection",
+				"remote", c.nc.RemoteAddr(), "api_key", k, "size", n, "max", c.s.cfg.MaxControlRequestBytes)
+			return
+		}
 		frame := make([]byte, n)
-		if _, err := io.ReadFull(c.nc, frame); err != nil {
+		copy(frame, key[:])
+		if _, err := io.ReadFull(c.nc, frame[2:]); err != nil {
 			return
 		}
 		c.s.m.received(4 + int(n))

@@ -4,6 +4,7 @@ package transport
 // its fix).
 
 import (
+	"encoding/binary"
 	"runtime"
 	"strings"
 	"sync"
@@ -168,5 +169,23 @@ func TestMinInsyncReplicas(t *testing.T) {
 	}
 	if code := rc.do(produceReq(7, 1, "m", 0, batch(t, "one", 1))).(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode; code != 0 {
 		t.Fatalf("acks=1: error %d", code)
+	}
+}
+
+// Requests other than Produce have a lower size bound, checked before the
+// frame is allocated: a hostile control request cannot make the broker
+// decode (and amplify) a Produce-sized body.
+func TestControlRequestSizeBound(t *testing.T) {
+	b := startBroker(t, func(c *Config, _ *topics.Options) { c.MaxControlRequestBytes = 64 << 10 })
+	b.createTopic(t, "t", 1, nil)
+	big := b.dial(t)
+	// A Metadata frame announcing 100 KiB: refused after its key, before the body.
+	big.write(append(binary.BigEndian.AppendUint32(nil, 100<<10), 0, 3))
+	big.expectClosed()
+	// A Produce of 100 KiB is still served.
+	rc := b.dial(t)
+	resp := rc.do(produceReq(7, 1, "t", 0, batch(t, strings.Repeat("x", 100<<10), 1))).(*kmsg.ProduceResponse)
+	if code := resp.Topics[0].Partitions[0].ErrorCode; code != 0 {
+		t.Fatalf("100 KiB produce: error %d", code)
 	}
 }

@@ -42,7 +42,10 @@ var apis = []api{
 	{key: 22, min: 0, max: 4, handle: handleInitProducerID},  // api_init_producer_id.go
 }
 
-const apiVersionsKey = 18
+const (
+	produceKey     = 0
+	apiVersionsKey = 18
+)
 
 // numKeys bounds the API keys served (the registry is an array indexed by key).
 const numKeys = 64
