@@ -1,0 +1,107 @@
+// Package bench holds weir's end-to-end benchmarks: a real Kafka client
+// (franz-go's kgo) against a whole broker, and against franz-go's fake
+// cluster kfake in its on-disk mode (kfake.DataDir) as the baseline measured
+// in the same run. There is no code here besides this comment; everything is
+// in the package's _test.go files, and `make test` only runs the quick
+// TestBenchSetups, which drives every setup once with tiny sizes.
+//
+// # What is measured
+//
+// Sub-benchmark names carry config keys, so benchstat and scripts/benchratio
+// can slice them; impl= is weir or kfake. Each sub-benchmark starts a fresh
+// broker on a fresh b.TempDir and creates its topic through CreateTopics.
+//
+//	BenchmarkProduce/size=100B/partitions=8/acks=all/impl=weir
+//	    kgo producing as fast as it can; one op is 1 MiB of record values
+//	    (10,485 records of 100 B, 1,024 of 1 KiB). MB/s counts values only;
+//	    also records/s, and the mean batch size the client sent (B/batch):
+//	    a broker that answers sooner gets smaller batches. acks=all is the
+//	    client's default (idempotent); acks=1 turns idempotence off, as kgo
+//	    requires. No compression and random values, so the brokers move the
+//	    bytes the client measures.
+//	BenchmarkConsume/size=100B/partitions=8/impl=weir
+//	    a kgo consumer (no group) reading from the start a topic filled
+//	    beforehand with b.N MiB of records; MB/s and records/s.
+//	BenchmarkProduceLatency/rate=100k/size=100B/partitions=1/acks=all/impl=weir
+//	    a producer paced at 100,000 records/s (one op is one record; with
+//	    ProducerLinger 0, so the client sends whenever it can) against a
+//	    broker in a process of its own (see below); the latency of each
+//	    record from the Produce call to its acknowledgement: p50-us, p99-us,
+//	    p999-us, and the rate achieved (records/s) to show that the pace was
+//	    kept. In one process the tail would measure the heap more than the
+//	    broker: the garbage collector paces itself on the whole process's
+//	    live heap, and kfake keeps more of it live (measured once: a 17 MB
+//	    heap goal against weir's 6 MB, so 90 collections against 149 in a
+//	    3 s run, although weir allocates less per record), so the client's
+//	    stalls would depend on which broker sits beside it.
+//	BenchmarkDurableAcks/batch=1MiB/producers=8/partitions=1/durable=true
+//	    eight kgo clients (and, for reference, one) producing 1 KiB records
+//	    in batches of up to 1 MiB (ProducerBatchMaxBytes) to one partition,
+//	    where group commit can share fsyncs; weir only, with
+//	    weir.durable.acks=false (acks mean "in the page cache") and true
+//	    (acks wait for the covering fsync, which group commit shares between
+//	    the producers). One op is 1 MiB; MB/s, and the mean batch size the
+//	    client sent (B/batch) to show the batches were full.
+//	BenchmarkBrokerCPU/op=produce/size=1KiB/partitions=8/impl=weir
+//	    the broker's own CPU seconds per GB of record values produced or
+//	    consumed (acks=all), weir and kfake each running in a process of
+//	    its own (see below). In-process, franz-go takes most of the two
+//	    cores, so the throughput ratios above are damped; this figure says
+//	    what each broker costs.
+//	BenchmarkFetchCPU/path=sendfile and path=copy
+//	    the broker's CPU seconds per GB of Fetch responses served, with
+//	    sendfile and with the copy path (broker.Config.DisableSendfile),
+//	    weir in a process of its own; the client sends Fetch v11 requests
+//	    for 8 MiB over one TCP connection and discards the responses. Also
+//	    reported: the broker's heap allocations per fetch
+//	    (broker-allocs/op), which must not grow with the bytes served, and
+//	    the CPU time as /proc/<pid>/stat counts it (stat-cpu-s/GB), as a
+//	    check.
+//
+// The in-process figures (produce, consume, durable) run the client and the
+// broker in one process on the same cores, for weir and kfake alike; the
+// throughput there is mostly the client's, which is why BenchmarkBrokerCPU
+// also measures each broker alone.
+//
+// # Broker processes
+//
+// For the CPU and latency figures the broker runs as this test binary
+// started again with WEIR_BENCH_BROKER_DIR (and _IMPL, _SENDFILE) set:
+// TestMain then calls broker.Start (or kfake.NewCluster) instead of running
+// tests, logs its address like `weir broker` does ("listen=" in the start
+// line), and serves until its standard input ends. `weir broker` itself would do for weir but
+// has no flag for DisableSendfile, and kfake has no binary. The process
+// answers a "stats" line on stdin with its CPU time (getrusage RUSAGE_SELF:
+// user+system, all threads, microsecond resolution) and its heap allocation
+// count; the client's CPU time is in another process and not counted. With
+// WEIR_BENCH_BROKER_CPUPROFILE=/tmp/broker set, each broker process writes a
+// CPU profile to /tmp/broker.<pid>.
+//
+// # How to run
+//
+// The machines are shared and noisy, and what one sub-benchmark leaves in
+// the page cache changes the next one's cost: run several times, interleaved,
+// alternating which side goes first (-reverse), and compare medians with
+// scripts/benchratio:
+//
+//	go test -c -o /tmp/bench.test ./transport/bench
+//	for i in 1 2 3 4 5 6; do
+//	    rev=$([ $((i % 2)) = 0 ] && echo true || echo false)
+//	    /tmp/bench.test -test.run '^$' -test.bench '^Benchmark(Produce|Consume)$' -test.benchtime 300x -reverse=$rev
+//	    /tmp/bench.test -test.run '^$' -test.bench '^BenchmarkProduceLatency$' -test.benchtime 500000x -reverse=$rev
+//	    /tmp/bench.test -test.run '^$' -test.bench '^BenchmarkBrokerCPU$' -test.benchtime 300x -reverse=$rev
+//	    /tmp/bench.test -test.run '^$' -test.bench '^BenchmarkDurableAcks$' -test.benchtime 300x -reverse=$rev
+//	    /tmp/bench.test -test.run '^$' -test.bench '^BenchmarkFetchCPU$' -test.benchtime 300x -reverse=$rev
+//	done > /tmp/kafka.txt
+//	go run ./scripts/benchratio -key impl -base kfake -metric MB/s -goal 1 -match '^(Produce|Consume)/' /tmp/kafka.txt
+//	go run ./scripts/benchratio -key impl -base kfake -metric p99-us -lower -goal 1 /tmp/kafka.txt
+//	go run ./scripts/benchratio -key impl -base kfake -metric cpu-s/GB -lower /tmp/kafka.txt
+//	go run ./scripts/benchratio -key durable -base false -metric MB/s -goal 0.5 /tmp/kafka.txt
+//	go run ./scripts/benchratio -key path -base copy -metric cpu-s/GB -lower /tmp/kafka.txt
+//
+// That takes about 15 minutes on a 2-core machine. With -test.benchtime Nx the sizes are fixed; with a duration instead,
+// every ramp-up round starts a fresh cluster and refills it, which is correct
+// but slower. The allocation side of the fetch path is also covered in
+// package transport: TestFetchWriterAllocsIndependentOfSize and
+// BenchmarkFetchPath (-benchmem).
+package bench

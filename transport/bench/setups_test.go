@@ -1,0 +1,60 @@
+package bench_test
+
+import (
+	"testing"
+)
+
+// TestBenchSetups runs every benchmark's setup and measured body once, with
+// tiny sizes, so that `make test` keeps them compiling and working: both
+// implementations, each produce config's options, consume, the paced
+// producer, concurrent durable producers, the broker process with both
+// fetch paths, and both implementations as processes.
+func TestBenchSetups(t *testing.T) {
+	for _, im := range impls {
+		t.Run("impl="+im.name, func(t *testing.T) {
+			t.Parallel()
+			addr := im.start(t)
+			createTopic(t, addr, 8, nil)
+			n := 0
+			for _, ack := range acks {
+				c := produceConfig{size: 100, partitions: 8, acks: ack}
+				produce(t, noTimer{}, addr, c, 500)
+				n += 500
+			}
+			consume(t, noTimer{}, addr, n)
+			lat := producePaced(t, noTimer{}, addr, produceConfig{size: 100, partitions: 8, acks: "all"}, pacedRate, 200)
+			if len(lat.sorted) != 200 || lat.percentile(99) <= 0 {
+				t.Errorf("paced run: %d latencies, p99 %.0f us", len(lat.sorted), lat.percentile(99))
+			}
+		})
+	}
+	t.Run("durable", func(t *testing.T) {
+		t.Parallel()
+		addr := startWeir(t)
+		createTopic(t, addr, 1, map[string]string{"weir.durable.acks": "true"})
+		r := produceConcurrently(t, noTimer{}, addr, 8, 64)
+		if r.meanBatchBytes <= 0 {
+			t.Errorf("no batches counted")
+		}
+	})
+	for _, path := range []string{"sendfile", "copy"} {
+		t.Run("fetch="+path, func(t *testing.T) {
+			t.Parallel()
+			r := fetchCPU(t, noTimer{}, path == "copy", 4<<20, 1<<20, 4)
+			if r.served < 4*(1<<20)/2 {
+				t.Errorf("served %d bytes in 4 fetches of up to 1 MiB", r.served)
+			}
+			t.Logf("%s: %d bytes, broker cpu %v (stat %v), %d broker allocs", path, r.served, r.cpu, r.statCPU, r.mallocs)
+		})
+	}
+	for _, im := range impls {
+		t.Run("cpu/impl="+im.name, func(t *testing.T) {
+			t.Parallel()
+			c := produceConfig{size: 100, partitions: 1, acks: "all"}
+			_, cpu := brokerCPU(t, noTimer{}, im.name, "consume", c, 1000)
+			if cpu <= 0 {
+				t.Errorf("broker process CPU time %v", cpu)
+			}
+		})
+	}
+}
