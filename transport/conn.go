@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"runtime/debug"
+	"sync"
 	"syscall"
 	"time"
 
@@ -88,7 +89,9 @@ func (c *conn) serve() {
 			if !ok {
 				return
 			}
-			if err := c.handle(frame); err != nil {
+			err := c.handle(frame)
+			releaseFrame(frame)
+			if err != nil {
 				c.s.log.Debug("transport: closing connection", "remote", c.nc.RemoteAddr(), "err", err)
 				return
 			}
@@ -131,7 +134,7 @@ func (c *conn) readLoop(frames chan<- []byte) {
 				"remote", c.nc.RemoteAddr(), "api_key", k, "size", n, "max", c.s.cfg.MaxControlRequestBytes)
 			return
 		}
-		frame := make([]byte, n)
+		frame := newFrame(int16(binary.BigEndian.Uint16(key[:])), int(n))
 		copy(frame, key[:])
 		if _, err := io.ReadFull(c.nc, frame[2:]); err != nil {
 			return
@@ -288,4 +291,31 @@ func (c *conn) writeResponse(corr int32, resp kmsg.Response) error {
 		c.wbuf = nil
 	}
 	return err
+}
+
+// Produce frames are the large ones, and a fresh zeroed frame per request
+// makes the garbage collector run every few requests: they are recycled.
+// Nothing keeps a Produce frame after its request is answered (the log copies
+// the records into the page cache; kmsg copies strings), which is what makes
+// recycling safe; other requests' frames may be kept (group member metadata
+// aliases its JoinGroup frame) and are never recycled.
+var producePool sync.Pool // of *[]byte
+
+// maxPooledFrame: larger frames are left to the garbage collector.
+const maxPooledFrame = 8 << 20
+
+func newFrame(key int16, n int) []byte {
+	if key == produceKey && n <= maxPooledFrame {
+		if p, ok := producePool.Get().(*[]byte); ok && cap(*p) >= n {
+			return (*p)[:n]
+		}
+		return make([]byte, n, max(n, 64<<10))
+	}
+	return make([]byte, n)
+}
+
+func releaseFrame(frame []byte) {
+	if len(frame) >= 2 && int16(binary.BigEndian.Uint16(frame)) == produceKey && cap(frame) <= maxPooledFrame {
+		producePool.Put(&frame)
+	}
 }
