@@ -1,10 +1,10 @@
 package partlog_test
 
 // Storage-engine benchmarks. Names carry config keys (size=, flush=, impl=, ...)
-// so benchstat can slice them, and scripts/appendratio turns the
+// so benchstat can slice them, and scripts/benchratio turns the
 // BenchmarkAppend output into the weir/raw throughput table.
 //
-//	go test -run '^$' -bench '^BenchmarkAppend$' -count 5 ./core/partlog/ | go run ./scripts/appendratio -check
+//	go test -run '^$' -bench '^BenchmarkAppend$' -count 5 ./core/partlog/ | go run ./scripts/benchratio -key impl -base raw -goal 0.8 -check
 
 import (
 	"context"
