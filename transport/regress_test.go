@@ -4,6 +4,7 @@ package transport
 // its fix).
 
 import (
+	"context"
 	"encoding/binary"
 	"runtime"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/weir-broker/weir/core/groups"
 	"github.com/weir-broker/weir/core/partlog"
 	"github.com/weir-broker/weir/core/topics"
 	"github.com/weir-broker/weir/core/vfs"
@@ -187,5 +189,34 @@ func TestControlRequestSizeBound(t *testing.T) {
 	resp := rc.do(produceReq(7, 1, "t", 0, batch(t, strings.Repeat("x", 100<<10), 1))).(*kmsg.ProduceResponse)
 	if code := resp.Topics[0].Partitions[0].ErrorCode; code != 0 {
 		t.Fatalf("100 KiB produce: error %d", code)
+	}
+}
+
+// DeleteGroups deletes an empty group with its committed offsets, refuses a
+// group with members, and reports unknown groups.
+func TestDeleteGroups(t *testing.T) {
+	b := startBroker(t)
+	b.createTopic(t, "t", 1, nil)
+	tp := groups.TopicPartition{Topic: "t", Partition: 0}
+	if _, err := b.groups.Commit("done", "", nil, -1, []groups.OffsetCommit{{TopicPartition: tp, Offset: 7, LeaderEpoch: -1}}); err != nil {
+		t.Fatal(err)
+	}
+	// A group with a member (joined, rebalance complete) is not empty.
+	if _, err := b.groups.Join(context.Background(), groups.JoinRequest{Group: "busy", ProtocolType: "consumer",
+		Protocols: []groups.Protocol{{Name: "range"}}, SessionTimeout: 30 * time.Second, RebalanceTimeout: 30 * time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	rc := b.dial(t)
+	resp := rc.do(&kmsg.DeleteGroupsRequest{Version: 2, Groups: []string{"done", "busy", "none"}}).(*kmsg.DeleteGroupsResponse)
+	want := []int16{0, kerr.NonEmptyGroup.Code, kerr.GroupIDNotFound.Code}
+	for i, g := range resp.Groups {
+		if g.ErrorCode != want[i] {
+			t.Errorf("%s: error %d, want %d", g.Group, g.ErrorCode, want[i])
+		}
+	}
+	if got, err := b.groups.Fetch("done", []groups.TopicPartition{tp}); err != nil {
+		t.Fatal(err)
+	} else if c, ok := got[tp]; ok && c.Offset >= 0 {
+		t.Fatalf("deleted group kept committed offset %d", c.Offset)
 	}
 }

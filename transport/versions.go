@@ -40,6 +40,7 @@ var apis = []api{
 	{key: 19, min: 0, max: 7, handle: handleCreateTopics},    // api_create_topics.go
 	{key: 20, min: 0, max: 6, handle: handleDeleteTopics},    // api_delete_topics.go
 	{key: 22, min: 0, max: 4, handle: handleInitProducerID},  // api_init_producer_id.go
+	{key: 42, min: 0, max: 2, handle: handleDeleteGroups},    // api_delete_groups.go
 }
 
 const (

@@ -35,6 +35,15 @@ var versionCases = map[int16]versionCase{
 			return 0
 		},
 	},
+	42: {
+		build: func(t testing.TB, v int16) kmsg.Request {
+			req := kmsg.NewPtrDeleteGroupsRequest()
+			req.Version, req.Groups = v, []string{"never-seen"}
+			return req
+		},
+		errorOf: func(r kmsg.Response) int16 { return r.(*kmsg.DeleteGroupsResponse).Groups[0].ErrorCode },
+		want:    func(int16) int16 { return kerr.GroupIDNotFound.Code },
+	},
 	1: {
 		build: func(t testing.TB, v int16) kmsg.Request { return fetchReq(v, 0, 1, 1<<20, "t", map[int32]int64{0: 0}) },
 		errorOf: func(r kmsg.Response) int16 {
