@@ -35,6 +35,8 @@ type brokerSettings struct {
 	GroupMinSessionTimeout     time.Duration     `yaml:"group-min-session-timeout"`
 	GroupMaxSessionTimeout     time.Duration     `yaml:"group-max-session-timeout"`
 	MaxConnections             int               `yaml:"max-connections"`
+	MaxRequestBytes            int32             `yaml:"max-request-bytes"`
+	DisableSendfile            bool              `yaml:"disable-sendfile"`
 	LogLevel                   string            `yaml:"log-level"`
 	LogFormat                  string            `yaml:"log-format"`
 }
@@ -77,6 +79,7 @@ func newBrokerCmdWith(run func(context.Context, brokerSettings, io.Writer) error
 		GroupInitialRebalanceDelay: 3 * time.Second,
 		GroupMinSessionTimeout:     broker.DefaultGroupMinSessionTimeout,
 		GroupMaxSessionTimeout:     broker.DefaultGroupMaxSessionTimeout,
+		MaxRequestBytes:            broker.DefaultMaxRequestBytes,
 		LogLevel:                   "info",
 		LogFormat:                  "text",
 	}
@@ -110,6 +113,8 @@ func newBrokerCmdWith(run func(context.Context, brokerSettings, io.Writer) error
 	f.DurationVar(&s.GroupMinSessionTimeout, "group-min-session-timeout", s.GroupMinSessionTimeout, "smallest session timeout a group member may ask for")
 	f.DurationVar(&s.GroupMaxSessionTimeout, "group-max-session-timeout", s.GroupMaxSessionTimeout, "largest session timeout a group member may ask for")
 	f.IntVar(&s.MaxConnections, "max-connections", s.MaxConnections, "most client connections served at once (default 0: unlimited)")
+	f.Int32Var(&s.MaxRequestBytes, "max-request-bytes", s.MaxRequestBytes, "largest request `size` accepted; larger ones close the connection before anything is allocated")
+	f.BoolVar(&s.DisableSendfile, "disable-sendfile", s.DisableSendfile, "serve Fetch through a copy (read, then write) instead of sendfile, to compare the two")
 	f.StringVar(&s.LogLevel, "log-level", s.LogLevel, "log `level`: debug, info, warn or error")
 	f.StringVar(&s.LogFormat, "log-format", s.LogFormat, "log `format`: text or json")
 	return cmd
@@ -140,6 +145,8 @@ func (s *brokerSettings) merge(flags *pflag.FlagSet, configFile string, topicCon
 		set("group-min-session-timeout", func() { s.GroupMinSessionTimeout = file.GroupMinSessionTimeout })
 		set("group-max-session-timeout", func() { s.GroupMaxSessionTimeout = file.GroupMaxSessionTimeout })
 		set("max-connections", func() { s.MaxConnections = file.MaxConnections })
+		set("max-request-bytes", func() { s.MaxRequestBytes = file.MaxRequestBytes })
+		set("disable-sendfile", func() { s.DisableSendfile = file.DisableSendfile })
 		set("log-level", func() { s.LogLevel = file.LogLevel })
 		set("log-format", func() { s.LogFormat = file.LogFormat })
 		s.TopicConfig = file.TopicConfig
@@ -212,6 +219,8 @@ func runBroker(ctx context.Context, s brokerSettings, stderr io.Writer) error {
 		GroupMaxSessionTimeout:     s.GroupMaxSessionTimeout,
 		GroupInitialRebalanceDelay: s.GroupInitialRebalanceDelay,
 		MaxConnections:             s.MaxConnections,
+		MaxRequestBytes:            s.MaxRequestBytes,
+		DisableSendfile:            s.DisableSendfile,
 		Logger:                     logger,
 	})
 	if err != nil {

@@ -54,7 +54,8 @@ func TestBrokerSettingsDefaults(t *testing.T) {
 	want := brokerSettings{
 		DataDir: "./data", Listen: "127.0.0.1:9092", MetricsListen: "127.0.0.1:9644", AutoCreateTopics: true,
 		DefaultPartitions: 1, RetentionCheckInterval: 5 * time.Minute, GroupInitialRebalanceDelay: 3 * time.Second,
-		GroupMinSessionTimeout: 6 * time.Second, GroupMaxSessionTimeout: 30 * time.Minute, LogLevel: "info", LogFormat: "text",
+		GroupMinSessionTimeout: 6 * time.Second, GroupMaxSessionTimeout: 30 * time.Minute, MaxRequestBytes: 100 << 20,
+		LogLevel: "info", LogFormat: "text",
 	}
 	if fmt.Sprint(s) != fmt.Sprint(want) {
 		t.Errorf("defaults\n got %+v\nwant %+v", s, want)
@@ -73,6 +74,8 @@ topic-config:
   weir.durable.acks: "true"
 group-initial-rebalance-delay: 0s
 log-level: debug
+max-request-bytes: 1048576
+disable-sendfile: true
 `)
 	jsonFile := writeConfig(t, "weir.json", `{"data-dir": "/from/json", "default-partitions": 2,
 		"topic-config": {"segment.bytes": "1048576"}, "retention-check-interval": "30s"}`)
@@ -84,6 +87,7 @@ log-level: debug
 		}
 		if s.DataDir != "/from/file" || s.Listen != "127.0.0.1:19092" || s.MetricsListen != "" || s.AutoCreateTopics ||
 			s.DefaultPartitions != 4 || s.GroupInitialRebalanceDelay != 0 || s.LogLevel != "debug" ||
+			s.MaxRequestBytes != 1<<20 || !s.DisableSendfile ||
 			!maps.Equal(s.TopicConfig, map[string]string{"retention.ms": "60000", "weir.durable.acks": "true"}) {
 			t.Errorf("from the file: %+v", s)
 		}
@@ -93,11 +97,13 @@ log-level: debug
 	})
 	t.Run("flags win", func(t *testing.T) {
 		s, err := resolve(t, "--config", yamlFile, "--data-dir", "/from/flag", "--auto-create-topics=true",
-			"--metrics-listen", "127.0.0.1:1", "--topic-config", "retention.ms=1", "--topic-config", "weir.flush.policy=messages:n=10,x=1")
+			"--metrics-listen", "127.0.0.1:1", "--topic-config", "retention.ms=1", "--topic-config", "weir.flush.policy=messages:n=10,x=1",
+			"--max-request-bytes", "2048", "--disable-sendfile=false")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if s.DataDir != "/from/flag" || !s.AutoCreateTopics || s.MetricsListen != "127.0.0.1:1" || s.DefaultPartitions != 4 {
+		if s.DataDir != "/from/flag" || !s.AutoCreateTopics || s.MetricsListen != "127.0.0.1:1" || s.DefaultPartitions != 4 ||
+			s.MaxRequestBytes != 2048 || s.DisableSendfile {
 			t.Errorf("flags should win over the file: %+v", s)
 		}
 		want := map[string]string{"retention.ms": "1", "weir.durable.acks": "true", "weir.flush.policy": "messages:n=10,x=1"}
