@@ -31,6 +31,7 @@ type brokerSettings struct {
 	DefaultPartitions          int32             `yaml:"default-partitions"`
 	TopicConfig                map[string]string `yaml:"topic-config"`
 	RetentionCheckInterval     time.Duration     `yaml:"retention-check-interval"`
+	OffsetsRetention           time.Duration     `yaml:"offsets-retention"`
 	GroupInitialRebalanceDelay time.Duration     `yaml:"group-initial-rebalance-delay"`
 	GroupMinSessionTimeout     time.Duration     `yaml:"group-min-session-timeout"`
 	GroupMaxSessionTimeout     time.Duration     `yaml:"group-max-session-timeout"`
@@ -76,6 +77,7 @@ func newBrokerCmdWith(run func(context.Context, brokerSettings, io.Writer) error
 		AutoCreateTopics:           true,
 		DefaultPartitions:          1,
 		RetentionCheckInterval:     broker.DefaultRetentionCheckInterval,
+		OffsetsRetention:           broker.DefaultOffsetsRetention,
 		GroupInitialRebalanceDelay: 3 * time.Second,
 		GroupMinSessionTimeout:     broker.DefaultGroupMinSessionTimeout,
 		GroupMaxSessionTimeout:     broker.DefaultGroupMaxSessionTimeout,
@@ -109,6 +111,7 @@ func newBrokerCmdWith(run func(context.Context, brokerSettings, io.Writer) error
 	f.Int32Var(&s.DefaultPartitions, "default-partitions", s.DefaultPartitions, "partition `count` of auto-created topics")
 	f.StringArrayVar(&topicConfig, "topic-config", nil, "broker-wide topic config default as `key=value`, repeatable, e.g. weir.durable.acks=true (default: none, Kafka's defaults)")
 	f.DurationVar(&s.RetentionCheckInterval, "retention-check-interval", s.RetentionCheckInterval, "how often retention deletes old segments")
+	f.DurationVar(&s.OffsetsRetention, "offsets-retention", s.OffsetsRetention, "committed offsets of a group empty this long are deleted (negative: kept forever)")
 	f.DurationVar(&s.GroupInitialRebalanceDelay, "group-initial-rebalance-delay", s.GroupInitialRebalanceDelay, "how long a new group's first rebalance waits for more members")
 	f.DurationVar(&s.GroupMinSessionTimeout, "group-min-session-timeout", s.GroupMinSessionTimeout, "smallest session timeout a group member may ask for")
 	f.DurationVar(&s.GroupMaxSessionTimeout, "group-max-session-timeout", s.GroupMaxSessionTimeout, "largest session timeout a group member may ask for")
@@ -141,6 +144,7 @@ func (s *brokerSettings) merge(flags *pflag.FlagSet, configFile string, topicCon
 		set("auto-create-topics", func() { s.AutoCreateTopics = file.AutoCreateTopics })
 		set("default-partitions", func() { s.DefaultPartitions = file.DefaultPartitions })
 		set("retention-check-interval", func() { s.RetentionCheckInterval = file.RetentionCheckInterval })
+		set("offsets-retention", func() { s.OffsetsRetention = file.OffsetsRetention })
 		set("group-initial-rebalance-delay", func() { s.GroupInitialRebalanceDelay = file.GroupInitialRebalanceDelay })
 		set("group-min-session-timeout", func() { s.GroupMinSessionTimeout = file.GroupMinSessionTimeout })
 		set("group-max-session-timeout", func() { s.GroupMaxSessionTimeout = file.GroupMaxSessionTimeout })
@@ -215,6 +219,7 @@ func runBroker(ctx context.Context, s brokerSettings, stderr io.Writer) error {
 		DefaultPartitions:          s.DefaultPartitions,
 		AutoCreateTopics:           s.AutoCreateTopics,
 		RetentionCheckInterval:     s.RetentionCheckInterval,
+		OffsetsRetention:           s.OffsetsRetention,
 		GroupMinSessionTimeout:     s.GroupMinSessionTimeout,
 		GroupMaxSessionTimeout:     s.GroupMaxSessionTimeout,
 		GroupInitialRebalanceDelay: s.GroupInitialRebalanceDelay,

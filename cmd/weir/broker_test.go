@@ -53,8 +53,9 @@ func TestBrokerSettingsDefaults(t *testing.T) {
 	}
 	want := brokerSettings{
 		DataDir: "./data", Listen: "127.0.0.1:9092", MetricsListen: "127.0.0.1:9644", AutoCreateTopics: true,
-		DefaultPartitions: 1, RetentionCheckInterval: 5 * time.Minute, GroupInitialRebalanceDelay: 3 * time.Second,
-		GroupMinSessionTimeout: 6 * time.Second, GroupMaxSessionTimeout: 30 * time.Minute, MaxRequestBytes: 100 << 20,
+		DefaultPartitions: 1, RetentionCheckInterval: 5 * time.Minute, OffsetsRetention: 7 * 24 * time.Hour,
+		GroupInitialRebalanceDelay: 3 * time.Second,
+		GroupMinSessionTimeout:     6 * time.Second, GroupMaxSessionTimeout: 30 * time.Minute, MaxRequestBytes: 100 << 20,
 		LogLevel: "info", LogFormat: "text",
 	}
 	if fmt.Sprint(s) != fmt.Sprint(want) {
@@ -78,7 +79,7 @@ max-request-bytes: 1048576
 disable-sendfile: true
 `)
 	jsonFile := writeConfig(t, "weir.json", `{"data-dir": "/from/json", "default-partitions": 2,
-		"topic-config": {"segment.bytes": "1048576"}, "retention-check-interval": "30s"}`)
+		"topic-config": {"segment.bytes": "1048576"}, "retention-check-interval": "30s", "offsets-retention": "1h"}`)
 
 	t.Run("yaml", func(t *testing.T) {
 		s, err := resolve(t, "--config", yamlFile)
@@ -116,7 +117,7 @@ disable-sendfile: true
 		if err != nil {
 			t.Fatal(err)
 		}
-		if s.DataDir != "/from/json" || s.DefaultPartitions != 2 || s.RetentionCheckInterval != 30*time.Second ||
+		if s.DataDir != "/from/json" || s.DefaultPartitions != 2 || s.RetentionCheckInterval != 30*time.Second || s.OffsetsRetention != time.Hour ||
 			!maps.Equal(s.TopicConfig, map[string]string{"segment.bytes": "1048576"}) {
 			t.Errorf("from JSON: %+v", s)
 		}

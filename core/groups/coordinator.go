@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 	"time"
@@ -319,6 +320,49 @@ func (c *Coordinator) Delete(group string) error {
 	g.state = stateDead
 	delete(c.groups, group)
 	return nil
+}
+
+// ExpireOffsets deletes the committed offsets of every group that has no
+// members and has seen no commit, and no member, for longer than retention:
+// Kafka's offsets.retention.minutes (7 days by default), counted from when the
+// group became empty or from its newest commit, whichever is later. After a
+// restart the time it became empty is not known (membership is not
+// persisted), so the newest commit alone counts. It returns the groups
+// expired; the broker calls it from its retention loop.
+func (c *Coordinator) ExpireOffsets(retention time.Duration) ([]string, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil, errClosed
+	}
+	now := c.o.Clock.Now()
+	cutoff := now.Add(-retention).UnixMilli()
+	var expired []string
+	for _, id := range c.store.groups() {
+		g := c.groups[id]
+		if g != nil && g.state != stateEmpty {
+			continue
+		}
+		anchor := int64(math.MinInt64)
+		if g != nil && !g.emptySince.IsZero() {
+			anchor = g.emptySince.UnixMilli()
+		}
+		for _, v := range c.store.offsets[id] {
+			anchor = max(anchor, v.commitTime)
+		}
+		if anchor >= cutoff {
+			continue
+		}
+		if err := c.store.removeWhere(now, func(k offsetKey) bool { return k.group == id }); err != nil {
+			return expired, fmt.Errorf("%w: expiring offsets: %v", ErrCoordinatorNotAvailable, err)
+		}
+		if g != nil {
+			g.state = stateDead
+			delete(c.groups, id)
+		}
+		expired = append(expired, id)
+	}
+	return expired, nil
 }
 
 // RemoveTopic deletes every group's committed offsets for a deleted topic, as

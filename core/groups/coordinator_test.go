@@ -428,3 +428,54 @@ func TestCoordinatorConcurrentGroups(t *testing.T) {
 		}
 	}
 }
+
+// ExpireOffsets drops the offsets of groups empty for longer than the
+// retention, counted from the newest commit or from when the last member
+// left, whichever is later; a group with members keeps its offsets.
+func TestExpireOffsets(t *testing.T) {
+	clk := newClock()
+	const day = 24 * time.Hour
+	c := openCoordinator(t, vfs.NewMem(), clk, func(o *Options) { o.MaxSessionTimeout = 30 * day })
+	defer c.Close()
+	tp := TopicPartition{Topic: "t", Partition: 0}
+	commit := func(group, member string, gen int32) {
+		t.Helper()
+		if _, err := c.Commit(group, member, nil, gen, []OffsetCommit{{TopicPartition: tp, Offset: 5, LeaderEpoch: -1}}); err != nil {
+			t.Fatalf("commit %s: %v", group, err)
+		}
+	}
+	commit("standalone", "", -1) // a simple commit at day 0
+
+	// "member": one member with a 20-day session, committing at day 0.
+	r := joinReq("")
+	r.Group, r.SessionTimeout, r.RebalanceTimeout = "member", 20*day, time.Minute
+	res := joinAll(t, c, clk, r)[0]
+	if _, err := c.Sync(bg, SyncRequest{Group: "member", MemberID: res.MemberID, Generation: res.Generation,
+		Assignments: map[string][]byte{res.MemberID: nil}}); err != nil {
+		t.Fatal(err)
+	}
+	commit("member", res.MemberID, res.Generation)
+
+	clk.Advance(5 * day)
+	if exp, err := c.ExpireOffsets(7 * day); err != nil || len(exp) != 0 {
+		t.Fatalf("day 5: expired %v, %v", exp, err)
+	}
+	if _, err := c.Leave("member", []LeaveMember{{MemberID: res.MemberID}}); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(3 * day) // day 8: the standalone commit is 8 days old; "member" has been empty 3 days
+	exp, err := c.ExpireOffsets(7 * day)
+	if err != nil || len(exp) != 1 || exp[0] != "standalone" {
+		t.Fatalf("day 8: expired %v, %v; want [standalone]", exp, err)
+	}
+	if got, _ := c.Fetch("standalone", []TopicPartition{tp}); got[tp].Offset == 5 {
+		t.Fatal("expired group still has its offset")
+	}
+	if got, _ := c.Fetch("member", []TopicPartition{tp}); got[tp].Offset != 5 {
+		t.Fatalf("member's offsets lost 3 days after it emptied: %+v", got)
+	}
+	clk.Advance(5 * day) // "member" empty for 8 days
+	if exp, err := c.ExpireOffsets(7 * day); err != nil || len(exp) != 1 || exp[0] != "member" {
+		t.Fatalf("day 13: expired %v, %v; want [member]", exp, err)
+	}
+}

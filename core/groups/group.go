@@ -103,6 +103,7 @@ type group struct {
 	cfg *Options
 
 	state                  state
+	emptySince             time.Time // when the last member left (zero: never had one here)
 	generation             int32
 	protocolType, protocol string
 	leader                 string
@@ -596,6 +597,7 @@ func (g *group) completeJoin(now time.Time) {
 	clear(g.pendingSync)
 	if len(g.order) == 0 {
 		g.state = stateEmpty
+		g.emptySince = now
 		g.protocol = ""
 		g.leader = ""
 		g.cfg.Logger.Info("group empty", "group", g.id, "generation", g.generation)

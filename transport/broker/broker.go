@@ -169,7 +169,7 @@ func (b *Broker) start() error {
 		}
 	}()
 
-	b.retention = startRetentionLoop(cfg.Clock, cfg.RetentionCheckInterval, b.registry.ApplyRetention,
+	b.retention = startRetentionLoop(cfg.Clock, cfg.RetentionCheckInterval, b.applyRetention,
 		b.logger.With("component", "retention"))
 
 	b.logger.Info("broker started",
@@ -300,4 +300,18 @@ func splitHostPort(addr string) (string, int32, error) {
 		return "", 0, fmt.Errorf("bad port %q", portStr)
 	}
 	return host, int32(port), nil
+}
+
+// applyRetention is one retention pass: old segments of every partition, then
+// the committed offsets of groups empty for longer than OffsetsRetention.
+func (b *Broker) applyRetention() error {
+	err := b.registry.ApplyRetention()
+	if b.cfg.OffsetsRetention > 0 {
+		expired, eerr := b.coordinator.ExpireOffsets(b.cfg.OffsetsRetention)
+		if len(expired) > 0 {
+			b.logger.Info("expired committed offsets of empty groups", "groups", len(expired))
+		}
+		err = errors.Join(err, eerr)
+	}
+	return err
 }

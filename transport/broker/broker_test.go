@@ -298,6 +298,7 @@ func TestRetentionRunsOnTheClock(t *testing.T) {
 	cfg := testConfig(t, vfs.NewMem())
 	cfg.Clock = clock
 	cfg.RetentionCheckInterval = time.Minute
+	cfg.OffsetsRetention = 30 * time.Second
 	b := start(t, cfg)
 
 	const topic = "retained"
@@ -325,6 +326,36 @@ func TestRetentionRunsOnTheClock(t *testing.T) {
 			t.Fatalf("produce: %v", err)
 		}
 	}
+	// A simple (group-less) commit by a consumer that then goes away: its
+	// offsets expire with the retention pass.
+	commit := kmsg.NewPtrOffsetCommitRequest()
+	commit.Version, commit.Group, commit.Generation = 2, "gone", -1
+	ct := kmsg.NewOffsetCommitRequestTopic()
+	ct.Topic = topic
+	cp := kmsg.NewOffsetCommitRequestTopicPartition()
+	cp.Partition, cp.Offset = 0, 10
+	ct.Partitions = append(ct.Partitions, cp)
+	commit.Topics = append(commit.Topics, ct)
+	cresp, err := commit.RequestWith(ctxFor(t), cl)
+	if err != nil || cresp.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("OffsetCommit: %v %+v", err, cresp)
+	}
+	committed := func() int64 {
+		t.Helper()
+		f := kmsg.NewPtrOffsetFetchRequest()
+		f.Version, f.Group = 1, "gone"
+		ft := kmsg.NewOffsetFetchRequestTopic()
+		ft.Topic, ft.Partitions = topic, []int32{0}
+		f.Topics = append(f.Topics, ft)
+		fresp, err := f.RequestWith(ctxFor(t), cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fresp.Topics[0].Partitions[0].Offset
+	}
+	if got := committed(); got != 10 {
+		t.Fatalf("committed offset %d, want 10", got)
+	}
 	part, err := b.Registry().Partition(topic, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -339,6 +370,9 @@ func TestRetentionRunsOnTheClock(t *testing.T) {
 	}
 	if got := consume(t, b.Addr(), topic, int(part.Log.EndOffset()-start)); !strings.HasPrefix(got[0], fmt.Sprintf("%04d", start)) {
 		t.Errorf("first record after retention %.8q, want offset %d", got[0], start)
+	}
+	if got := committed(); got != -1 {
+		t.Errorf("offsets of a group empty past OffsetsRetention: %d, want -1 (expired)", got)
 	}
 }
 

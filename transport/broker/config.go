@@ -21,10 +21,11 @@ var (
 // Defaults used when a Config field is zero.
 const (
 	DefaultListen                 = "127.0.0.1:9092"
-	DefaultRetentionCheckInterval = 5 * time.Minute  // Kafka log.retention.check.interval.ms
-	DefaultGroupMinSessionTimeout = 6 * time.Second  // Kafka group.min.session.timeout.ms
-	DefaultGroupMaxSessionTimeout = 30 * time.Minute // Kafka group.max.session.timeout.ms
-	DefaultMaxRequestBytes        = 100 << 20        // Kafka socket.request.max.bytes
+	DefaultRetentionCheckInterval = 5 * time.Minute    // Kafka log.retention.check.interval.ms
+	DefaultOffsetsRetention       = 7 * 24 * time.Hour // Kafka offsets.retention.minutes
+	DefaultGroupMinSessionTimeout = 6 * time.Second    // Kafka group.min.session.timeout.ms
+	DefaultGroupMaxSessionTimeout = 30 * time.Minute   // Kafka group.max.session.timeout.ms
+	DefaultMaxRequestBytes        = 100 << 20          // Kafka socket.request.max.bytes
 )
 
 // Config configures a broker. Only DataDir is required; validate fills the
@@ -58,6 +59,10 @@ type Config struct {
 	// RetentionCheckInterval is how often retention is applied to every
 	// partition. Default DefaultRetentionCheckInterval.
 	RetentionCheckInterval time.Duration
+	// OffsetsRetention: each retention pass also deletes the committed offsets
+	// of groups that have been empty (and seen no commit) for this long.
+	// Default DefaultOffsetsRetention; negative keeps them forever.
+	OffsetsRetention time.Duration
 	// GroupMinSessionTimeout and GroupMaxSessionTimeout bound the session
 	// timeouts that consumer group members may ask for. Defaults
 	// DefaultGroupMinSessionTimeout and DefaultGroupMaxSessionTimeout.
@@ -125,6 +130,9 @@ func (c Config) validate() (Config, error) {
 		c.RetentionCheckInterval = DefaultRetentionCheckInterval
 	case c.RetentionCheckInterval < 0:
 		return bad("RetentionCheckInterval %v is negative", c.RetentionCheckInterval)
+	}
+	if c.OffsetsRetention == 0 {
+		c.OffsetsRetention = DefaultOffsetsRetention
 	}
 	if c.GroupMinSessionTimeout == 0 {
 		c.GroupMinSessionTimeout = DefaultGroupMinSessionTimeout
