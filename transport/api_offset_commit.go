@@ -4,8 +4,8 @@ package transport
 //
 // librdkafka needs v1..v2 served to enable consumer groups and sends up to v7.
 // v0 has no generation (a simple commit); v1 added generation, member and a
-// per-partition timestamp (ignored); v2-v4 a retention time (ignored: commits
-// are kept until the group is deleted); v6 leader epochs; v7 instance IDs; v8
+// per-partition timestamp (ignored); v2-v4 a retention time (ignored: the
+// broker-wide offsets retention applies); v6 leader epochs; v7 instance IDs; v8
 // made it flexible. Generation -1 with no member commits for a group that has
 // no members (the "simple" consumer). Offsets for unknown partitions are
 // refused with UNKNOWN_TOPIC_OR_PARTITION and the others are still committed.

@@ -22,7 +22,7 @@ type offsetKey struct {
 }
 
 // stored is a committed offset with the time of its commit (kept for
-// offset retention, which Kafka applies and weir does not yet).
+// offset retention: Coordinator.ExpireOffsets).
 type stored struct {
 	Committed
 	commitTime int64 // ms since the epoch
