@@ -3,74 +3,20 @@ package groups
 import (
 	"errors"
 	"fmt"
+	"github.com/weir-broker/weir/core/clock/clocktest"
 	"io"
 	"log/slog"
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/weir-broker/weir/core/partlog"
 )
 
 var t0 = time.UnixMilli(1_700_000_000_000)
 
-// fakeClock is a manual Clock: time moves only on Advance, which runs due
-// timers in the caller's goroutine.
-type fakeClock struct {
-	mu     sync.Mutex
-	now    time.Time
-	timers []*fakeTimer
-}
+// fakeClock is the manual clock of package clocktest.
+type fakeClock = clocktest.Clock
 
-type fakeTimer struct {
-	clock   *fakeClock
-	at      time.Time
-	f       func()
-	stopped bool
-}
-
-func newClock() *fakeClock { return &fakeClock{now: t0} }
-
-func (c *fakeClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-
-func (c *fakeClock) AfterFunc(d time.Duration, f func()) partlog.Timer {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	t := &fakeTimer{clock: c, at: c.now.Add(d), f: f}
-	c.timers = append(c.timers, t)
-	return t
-}
-
-func (t *fakeTimer) Stop() bool {
-	t.clock.mu.Lock()
-	defer t.clock.mu.Unlock()
-	was := !t.stopped
-	t.stopped = true
-	return was
-}
-
-// Advance moves the time on by d and runs the timers due, in order.
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	var due []*fakeTimer
-	kept := c.timers[:0]
-	for _, t := range c.timers {
-		switch {
-		case t.stopped:
-		case !t.at.After(c.now):
-			t.stopped = true
-			due = append(due, t)
-		default:
-			kept = append(kept, t)
-		}
-	}
-	c.timers = kept
-	c.mu.Unlock()
-	for _, t := range due {
-		t.f()
-	}
-}
+func newClock() *fakeClock { return clocktest.New(t0) }
 
 // counterIDs returns a newMemberID that numbers ids: "<prefix>-1", ...
 func counterIDs() func(string) string {

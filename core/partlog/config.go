@@ -2,6 +2,7 @@ package partlog
 
 import (
 	"fmt"
+	"github.com/weir-broker/weir/core/clock"
 	"io"
 	"log/slog"
 	"time"
@@ -92,24 +93,11 @@ func (c Config) validate() (Config, error) {
 	return c, nil
 }
 
-// Clock is the log's source of time. Tests use a manual clock.
-type Clock interface {
-	Now() time.Time
-	// AfterFunc runs f in its own goroutine after d, unless stopped first.
-	AfterFunc(d time.Duration, f func()) Timer
-}
+// Clock is the log's source of time (package clock; tests use clocktest).
+type Clock = clock.Clock
 
-// Timer is a pending AfterFunc.
-type Timer interface {
-	// Stop prevents the call if it has not started; false if it has.
-	Stop() bool
-}
+// Timer is a pending Clock.AfterFunc.
+type Timer = clock.Timer
 
 // SystemClock is the real clock.
-type SystemClock struct{}
-
-// Now returns time.Now().
-func (SystemClock) Now() time.Time { return time.Now() }
-
-// AfterFunc is time.AfterFunc.
-func (SystemClock) AfterFunc(d time.Duration, f func()) Timer { return time.AfterFunc(d, f) }
+type SystemClock = clock.System

@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/weir-broker/weir/core/clock/clocktest"
 	"hash/crc32"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,55 +18,10 @@ const dir = "/data/t-0"
 
 var ctx = context.Background()
 
-// fakeClock is a manual Clock: time moves only on Advance, which runs due
-// timers in the caller's goroutine.
-type fakeClock struct {
-	mu     sync.Mutex
-	now    time.Time
-	timers []*fakeTimer
-}
+// fakeClock is the manual clock of package clocktest.
+type fakeClock = clocktest.Clock
 
-type fakeTimer struct {
-	at      time.Time
-	f       func()
-	stopped bool
-}
-
-func newClock() *fakeClock { return &fakeClock{now: time.UnixMilli(1_700_000_000_000)} }
-
-func (c *fakeClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-
-func (c *fakeClock) AfterFunc(d time.Duration, f func()) Timer {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	t := &fakeTimer{at: c.now.Add(d), f: f}
-	c.timers = append(c.timers, t)
-	return t
-}
-
-func (t *fakeTimer) Stop() bool { was := !t.stopped; t.stopped = true; return was }
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	var due []*fakeTimer
-	kept := c.timers[:0]
-	for _, t := range c.timers {
-		if !t.stopped && !t.at.After(c.now) {
-			due = append(due, t)
-		} else if !t.stopped {
-			kept = append(kept, t)
-		}
-	}
-	c.timers = kept
-	c.mu.Unlock()
-	for _, t := range due {
-		t.stopped = true
-		t.f()
-	}
-}
-
-func (c *fakeClock) pending() int { c.mu.Lock(); defer c.mu.Unlock(); return len(c.timers) }
+func newClock() *fakeClock { return clocktest.New(time.UnixMilli(1_700_000_000_000)) }
 
 // model remembers what was appended, by base offset, to check a log against.
 // An append that failed after the log assigned its offsets (an I/O error) is

@@ -354,15 +354,15 @@ func TestFlushPolicies(t *testing.T) {
 		if _, err := l.Append(ctx, batch(2, 3, 10), 0); err != nil {
 			t.Fatal(err)
 		}
-		if l.FlushedOffset() != 0 || clk.pending() != 1 {
-			t.Fatalf("flushed %d, %d timers pending", l.FlushedOffset(), clk.pending())
+		if l.FlushedOffset() != 0 || clk.Pending() != 1 {
+			t.Fatalf("flushed %d, %d timers pending", l.FlushedOffset(), clk.Pending())
 		}
 		clk.Advance(30 * time.Millisecond) // the deadline of the first append
 		if l.FlushedOffset() != 6 {
 			t.Fatalf("deadline passed, flushed offset %d, want 6", l.FlushedOffset())
 		}
 		clk.Advance(time.Hour)
-		if clk.pending() != 0 {
+		if clk.Pending() != 0 {
 			t.Fatal("timer left armed with nothing to flush")
 		}
 	})

@@ -3,8 +3,8 @@ package topics
 import (
 	"context"
 	"fmt"
+	"github.com/weir-broker/weir/core/clock/clocktest"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,55 +15,10 @@ import (
 
 var ctx = context.Background()
 
-// fakeClock is a manual partlog.Clock: time moves only on Advance, which runs
-// due timers in the caller's goroutine.
-type fakeClock struct {
-	mu     sync.Mutex
-	now    time.Time
-	timers []*fakeTimer
-}
+// fakeClock is the manual clock of package clocktest.
+type fakeClock = clocktest.Clock
 
-type fakeTimer struct {
-	at      time.Time
-	f       func()
-	stopped bool
-}
-
-func newClock() *fakeClock { return &fakeClock{now: time.UnixMilli(1_700_000_000_000)} }
-
-func (c *fakeClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-
-func (c *fakeClock) AfterFunc(d time.Duration, f func()) partlog.Timer {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	t := &fakeTimer{at: c.now.Add(d), f: f}
-	c.timers = append(c.timers, t)
-	return t
-}
-
-func (t *fakeTimer) Stop() bool { was := !t.stopped; t.stopped = true; return was }
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	var due []*fakeTimer
-	kept := c.timers[:0]
-	for _, t := range c.timers {
-		switch {
-		case t.stopped:
-		case !t.at.After(c.now):
-			due = append(due, t)
-		default:
-			kept = append(kept, t)
-		}
-	}
-	c.timers = kept
-	c.mu.Unlock()
-	for _, t := range due {
-		t.stopped = true
-		t.f()
-	}
-}
+func newClock() *fakeClock { return clocktest.New(time.UnixMilli(1_700_000_000_000)) }
 
 // fsCase is one file system the registry tests run on.
 type fsCase struct {

@@ -184,8 +184,8 @@ func TestRetentionLoop(t *testing.T) {
 		}
 	}
 	r.stop()
-	if clock.pending() != 0 {
-		t.Errorf("%d timers pending after stop", clock.pending())
+	if clock.Pending() != 0 {
+		t.Errorf("%d timers pending after stop", clock.Pending())
 	}
 	clock.Advance(time.Hour)
 	if n := passes.Load(); n != 3 {
@@ -215,7 +215,7 @@ func TestRetentionLoopStopWaitsForPass(t *testing.T) {
 	}
 	close(release)
 	<-stopped
-	if clock.pending() != 0 {
+	if clock.Pending() != 0 {
 		t.Errorf("the pass scheduled another after stop")
 	}
 }
