@@ -3,7 +3,7 @@ package flushpolicy
 import (
 	"context"
 	"fmt"
-	"slices"
+	"github.com/weir-broker/weir/plugins/spec"
 	"strconv"
 	"time"
 )
@@ -219,15 +219,7 @@ func newEveryInterval(params map[string]string) (Policy, error) {
 
 // onlyParams rejects any parameter not in known.
 func onlyParams(params map[string]string, known ...string) error {
-	for _, k := range sortedKeys(params) {
-		if !slices.Contains(known, k) {
-			if len(known) == 0 {
-				return fmt.Errorf("unknown parameter %q (this policy takes none)", k)
-			}
-			return fmt.Errorf("unknown parameter %q (known: %s)", k, joinComma(known))
-		}
-	}
-	return nil
+	return spec.OnlyParams(params, known...)
 }
 
 // positiveIntParam returns the required parameter key, the only one allowed,

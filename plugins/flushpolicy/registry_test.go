@@ -55,9 +55,9 @@ func TestNewErrors(t *testing.T) {
 		{"Never", ErrUnknownPolicy, // names are case-sensitive
 			`flushpolicy: unknown policy "Never" (known: bytes, every-batch, interval, messages, never)`},
 		{"", ErrInvalidSpec,
-			`flushpolicy: invalid spec "": no policy name (known: bytes, every-batch, interval, messages, never)`},
+			`flushpolicy: invalid spec "": no name (known: bytes, every-batch, interval, messages, never)`},
 		{":n=1", ErrInvalidSpec,
-			`flushpolicy: invalid spec ":n=1": no policy name (known: bytes, every-batch, interval, messages, never)`},
+			`flushpolicy: invalid spec ":n=1": no name (known: bytes, every-batch, interval, messages, never)`},
 		{"messages:", ErrInvalidSpec,
 			`flushpolicy: invalid spec "messages:": no parameters after ':'`},
 		{"messages", ErrInvalidSpec,
@@ -89,9 +89,9 @@ func TestNewErrors(t *testing.T) {
 		{"bytes", ErrInvalidSpec,
 			`flushpolicy: invalid spec "bytes": missing parameter n (e.g. "bytes:n=1048576")`},
 		{"every-batch:n=1", ErrInvalidSpec,
-			`flushpolicy: invalid spec "every-batch:n=1": unknown parameter "n" (this policy takes none)`},
+			`flushpolicy: invalid spec "every-batch:n=1": unknown parameter "n" (this one takes none)`},
 		{"never:ms=5", ErrInvalidSpec,
-			`flushpolicy: invalid spec "never:ms=5": unknown parameter "ms" (this policy takes none)`},
+			`flushpolicy: invalid spec "never:ms=5": unknown parameter "ms" (this one takes none)`},
 		{"interval", ErrInvalidSpec,
 			`flushpolicy: invalid spec "interval": missing parameter ms or d (e.g. "interval:ms=50")`},
 		{"interval:ms=0", ErrInvalidSpec,
@@ -266,12 +266,12 @@ func TestRegisterPanics(t *testing.T) {
 		f       Factory
 		want    string
 	}{
-		{"duplicate built-in", "never", ok, `Register called twice for policy "never"`},
-		{"empty name", "", ok, `invalid policy name ""`},
-		{"colon", "a:b", ok, `invalid policy name "a:b"`},
-		{"comma", "a,b", ok, `invalid policy name "a,b"`},
-		{"equals", "a=b", ok, `invalid policy name "a=b"`},
-		{"space", "a b", ok, `invalid policy name "a b"`},
+		{"duplicate built-in", "never", ok, `Register called twice for "never"`},
+		{"empty name", "", ok, `invalid name ""`},
+		{"colon", "a:b", ok, `invalid name "a:b"`},
+		{"comma", "a,b", ok, `invalid name "a,b"`},
+		{"equals", "a=b", ok, `invalid name "a=b"`},
+		{"space", "a b", ok, `invalid name "a b"`},
 		{"nil factory", "test-nil-factory", nil, `Register("test-nil-factory"): nil factory`},
 	}
 	for _, tc := range tests {
@@ -307,9 +307,7 @@ func TestRegisterDuplicateOfNewName(t *testing.T) {
 
 // unregister removes a test registration, so other tests see only built-ins.
 func unregister(name string) {
-	registry.Lock()
-	defer registry.Unlock()
-	delete(registry.m, name)
+	registry.Unregister(name)
 }
 
 // FuzzNew: New never panics, errors wrap one of the two sentinels, and a
