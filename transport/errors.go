@@ -61,6 +61,7 @@ var errorTable = []struct {
 	{topics.ErrDuplicateSequence, kerr.DuplicateSequenceNumber},
 	// A closed registry: the broker is shutting down (retriable).
 	{topics.ErrClosed, kerr.NotLeaderForPartition},
+	{topics.ErrUnsupportedCompression, kerr.UnsupportedCompressionType},
 
 	// Groups.
 	{groups.ErrUnknownMemberID, kerr.UnknownMemberID},

@@ -13,6 +13,7 @@ import (
 	"github.com/weir-broker/weir/core/record"
 	"github.com/weir-broker/weir/core/segment"
 	"github.com/weir-broker/weir/plugins/flushpolicy"
+	"github.com/weir-broker/weir/plugins/spec"
 )
 
 // Topic config keys: Kafka's names, plus two of weir's own.
@@ -41,10 +42,15 @@ func ConfigKeys() []string {
 	return keys
 }
 
-// CompressionTypes are the values compression.type accepts. weir stores and
-// reports the setting; batches are kept as the producer compressed them until
-// recompression comes with the codec plugins.
-var CompressionTypes = []string{"producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"}
+// compression.type values besides codec specs.
+const (
+	CompressionProducer     = "producer"     // keep batches as producers compressed them (the default)
+	CompressionUncompressed = "uncompressed" // store every batch uncompressed
+)
+
+// CompressionTypes are Kafka's compression.type values. weir also accepts
+// any codec spec (zstd:level=4, a plugin path or name), see the package doc.
+var CompressionTypes = []string{CompressionProducer, CompressionUncompressed, "gzip", "snappy", "lz4", "zstd"}
 
 // flushKeys decide the flush policy together; they come as a group from the
 // most specific layer that sets any of them (see resolveConfigs).
@@ -63,21 +69,37 @@ var configCheckers = map[string]func(string) error{
 	ConfigIndexIntervalBytes: intRange(0, math.MaxInt32),
 	ConfigFlushMessages:      intRange(1, math.MaxInt64),
 	ConfigFlushMs:            intRange(0, math.MaxInt64),
-	ConfigCompressionType: func(v string) error {
-		if !slices.Contains(CompressionTypes, v) {
-			return fmt.Errorf("must be one of %s", strings.Join(CompressionTypes, ", "))
-		}
-		return nil
-	},
-	ConfigFlushPolicy: func(v string) error {
-		_, err := flushpolicy.New(v)
-		return err
-	},
+	ConfigCompressionType:    nil, // pluginCheckers
+	ConfigFlushPolicy:        nil, // pluginCheckers
 	ConfigDurableAcks: func(v string) error {
 		_, err := parseBool(v)
 		return err
 	},
 	ConfigMinInsyncReplicas: intRange(1, math.MaxInt32),
+}
+
+// pluginCheckers validate the values that name plugins, by building one.
+var pluginCheckers = map[string]func(v string, pl Plugins) error{
+	ConfigCompressionType: func(v string, pl Plugins) error {
+		if v == CompressionProducer || v == CompressionUncompressed {
+			return nil
+		}
+		c, err := pl.Codec(v)
+		if err != nil {
+			return fmt.Errorf("must be %s, %s or a codec spec (%s, or a plugin): %w",
+				CompressionProducer, CompressionUncompressed, strings.Join(CompressionTypes[2:], ", "), err)
+		}
+		closePlugin(c)
+		return nil
+	},
+	ConfigFlushPolicy: func(v string, pl Plugins) error {
+		p, err := pl.FlushPolicy(v)
+		if err != nil {
+			return err
+		}
+		closePlugin(p)
+		return nil
+	},
 }
 
 func intRange(lo, hi int64) func(string) error {
@@ -109,8 +131,11 @@ func parseBool(v string) (bool, error) {
 // normalizeConfigs validates every key and value of m and returns a copy with
 // the values trimmed of white space (as Kafka parses them). Errors wrap
 // ErrInvalidConfig and name the key and value; with several bad keys the
-// first in sorted order is reported.
-func normalizeConfigs(m map[string]string) (map[string]string, error) {
+// first in sorted order is reported. Values naming plugins are checked by
+// building one with pl; with pl nil (configs already accepted once, read back
+// from the metadata) only their syntax is checked, so a plugin that is gone
+// does not keep the registry from opening.
+func normalizeConfigs(m map[string]string, pl Plugins) (map[string]string, error) {
 	out := make(map[string]string, len(m))
 	keys := make([]string, 0, len(m))
 	for k := range m {
@@ -123,7 +148,17 @@ func normalizeConfigs(m map[string]string) (map[string]string, error) {
 			return nil, fmt.Errorf("%w: %s=%q: unknown key (known: %s)", ErrInvalidConfig, k, m[k], strings.Join(ConfigKeys(), ", "))
 		}
 		v := strings.TrimSpace(m[k])
-		if err := check(v); err != nil {
+		var err error
+		if pcheck, ok := pluginCheckers[k]; ok {
+			if pl != nil {
+				err = pcheck(v, pl)
+			} else if _, perr := spec.Parse(v); perr != nil {
+				err = perr
+			}
+		} else {
+			err = check(v)
+		}
+		if err != nil {
 			return nil, fmt.Errorf("%w: %s=%q: %w", ErrInvalidConfig, k, m[k], err)
 		}
 		out[k] = v
@@ -160,6 +195,7 @@ func resolveConfigs(explicit, defaults map[string]string) map[string]string {
 type topicConfig struct {
 	log         partlog.Config // FlushPolicy, Clock and Logger left for the caller
 	policy      func() (flushpolicy.Policy, error)
+	recompress  *recompressor // nil: keep batches as produced
 	durableAcks bool
 	minISR      int32
 }
@@ -170,7 +206,7 @@ type topicConfig struct {
 // nothing but the active segment") become 1 ns and 1 byte, since partlog reads
 // 0 as "default"; index.interval.bytes=0 becomes 1 (an entry per batch);
 // millisecond values too large for a time.Duration (~292 years) mean forever.
-func parseConfigs(eff map[string]string) (topicConfig, error) {
+func parseConfigs(eff map[string]string, pl Plugins) (topicConfig, error) {
 	var tc topicConfig
 	num := func(k string) (int64, bool) {
 		v, ok := eff[k]
@@ -220,7 +256,7 @@ func parseConfigs(eff map[string]string) (topicConfig, error) {
 		tc.minISR = int32(n)
 	}
 	if spec, ok := eff[ConfigFlushPolicy]; ok {
-		tc.policy = func() (flushpolicy.Policy, error) { return flushpolicy.New(spec) }
+		tc.policy = func() (flushpolicy.Policy, error) { return pl.FlushPolicy(spec) }
 		return tc, nil
 	}
 	var specs []func() flushpolicy.Policy

@@ -56,8 +56,22 @@
 // active segment") become 1 ns and 1 byte; index.interval.bytes=0 becomes 1.
 // segment.bytes must be at least 1024 (Kafka allows 14) and
 // max.message.bytes at least 61, the smallest batch (Kafka allows 0, which
-// refuses every batch). compression.type is stored and reported; batches are
-// kept as the producer compressed them until the codec plugins recompress.
+// refuses every batch).
+//
+// # Compression and plugins
+//
+// compression.type=producer (the default) keeps every batch byte for byte as
+// the producer compressed it, end to end. Any other value makes Append
+// recompress, as Kafka's broker does: "uncompressed", Kafka's codec names,
+// or, beyond Kafka, any codec spec Options.Plugins resolves ("zstd:level=4",
+// an external plugin). A batch already under the target codec id is kept
+// as sent; the others are decompressed (bounded, against decompression
+// bombs), checked record by record and recompressed, keeping every header
+// field (record.Recompress). weir.flush.policy specs resolve through the same
+// Plugins. Both are validated when a topic is created, by building one. If a
+// plugin is gone when the registry reopens, the topic still opens: its
+// appends fsync every batch (for a flush policy) or fail with
+// ErrCodecUnavailable (for a codec) until it is back.
 //
 // # Idempotent producers
 //

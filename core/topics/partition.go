@@ -29,9 +29,10 @@ type Partition struct {
 	// with NOT_ENOUGH_REPLICAS, as Kafka's would with one replica left.
 	MinInsyncReplicas int32
 
-	maxBatch int // the log's MaxBatchBytes, to validate batches Append does not pass to the log
-	clock    partlog.Clock
-	prod     producers
+	maxBatch   int           // the log's MaxBatchBytes, to validate batches Append does not pass to the log
+	recompress *recompressor // compression.type other than producer; nil keeps batches as produced
+	clock      partlog.Clock
+	prod       producers
 }
 
 // AppendResult says where an append went.
@@ -50,7 +51,7 @@ func newPartition(topic string, i int32, l *partlog.Log, tc topicConfig, clock p
 	if mb == 0 {
 		mb = partlog.DefaultMaxBatchBytes
 	}
-	return &Partition{Topic: topic, Index: i, Log: l, DurableAcks: tc.durableAcks, MinInsyncReplicas: max(tc.minISR, 1), maxBatch: mb, clock: clock}
+	return &Partition{Topic: topic, Index: i, Log: l, DurableAcks: tc.durableAcks, MinInsyncReplicas: max(tc.minISR, 1), maxBatch: mb, recompress: tc.recompress, clock: clock}
 }
 
 // Append validates and appends one produce request's records (whole Kafka v2
@@ -77,10 +78,21 @@ func newPartition(topic string, i int32, l *partlog.Log, tc topicConfig, clock p
 // update of the producer's state happen under that producer's lock;
 // non-idempotent batches take no lock here beyond the log's own.
 //
+// A topic whose compression.type is not "producer" first recompresses every
+// batch not already under its codec (see the package doc); errors then are
+// ErrUnsupportedCompression, ErrCodecUnavailable, record.ErrCorrupt for a
+// section that does not decompress to the batch's records, or the codec's.
+//
 // With DurableAcks, Append returns only once Log.FlushedOffset covers the
 // records (a duplicate waits for its original append's fsync); concurrent
 // appends share fsyncs (group commit).
 func (p *Partition) Append(ctx context.Context, records []byte) (AppendResult, error) {
+	if p.recompress != nil {
+		var err error
+		if records, err = p.recompress.apply(ctx, records); err != nil {
+			return AppendResult{}, p.wrap(err)
+		}
+	}
 	var buf [4]record.Header
 	hs, idempotent := scanHeaders(buf[:0], records)
 	var res AppendResult

@@ -16,6 +16,7 @@ import (
 
 	"github.com/weir-broker/weir/core/partlog"
 	"github.com/weir-broker/weir/core/vfs"
+	"github.com/weir-broker/weir/plugins/flushpolicy"
 )
 
 // MaxPartitions bounds one topic's partition count. Every partition holds
@@ -54,6 +55,10 @@ type Options struct {
 	// not appended to a partition for this long. Default DefaultProducerExpiry;
 	// negative never forgets.
 	ProducerExpiry time.Duration
+	// Plugins builds the flush policies (weir.flush.policy) and codecs
+	// (compression.type) that configs name, including external plugins.
+	// Default: built-ins only (BuiltinPlugins).
+	Plugins Plugins
 }
 
 func (o Options) validate() (Options, error) {
@@ -74,6 +79,9 @@ func (o Options) validate() (Options, error) {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if o.Plugins == nil {
+		o.Plugins = BuiltinPlugins{}
 	}
 	if o.ProducerExpiry == 0 {
 		o.ProducerExpiry = DefaultProducerExpiry
@@ -123,7 +131,7 @@ func Open(o Options) (*Registry, error) {
 	if err != nil {
 		return nil, err
 	}
-	defaults, err := normalizeConfigs(o.Defaults)
+	defaults, err := normalizeConfigs(o.Defaults, o.Plugins)
 	if err != nil {
 		return nil, fmt.Errorf("topics: Options.Defaults: %w", err)
 	}
@@ -149,7 +157,7 @@ func Open(o Options) (*Registry, error) {
 		return nil, err
 	}
 	for _, mt := range m.Topics {
-		explicit, err := normalizeConfigs(mt.Configs)
+		explicit, err := normalizeConfigs(mt.Configs, nil)
 		if err != nil {
 			_ = r.closeAll()
 			return nil, fmt.Errorf("%w: %s: topic %q: %w", ErrCorruptMetadata, metaFile, mt.Name, err)
@@ -217,10 +225,11 @@ func (r *Registry) removeLeftovers(stale func(name string) bool) error {
 // error it closes what it opened.
 func (r *Registry) openTopic(name string, id [16]byte, partitions int32, explicit map[string]string) (*Topic, error) {
 	eff := resolveConfigs(explicit, r.defaults)
-	tc, err := parseConfigs(eff)
+	tc, err := parseConfigs(eff, r.o.Plugins)
 	if err != nil {
 		return nil, fmt.Errorf("topics: topic %q: %w", name, err)
 	}
+	tc.recompress = r.topicCodec(name, eff, tc.log.MaxBatchBytes)
 	t := &Topic{Name: name, ID: id, Configs: eff, explicit: explicit, Partitions: make([]*Partition, 0, partitions)}
 	for i := range partitions {
 		p, err := r.openPartition(t, i, tc)
@@ -256,7 +265,11 @@ func (r *Registry) openPartition(t *Topic, i int32, tc topicConfig) (*Partition,
 	cfg := tc.log
 	if tc.policy != nil {
 		if cfg.FlushPolicy, err = tc.policy(); err != nil {
-			return nil, err
+			// A plugin that is gone must not keep the broker from
+			// opening: fsync every append instead, the safe direction.
+			r.o.Logger.Error("flush policy unavailable; fsyncing every append", "topic", t.Name, "partition", i,
+				"policy", t.Configs[ConfigFlushPolicy], "err", err)
+			cfg.FlushPolicy = flushpolicy.EveryBatch()
 		}
 	}
 	cfg.Clock = r.o.Clock
@@ -400,7 +413,7 @@ func (r *Registry) checkCreate(name string, partitions int32, configs map[string
 	if partitions < 1 || partitions > MaxPartitions {
 		return 0, nil, fmt.Errorf("%w: %d for topic %q, want 1..%d", ErrInvalidPartitions, partitions, name, MaxPartitions)
 	}
-	explicit, err := normalizeConfigs(configs)
+	explicit, err := normalizeConfigs(configs, r.o.Plugins)
 	if err != nil {
 		return 0, nil, fmt.Errorf("topic %q: %w", name, err)
 	}

@@ -1,0 +1,237 @@
+package topics
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"testing"
+
+	"github.com/weir-broker/weir/core/partlog"
+	"github.com/weir-broker/weir/core/record"
+	"github.com/weir-broker/weir/core/vfs"
+	"github.com/weir-broker/weir/plugins/codec"
+	"github.com/weir-broker/weir/plugins/flushpolicy"
+)
+
+// storedBatches returns every stored batch of partition 0 of topic, whole.
+func storedBatches(t *testing.T, r *Registry, topic string) [][]byte {
+	t.Helper()
+	tp, ok := r.Topic(topic)
+	if !ok {
+		t.Fatalf("no topic %q", topic)
+	}
+	l := tp.Partitions[0].Log
+	var out [][]byte
+	for off := l.StartOffset(); off < l.EndOffset(); {
+		sl, err := l.Read(off, 1<<20, partlog.NoLimit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := sl.Bytes()
+		sl.Release()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for len(b) > 0 {
+			_, n, err := record.Next(b, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, bytes.Clone(b[:n]))
+			b = b[n:]
+		}
+		off = sl.NextOffset
+	}
+	return out
+}
+
+// values decodes a stored batch with the built-in codecs.
+func values(t *testing.T, b []byte) []string {
+	t.Helper()
+	recs, err := record.Records(b, func(c record.Codec, s []byte) ([]byte, error) {
+		cd, err := codec.New(codec.ID(c).String())
+		if err != nil {
+			return nil, err
+		}
+		resp, err := cd.Decompress(ctx, codec.DecompressRequest{Compressed: s})
+		return resp.Records, err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var vs []string
+	for _, r := range recs {
+		vs = append(vs, string(r.Value))
+	}
+	return vs
+}
+
+// compressed builds a batch of n records under codec spec.
+func compressed(t *testing.T, spec, tag string, n int) []byte {
+	t.Helper()
+	c, err := codec.New(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := record.Recompress(nil, batch(t, tag, n), record.Codec(c.ID()), nil, func(s []byte) ([]byte, error) {
+		resp, err := c.Compress(ctx, codec.CompressRequest{Records: s})
+		return resp.Compressed, err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestCompressionType: a topic's compression.type recompresses batches under
+// other codecs, keeps batches already under its own byte for byte, and
+// "producer" keeps everything as sent.
+func TestCompressionType(t *testing.T) {
+	r := open(t, vfs.NewMem(), "/data")
+	defer r.Close()
+	for _, tc := range []struct {
+		ctype string
+		want  codec.ID
+	}{
+		{"gzip", codec.Gzip}, {"zstd:level=4", codec.Zstd}, {"uncompressed", codec.None}, {"producer", codec.Snappy},
+		{"lz4", codec.LZ4}, {"snappy", codec.Snappy},
+	} {
+		topic := "t-" + fmt.Sprint(len(r.Topics()))
+		if _, err := r.Create(topic, 1, map[string]string{ConfigCompressionType: tc.ctype}); err != nil {
+			t.Fatalf("%s: %v", tc.ctype, err)
+		}
+		p := mustPartition(t, r, topic)
+		inputs := [][]byte{batch(t, "plain", 3), compressed(t, "snappy", "snappy", 2), compressed(t, "gzip", "gz", 1)}
+		for _, in := range inputs {
+			if _, err := p.Append(ctx, bytes.Clone(in)); err != nil {
+				t.Fatalf("%s: append: %v", tc.ctype, err)
+			}
+		}
+		got := storedBatches(t, r, topic)
+		if len(got) != 3 {
+			t.Fatalf("%s: %d batches stored", tc.ctype, len(got))
+		}
+		wantVals := [][]string{{"plain-0", "plain-1", "plain-2"}, {"snappy-0", "snappy-1"}, {"gz-0"}}
+		for i, b := range got {
+			h, _ := record.ParseHeader(b)
+			want := tc.want
+			if tc.ctype == "producer" {
+				h0, _ := record.ParseHeader(inputs[i])
+				want = codec.ID(h0.Codec())
+			}
+			if codec.ID(h.Codec()) != want {
+				t.Errorf("%s: batch %d stored under %s, want %s", tc.ctype, i, codec.ID(h.Codec()), want)
+			}
+			if v := values(t, b); fmt.Sprint(v) != fmt.Sprint(wantVals[i]) {
+				t.Errorf("%s: batch %d values %v, want %v", tc.ctype, i, v, wantVals[i])
+			}
+			// A batch already under the target id is kept byte for byte
+			// (but for its offset and leader epoch).
+			if h0, _ := record.ParseHeader(inputs[i]); h0.Codec() == h.Codec() && !bytes.Equal(b[record.HeaderSize:], inputs[i][record.HeaderSize:]) {
+				t.Errorf("%s: batch %d under its target codec was rewritten", tc.ctype, i)
+			}
+		}
+	}
+}
+
+func mustPartition(t *testing.T, r *Registry, topic string) *Partition {
+	t.Helper()
+	tp, ok := r.Topic(topic)
+	if !ok {
+		t.Fatalf("no topic %q", topic)
+	}
+	return tp.Partitions[0]
+}
+
+// TestCompressionTypeErrors: a bad compression.type is refused at Create; a
+// batch the broker cannot decompress (custom id, garbage) appends nothing.
+func TestCompressionTypeErrors(t *testing.T) {
+	r := open(t, vfs.NewMem(), "/data")
+	defer r.Close()
+	if _, err := r.Create("bad", 1, map[string]string{ConfigCompressionType: "zsdt"}); !errors.Is(err, ErrInvalidConfig) {
+		t.Fatalf("compression.type=zsdt: %v", err)
+	}
+	if _, err := r.Create("t", 1, map[string]string{ConfigCompressionType: "gzip"}); err != nil {
+		t.Fatal(err)
+	}
+	p := mustPartition(t, r, "t")
+	custom := batch(t, "x", 1)
+	custom[22] |= 5 // attributes low byte: codec id 5
+	fixCRC(custom)
+	if _, err := p.Append(ctx, custom); !errors.Is(err, ErrUnsupportedCompression) {
+		t.Fatalf("custom codec id into a gzip topic: %v", err)
+	}
+	garbage := batch(t, "y", 1)
+	garbage[22] |= byte(codec.Snappy)
+	fixCRC(garbage)
+	if _, err := p.Append(ctx, garbage); !errors.Is(err, record.ErrCorrupt) {
+		t.Fatalf("snappy batch whose section is not snappy: %v", err)
+	}
+	if end := p.Log.EndOffset(); end != 0 {
+		t.Fatalf("end offset %d after refused appends", end)
+	}
+}
+
+// fixCRC recomputes a batch's CRC after a test edited its attributes.
+func fixCRC(b []byte) {
+	sum := crc32.Checksum(b[21:], crc32.MakeTable(crc32.Castagnoli))
+	binary.BigEndian.PutUint32(b[17:], sum)
+}
+
+// flakyPlugins fails every spec once broken is set: a plugin that is gone.
+type flakyPlugins struct{ broken bool }
+
+func (f *flakyPlugins) FlushPolicy(spec string) (flushpolicy.Policy, error) {
+	if f.broken {
+		return nil, errors.New("plugin binary missing")
+	}
+	return flushpolicy.New(spec)
+}
+
+func (f *flakyPlugins) Codec(spec string) (codec.Codec, error) {
+	if f.broken {
+		return nil, errors.New("plugin binary missing")
+	}
+	return codec.New(spec)
+}
+
+// TestPluginGoneAtReopen: a topic whose plugins cannot be built when the
+// registry reopens still opens, its data stays readable; appends fsync every
+// batch (flush policy) or fail with ErrCodecUnavailable (codec).
+func TestPluginGoneAtReopen(t *testing.T) {
+	fsys := vfs.NewMem()
+	pl := &flakyPlugins{}
+	withPlugins := func(o *Options) { o.Plugins = pl }
+	r := open(t, fsys, "/data", withPlugins)
+	if _, err := r.Create("z", 1, map[string]string{ConfigCompressionType: "zstd"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Create("f", 1, map[string]string{ConfigFlushPolicy: "never"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := mustPartition(t, r, "z").Append(ctx, batch(t, "a", 2)); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	pl.broken = true
+	r = open(t, fsys, "/data", withPlugins)
+	defer r.Close()
+	if _, err := mustPartition(t, r, "z").Append(ctx, batch(t, "b", 1)); !errors.Is(err, ErrCodecUnavailable) {
+		t.Fatalf("append with the codec gone: %v", err)
+	}
+	if got := storedBatches(t, r, "z"); len(got) != 1 || fmt.Sprint(values(t, got[0])) != "[a-0 a-1]" {
+		t.Fatalf("data written before the restart: %d batches", len(got))
+	}
+	fp := mustPartition(t, r, "f")
+	res, err := fp.Append(ctx, batch(t, "c", 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fp.Log.FlushedOffset() < res.NextOffset {
+		t.Fatalf("flush policy gone: append not fsynced (flushed %d, end %d)", fp.Log.FlushedOffset(), res.NextOffset)
+	}
+}
