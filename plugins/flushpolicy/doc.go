@@ -53,9 +53,25 @@
 //	EveryMessages(n)   messages:n=1000     fewer than n records
 //	EveryBytes(n)      bytes:n=1048576     fewer than n bytes
 //	EveryInterval(d)   interval:ms=50      the appends of the last d, plus those made during one fsync
+//	Adaptive(b, max)   adaptive:budget=2ms nothing while an fsync takes <= b (it fsyncs every append);
+//	                                       else the appends of the last max (default 50ms), plus those
+//	                                       made during one fsync
 //	Never()            never               the active segment (the log still fsyncs a segment when it
 //	                                       rolls and on close); Linux usually writes dirty pages back
 //	                                       within ~30 s (vm.dirty_expire_centisecs), but promises nothing
+//
+// Each built-in states its bound as a [Bound] through [Bounded], which the
+// conformance suite (package flushpolicytest) checks on simulated workloads.
+//
+// # Adaptive: fsync as often as a latency budget allows
+//
+// [Adaptive] learns what an fsync costs on this disk (a moving average of
+// [FlushInfo.Duration]) and fsyncs every append while that fits the budget,
+// so on a fast SSD it loses nothing. On a disk whose fsyncs cost more than
+// the budget (a single HDD: 5-10 ms), an fsync per append would slow every
+// producer past what it allowed, so it groups: one fsync per window of four
+// fsync costs, capped at max, which keeps the device at most about a quarter
+// busy with fsyncs and the loss window bounded by max.
 //
 // The bounds hold per partition, because each partition log has its own
 // Policy, and they assume the default acks, which do not wait for an fsync.

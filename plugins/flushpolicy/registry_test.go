@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -49,15 +50,15 @@ func TestNewErrors(t *testing.T) {
 		wantMsg string // exact error text
 	}{
 		{"x", ErrUnknownPolicy,
-			`flushpolicy: unknown policy "x" (known: bytes, every-batch, interval, messages, never)`},
+			`flushpolicy: unknown policy "x" (known: adaptive, bytes, every-batch, interval, messages, never)`},
 		{"x:n=1", ErrUnknownPolicy,
-			`flushpolicy: unknown policy "x" (known: bytes, every-batch, interval, messages, never)`},
+			`flushpolicy: unknown policy "x" (known: adaptive, bytes, every-batch, interval, messages, never)`},
 		{"Never", ErrUnknownPolicy, // names are case-sensitive
-			`flushpolicy: unknown policy "Never" (known: bytes, every-batch, interval, messages, never)`},
+			`flushpolicy: unknown policy "Never" (known: adaptive, bytes, every-batch, interval, messages, never)`},
 		{"", ErrInvalidSpec,
-			`flushpolicy: invalid spec "": no name (known: bytes, every-batch, interval, messages, never)`},
+			`flushpolicy: invalid spec "": no name (known: adaptive, bytes, every-batch, interval, messages, never)`},
 		{":n=1", ErrInvalidSpec,
-			`flushpolicy: invalid spec ":n=1": no name (known: bytes, every-batch, interval, messages, never)`},
+			`flushpolicy: invalid spec ":n=1": no name (known: adaptive, bytes, every-batch, interval, messages, never)`},
 		{"messages:", ErrInvalidSpec,
 			`flushpolicy: invalid spec "messages:": no parameters after ':'`},
 		{"messages", ErrInvalidSpec,
@@ -178,7 +179,7 @@ func TestStringForms(t *testing.T) {
 }
 
 func TestNamesAndInfos(t *testing.T) {
-	want := []string{"bytes", "every-batch", "interval", "messages", "never"}
+	want := []string{"adaptive", "bytes", "every-batch", "interval", "messages", "never"}
 	if got := Names(); !slices.Equal(got, want) {
 		t.Fatalf("Names() = %q, want %q", got, want)
 	}
@@ -287,7 +288,7 @@ func TestRegisterPanics(t *testing.T) {
 		})
 	}
 	// A panicking Register leaves the registry unchanged.
-	if got := Names(); !slices.Equal(got, []string{"bytes", "every-batch", "interval", "messages", "never"}) {
+	if got := Names(); !slices.Equal(got, []string{"adaptive", "bytes", "every-batch", "interval", "messages", "never"}) {
 		t.Errorf("Names() after failed Registers = %q", got)
 	}
 }
@@ -317,6 +318,7 @@ func FuzzNew(f *testing.F) {
 		"", ":", ",", "=", "every-batch", "never", "messages:n=1000", "bytes:n=1048576",
 		"interval:ms=50", "interval:d=1.5ms", "messages:n=1,n=2", "interval:ms=5,d=5ms",
 		"messages:n=0", "messages:n=-1", "interval:d=1e9h", "messages:n=1000\x00garbage",
+		"adaptive", "adaptive:budget=2ms", "adaptive:budget=1ms,max=1ms", "adaptive:max=0s",
 	} {
 		f.Add(s)
 	}
@@ -333,7 +335,7 @@ func FuzzNew(f *testing.F) {
 		}
 		s := fmt.Sprint(p)
 		q, err := New(s)
-		if err != nil || q != p {
+		if err != nil || !reflect.DeepEqual(q, p) { // DeepEqual: adaptive is a pointer
 			t.Fatalf("New(%q) = %v; its String %q rebuilt %v, %v", spec, p, s, q, err)
 		}
 	})
