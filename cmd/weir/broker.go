@@ -38,6 +38,8 @@ type brokerSettings struct {
 	MaxConnections             int               `yaml:"max-connections"`
 	MaxRequestBytes            int32             `yaml:"max-request-bytes"`
 	DisableSendfile            bool              `yaml:"disable-sendfile"`
+	PluginDir                  string            `yaml:"plugin-dir"`
+	PluginCallTimeout          time.Duration     `yaml:"plugin-call-timeout"`
 	LogLevel                   string            `yaml:"log-level"`
 	LogFormat                  string            `yaml:"log-format"`
 }
@@ -55,6 +57,11 @@ compression.type, ...) plus weir.flush.policy (a spec as listed by
 ` + "`weir flush-policies`" + `) and weir.durable.acks (acks wait for the fsync that
 covers the batch). --topic-config sets broker-wide defaults; a topic created
 with its own configs overrides them.
+
+weir.flush.policy and compression.type take plugin specs: a built-in
+("interval:ms=50", "zstd:level=4"), a plugin binary's path, or the name of a
+weir-flushpolicy-NAME / weir-codec-NAME binary in --plugin-dir. A
+compression.type other than producer makes the broker recompress batches.
 
 Logs go to stderr. SIGINT or SIGTERM shuts down gracefully: connections are
 closed, committed offsets and every partition log are flushed and sealed, and
@@ -82,6 +89,7 @@ func newBrokerCmdWith(run func(context.Context, brokerSettings, io.Writer) error
 		GroupMinSessionTimeout:     broker.DefaultGroupMinSessionTimeout,
 		GroupMaxSessionTimeout:     broker.DefaultGroupMaxSessionTimeout,
 		MaxRequestBytes:            broker.DefaultMaxRequestBytes,
+		PluginDir:                  os.Getenv("WEIR_PLUGIN_DIR"),
 		LogLevel:                   "info",
 		LogFormat:                  "text",
 	}
@@ -118,6 +126,8 @@ func newBrokerCmdWith(run func(context.Context, brokerSettings, io.Writer) error
 	f.IntVar(&s.MaxConnections, "max-connections", s.MaxConnections, "most client connections served at once (default 0: unlimited)")
 	f.Int32Var(&s.MaxRequestBytes, "max-request-bytes", s.MaxRequestBytes, "largest request `size` accepted; larger ones close the connection before anything is allocated")
 	f.BoolVar(&s.DisableSendfile, "disable-sendfile", s.DisableSendfile, "serve Fetch through a copy (read, then write) instead of sendfile, to compare the two")
+	f.StringVar(&s.PluginDir, "plugin-dir", s.PluginDir, "`dir`ectory searched for external plugins named in topic configs as weir-<kind>-<name> (default $WEIR_PLUGIN_DIR)")
+	f.DurationVar(&s.PluginCallTimeout, "plugin-call-timeout", s.PluginCallTimeout, "a plugin call taking longer kills the plugin as hung; it restarts on the next call (default 0: 5s)")
 	f.StringVar(&s.LogLevel, "log-level", s.LogLevel, "log `level`: debug, info, warn or error")
 	f.StringVar(&s.LogFormat, "log-format", s.LogFormat, "log `format`: text or json")
 	return cmd
@@ -151,6 +161,8 @@ func (s *brokerSettings) merge(flags *pflag.FlagSet, configFile string, topicCon
 		set("max-connections", func() { s.MaxConnections = file.MaxConnections })
 		set("max-request-bytes", func() { s.MaxRequestBytes = file.MaxRequestBytes })
 		set("disable-sendfile", func() { s.DisableSendfile = file.DisableSendfile })
+		set("plugin-dir", func() { s.PluginDir = file.PluginDir })
+		set("plugin-call-timeout", func() { s.PluginCallTimeout = file.PluginCallTimeout })
 		set("log-level", func() { s.LogLevel = file.LogLevel })
 		set("log-format", func() { s.LogFormat = file.LogFormat })
 		s.TopicConfig = file.TopicConfig
@@ -226,6 +238,8 @@ func runBroker(ctx context.Context, s brokerSettings, stderr io.Writer) error {
 		MaxConnections:             s.MaxConnections,
 		MaxRequestBytes:            s.MaxRequestBytes,
 		DisableSendfile:            s.DisableSendfile,
+		PluginDir:                  s.PluginDir,
+		PluginCallTimeout:          s.PluginCallTimeout,
 		Logger:                     logger,
 	})
 	if err != nil {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/weir-broker/weir/core/groups"
 	"github.com/weir-broker/weir/core/topics"
+	pluginhost "github.com/weir-broker/weir/plugins/host"
 	"github.com/weir-broker/weir/transport"
 )
 
@@ -34,6 +35,7 @@ type Broker struct {
 	logger *slog.Logger
 
 	registry    *topics.Registry
+	plugins     *pluginhost.Host // external plugins the topics use
 	coordinator *groups.Coordinator
 	server      *transport.Server
 	listener    net.Listener
@@ -84,7 +86,13 @@ func (b *Broker) start() error {
 	}
 	b.id = id
 
+	b.plugins = pluginhost.New(pluginhost.Config{
+		Dir:         cfg.PluginDir,
+		CallTimeout: cfg.PluginCallTimeout,
+		Logger:      b.logger.With("component", "plugins"),
+	})
 	b.registry, err = topics.Open(topics.Options{
+		Plugins:           b.plugins,
 		FS:                cfg.FS,
 		Dir:               cfg.DataDir,
 		Defaults:          cfg.TopicDefaults,
@@ -265,6 +273,11 @@ func (b *Broker) stop() error {
 	if b.registry != nil {
 		if err := b.registry.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("broker: close topics: %w", err))
+		}
+	}
+	if b.plugins != nil { // after the logs, which call their flush policies until closed
+		if err := b.plugins.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("broker: stop plugins: %w", err))
 		}
 	}
 	return errors.Join(errs...)

@@ -84,6 +84,15 @@ type Config struct {
 	// comparing the two; file systems other than the OS's always copy).
 	DisableSendfile bool
 
+	// PluginDir is searched for external plugins named by topic configs
+	// (weir.flush.policy, compression.type) as weir-<kind>-<name>; specs
+	// may also give a plugin's path. Empty: paths and built-ins only.
+	PluginDir string
+	// PluginCallTimeout bounds each call into an external plugin; a plugin
+	// that outlives it is killed as hung and restarted on the next call.
+	// Default: the plugin host's (5 s).
+	PluginCallTimeout time.Duration
+
 	// FS is the file system everything is stored on. Default vfs.Default.
 	FS vfs.FS
 	// Clock drives retention and the logs' flush deadlines. Default
