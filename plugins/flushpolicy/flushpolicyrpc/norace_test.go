@@ -1,0 +1,5 @@
+//go:build !race
+
+package flushpolicyrpc_test
+
+const raceEnabled = false
