@@ -202,6 +202,9 @@ func (b *Broker) ClusterID() string { return b.id.ClusterID }
 // inspect what is stored. Callers must not close it.
 func (b *Broker) Registry() *topics.Registry { return b.registry }
 
+// Plugins returns the host of the external plugins the topics use.
+func (b *Broker) Plugins() *pluginhost.Host { return b.plugins }
+
 // Done is closed when the broker stopped serving: after Close, or when the
 // protocol server failed on its own (Err tells why).
 func (b *Broker) Done() <-chan struct{} { return b.serveDone }
