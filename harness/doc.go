@@ -1,5 +1,32 @@
-// Package harness will run reproducible experiments against weir (or any Kafka
-// bootstrap address): disk and memory probes, produce/consume throughput and
-// latency across codecs, partitioners, flush policies and acks, with
-// statistics, Markdown tables and SVG plots written under results/.
+// Package harness runs reproducible experiments against weir (or any Kafka
+// bootstrap address): disk and memory probes, and produce/consume
+// throughput and latency across codecs, partitioners, flush policies, acks
+// and the load's shape, with statistics, Markdown tables, SVG plots and Go
+// benchmark lines written under results/.
+//
+// The harness exists because weir's users come to measure (DESIGN.md §1):
+// swap a codec or partitioner and see the effect, plan capacity, research
+// flush and ack trade-offs, on their own hardware. So a run must say what it
+// ran on, be repeatable from its spec and seed, report spread rather than a
+// single lucky figure, and never turn a failure (records lost, a consumer
+// that fell behind) into a number.
+//
+// One concept per package:
+//
+//	spec      the experiment file (YAML, or an OpenMessaging Benchmark
+//	          workload): parsing, validation naming each field, matrix expansion
+//	presets   the specs weir ships (quick, kreps2014, probes, flush), embedded
+//	load      one repetition of a workload with franz-go: topics, paced
+//	          producers, consumers, the measured window, the figures
+//	probe     disk and memory probes (DESIGN.md §8's comparisons)
+//	env       the machine and storage a run measured
+//	runner    a whole run: validate, probes, a broker subprocess per point,
+//	          repetitions, progress, Ctrl-C, the report
+//	result    the run schema every other package reads or writes
+//	stats     medians, spreads, confidence intervals, significance tests
+//	report    run.json, report.md, bench.txt and plots from a run
+//	compare   `weir compare`: which differences between two runs are significant
+//
+// `weir run` (cmd/weir) is the command line over runner; `make run` runs the
+// quick preset.
 package harness

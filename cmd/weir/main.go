@@ -51,12 +51,13 @@ func newRootCmd() *cobra.Command {
 		Short: "A Kafka-style persistent log broker and experiment harness",
 		Long: `weir is a Kafka-style persistent log broker, with pluggable codecs,
 partitioners and flush policies, and a harness to measure how they trade
-throughput, latency and durability. It is being built: the commands below
-are all it has so far.`,
+throughput, latency and durability: run a broker, produce and consume with
+any codec and partitioner, run experiments and compare their results.`,
 		SilenceUsage:  true, // usage on every runtime error hides the error
 		SilenceErrors: true, // main prints the error once
 	}
-	root.AddCommand(newVersionCmd(), newFlushPoliciesCmd(), newBrokerCmd())
+	root.AddCommand(newVersionCmd(), newBrokerCmd(), newProduceCmd(), newConsumeCmd(),
+		newRunCmd(), newCompareCmd(), newPluginsCmd(), newFlushPoliciesCmd())
 	return root
 }
 

@@ -37,6 +37,8 @@ func TestGolden(t *testing.T) {
 		{"flush-policies", []string{"flush-policies"}},
 		{"flush-policies-help", []string{"flush-policies", "--help"}},
 		{"broker-help", []string{"broker", "--help"}},
+		{"plugins", []string{"plugins"}},
+		{"plugins-help", []string{"plugins", "--help"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -74,7 +76,7 @@ func TestFlushPoliciesListsEveryRegisteredPolicy(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSuffix(stdout.String(), "\n"), "\n")
-	want := []string{"bytes", "every-batch", "interval", "messages", "never"}
+	want := []string{"adaptive", "bytes", "every-batch", "interval", "messages", "never"}
 	if len(lines) != 1+len(want) {
 		t.Fatalf("got %d lines, want a header and %d policies:\n%s", len(lines), len(want), stdout.String())
 	}

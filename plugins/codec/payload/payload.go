@@ -1,4 +1,9 @@
-package codectest
+// Package payload generates deterministic test and benchmark payloads: random
+// bytes (a codec's worst case) and realistic JSON log lines (what logs and
+// events look like), shared by the codec conformance suite, the benchmarks
+// and the harness's workloads. It does not import testing, so binaries can
+// use it.
+package payload
 
 import (
 	"encoding/json"

@@ -1,4 +1,4 @@
-package codectest_test
+package payload_test
 
 import (
 	"bytes"
@@ -8,15 +8,15 @@ import (
 
 	"github.com/weir-broker/weir/core/record"
 	"github.com/weir-broker/weir/plugins/codec"
-	"github.com/weir-broker/weir/plugins/codec/codectest"
+	"github.com/weir-broker/weir/plugins/codec/payload"
 )
 
 // The generators feed benchmarks whose results are compared across runs and
 // machines, so they must be deterministic and the size asked for.
 func TestPayloadsAreDeterministic(t *testing.T) {
 	for name, gen := range map[string]func(int64, int) []byte{
-		"RandomPayload":  codectest.RandomPayload,
-		"JSONLogPayload": codectest.JSONLogPayload,
+		"RandomPayload":  payload.RandomPayload,
+		"JSONLogPayload": payload.JSONLogPayload,
 	} {
 		for _, n := range []int{0, 1, 7, 1000, 100 << 10} {
 			a, b := gen(42, n), gen(42, n)
@@ -31,7 +31,7 @@ func TestPayloadsAreDeterministic(t *testing.T) {
 }
 
 func TestJSONLogPayloadIsJSONLines(t *testing.T) {
-	p := codectest.JSONLogPayload(1, 64<<10)
+	p := payload.JSONLogPayload(1, 64<<10)
 	lines := bytes.Split(p, []byte("\n"))
 	// The last line is cut at n bytes; every other one is a JSON object.
 	for i, l := range lines[:len(lines)-1] {
@@ -54,7 +54,7 @@ func TestJSONLogPayloadIsJSONLines(t *testing.T) {
 		min, max float64
 	}{
 		"json":   {p, 3, 20},
-		"random": {codectest.RandomPayload(1, 64<<10), 0.9, 1.01},
+		"random": {payload.RandomPayload(1, 64<<10), 0.9, 1.01},
 	} {
 		resp, err := c.Compress(t.Context(), codec.CompressRequest{Records: tc.data})
 		if err != nil {
@@ -70,8 +70,8 @@ func TestJSONLogPayloadIsJSONLines(t *testing.T) {
 // its length and record count, record.Records decodes the log lines back.
 func TestRecordsSection(t *testing.T) {
 	const n = 30
-	sec := codectest.RecordsSection(5, n)
-	lines := codectest.JSONLogLines(5, n)
+	sec := payload.RecordsSection(5, n)
+	lines := payload.JSONLogLines(5, n)
 	// Borrow the header of a batch with as many records, and fix its
 	// length (Records does not check the CRC).
 	recs := make([]record.Record, n)

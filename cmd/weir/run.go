@@ -1,0 +1,155 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/weir-broker/weir/harness/presets"
+	"github.com/weir-broker/weir/harness/runner"
+	"github.com/weir-broker/weir/harness/spec"
+	"github.com/weir-broker/weir/plugins/host"
+)
+
+const runLong = `Run an experiment: a spec file (YAML, or an OpenMessaging Benchmark workload)
+or a built-in preset. The spec names the target (a weir broker started per
+matrix point, or any Kafka bootstrap address), the workload, and the factors
+to vary (codec, partitioner, flush policy, acks, durable acks, batch size,
+linger, partitions, message size, producers, consumers); see the harness/spec
+package documentation for the format.
+
+The whole spec is checked before anything runs: unknown fields, impossible
+values, missing plugins and an unreachable bootstrap address fail at once,
+naming the field. Then the disk and memory probes run (if the spec has any),
+then every matrix point, each repetition in a fresh topic and each point on a
+fresh broker with a fresh data directory.
+
+Results go to results/runs/<UTC time>-<name>/ (or --out): run.json (every
+repetition's figures and the environment), report.md (tables and plots),
+bench.txt (Go benchmark format, for benchstat or weir compare) and plots/.
+The tables are printed when the run ends; progress goes to stderr.
+
+Ctrl-C stops the current point cleanly (clients first, then the broker),
+keeps the repetitions that finished, and writes the report, marked
+interrupted.`
+
+const runExample = `  weir run --preset quick
+  weir run --list-presets
+  weir run experiments/codecs.yaml --data-dir /mnt/nvme/weir --reps 10
+  weir run omb-workloads/1-topic-16-partitions-1kb.yaml --dry-run`
+
+// runSettings are `weir run`'s flags.
+type runSettings struct {
+	preset      string
+	out         string
+	dataDir     string
+	reps        int
+	seed        int64
+	pluginDir   string
+	listPresets bool
+	dryRun      bool
+}
+
+func newRunCmd() *cobra.Command {
+	var s runSettings
+	cmd := &cobra.Command{
+		Use:     "run [spec.yaml]",
+		Short:   "Run an experiment spec or preset and write its report",
+		Long:    runLong,
+		Example: runExample,
+		Args:    cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runRun(cmd, s, args)
+		},
+	}
+	f := cmd.Flags()
+	f.SortFlags = false
+	f.StringVar(&s.preset, "preset", "", "run a built-in spec `NAME` instead of a file (see --list-presets)")
+	f.StringVar(&s.out, "out", "", "results `dir`ectory (default: results/runs/<UTC time>-<name>)")
+	f.StringVar(&s.dataDir, "data-dir", "", "`dir`ectory for the brokers' data and the probes' files, on the disk to measure (default: the spec's target.embedded.data_dir, else a temporary directory)")
+	f.IntVar(&s.reps, "reps", 0, "repetitions of each point, overriding the spec's (default: the spec's, 5 if it says none)")
+	f.Int64Var(&s.seed, "seed", 0, "seed for payloads, keys and sizes, overriding the spec's")
+	f.StringVar(&s.pluginDir, "plugin-dir", "", "`dir`ectory searched for codec and partitioner plugins named by the spec")
+	f.BoolVar(&s.listPresets, "list-presets", false, "list the built-in presets and exit")
+	f.BoolVar(&s.dryRun, "dry-run", false, "validate the spec and print the expanded matrix, without running anything")
+	return cmd
+}
+
+func runRun(cmd *cobra.Command, s runSettings, args []string) error {
+	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	if s.listPresets {
+		return writePresets(stdout)
+	}
+	var sp *spec.Spec
+	var err error
+	switch {
+	case s.preset != "" && len(args) > 0:
+		return errors.New("run: give a spec file or --preset, not both")
+	case s.preset != "":
+		sp, err = presets.Spec(s.preset)
+	case len(args) == 1:
+		sp, err = spec.Load(args[0])
+	default:
+		return errors.New("run: give a spec file or --preset NAME (weir run --list-presets lists them)")
+	}
+	if err != nil {
+		return err
+	}
+	if cmd.Flags().Changed("reps") {
+		sp.Repetitions = s.reps
+	}
+	if cmd.Flags().Changed("seed") {
+		sp.Seed = s.seed
+	}
+	if cmd.Flags().Changed("data-dir") && sp.Target.IsEmbedded() {
+		if sp.Target.Embedded == nil {
+			sp.Target.Embedded = &spec.Embedded{}
+		}
+		sp.Target.Embedded.DataDir = s.dataDir
+	}
+	ctx := cmd.Context()
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if s.dryRun {
+		h := host.New(host.Config{Dir: s.pluginDir})
+		defer h.Close()
+		if err := sp.Validate(h); err != nil {
+			return err
+		}
+		if err := sp.CheckTarget(ctx, 3*time.Second); err != nil {
+			return err
+		}
+		return sp.WriteMatrix(stdout)
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	go func() {
+		<-ctx.Done()
+		stop() // a second Ctrl-C kills the process the default way
+	}()
+	_, dir, err := runner.Run(ctx, runner.Options{
+		Spec: sp, Out: s.out, DataDir: s.dataDir, PluginDir: s.pluginDir, Stdout: stdout, Stderr: stderr,
+	})
+	if dir != "" {
+		fmt.Fprintf(stderr, "weir run: report in %s\n", dir)
+	}
+	return err
+}
+
+func writePresets(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "PRESET\tDESCRIPTION")
+	for _, p := range presets.All() {
+		fmt.Fprintf(tw, "%s\t%s\n", p.Name, p.Summary)
+	}
+	return tw.Flush()
+}

@@ -1,0 +1,99 @@
+package presets
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/weir-broker/weir/harness/result"
+)
+
+func TestPresetsValidate(t *testing.T) {
+	want := []string{"flush", "kreps2014", "probes", "quick"}
+	if got := Names(); strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Fatalf("presets %v, want %v", got, want)
+	}
+	for _, p := range All() {
+		t.Run(p.Name, func(t *testing.T) {
+			if p.Summary == "" || strings.HasPrefix(p.Summary, "#") {
+				t.Errorf("summary %q: the file must open with \"# %s: what it is for\"", p.Summary, p.Name)
+			}
+			s, err := Spec(p.Name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.Name != p.Name {
+				t.Errorf("spec name %q, want the preset's name", s.Name)
+			}
+			if err := s.Validate(nil); err != nil {
+				t.Fatalf("Validate: %v", err)
+			}
+			if s.Text != p.Text {
+				t.Error("the spec does not keep its text")
+			}
+		})
+	}
+}
+
+func TestQuickShape(t *testing.T) {
+	s, err := Spec("quick")
+	if err != nil {
+		t.Fatal(err)
+	}
+	secs, err := s.Sections()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(secs) != 1 || len(secs[0].Points) != 4 || s.Probes.Disk == nil || s.Repetitions != 3 {
+		t.Fatalf("quick: %d sections, %d points, disk probe %v, %d reps; want a disk probe and 4 points x 3 reps",
+			len(secs), len(secs[0].Points), s.Probes.Disk != nil, s.Repetitions)
+	}
+	w := secs[0].Points[0].Workload
+	if w.Partitions != 4 || w.MessageSize.Size != 1024 || w.Payload != "json" || w.Producers != 1 || w.Consumers != 1 || w.Rate != 0 {
+		t.Errorf("quick workload: %s", w.Summary())
+	}
+}
+
+// The kreps2014 references must each sit beside a point the preset has, or
+// on a section it has, with a metric that point measures.
+func TestKrepsReferences(t *testing.T) {
+	s, err := Spec("kreps2014")
+	if err != nil {
+		t.Fatal(err)
+	}
+	secs, err := s.Sections()
+	if err != nil {
+		t.Fatal(err)
+	}
+	points := map[string]bool{}
+	for _, sec := range secs {
+		points[sec.Name+"|"] = true
+		for _, p := range sec.Points {
+			points[sec.Name+"|"+p.ID] = true
+		}
+	}
+	known := []string{result.ProduceMsgsPerSec, result.ProduceMBPerSec, result.ConsumeMsgsPerSec, result.ConsumeMBPerSec,
+		result.E2EP50, result.E2EP99, result.E2EP999}
+	if len(s.References) < 10 {
+		t.Fatalf("%d references", len(s.References))
+	}
+	for _, r := range s.References {
+		if !points[r.Section+"|"+r.Point] {
+			t.Errorf("reference %q sits beside %s %q, which the preset does not have", r.Label, r.Section, r.Point)
+		}
+		found := false
+		for _, k := range known {
+			found = found || k == r.Metric
+		}
+		if !found || r.Value <= 0 || !strings.Contains(r.Source, "Kreps") {
+			t.Errorf("reference %+v", r)
+		}
+	}
+}
+
+func TestUnknown(t *testing.T) {
+	_, err := Spec("slow")
+	if !errors.Is(err, ErrUnknown) || !strings.Contains(err.Error(), "quick") {
+		t.Errorf("Spec(slow) = %v, want ErrUnknown listing the presets", err)
+	}
+}

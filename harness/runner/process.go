@@ -1,0 +1,359 @@
+package runner
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/weir-broker/weir/harness/load"
+)
+
+// Timeouts of the broker subprocess.
+const (
+	brokerStartTimeout = 30 * time.Second // until its port accepts connections
+	brokerStopTimeout  = 30 * time.Second // from SIGTERM until it exits (then SIGKILL)
+)
+
+// clockTicks is USER_HZ, the unit of utime and stime in /proc/<pid>/stat:
+// 100 on every Linux architecture Go supports.
+const clockTicks = 100
+
+// broker is a `weir broker` subprocess serving one matrix point.
+type broker struct {
+	cmd         *exec.Cmd
+	addr        string // Kafka protocol, 127.0.0.1:port
+	metricsAddr string
+	stderr      *tail
+	exited      chan struct{} // closed when the process has exited
+	exitErr     error         // set before exited is closed
+}
+
+// startBroker starts `weir broker` on free loopback ports with its data in
+// dataDir and waits (polling the port, with a deadline) until it accepts
+// connections. The broker runs in its own process group, so a terminal's
+// Ctrl-C reaches the runner, which stops the point's load before the broker.
+func startBroker(ctx context.Context, weir, dataDir string, flags []string) (*broker, error) {
+	// A free port can be taken by another process between our probe and
+	// the broker's bind: try again with new ports then.
+	for attempt := 1; ; attempt++ {
+		b, err := startBrokerOnce(ctx, weir, dataDir, flags)
+		if err == nil || attempt == portAttempts || !strings.Contains(err.Error(), "address already in use") {
+			return b, err
+		}
+	}
+}
+
+// portAttempts is how many times startBroker picks new ports.
+const portAttempts = 3
+
+func startBrokerOnce(ctx context.Context, weir, dataDir string, flags []string) (*broker, error) {
+	addr, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	metricsAddr, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	args := append([]string{"broker",
+		"--data-dir", dataDir,
+		"--listen", addr,
+		"--metrics-listen", metricsAddr,
+		"--log-level", "warn",
+	}, flags...)
+	cmd := exec.Command(weir, args...)
+	b := &broker{cmd: cmd, addr: addr, metricsAddr: metricsAddr, stderr: &tail{max: 16 << 10}, exited: make(chan struct{})}
+	cmd.Stdout = b.stderr
+	cmd.Stderr = b.stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrBroker, weir, err)
+	}
+	go func() {
+		b.exitErr = cmd.Wait()
+		close(b.exited)
+	}()
+	if err := b.waitReady(ctx); err != nil {
+		b.stop()
+		return nil, err
+	}
+	return b, nil
+}
+
+// freePort returns a loopback address whose port was free a moment ago
+// (the kernel picked it; another process could take it before the broker
+// binds it, which then fails the start with a clear error).
+func freePort() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", fmt.Errorf("%w: find a free port: %w", ErrBroker, err)
+	}
+	addr := ln.Addr().String()
+	return addr, ln.Close()
+}
+
+// waitReady polls the broker's port until it accepts a connection, the
+// process exits, or the deadline passes.
+func (b *broker) waitReady(ctx context.Context) error {
+	deadline := time.Now().Add(brokerStartTimeout)
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		conn, err := net.DialTimeout("tcp", b.addr, 200*time.Millisecond)
+		if err == nil {
+			return conn.Close()
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%w: not listening on %s after %v: %s", ErrBroker, b.addr, brokerStartTimeout, b.stderr.String())
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-b.exited:
+			return fmt.Errorf("%w: exited before listening (%v): %s", ErrBroker, b.exitErr, b.stderr.String())
+		case <-tick.C:
+		}
+	}
+}
+
+// stop sends SIGTERM (a graceful shutdown: logs flushed and sealed), waits,
+// and kills the broker if it takes longer than brokerStopTimeout. It returns
+// an error if the broker did not exit cleanly.
+func (b *broker) stop() error {
+	select {
+	case <-b.exited:
+	default:
+		_ = b.cmd.Process.Signal(syscall.SIGTERM)
+		timer := time.NewTimer(brokerStopTimeout)
+		defer timer.Stop()
+		select {
+		case <-b.exited:
+		case <-timer.C:
+			_ = b.cmd.Process.Kill()
+			<-b.exited
+			return fmt.Errorf("%w: did not stop within %v of SIGTERM; killed: %s", ErrBroker, brokerStopTimeout, b.stderr.String())
+		}
+	}
+	if b.exitErr != nil {
+		return fmt.Errorf("%w: %v: %s", ErrBroker, b.exitErr, b.stderr.String())
+	}
+	return nil
+}
+
+// Sample implements load.BrokerStats: CPU time and bytes written from
+// /proc/<pid>, fsyncs and stored bytes of the topics from /metrics.
+func (b *broker) Sample(ctx context.Context, topics []string) (load.BrokerSample, error) {
+	pid := b.cmd.Process.Pid
+	var s load.BrokerSample
+	var err error
+	if s.CPUSeconds, err = procCPUSeconds(pid); err != nil {
+		return s, err
+	}
+	s.WriteBytes = procWriteBytes(pid)
+	ms, err := b.scrape(ctx)
+	if err != nil {
+		return s, err
+	}
+	for _, m := range ms {
+		if !slices.Contains(topics, m.labels["topic"]) {
+			continue
+		}
+		switch m.name {
+		case "weir_partition_fsyncs_total":
+			s.Fsyncs += int64(m.value)
+		case "weir_partition_size_bytes":
+			s.StoredBytes += int64(m.value)
+		}
+	}
+	return s, nil
+}
+
+// procCPUSeconds reads utime+stime (fields 14 and 15) of /proc/<pid>/stat.
+func procCPUSeconds(pid int) (float64, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, fmt.Errorf("%w: %w", ErrBroker, err)
+	}
+	return parseStatCPU(string(data))
+}
+
+func parseStatCPU(stat string) (float64, error) {
+	// The command name (field 2) is in parentheses and may hold spaces:
+	// count fields after the last ')'.
+	i := strings.LastIndexByte(stat, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("%w: /proc stat without a command name", ErrBroker)
+	}
+	f := strings.Fields(stat[i+1:])
+	// f[0] is field 3 (state); utime is field 14, stime field 15.
+	if len(f) < 13 {
+		return 0, fmt.Errorf("%w: /proc stat has %d fields", ErrBroker, len(f)+2)
+	}
+	utime, err1 := strconv.ParseUint(f[11], 10, 64)
+	stime, err2 := strconv.ParseUint(f[12], 10, 64)
+	if err := errors.Join(err1, err2); err != nil {
+		return 0, fmt.Errorf("%w: /proc stat: %w", ErrBroker, err)
+	}
+	return float64(utime+stime) / clockTicks, nil
+}
+
+// procWriteBytes reads write_bytes of /proc/<pid>/io: bytes the process
+// caused to be sent to the storage layer. -1 when the kernel does not
+// account I/O or does not let this process read it.
+func procWriteBytes(pid int) int64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/io", pid))
+	if err != nil {
+		return -1
+	}
+	return parseIOWriteBytes(string(data))
+}
+
+func parseIOWriteBytes(io string) int64 {
+	for line := range strings.SplitSeq(io, "\n") {
+		if v, ok := strings.CutPrefix(line, "write_bytes:"); ok {
+			n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			if err != nil {
+				return -1
+			}
+			return n
+		}
+	}
+	return -1
+}
+
+// metric is one sample of the Prometheus text format.
+type metric struct {
+	name   string
+	labels map[string]string
+	value  float64
+}
+
+func (b *broker) scrape(ctx context.Context) ([]metric, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+b.metricsAddr+"/metrics", nil)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrBroker, err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("%w: metrics: %w", ErrBroker, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("%w: metrics: %s", ErrBroker, resp.Status)
+	}
+	return parseMetrics(resp.Body, "weir_partition_")
+}
+
+// parseMetrics reads the samples of the Prometheus text format whose names
+// start with prefix. Comments and other samples are skipped.
+func parseMetrics(r io.Reader, prefix string) ([]metric, error) {
+	var out []metric
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, prefix) {
+			continue
+		}
+		m := metric{labels: map[string]string{}}
+		rest := line
+		if i := strings.IndexAny(line, "{ "); i >= 0 {
+			m.name, rest = line[:i], line[i:]
+		}
+		if strings.HasPrefix(rest, "{") {
+			end := strings.LastIndexByte(rest, '}')
+			if end < 0 {
+				return nil, fmt.Errorf("%w: metrics: unterminated labels: %q", ErrBroker, line)
+			}
+			if err := parseLabels(rest[1:end], m.labels); err != nil {
+				return nil, fmt.Errorf("%w: metrics: %q: %w", ErrBroker, line, err)
+			}
+			rest = rest[end+1:]
+		}
+		f := strings.Fields(rest)
+		if len(f) == 0 {
+			return nil, fmt.Errorf("%w: metrics: no value: %q", ErrBroker, line)
+		}
+		v, err := strconv.ParseFloat(f[0], 64)
+		if err != nil {
+			return nil, fmt.Errorf("%w: metrics: %q: %w", ErrBroker, line, err)
+		}
+		m.value = v
+		out = append(out, m)
+	}
+	return out, sc.Err()
+}
+
+// parseLabels reads name="value",... with Prometheus' escapes.
+func parseLabels(s string, into map[string]string) error {
+	for s = strings.TrimSpace(s); s != ""; s = strings.TrimLeft(strings.TrimSpace(s), ",") {
+		name, rest, ok := strings.Cut(s, "=")
+		if !ok || !strings.HasPrefix(rest, `"`) {
+			return fmt.Errorf("bad label %q", s)
+		}
+		var v strings.Builder
+		i := 1
+		for ; i < len(rest) && rest[i] != '"'; i++ {
+			if rest[i] == '\\' && i+1 < len(rest) {
+				i++
+				switch rest[i] {
+				case 'n':
+					v.WriteByte('\n')
+				default:
+					v.WriteByte(rest[i])
+				}
+				continue
+			}
+			v.WriteByte(rest[i])
+		}
+		if i >= len(rest) {
+			return fmt.Errorf("unterminated label value in %q", s)
+		}
+		into[strings.TrimSpace(name)] = v.String()
+		s = rest[i+1:]
+	}
+	return nil
+}
+
+// tail keeps the last max bytes written to it: the broker's log, quoted in
+// errors.
+type tail struct {
+	mu  sync.Mutex
+	buf []byte
+	max int
+}
+
+func (t *tail) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if len(t.buf) > t.max {
+		t.buf = t.buf[len(t.buf)-t.max:]
+	}
+	return len(p), nil
+}
+
+func (t *tail) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s := string(bytes.TrimSpace(t.buf))
+	if s == "" {
+		return "(no output)"
+	}
+	return "broker output:\n" + s
+}

@@ -1,0 +1,422 @@
+// Package runner executes an experiment spec end to end: it validates the
+// spec, captures the environment, runs the probes, expands the load matrix
+// and runs each point's repetitions (against a fresh `weir broker`
+// subprocess per point for embedded targets), then writes and prints the
+// report.
+//
+// The broker runs as a subprocess, not in the runner's process, so that its
+// CPU time and disk writes can be read apart from the load generator's
+// (/proc/<pid>/stat and /proc/<pid>/io), and so a point starts from a cold
+// broker with a fresh data directory: no page cache of a previous point's
+// segments, no leftover topics. Each point's data directory is removed when
+// the point ends.
+//
+// Nothing runs before the whole spec is valid (values, plugin specs through
+// the plugin host, a reachable bootstrap address). Ctrl-C (ctx cancelled)
+// stops the current point cleanly (producers and consumers first, then the
+// broker), keeps every repetition that finished, marks the run interrupted
+// and still writes the report.
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/weir-broker/weir/core/topics"
+	"github.com/weir-broker/weir/harness/env"
+	"github.com/weir-broker/weir/harness/load"
+	"github.com/weir-broker/weir/harness/probe"
+	"github.com/weir-broker/weir/harness/report"
+	"github.com/weir-broker/weir/harness/result"
+	"github.com/weir-broker/weir/harness/spec"
+	"github.com/weir-broker/weir/plugins/host"
+	"github.com/weir-broker/weir/plugins/partitioner"
+)
+
+// Errors of Run.
+var (
+	// ErrBroker: the broker subprocess failed to start, serve or stop.
+	ErrBroker = errors.New("runner: broker")
+	// ErrInterrupted: the run was stopped (ctx cancelled) before it
+	// finished; the report holds what finished.
+	ErrInterrupted = errors.New("runner: interrupted")
+)
+
+// DefaultResultsRoot is where runs go without Options.Out.
+const DefaultResultsRoot = "results/runs"
+
+// targetDialTimeout bounds the reachability check of a bootstrap target.
+const targetDialTimeout = 3 * time.Second
+
+// Options configure Run. Only Spec is required.
+type Options struct {
+	// Spec is the experiment; Run validates it.
+	Spec *spec.Spec
+	// Out is the results directory. Default: ResultsRoot/<UTC time>-<name>.
+	Out string
+	// ResultsRoot is where Out defaults to a new directory. Default
+	// DefaultResultsRoot.
+	ResultsRoot string
+	// DataDir overrides target.embedded.data_dir.
+	DataDir string
+	// Weir is the weir binary that serves `weir broker` for embedded
+	// targets. Default: os.Executable() (the running weir).
+	Weir string
+	// PluginDir is searched for plugin binaries named by specs.
+	PluginDir string
+	// References are published figures added to the spec's (presets).
+	References []result.Reference
+	// Stdout receives the tables (report.Print); nil discards them.
+	Stdout io.Writer
+	// Stderr receives progress: bars on a terminal, else a line per point;
+	// nil discards it.
+	Stderr io.Writer
+	// DrainTimeout overrides load.Config.DrainTimeout (tests).
+	DrainTimeout time.Duration
+}
+
+// Run executes opts.Spec and returns the run and the directory its report
+// was written to. A spec error returns before anything runs. After an
+// interruption the report of what finished is written and the error wraps
+// ErrInterrupted and ctx's error.
+func Run(ctx context.Context, opts Options) (*result.Run, string, error) {
+	s := opts.Spec
+	if s == nil {
+		return nil, "", fmt.Errorf("%w: no spec", spec.ErrInvalid)
+	}
+	stderr := opts.Stderr
+	if stderr == nil {
+		stderr = io.Discard
+	}
+	h := host.New(host.Config{Dir: opts.PluginDir, Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	defer h.Close()
+	if err := s.Validate(h); err != nil {
+		return nil, "", err
+	}
+	if err := s.CheckTarget(ctx, targetDialTimeout); err != nil {
+		return nil, "", err
+	}
+	sections, err := s.Sections()
+	if err != nil {
+		return nil, "", err
+	}
+	embedded := s.Target.IsEmbedded()
+	weir := opts.Weir
+	if embedded && weir == "" {
+		if weir, err = os.Executable(); err != nil {
+			return nil, "", fmt.Errorf("%w: find the weir binary: %w", ErrBroker, err)
+		}
+	}
+
+	// Where the brokers' data directories and the probes' files go.
+	var dataRoot string
+	if embedded {
+		dataRoot = opts.DataDir
+		if dataRoot == "" && s.Target.Embedded != nil {
+			dataRoot = s.Target.Embedded.DataDir
+		}
+		if dataRoot == "" {
+			dataRoot = os.TempDir()
+		} else if err := os.MkdirAll(dataRoot, 0o755); err != nil {
+			return nil, "", fmt.Errorf("runner: data directory: %w", err)
+		}
+	}
+	// The run works in a directory of its own under the data root, removed
+	// at the end, so nothing of the user's there is touched.
+	workDir := ""
+	if embedded {
+		if workDir, err = os.MkdirTemp(dataRoot, "weir-run-"); err != nil {
+			return nil, "", fmt.Errorf("runner: data directory: %w", err)
+		}
+		defer os.RemoveAll(workDir)
+	}
+
+	started := time.Now().UTC()
+	out := opts.Out
+	if out == "" {
+		root := opts.ResultsRoot
+		if root == "" {
+			root = DefaultResultsRoot
+		}
+		out = filepath.Join(root, started.Format("20060102T150405Z")+"-"+s.Name)
+	}
+	run := &result.Run{Version: result.SchemaVersion, Name: s.Name, Spec: s.Text, Seed: s.Seed, Started: started}
+	run.Env = env.Capture(dataRoot)
+	run.Env.Target = "embedded"
+	if !embedded {
+		run.Env.Target = s.Target.Bootstrap
+	}
+	for _, w := range s.Warnings {
+		fmt.Fprintf(stderr, "weir run: warning: %s\n", w)
+	}
+
+	r := &runner{opts: opts, spec: s, host: h, weir: weir, workDir: workDir, runID: started.Format("150405")}
+	var estimate time.Duration
+	points := 0
+	for _, sec := range sections {
+		for _, p := range sec.Points {
+			estimate += r.pointEstimate(p.Workload)
+			points++
+		}
+	}
+	r.progress = newProgress(stderr, isTerminal(stderr), points, estimate)
+
+	runErr := r.probes(ctx, run)
+	if runErr == nil {
+		runErr = r.load(ctx, run, sections)
+	}
+	run.Ended = time.Now().UTC()
+	run.References = append(run.References, opts.References...)
+	for _, ref := range s.References {
+		run.References = append(run.References, result.Reference{Section: ref.Section, PointID: ref.Point, Metric: ref.Metric, Value: ref.Value, Label: ref.Label, Source: ref.Source})
+	}
+	if ctx.Err() != nil {
+		run.Interrupted = true
+		runErr = fmt.Errorf("%w: %w", ErrInterrupted, context.Cause(ctx))
+	}
+	if err := report.Write(out, run); err != nil {
+		return run, out, errors.Join(runErr, err)
+	}
+	if opts.Stdout != nil {
+		if err := report.Print(opts.Stdout, run); err != nil {
+			return run, out, errors.Join(runErr, err)
+		}
+	}
+	return run, out, runErr
+}
+
+// runner is the state of one Run.
+type runner struct {
+	opts     Options
+	spec     *spec.Spec
+	host     *host.Host
+	weir     string
+	workDir  string // the run's own directory under the data root (embedded targets)
+	runID    string // names topics, so runs against one cluster do not collide
+	progress *progress
+	point    int // load points started, over all sections
+}
+
+// pointEstimate is a point's expected time: its reps' windows and warm-ups,
+// plus a second per rep for topics and drains and a second for the broker.
+func (r *runner) pointEstimate(w spec.Workload) time.Duration {
+	reps := time.Duration(r.spec.Repetitions)
+	return reps*(w.Warmup+w.Duration+time.Second) + time.Second
+}
+
+// probes runs the spec's disk and memory probes, adding their sections and
+// the published figures they compare with.
+func (r *runner) probes(ctx context.Context, run *result.Run) error {
+	d, m := r.spec.Probes.Disk, r.spec.Probes.Memory
+	if d == nil && m == nil {
+		return nil
+	}
+	if d != nil {
+		var blocks []int // nil: the probe's defaults
+		for _, b := range d.BlockSizes {
+			blocks = append(blocks, int(b))
+		}
+		update, end := r.progress.probe(probe.SectionDisk)
+		sec, err := probe.Disk(ctx, probe.DiskOptions{
+			Dir: r.workDir, FileSize: int64(d.FileSize), BlockSizes: blocks, Ops: d.Ops, Patterns: d.Patterns, IO: d.IO,
+			BufferedRandomReads: d.BufferedRandomReads, PointDuration: d.PointDuration, FsyncOps: d.FsyncOps,
+			FsyncBlock: int(d.FsyncBlock), FsyncTimeout: d.FsyncTimeout, Reps: d.Reps, Seed: r.spec.Seed,
+		}, update)
+		end(fmt.Sprintf("%d points", len(sec.Points)))
+		if len(sec.Points) > 0 {
+			run.Sections = append(run.Sections, sec)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if m != nil {
+		dir := ""
+		if !m.NoDisk {
+			dir = r.workDir
+		}
+		update, end := r.progress.probe(probe.SectionMemory)
+		sec, err := probe.Memory(ctx, probe.MemoryOptions{
+			Bytes: int64(m.Bytes), Dir: dir, DiskBytes: int64(m.DiskBytes), PointDuration: m.PointDuration, Reps: m.Reps, Seed: r.spec.Seed,
+		}, update)
+		end(fmt.Sprintf("%d points", len(sec.Points)))
+		if len(sec.Points) > 0 {
+			run.Sections = append(run.Sections, sec)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	run.References = append(run.References, probe.References()...)
+	return nil
+}
+
+// load runs every load section's points. A section keeps the points with at
+// least one finished repetition.
+func (r *runner) load(ctx context.Context, run *result.Run, sections []spec.Section) error {
+	for _, sec := range sections {
+		rs := result.Section{Name: sec.Name, Factors: slices.Clone(sec.Factors)}
+		var err error
+		for _, p := range sec.Points {
+			var pt result.Point
+			pt, err = r.runPoint(ctx, sec.Name, p)
+			if len(pt.Reps) > 0 {
+				rs.Points = append(rs.Points, pt)
+			}
+			if err != nil {
+				break
+			}
+		}
+		run.Sections = append(run.Sections, rs)
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// runPoint runs one point's repetitions, with its own broker for embedded
+// targets. Failed repetitions are recorded in the point; the error is for
+// what stops the run (ctx, a broker that will not start or stop).
+func (r *runner) runPoint(ctx context.Context, section string, p spec.Point) (pt result.Point, err error) {
+	index := r.point
+	r.point++
+	pt = result.Point{ID: p.ID, Factors: slices.Clone(p.Factors)}
+	w := p.Workload
+	label := section
+	if p.ID != "" {
+		label += " " + p.ID
+	}
+	pp := r.progress.point(label, r.pointEstimate(w))
+	summary := "not run"
+	defer func() { pp.end(summary) }()
+
+	cfg := load.Config{Workload: w, DrainTimeout: r.opts.DrainTimeout, TopicConfigs: maps.Clone(w.TopicConfig)}
+	if cfg.TopicConfigs == nil {
+		cfg.TopicConfigs = map[string]string{}
+	}
+	if path := r.spec.PayloadPath(w); path != "" {
+		if cfg.PayloadFile, err = os.ReadFile(path); err != nil {
+			return pt, fmt.Errorf("runner: payload_file: %w", err)
+		}
+	}
+	c, err := r.host.Codec(w.Codec)
+	if err != nil {
+		return pt, err
+	}
+	if cl, ok := c.(io.Closer); ok {
+		defer cl.Close()
+	}
+	cfg.Codec = c
+	if w.Partitioner != "" {
+		specStr := w.Partitioner
+		cfg.NewPartitioner = func() (partitioner.Partitioner, error) { return r.host.Partitioner(specStr) }
+	}
+
+	if r.spec.Target.IsEmbedded() {
+		if w.FlushPolicy != "" {
+			cfg.TopicConfigs[topics.ConfigFlushPolicy] = w.FlushPolicy
+		}
+		cfg.TopicConfigs[topics.ConfigDurableAcks] = strconv.FormatBool(w.DurableAcks)
+		dir := filepath.Join(r.workDir, fmt.Sprintf("point-%03d", index))
+		defer os.RemoveAll(dir)
+		var flags []string
+		if r.opts.PluginDir != "" {
+			// The broker resolves flush policy plugins itself.
+			flags = append(flags, "--plugin-dir", r.opts.PluginDir)
+		}
+		if e := r.spec.Target.Embedded; e != nil {
+			flags = append(flags, e.BrokerFlags...) // after ours: the spec's win
+		}
+		b, err := startBroker(ctx, r.weir, dir, flags)
+		if err != nil {
+			return pt, err
+		}
+		defer func() {
+			if stopErr := b.stop(); stopErr != nil && err == nil && ctx.Err() == nil {
+				err = stopErr
+			}
+		}()
+		cfg.Bootstrap = b.addr
+		cfg.Broker = b
+	} else {
+		cfg.Bootstrap = r.spec.Target.Bootstrap
+	}
+
+	for rep := range r.spec.Repetitions {
+		if b, ok := cfg.Broker.(*broker); ok {
+			select {
+			case <-b.exited:
+				summary = fmt.Sprintf("broker died after %d of %d reps", len(pt.Reps), r.spec.Repetitions)
+				return pt, fmt.Errorf("%w: exited during the point (%v): %s", ErrBroker, b.exitErr, b.stderr.String())
+			default:
+			}
+		}
+		pp.rep(rep, r.spec.Repetitions)
+		cfg.Seed = r.spec.Seed + 1000*int64(index) + int64(rep)
+		cfg.TopicPrefix = fmt.Sprintf("weir-run-%s-p%d-r%d", r.runID, index, rep)
+		begin := time.Now()
+		res, err := load.Run(ctx, cfg)
+		if ctx.Err() != nil {
+			summary = fmt.Sprintf("interrupted after %d of %d reps", len(pt.Reps), r.spec.Repetitions)
+			return pt, ctx.Err()
+		}
+		rp := result.Rep{Started: res.Started.UTC(), Duration: res.Window, Metrics: res.Metrics}
+		if res.Metrics == nil {
+			rp.Started, rp.Metrics = begin.UTC(), map[string]float64{}
+		}
+		if err != nil {
+			rp.Error = err.Error()
+		}
+		pt.Reps = append(pt.Reps, rp)
+	}
+	summary = pointSummary(&pt)
+	return pt, nil
+}
+
+// pointSummary is the one line a finished point prints: its medians.
+func pointSummary(pt *result.Point) string {
+	var parts []string
+	failed := 0
+	for _, rp := range pt.Reps {
+		if rp.Error != "" {
+			failed++
+		}
+	}
+	parts = append(parts, fmt.Sprintf("%d reps", len(pt.Reps)))
+	if failed > 0 {
+		parts[0] += fmt.Sprintf(" (%d failed)", failed)
+	}
+	add := func(metric, format string) {
+		if vs := pt.Values(metric); len(vs) > 0 {
+			parts = append(parts, fmt.Sprintf(format, report.FormatValue(median(vs))))
+		}
+	}
+	add(result.ProduceMsgsPerSec, "produce %s msgs/s")
+	add(result.ProduceMBPerSec, "%s MB/s")
+	add(result.ConsumeMsgsPerSec, "consume %s msgs/s")
+	add(result.AckP99, "ack p99 %s us")
+	add(result.E2EP99, "e2e p99 %s us")
+	add(result.CompressionRatio, "compression %s")
+	return strings.Join(parts, ", ")
+}
+
+func median(vs []float64) float64 {
+	s := slices.Clone(vs)
+	slices.Sort(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}

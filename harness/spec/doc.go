@@ -1,0 +1,72 @@
+// Package spec reads experiment specs: YAML files that say what to measure
+// (the target, the workload, the factors to vary), so that a run can be
+// repeated by someone else from the file and its seed alone.
+//
+// A spec is parsed strictly: an unknown field is an error that names the
+// field and its line, because a misspelt factor that is silently ignored
+// produces a run that measures something other than what its author meant.
+// Everything is validated before any load starts (Validate, CheckTarget),
+// and every error names the field it is about, in the form
+// `workload.rate: must be >= 0` or `factors.codec[2]: ...`.
+//
+// # Format
+//
+//	name: codec-sweep            # names the run and its results directory
+//	seed: 1                      # seeds payloads, keys and sizes (default 0)
+//	repetitions: 5               # reps per matrix point (default 5)
+//	target:                      # one of embedded (the default) or bootstrap
+//	  embedded:                  # a `weir broker` subprocess per point
+//	    data_dir: /mnt/nvme/weir # where its data directories go (default: a temp dir)
+//	    broker_flags: [--disable-sendfile]
+//	  # bootstrap: 10.0.0.5:9092 # or any Kafka-compatible cluster
+//	workload:
+//	  topics: 1
+//	  partitions: 4
+//	  message_size: 1KiB         # or {distribution: uniform, min: 100, max: 2KiB}
+//	                             #    {distribution: normal, mean: 1KiB, stddev: 256, min: 64, max: 4KiB}
+//	                             #    {distribution: exponential, mean: 1KiB, min: 64, max: 16KiB}
+//	  payload: json              # random | json | text (or payload_file: path)
+//	  keys: {kind: zipf, count: 1000}  # none | uniform | zipf | sequential
+//	  producers: 1
+//	  consumers: 1               # 0: produce only
+//	  consume: live              # live (with the producers) | backlog (after them)
+//	  rate: 0                    # records/s over all producers; 0: as fast as possible
+//	  warmup: 1s
+//	  duration: 10s
+//	  acks: all                  # 0 | 1 | all
+//	  codec: none                # a codec spec (weir codecs), or a plugin path
+//	  partitioner: ""            # a partitioner spec; "": the client's default
+//	  flush_policy: ""           # embedded only; "": the broker's default
+//	  durable_acks: false        # embedded only
+//	  batch_max_bytes: 1000012   # franz-go's default
+//	  linger: 10ms               # franz-go's default
+//	  topic_config: {segment.bytes: "1073741824"}
+//	factors:                     # each a list of levels; the matrix is their product
+//	  codec: [none, zstd]
+//	  flush_policy: [never, every-batch]
+//	probes:                      # optional disk and memory probes, run before the load
+//	  disk: {file_size: 256MiB, block_sizes: [4KiB, 1MiB]}
+//	  memory: {bytes: 256MiB}
+//	no_load: false               # true: run the probes only
+//	references: []               # published figures to print beside this machine's
+//
+// A spec may instead list experiments, each a load section of the run with
+// its own workload overrides (applied over the top-level workload) and
+// factors; the kreps2014 preset does this to reproduce several tables.
+//
+// # Matrix order
+//
+// Factors expand as a full matrix in a fixed order, the first factor varying
+// slowest: codec, partitioner, flush_policy, durable_acks, acks,
+// batch_max_bytes, linger, partitions, message_size, producers, consumers.
+// Levels keep the order the spec lists them in. A point's ID joins the
+// factor levels in that order ("codec=zstd/flush_policy=never"), the form of
+// Go sub-benchmark names, so benchstat can slice the results.
+//
+// # OpenMessaging Benchmark workloads
+//
+// A file with OMB's workload fields (partitionsPerTopic, messageSize,
+// producerRate, ...) is read as an OMB workload where the fields overlap;
+// fields weir does not support are listed in Spec.Warnings, never silently
+// dropped.
+package spec

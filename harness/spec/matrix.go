@@ -1,0 +1,339 @@
+package spec
+
+import (
+	"fmt"
+	"io"
+	"maps"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/weir-broker/weir/harness/result"
+)
+
+// Section is one load experiment of a spec, expanded: its factors (the
+// ones with levels, in matrix order) and every point of their product.
+type Section struct {
+	Name    string // "load", or "load-" + the experiment's name
+	Factors []string
+	Points  []Point
+}
+
+// Point is one cell of a section's matrix: the workload with the cell's
+// factor levels applied.
+type Point struct {
+	// ID joins the levels in matrix order, "codec=zstd/flush_policy=never";
+	// "" for a section without factors.
+	ID       string
+	Factors  []result.FactorValue
+	Workload Workload
+}
+
+// factorDef describes one factor: how many levels a Factors value gives it,
+// a level's form in point IDs, and how a level sets a workload.
+type factorDef struct {
+	name  string
+	n     func(*Factors) int
+	id    func(*Factors, int) string
+	apply func(*Factors, int, *Workload)
+}
+
+// factorDefs is the matrix order (see the package doc): what changes the
+// broker or the client's encoding first, the load's shape last.
+var factorDefs = []factorDef{
+	{"codec",
+		func(f *Factors) int { return len(f.Codec) },
+		func(f *Factors, i int) string { return idValue(f.Codec[i]) },
+		func(f *Factors, i int, w *Workload) { w.Codec = f.Codec[i] }},
+	{"partitioner",
+		func(f *Factors) int { return len(f.Partitioner) },
+		func(f *Factors, i int) string { return idValue(f.Partitioner[i]) },
+		func(f *Factors, i int, w *Workload) { w.Partitioner = noDefault(f.Partitioner[i]) }},
+	{"flush_policy",
+		func(f *Factors) int { return len(f.FlushPolicy) },
+		func(f *Factors, i int) string { return idValue(f.FlushPolicy[i]) },
+		func(f *Factors, i int, w *Workload) { w.FlushPolicy = noDefault(f.FlushPolicy[i]) }},
+	{"durable_acks",
+		func(f *Factors) int { return len(f.DurableAcks) },
+		func(f *Factors, i int) string { return strconv.FormatBool(f.DurableAcks[i]) },
+		func(f *Factors, i int, w *Workload) { w.DurableAcks = f.DurableAcks[i] }},
+	{"acks",
+		func(f *Factors) int { return len(f.Acks) },
+		func(f *Factors, i int) string { return f.Acks[i] },
+		func(f *Factors, i int, w *Workload) { w.Acks = f.Acks[i] }},
+	{"batch_max_bytes",
+		func(f *Factors) int { return len(f.BatchMaxBytes) },
+		func(f *Factors, i int) string { return f.BatchMaxBytes[i].String() },
+		func(f *Factors, i int, w *Workload) { w.BatchMaxBytes = f.BatchMaxBytes[i] }},
+	{"linger",
+		func(f *Factors) int { return len(f.Linger) },
+		func(f *Factors, i int) string { return f.Linger[i].String() },
+		func(f *Factors, i int, w *Workload) { w.Linger = f.Linger[i] }},
+	{"partitions",
+		func(f *Factors) int { return len(f.Partitions) },
+		func(f *Factors, i int) string { return strconv.Itoa(f.Partitions[i]) },
+		func(f *Factors, i int, w *Workload) { w.Partitions = f.Partitions[i] }},
+	{"message_size",
+		func(f *Factors) int { return len(f.MessageSize) },
+		func(f *Factors, i int) string { return f.MessageSize[i].String() },
+		func(f *Factors, i int, w *Workload) { w.MessageSize = f.MessageSize[i] }},
+	{"producers",
+		func(f *Factors) int { return len(f.Producers) },
+		func(f *Factors, i int) string { return strconv.Itoa(f.Producers[i]) },
+		func(f *Factors, i int, w *Workload) { w.Producers = f.Producers[i] }},
+	{"consumers",
+		func(f *Factors) int { return len(f.Consumers) },
+		func(f *Factors, i int) string { return strconv.Itoa(f.Consumers[i]) },
+		func(f *Factors, i int, w *Workload) { w.Consumers = f.Consumers[i] }},
+}
+
+// noDefault maps the level "default" (the client's partitioner, the
+// broker's flush policy) to the workload's "".
+func noDefault(s string) string {
+	if s == "default" {
+		return ""
+	}
+	return s
+}
+
+// FactorNames lists every factor a spec may vary, in matrix order.
+func FactorNames() []string {
+	names := make([]string, len(factorDefs))
+	for i, d := range factorDefs {
+		names[i] = d.name
+	}
+	return names
+}
+
+// idValue is a spec string's form in point IDs: a plugin path by its file
+// name (a '/' would split the ID), white space removed.
+func idValue(s string) string {
+	s = strings.Join(strings.Fields(s), "")
+	if name, params, _ := strings.Cut(s, ":"); strings.Contains(name, "/") {
+		s = filepath.Base(name)
+		if params != "" {
+			s += ":" + params
+		}
+	}
+	return s
+}
+
+// Sections expands the spec's matrix: one section for a spec without
+// experiments, one per experiment otherwise (none with no_load), each
+// point's workload being
+// the top-level workload, then the experiment's overrides, then the point's
+// levels.
+func (s *Spec) Sections() ([]Section, error) {
+	if s.NoLoad {
+		return nil, nil
+	}
+	if len(s.Experiments) == 0 {
+		return []Section{expand("load", s.Workload, &s.Factors)}, nil
+	}
+	out := make([]Section, 0, len(s.Experiments))
+	for i, e := range s.Experiments {
+		w := s.Workload
+		w.TopicConfig = maps.Clone(w.TopicConfig)
+		if i < len(s.experimentNodes) {
+			if err := s.experimentNodes[i].Decode(&w); err != nil {
+				return nil, fmt.Errorf("%w: experiments[%d].workload: %s", ErrInvalid, i, yamlMessage(err))
+			}
+		} else {
+			// A Spec built in code: its Workload is the complete override.
+			w = e.Workload
+		}
+		out = append(out, expand("load-"+e.Name, w, &e.Factors))
+	}
+	return out, nil
+}
+
+// expand builds the full product of the factors with levels, the first
+// factor varying slowest.
+func expand(name string, base Workload, f *Factors) Section {
+	var defs []factorDef
+	for _, d := range factorDefs {
+		if d.n(f) > 0 {
+			defs = append(defs, d)
+		}
+	}
+	base.Partitioner = noDefault(base.Partitioner)
+	base.FlushPolicy = noDefault(base.FlushPolicy)
+	sec := Section{Name: name}
+	for _, d := range defs {
+		sec.Factors = append(sec.Factors, d.name)
+	}
+	idx := make([]int, len(defs)) // the current level of each factor
+	for {
+		w := base
+		w.TopicConfig = maps.Clone(base.TopicConfig)
+		var p Point
+		var ids []string
+		for k, d := range defs {
+			d.apply(f, idx[k], &w)
+			v := d.id(f, idx[k])
+			p.Factors = append(p.Factors, result.FactorValue{Name: d.name, Value: v})
+			ids = append(ids, d.name+"="+v)
+		}
+		p.ID = strings.Join(ids, "/")
+		p.Workload = w
+		sec.Points = append(sec.Points, p)
+		// Advance like an odometer: the last factor fastest.
+		k := len(defs) - 1
+		for ; k >= 0; k-- {
+			idx[k]++
+			if idx[k] < defs[k].n(f) {
+				break
+			}
+			idx[k] = 0
+		}
+		if k < 0 {
+			return sec
+		}
+	}
+}
+
+// Summary is a one-line description of w, for dry runs and reports.
+func (w Workload) Summary() string {
+	rate := "max"
+	if w.Rate > 0 {
+		rate = strconv.FormatFloat(w.Rate, 'f', -1, 64) + "/s"
+	}
+	parts := []string{
+		fmt.Sprintf("topics=%d", w.Topics),
+		fmt.Sprintf("partitions=%d", w.Partitions),
+		"message_size=" + w.MessageSize.String(),
+		"payload=" + w.payloadName(),
+		"keys=" + w.Keys.String(),
+		fmt.Sprintf("producers=%d", w.Producers),
+		fmt.Sprintf("consumers=%d", w.Consumers),
+	}
+	if w.Consumers > 0 {
+		parts = append(parts, "consume="+w.Consume)
+	}
+	parts = append(parts,
+		"rate="+rate,
+		"warmup="+w.Warmup.String(),
+		"duration="+w.Duration.String(),
+		"acks="+w.Acks,
+		"codec="+w.Codec,
+		"partitioner="+orDefault(w.Partitioner),
+		"flush_policy="+orDefault(w.FlushPolicy),
+		fmt.Sprintf("durable_acks=%t", w.DurableAcks),
+		"batch_max_bytes="+w.BatchMaxBytes.String(),
+		"linger="+w.Linger.String(),
+	)
+	for _, k := range slices.Sorted(maps.Keys(w.TopicConfig)) {
+		parts = append(parts, "topic_config."+k+"="+w.TopicConfig[k])
+	}
+	return strings.Join(parts, " ")
+}
+
+func (w Workload) payloadName() string {
+	if w.PayloadFile != "" {
+		return "file:" + w.PayloadFile
+	}
+	return w.Payload
+}
+
+// String is the key distribution in words: "none", "zipf-1000-s1.2".
+func (k Keys) String() string {
+	switch k.Kind {
+	case "none":
+		return "none"
+	case "zipf":
+		return fmt.Sprintf("zipf-%d-s%v", k.Count, k.ZipfS)
+	}
+	return fmt.Sprintf("%s-%d", k.Kind, k.Count)
+}
+
+func orDefault(s string) string {
+	if s == "" {
+		return "default"
+	}
+	return s
+}
+
+// WriteMatrix prints what a run of s would do: the target, the probes, and
+// every section's points with their workloads, and a lower bound on the
+// load's duration (reps x (warm-up + window), without broker starts and
+// drains). It is `weir run --dry-run`'s output.
+func (s *Spec) WriteMatrix(w io.Writer) error {
+	sections, err := s.Sections()
+	if err != nil {
+		return err
+	}
+	target := "embedded broker"
+	if e := s.Target.Embedded; e != nil {
+		if e.DataDir != "" {
+			target += ", data under " + e.DataDir
+		}
+		if len(e.BrokerFlags) > 0 {
+			target += ", flags " + strings.Join(e.BrokerFlags, " ")
+		}
+	}
+	if !s.Target.IsEmbedded() {
+		target = "bootstrap " + s.Target.Bootstrap
+	}
+	fmt.Fprintf(w, "spec %s: seed %d, %d repetitions, target %s\n", s.Name, s.Seed, s.Repetitions, target)
+	for _, warn := range s.Warnings {
+		fmt.Fprintf(w, "warning: %s\n", warn)
+	}
+	if d := s.Probes.Disk; d != nil {
+		fmt.Fprintf(w, "probe disk: %s\n", setFields(d))
+	}
+	if m := s.Probes.Memory; m != nil {
+		fmt.Fprintf(w, "probe memory: %s\n", setFields(m))
+	}
+	var total time.Duration
+	for _, sec := range sections {
+		factors := "no factors"
+		if len(sec.Factors) > 0 {
+			factors = strings.Join(sec.Factors, " x ")
+		}
+		fmt.Fprintf(w, "section %s: %d points (%s)\n", sec.Name, len(sec.Points), factors)
+		for i, p := range sec.Points {
+			id := p.ID
+			if id == "" {
+				id = "(single point)"
+			}
+			fmt.Fprintf(w, "  %d. %s\n     %s\n", i+1, id, p.Workload.Summary())
+			total += time.Duration(s.Repetitions) * (p.Workload.Warmup + p.Workload.Duration)
+		}
+	}
+	if s.NoLoad {
+		_, err = fmt.Fprintln(w, "no load (no_load: true)")
+		return err
+	}
+	_, err = fmt.Fprintf(w, "load time: at least %v\n", total)
+	return err
+}
+
+// setFields lists the fields of a probe's options that the spec set, by
+// their YAML names; the others take the probe's defaults.
+func setFields(v any) string {
+	var parts []string
+	rv := reflect.ValueOf(v).Elem()
+	for i := range rv.NumField() {
+		f := rv.Field(i)
+		if f.IsZero() {
+			continue
+		}
+		name, _, _ := strings.Cut(rv.Type().Field(i).Tag.Get("yaml"), ",")
+		val := fmt.Sprint(f.Interface())
+		if f.Kind() == reflect.Slice {
+			var items []string
+			for j := range f.Len() {
+				items = append(items, fmt.Sprint(f.Index(j).Interface()))
+			}
+			val = "[" + strings.Join(items, ", ") + "]"
+		}
+		parts = append(parts, name+" "+val)
+	}
+	if len(parts) == 0 {
+		return "the probe's defaults"
+	}
+	return strings.Join(parts, ", ") + "; the rest at the probe's defaults"
+}
