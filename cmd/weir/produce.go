@@ -82,7 +82,7 @@ Java client's default: keys land where Kafka's own producers put them.
 
 --codec and --partitioner take a spec, NAME or NAME:key=value,...: a
 built-in (codecs none, gzip, snappy, lz4, zstd; partitioners murmur2, crc32,
-round-robin, sticky, random), else an external plugin: the executable
+fnv1a, round-robin, sticky, random: see weir plugins), else an external plugin: the executable
 weir-codec-NAME or weir-partitioner-NAME in --plugin-dir, or a NAME holding
 a '/', the plugin's path.
 
@@ -246,9 +246,11 @@ func runProduce(ctx context.Context, f produceFlags, cfg produceConfig, stdin io
 	if err != nil {
 		return fmt.Errorf("%w --codec %q: %w", errBadFlag, f.codec, err)
 	}
-	part, err := h.Partitioner(f.partitioner)
-	if err != nil {
-		return fmt.Errorf("%w --partitioner %q: %w", errBadFlag, f.partitioner, err)
+	var part partitioner.Partitioner // unused with -p: no plugin started for nothing
+	if f.partition < 0 {
+		if part, err = h.Partitioner(f.partitioner); err != nil {
+			return fmt.Errorf("%w --partitioner %q: %w", errBadFlag, f.partitioner, err)
+		}
 	}
 
 	opts := []kgo.Opt{

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 
 	"github.com/weir-broker/weir/core/partlog"
 	"github.com/weir-broker/weir/core/record"
@@ -32,7 +33,13 @@ type Partition struct {
 	maxBatch   int           // the log's MaxBatchBytes, to validate batches Append does not pass to the log
 	recompress *recompressor // compression.type other than producer; nil keeps batches as produced
 	clock      partlog.Clock
-	prod       producers
+
+	// prod is rebuilt from the log when the log's generation moves on (a
+	// recovery or Truncate cut records it remembers). Idempotent appends
+	// hold prodMu shared; the rebuild holds it alone.
+	prodMu  sync.RWMutex
+	prod    producers
+	prodGen int64 // the log generation prod was built for
 }
 
 // AppendResult says where an append went.
@@ -86,6 +93,13 @@ func newPartition(topic string, i int32, l *partlog.Log, tc topicConfig, clock p
 // With DurableAcks, Append returns only once Log.FlushedOffset covers the
 // records (a duplicate waits for its original append's fsync); concurrent
 // appends share fsyncs (group commit).
+//
+// Storage failures come back as partlog.ErrFailed (KAFKA_STORAGE_ERROR,
+// which clients retry), and the log recovers by itself (see partlog). A
+// durable ack is never given for records a recovery cut before their fsync
+// (partlog.ErrCut), nor for the retry of a batch whose original was cut: the
+// retry is appended again instead, once the producers' state has been
+// rebuilt from what the log still holds.
 func (p *Partition) Append(ctx context.Context, records []byte) (AppendResult, error) {
 	if p.recompress != nil {
 		var err error
@@ -96,24 +110,21 @@ func (p *Partition) Append(ctx context.Context, records []byte) (AppendResult, e
 	var buf [4]record.Header
 	hs, idempotent := scanHeaders(buf[:0], records)
 	var res AppendResult
+	var r partlog.AppendResult // what to wait for: the append, or a duplicate's original
 	var err error
 	if idempotent {
-		res, err = p.appendIdempotent(ctx, records, hs)
+		res, r, err = p.appendIdempotent(ctx, records, hs)
 	} else {
-		var r partlog.AppendResult
 		r, err = p.Log.Append(ctx, records, leaderEpoch)
 		res = AppendResult{BaseOffset: r.BaseOffset, NextOffset: r.NextOffset}
-		if err == nil && r.Flushed {
-			return p.result(res), nil
-		}
 	}
 	if err != nil {
 		return AppendResult{}, p.wrap(err)
 	}
-	if p.DurableAcks && p.Log.FlushedOffset() < res.NextOffset {
+	if p.DurableAcks && !r.Flushed {
 		// The wait ends with the request's timeout (REQUEST_TIMED_OUT); the
 		// fsync goes on.
-		if err := p.Log.FlushContext(ctx, res.NextOffset); err != nil {
+		if err := p.Log.FlushAppended(ctx, r); err != nil {
 			return AppendResult{}, p.wrap(err)
 		}
 	}
@@ -154,7 +165,24 @@ type pending struct {
 	meta  batchMeta
 }
 
-func (p *Partition) appendIdempotent(ctx context.Context, records []byte, hs []record.Header) (AppendResult, error) {
+// appendIdempotent returns the result, and the log's view of what a durable
+// ack must wait for: the append, or a duplicate's original append.
+func (p *Partition) appendIdempotent(ctx context.Context, records []byte, hs []record.Header) (AppendResult, partlog.AppendResult, error) {
+	// A failed log recovers (or refuses) first: duplicates are answered
+	// without appending, and must not be while the log is failed, nor from
+	// state a recovery's cut has made stale.
+	if err := p.Log.RecoverIfDue(); err != nil {
+		return AppendResult{}, partlog.AppendResult{}, err
+	}
+	p.prodMu.RLock()
+	if p.prodGen != p.Log.Generation() {
+		p.prodMu.RUnlock()
+		if err := p.resyncProducers(); err != nil {
+			return AppendResult{}, partlog.AppendResult{}, err
+		}
+		p.prodMu.RLock()
+	}
+	defer p.prodMu.RUnlock()
 	// Lock every producer of the request, in ascending id order (a request
 	// carries one batch, so one producer, in practice).
 	var idBuf [4]int64
@@ -193,7 +221,7 @@ func (p *Partition) appendIdempotent(ctx context.Context, records []byte, hs []r
 		v, meta, err := states[k].check(h)
 		if err != nil {
 			unlock()
-			return AppendResult{}, p.rejected(records, err)
+			return AppendResult{}, partlog.AppendResult{}, p.rejected(records, err)
 		}
 		if v == duplicate {
 			dups = append(dups, meta)
@@ -207,28 +235,39 @@ func (p *Partition) appendIdempotent(ctx context.Context, records []byte, hs []r
 	switch {
 	case len(dups) > 0 && len(dups) < len(hs):
 		unlock()
-		return AppendResult{}, p.rejected(records, fmt.Errorf("%w: %d of %d batches are duplicates, %d new",
+		return AppendResult{}, partlog.AppendResult{}, p.rejected(records, fmt.Errorf("%w: %d of %d batches are duplicates, %d new",
 			ErrOutOfOrderSequence, len(dups), len(hs), len(pend)+plain))
 	case len(dups) > 0:
 		if err := p.validate(records); err != nil { // Kafka checks the CRC before deduplicating
 			unlock()
-			return AppendResult{}, err
+			return AppendResult{}, partlog.AppendResult{}, err
+		}
+		res := AppendResult{BaseOffset: dups[0].base, NextOffset: dups[len(dups)-1].next, Duplicate: true}
+		for _, d := range dups {
+			res.NextOffset = max(res.NextOffset, d.next)
+		}
+		// The state holds what the log held at generation prodGen (or
+		// was appended since, which only makes this check stricter).
+		orig := partlog.AppendResult{BaseOffset: res.BaseOffset, NextOffset: res.NextOffset, Generation: p.prodGen}
+		if !p.Log.Survived(orig) {
+			// The original was cut before its fsync (the rebuild that
+			// forgets it comes with the next append): the client's retry
+			// must append it again, so it gets a retriable error.
+			unlock()
+			return AppendResult{}, partlog.AppendResult{}, fmt.Errorf("%w: %w: retry of offsets [%d, %d)",
+				partlog.ErrFailed, partlog.ErrCut, res.BaseOffset, res.NextOffset)
 		}
 		for _, e := range entries {
 			e.used = now
 		}
 		unlock()
-		res := AppendResult{BaseOffset: dups[0].base, NextOffset: dups[len(dups)-1].next, Duplicate: true}
-		for _, d := range dups {
-			res.NextOffset = max(res.NextOffset, d.next)
-		}
-		return res, nil
+		return res, orig, nil
 	}
 
 	r, err := p.Log.Append(ctx, records, leaderEpoch)
 	if err != nil {
 		unlock()
-		return AppendResult{}, err
+		return AppendResult{}, partlog.AppendResult{}, err
 	}
 	// The log assigned consecutive offsets to the batches in order.
 	off, next := r.BaseOffset, 0
@@ -245,7 +284,26 @@ func (p *Partition) appendIdempotent(ctx context.Context, records []byte, hs []r
 		e.used = now
 	}
 	unlock()
-	return AppendResult{BaseOffset: r.BaseOffset, NextOffset: r.NextOffset}, nil
+	return AppendResult{BaseOffset: r.BaseOffset, NextOffset: r.NextOffset}, r, nil
+}
+
+// resyncProducers rebuilds the producers' state from the log after its
+// generation moved on: batches a cut removed must not answer retries. The
+// rebuild reads the active segment's batch headers, as Open does (so it
+// forgets what only older segments hold, as a restart would).
+func (p *Partition) resyncProducers() error {
+	p.prodMu.Lock()
+	defer p.prodMu.Unlock()
+	if p.prodGen == p.Log.Generation() {
+		return nil
+	}
+	p.prod.mu.Lock() // forget every producer; appenders are held off by prodMu
+	p.prod.m = nil
+	p.prod.mu.Unlock()
+	if _, err := p.rebuildProducers(); err != nil {
+		return fmt.Errorf("rebuild producer state after a cut: %w", err)
+	}
+	return nil
 }
 
 // rejected returns the error for a request the producer checks refused,
@@ -280,20 +338,25 @@ func (p *Partition) validate(records []byte) error {
 // headerWindow is how much of a segment rebuildProducers reads at a time.
 const headerWindow = 64 << 10
 
-// rebuildProducers restores the idempotent producers' state after Open by
-// reading the batch headers (never the records, so nothing is decompressed)
-// of the active segment, in windows of 64 KiB. It returns the number of
+// rebuildProducers restores the idempotent producers' state after Open (and
+// after a cut, see resyncProducers) by reading the batch headers (never the
+// records, so nothing is decompressed) of the active segment (or of the one
+// before it, while the active one is empty), in windows of 64 KiB. It returns the number of
 // idempotent batches seen. What older segments held is forgotten; see the
 // package doc.
 func (p *Partition) rebuildProducers() (int, error) {
+	gen := p.Log.Generation()
 	segs := p.Log.Segments()
-	if len(segs) == 0 {
-		return 0, nil
+	// The active segment, or the one before it while the active one is
+	// still empty (just rolled, or started anew after a cut).
+	last := len(segs) - 1
+	if last > 0 && segs[last].Next == segs[last].Base {
+		last--
 	}
 	now := p.clock.Now().UnixMilli()
 	seen := 0
 	buf := make([]byte, 0, headerWindow)
-	for off := segs[len(segs)-1].Base; off < p.Log.EndOffset(); {
+	for off := segs[last].Base; off < p.Log.EndOffset(); {
 		sl, err := p.Log.Read(off, 4<<20, partlog.NoLimit)
 		if err != nil {
 			return seen, err
@@ -310,6 +373,7 @@ func (p *Partition) rebuildProducers() (int, error) {
 			return seen, err
 		}
 	}
+	p.prodGen = gen
 	return seen, nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"time"
 
 	"github.com/weir-broker/weir/core/record"
 	"github.com/weir-broker/weir/plugins/codec"
@@ -58,36 +59,82 @@ var ErrCodecUnavailable = errors.New("topics: codec unavailable")
 // (a decompression bomb): 64 MiB or 64 times max.message.bytes, the larger.
 const maxDecompressedFloor = 64 << 20
 
+// codecRetry is how long a topic whose codec could not be built waits before
+// trying again: a plugin that failed to start (a timeout on a busy machine, a
+// binary being replaced) comes back without a broker restart, and a missing
+// one is not restarted on every produce.
+const codecRetry = 5 * time.Second
+
 // recompressor rewrites a partition's incoming batches under the topic's
-// codec (compression.type other than producer).
+// codec (compression.type other than producer). It is shared by the topic's
+// partitions; the codec is built on first use and, while building fails,
+// retried at most every codecRetry.
 type recompressor struct {
-	spec    string
-	to      codec.Codec // nil when err is set
-	err     error       // why the codec could not be built
-	maxSize int         // decompression limit per batch
+	spec    string // as configured, for errors
+	build   func() (codec.Codec, error)
+	now     func() time.Time
+	maxSize int // decompression limit per batch
+
+	mu      sync.Mutex
+	closed  bool        // the topic closed: build nothing more
+	to      codec.Codec // nil until built
+	err     error       // the last build failure, returned until retryAt
+	retryAt time.Time
 }
 
-// topicCodec builds the recompressor for a topic's effective configs, or nil
-// for compression.type=producer (or unset). A codec that cannot be built is
-// logged and kept as an error that fails the topic's appends.
-func (r *Registry) topicCodec(topic string, eff map[string]string, maxBatch int) *recompressor {
+// topicCodec returns the recompressor for a topic's effective configs, or nil
+// for compression.type=producer (or unset).
+func (r *Registry) topicCodec(eff map[string]string, maxBatch int) *recompressor {
 	spec, ok := eff[ConfigCompressionType]
 	if !ok || spec == CompressionProducer {
 		return nil
 	}
-	rc := &recompressor{spec: spec, maxSize: max(maxDecompressedFloor, 64*maxBatch)}
+	build := spec
 	if spec == CompressionUncompressed {
-		spec = codec.None.String()
+		build = codec.None.String()
 	}
-	c, err := r.o.Plugins.Codec(spec)
+	return &recompressor{
+		spec:    spec,
+		build:   func() (codec.Codec, error) { return r.o.Plugins.Codec(build) },
+		now:     r.o.Clock.Now,
+		maxSize: max(maxDecompressedFloor, 64*maxBatch),
+	}
+}
+
+// codec returns the target codec, building it if it is not built yet and no
+// recent attempt failed.
+func (rc *recompressor) codec() (codec.Codec, error) {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	if rc.to != nil {
+		return rc.to, nil
+	}
+	if rc.closed {
+		return nil, ErrClosed
+	}
+	now := rc.now()
+	if rc.err != nil && now.Before(rc.retryAt) {
+		return nil, rc.err
+	}
+	c, err := rc.build()
 	if err != nil {
-		r.o.Logger.Error("topic codec unavailable; appends to the topic fail until it is back",
-			"topic", topic, "compression.type", rc.spec, "err", err)
 		rc.err = fmt.Errorf("%w: %s=%q: %w", ErrCodecUnavailable, ConfigCompressionType, rc.spec, err)
-		return rc
+		rc.retryAt = now.Add(codecRetry)
+		return nil, rc.err
 	}
-	rc.to = c
-	return rc
+	rc.to, rc.err = c, nil
+	return c, nil
+}
+
+// close releases the codec (an external plugin's instance).
+func (rc *recompressor) close() {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	rc.closed = true
+	if rc.to != nil {
+		closePlugin(rc.to)
+		rc.to = nil
+	}
 }
 
 // standardCodecs decompress batches under Kafka's ids 1-4.
@@ -105,10 +152,11 @@ var standardCodecs = sync.OnceValue(func() map[codec.ID]codec.Codec {
 // recompressed (batches that are stay byte for byte, as Kafka keeps them), or
 // records itself when nothing needed it.
 func (rc *recompressor) apply(ctx context.Context, records []byte) ([]byte, error) {
-	if rc.err != nil {
-		return nil, rc.err
+	to, err := rc.codec()
+	if err != nil {
+		return nil, err
 	}
-	target := rc.to.ID()
+	target := to.ID()
 	need := false
 	for b := records; len(b) > 0; {
 		h, err := record.ParseHeader(b)
@@ -135,22 +183,33 @@ func (rc *recompressor) apply(ctx context.Context, records []byte) ([]byte, erro
 			continue
 		}
 		from := standardCodecs()[src]
-		if src == rc.to.ID() {
-			from = rc.to
+		if src == target {
+			from = to
 		}
 		if from == nil && src != codec.None {
 			return nil, fmt.Errorf("%w: batch compressed with %s, topic recompresses to %s", ErrUnsupportedCompression, src, rc.spec)
 		}
+		// Only bad input is the producer's fault (CORRUPT_MESSAGE); a
+		// request that timed out, or a codec plugin that failed, is not.
+		var codecErr error
 		decompress := func(section []byte) ([]byte, error) {
 			resp, err := from.Decompress(ctx, codec.DecompressRequest{Compressed: section, MaxSize: rc.maxSize})
+			if err != nil && !errors.Is(err, codec.ErrCorrupt) && !errors.Is(err, codec.ErrTooLarge) {
+				codecErr = err
+			}
 			return resp.Records, err
 		}
 		compress := func(section []byte) ([]byte, error) {
-			resp, err := rc.to.Compress(ctx, codec.CompressRequest{Records: section})
+			resp, err := to.Compress(ctx, codec.CompressRequest{Records: section})
+			codecErr = err
 			return resp.Compressed, err
 		}
 		out, err = record.Recompress(out, batch, record.Codec(target), decompress, compress)
-		if err != nil {
+		switch {
+		case err == nil:
+		case codecErr != nil:
+			return nil, fmt.Errorf("recompress to %s: %w", rc.spec, codecErr)
+		default:
 			return nil, fmt.Errorf("recompress to %s: %w", rc.spec, err)
 		}
 	}

@@ -2,6 +2,7 @@ package topics
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -226,6 +227,16 @@ func TestPluginGoneAtReopen(t *testing.T) {
 	if got := storedBatches(t, r, "z"); len(got) != 1 || fmt.Sprint(values(t, got[0])) != "[a-0 a-1]" {
 		t.Fatalf("data written before the restart: %d batches", len(got))
 	}
+	// The plugin comes back: within codecRetry appends still fail fast,
+	// after it the codec is built again and appends work.
+	pl.broken = false
+	if _, err := mustPartition(t, r, "z").Append(ctx, batch(t, "b", 1)); !errors.Is(err, ErrCodecUnavailable) {
+		t.Fatalf("append right after the plugin came back (retry not due): %v", err)
+	}
+	r.o.Clock.(*fakeClock).Advance(codecRetry)
+	if _, err := mustPartition(t, r, "z").Append(ctx, batch(t, "b", 1)); err != nil {
+		t.Fatalf("append after the retry delay: %v", err)
+	}
 	fp := mustPartition(t, r, "f")
 	res, err := fp.Append(ctx, batch(t, "c", 1))
 	if err != nil {
@@ -233,5 +244,45 @@ func TestPluginGoneAtReopen(t *testing.T) {
 	}
 	if fp.Log.FlushedOffset() < res.NextOffset {
 		t.Fatalf("flush policy gone: append not fsynced (flushed %d, end %d)", fp.Log.FlushedOffset(), res.NextOffset)
+	}
+}
+
+// failingCodec fails every call with err; its id is gzip's.
+type failingCodec struct{ err error }
+
+func (failingCodec) ID() codec.ID { return codec.Gzip }
+func (c failingCodec) Compress(context.Context, codec.CompressRequest) (codec.CompressResponse, error) {
+	return codec.CompressResponse{}, c.err
+}
+func (c failingCodec) Decompress(context.Context, codec.DecompressRequest) (codec.DecompressResponse, error) {
+	return codec.DecompressResponse{}, c.err
+}
+
+type fixedCodecPlugins struct{ c codec.Codec }
+
+func (fixedCodecPlugins) FlushPolicy(spec string) (flushpolicy.Policy, error) {
+	return flushpolicy.New(spec)
+}
+func (p fixedCodecPlugins) Codec(string) (codec.Codec, error) { return p.c, nil }
+
+// TestRecompressCodecFailureIsNotCorruption: a codec that fails (a plugin
+// crashed, the request timed out) is not the producer's bad input, so the
+// error is the codec's, not record.ErrCorrupt (CORRUPT_MESSAGE), and nothing
+// is appended.
+func TestRecompressCodecFailureIsNotCorruption(t *testing.T) {
+	for _, cause := range []error{codec.ErrPluginFailed, context.DeadlineExceeded} {
+		r := open(t, vfs.NewMem(), "/data", func(o *Options) { o.Plugins = fixedCodecPlugins{failingCodec{cause}} })
+		if _, err := r.Create("t", 1, map[string]string{ConfigCompressionType: "whatever"}); err != nil {
+			t.Fatal(err)
+		}
+		p := mustPartition(t, r, "t")
+		_, err := p.Append(ctx, batch(t, "a", 1))
+		if !errors.Is(err, cause) || errors.Is(err, record.ErrCorrupt) {
+			t.Errorf("codec failing with %v: append error %v", cause, err)
+		}
+		if p.Log.EndOffset() != 0 {
+			t.Errorf("codec failing with %v: something was appended", cause)
+		}
+		r.Close()
 	}
 }

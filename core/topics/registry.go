@@ -229,7 +229,7 @@ func (r *Registry) openTopic(name string, id [16]byte, partitions int32, explici
 	if err != nil {
 		return nil, fmt.Errorf("topics: topic %q: %w", name, err)
 	}
-	tc.recompress = r.topicCodec(name, eff, tc.log.MaxBatchBytes)
+	tc.recompress = r.topicCodec(eff, tc.log.MaxBatchBytes)
 	t := &Topic{Name: name, ID: id, Configs: eff, explicit: explicit, Partitions: make([]*Partition, 0, partitions)}
 	for i := range partitions {
 		p, err := r.openPartition(t, i, tc)
@@ -291,6 +291,9 @@ func (r *Registry) openPartition(t *Topic, i int32, tc topicConfig) (*Partition,
 
 func closeTopic(t *Topic) error {
 	var errs []error
+	if len(t.Partitions) > 0 && t.Partitions[0].recompress != nil {
+		defer t.Partitions[0].recompress.close() // after the logs: appends may still be using it
+	}
 	for _, p := range t.Partitions {
 		if err := p.Log.Close(); err != nil && !errors.Is(err, partlog.ErrClosed) {
 			errs = append(errs, fmt.Errorf("topics: close %s: %w", dirName(t.Name, p.Index), err))
