@@ -75,7 +75,16 @@ func PlanPlots(run *result.Run) []PlotSpec {
 		var cs []PlotSpec
 		chosen := map[string]bool{}
 		for ki, alternatives := range keyMetrics {
-			i := slices.IndexFunc(alternatives, func(m string) bool { return slices.Contains(v.metrics, m) && !chosen[m] })
+			usable := func(m string) bool { return slices.Contains(v.metrics, m) && !chosen[m] }
+			// Prefer the first alternative that moves with a varied factor:
+			// a consumer experiment's produce rate is flat, its consume
+			// rate is the story.
+			i := slices.IndexFunc(alternatives, func(m string) bool {
+				return usable(m) && slices.ContainsFunc(v.varying, func(f string) bool { return !v.flat(m, f) })
+			})
+			if i < 0 {
+				i = slices.IndexFunc(alternatives, usable)
+			}
 			if i < 0 {
 				continue
 			}
