@@ -76,7 +76,15 @@
 // decoding when the input declares a larger size (snappy's length preamble,
 // zstd's content size), and otherwise stops as soon as the output passes the
 // limit, so a small malicious input (a decompression bomb) cannot make it
-// allocate much more than MaxSize. Exactly MaxSize bytes is fine. Over it, the
+// allocate much more than MaxSize. Exactly MaxSize bytes is fine. A size the
+// input declares (gzip's ISIZE trailer, zstd's content size) is the sender's
+// word: it sizes the first allocation only up to a small multiple of the
+// input (gzip 4x + 64 KiB, zstd 16x + 1 MiB), and a larger output grows as
+// it actually arrives. zstd frames are decoded in memory, never through the
+// streaming decoder, which would allocate the window a frame declares (up to
+// 128 MiB for a 20-byte frame) however little it holds; a window larger than
+// the limit is lowered to it, since no back-reference of an output within
+// the limit reaches further. Over it, the
 // error wraps [ErrTooLarge]; input that does not decode (garbage, truncated,
 // trailing bytes, an empty section) wraps [ErrCorrupt] and names the codec.
 //
@@ -89,6 +97,8 @@
 //
 // The coders hold large tables (a zstd encoder several MiB, a gzip writer
 // ~1 MiB), so they are pooled with sync.Pool: zstd encoders, gzip writers
-// and lz4 writers per level, and their readers. Outputs are fresh slices the
-// caller owns, never aliases of the input or of a pooled buffer.
+// and lz4 writers per level, and their readers. A pooled zstd decoder keeps
+// only its block buffers (~128 KiB each), never an output or a window, so the
+// pool cannot pin what one hostile batch made it allocate. Outputs are fresh
+// slices the caller owns, never aliases of the input or of a pooled buffer.
 package codec

@@ -58,6 +58,13 @@ func (c gzipCodec) Compress(ctx context.Context, req CompressRequest) (CompressR
 	return CompressResponse{Compressed: bytes.Clone(buf.Bytes())}, nil
 }
 
+// Bounds of the first output allocation Decompress makes from the trailer's
+// ISIZE: at most gzipHintRatio times the input plus gzipHintBase.
+const (
+	gzipHintRatio = 4
+	gzipHintBase  = 64 << 10
+)
+
 func (gzipCodec) Decompress(ctx context.Context, req DecompressRequest) (DecompressResponse, error) {
 	if err := ctx.Err(); err != nil {
 		return DecompressResponse{}, err
@@ -81,11 +88,14 @@ func (gzipCodec) Decompress(ctx context.Context, req DecompressRequest) (Decompr
 	defer gzipReaders.Put(r)
 	// The trailer's ISIZE is the last member's size mod 2^32: for the
 	// single member every client writes, the exact size, so one
-	// allocation fits. It is only a hint; the limit is enforced on what
-	// actually comes out. A deflate stream expands at most ~1032x.
+	// allocation fits. But it is the sender's word, read before anything
+	// is checked, so it sizes the first allocation only up to what real
+	// batches need (deflate rarely beats 4x on records) plus 64 KiB; a
+	// larger output grows as it arrives, and the limit is enforced on
+	// that.
 	hint := 0
 	if len(in) >= 18 {
-		hint = min(int(binary.LittleEndian.Uint32(in[len(in)-4:])), 1032*len(in))
+		hint = min(int(binary.LittleEndian.Uint32(in[len(in)-4:])), gzipHintRatio*len(in)+gzipHintBase)
 	}
 	out, err := readAllLimited(r, hint, limit)
 	switch {

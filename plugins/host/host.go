@@ -29,7 +29,8 @@ import (
 
 // Errors of the host itself; the kinds' errors wrap their own sentinels.
 var (
-	// ErrClosed: the Host was closed.
+	// ErrClosed: the Host was closed. A spec that needs a plugin then fails
+	// with an error wrapping both ErrClosed and the kind's ErrPluginFailed.
 	ErrClosed = errors.New("host: closed")
 	// ErrUnknownKind: CheckSpec was given a kind other than codec,
 	// partitioner or flushpolicy.
@@ -267,7 +268,7 @@ func (h *Host) supervisor(path string, failed error) (*pluginrpc.Supervisor, err
 	h.mu.Lock()
 	if h.closed {
 		h.mu.Unlock()
-		return nil, ErrClosed
+		return nil, fmt.Errorf("%w: %w: plugin %s not started", failed, ErrClosed, abs)
 	}
 	p, ok := h.procs[abs]
 	if ok {

@@ -455,7 +455,8 @@ func TestPluginExitsWhenOrphaned(t *testing.T) {
 	// sh starts the plugin in the background, telling it sh is its host,
 	// prints its pid and exits, so the plugin is re-parented.
 	sh := exec.Command("sh", "-c", ``+pluginrpc.HostPidEnv+`=$$ "$0" >/dev/null 2>&1 </dev/null & echo $!`, bin("weir-codec-s2"))
-	sh.Env = append(os.Environ(), pluginrpc.Handshake.MagicCookieKey+"="+pluginrpc.Handshake.MagicCookieValue)
+	sh.Env = append(os.Environ(), pluginrpc.Handshake.MagicCookieKey+"="+pluginrpc.Handshake.MagicCookieValue,
+		pluginrpc.ParentCheckEnv+"=20ms")
 	out, err := sh.Output()
 	if err != nil {
 		t.Fatalf("sh: %v", err)

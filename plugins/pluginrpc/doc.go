@@ -36,17 +36,25 @@
 // call carries. An Instance remembers the parameters and the process
 // generation it was opened in; after a restart its next call opens it again
 // in the new process (whatever state it had, such as a round-robin position,
-// starts afresh), so callers never see ids of a dead process.
+// starts afresh), so callers never see ids of a dead process. A re-opened
+// instance that answers Open differently from the first time (another codec
+// id, another loss bound) is closed in the plugin and fails for good with
+// ErrIncompatible: callers already rely on the first answer.
 //
 // # Processes never outlive the host
 //
 // The child is started with Pdeathsig = SIGKILL, so the kernel kills it when
 // the host dies, even by SIGKILL. Pdeathsig follows the thread that forked,
 // and the Go runtime may retire threads, so as belt and braces Serve also
-// checks its parent pid once a second against the host's (passed in
-// HostPidEnv) and exits when they differ: the plugin was re-parented, the
-// host is gone. Close kills the process and waits for
-// it. A plugin's stdout carries only go-plugin's handshake line: go-plugin
+// checks its parent once a second (ParentCheckEnv overrides the interval)
+// and exits when the parent it started with is gone (it was re-parented).
+// The parent need not be the host: a wrapper script that runs the plugin
+// without exec sits in between, and Pdeathsig kills the wrapper, which
+// re-parents the plugin. For the start-up race, the host's pid (passed in
+// HostPidEnv, set last in the plugin's environment so an inherited value
+// cannot override it) makes a plugin that starts as init's child, or with
+// the host no longer running, exit too. Close kills the process and waits
+// for it. A plugin's stdout carries only go-plugin's handshake line: go-plugin
 // redirects the plugin's later stdout and stderr into the gRPC stdio stream,
 // which the supervisor logs (with the plugin's own hclog output) at debug
 // level through slog.

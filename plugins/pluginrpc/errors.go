@@ -33,6 +33,11 @@ var (
 	// ErrUnknownInstance: a call named an instance the plugin does not have
 	// (returned by the plugin side; the host never sends stale ids).
 	ErrUnknownInstance = errors.New("pluginrpc: unknown plugin instance")
+	// ErrIncompatible: re-opened after a restart, the plugin's instance
+	// answered differently from the first time (another codec id, another
+	// loss bound), which callers already rely on. The instance then fails
+	// for good, without re-opening at every call; open a new one.
+	ErrIncompatible = errors.New("pluginrpc: plugin instance changed across a restart")
 )
 
 // Kind describes one plugin kind to the shared machinery: its go-plugin name

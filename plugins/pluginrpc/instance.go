@@ -2,13 +2,17 @@ package pluginrpc
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 )
 
 // OpenFunc opens an instance in a plugin process through the kind's stub and
 // returns the plugin's id for it. It runs at the first call and again in
-// every new process after a restart, with the same parameters.
+// every new process after a restart, with the same parameters. When it
+// rejects the plugin's answer after the plugin opened an instance, it
+// returns that instance's id with the error, and the instance is closed in
+// the plugin; an error wrapping ErrIncompatible fails the Instance for good.
 type OpenFunc[T any] func(ctx context.Context, stub T) (id uint64, err error)
 
 // CallFunc runs one of the kind's calls for the instance id.
@@ -28,6 +32,7 @@ type Instance[T any] struct {
 	gen    uint64 // process generation the instance is open in; 0: none
 	id     uint64
 	closed bool
+	broken error // why the instance fails for good (ErrIncompatible)
 }
 
 // Open opens an instance of kind in sup's process (starting the process if
@@ -67,6 +72,9 @@ func (in *Instance[T]) ready(ctx context.Context) (*process, T, uint64, error) {
 	if in.closed {
 		return nil, zero, 0, fmt.Errorf("%w: %w: %s %s instance", in.kind.ErrFailed, ErrClosed, in.sup.cfg.Path, in.kind.Name)
 	}
+	if in.broken != nil {
+		return nil, zero, 0, in.broken
+	}
 	p, err := in.sup.acquire()
 	if err != nil {
 		return nil, zero, 0, fmt.Errorf("%w: %w", in.kind.ErrFailed, err)
@@ -89,6 +97,14 @@ func (in *Instance[T]) ready(ctx context.Context) (*process, T, uint64, error) {
 		return err
 	})
 	if err != nil {
+		if id != 0 && in.close != nil && !p.exited() {
+			// The plugin opened an instance the OpenFunc rejected:
+			// close it there, or it leaks in the process.
+			_ = in.sup.do(ctx, p, in.kind, "Close", func(ctx context.Context) error { return in.close(ctx, stub, id) })
+		}
+		if errors.Is(err, ErrIncompatible) {
+			in.broken = err
+		}
 		return nil, zero, 0, err
 	}
 	in.gen, in.id = p.gen, id

@@ -11,19 +11,26 @@ import (
 	"github.com/hashicorp/go-plugin"
 )
 
-// ParentCheckInterval is how often a serving plugin checks that its parent
-// (the host) is alive. Slow on purpose: Pdeathsig normally kills an orphaned
+// ParentCheckInterval is how often a serving plugin checks, by default, that
+// its host is alive. Slow on purpose: Pdeathsig normally kills an orphaned
 // plugin at once; this catches only the cases Pdeathsig misses.
 const ParentCheckInterval = time.Second
+
+// ParentCheckEnv names the environment variable that overrides
+// ParentCheckInterval in a plugin, as a Go duration ("50ms"); a malformed or
+// non-positive value is ignored. Tests set it to see a plugin through many
+// checks quickly. The host's environment passes to its plugins.
+const ParentCheckEnv = "WEIR_PLUGIN_PARENT_CHECK"
 
 // Serve serves plugins (kind name -> the kind's plugin-side GRPCPlugin) over
 // go-plugin's gRPC protocol and returns only when the host stops it. Each
 // kind's rpc package wraps it in a one-call Serve; a binary serving several
 // kinds (like weir-builtins) calls it directly. The plugin exits when its
-// parent process dies.
+// host process dies (see parentWatch).
 func Serve(plugins plugin.PluginSet) {
-	go watchParent(hostPid(), ParentCheckInterval, os.Getppid, func() {
-		fmt.Fprintln(os.Stderr, "weir plugin: the host process is gone; exiting")
+	w := newParentWatch(os.Getenv(HostPidEnv), os.Getppid, processAlive)
+	go w.run(checkInterval(os.Getenv(ParentCheckEnv)), func(why string) {
+		fmt.Fprintf(os.Stderr, "weir plugin: the host process is gone (%s); exiting\n", why)
 		os.Exit(1)
 	})
 	plugin.Serve(&plugin.ServeConfig{
@@ -34,30 +41,69 @@ func Serve(plugins plugin.PluginSet) {
 }
 
 // HostPidEnv names the environment variable in which the supervisor passes
-// the host's pid to the plugin. Serve compares its parent with it rather than
-// with the parent it finds when it starts, which would already be init's if
-// the host died during the plugin's start-up.
+// the host's pid to the plugin, so a plugin whose host died during its
+// start-up (it then starts with init, or a subreaper, as its parent) knows.
 const HostPidEnv = "WEIR_PLUGIN_HOST_PID"
 
-// hostPid is the pid the plugin's parent must have: HostPidEnv's, or the
-// parent at start when it is unset or malformed.
-func hostPid() int {
-	if pid, err := strconv.Atoi(os.Getenv(HostPidEnv)); err == nil && pid > 0 {
-		return pid
+// checkInterval parses ParentCheckEnv's value, defaulting to
+// ParentCheckInterval.
+func checkInterval(s string) time.Duration {
+	if d, err := time.ParseDuration(s); err == nil && d > 0 {
+		return d
 	}
-	return os.Getppid()
+	return ParentCheckInterval
 }
 
-// watchParent calls gone once getppid stops returning parent (the process
-// was re-parented because its parent died), checking every interval.
-func watchParent(parent int, interval time.Duration, getppid func() int, gone func()) {
+// parentWatch decides when a serving plugin's host is gone. The plugin's
+// parent is the host, or a wrapper the host ran (a shell script that starts
+// the plugin without exec), so a parent other than the host is no reason to
+// exit. What is: the parent changing from the one the plugin started with
+// (it died, and the plugin was re-parented), and, for the start-up race,
+// starting as init's child or with the host no longer running.
+type parentWatch struct {
+	host    int // the host's pid from HostPidEnv; 0 when unknown
+	parent  int // the parent when the plugin started
+	getppid func() int
+	alive   func(pid int) bool // whether a process exists
+}
+
+func newParentWatch(hostEnv string, getppid func() int, alive func(int) bool) *parentWatch {
+	w := &parentWatch{parent: getppid(), getppid: getppid, alive: alive}
+	if pid, err := strconv.Atoi(hostEnv); err == nil && pid > 0 {
+		w.host = pid
+	}
+	return w
+}
+
+// gone reports whether the host is gone, and why.
+func (w *parentWatch) gone() (string, bool) {
+	ppid := w.getppid()
+	switch {
+	case ppid != w.parent:
+		return fmt.Sprintf("re-parented from pid %d to %d", w.parent, ppid), true
+	case w.host == 0 || ppid == w.host:
+		return "", false
+	case ppid == 1:
+		// The host is not init, yet init adopted the plugin: orphaned
+		// before the watch began.
+		return fmt.Sprintf("started as init's child, not host %d's", w.host), true
+	case !w.alive(w.host):
+		return fmt.Sprintf("host pid %d no longer runs", w.host), true
+	}
+	return "", false
+}
+
+// run checks at once and then every interval, and calls gone with the
+// reason once the host is gone.
+func (w *parentWatch) run(interval time.Duration, gone func(why string)) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
-	for range t.C {
-		if getppid() != parent {
-			gone()
+	for {
+		if why, ok := w.gone(); ok {
+			gone(why)
 			return
 		}
+		<-t.C
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -192,12 +193,13 @@ func (s *Supervisor) start() (*process, error) {
 	s.gen++
 	cmd := exec.Command(s.cfg.Path)
 	cmd.SysProcAttr = sysProcAttr()
-	cmd.Env = []string{HostPidEnv + "=" + strconv.Itoa(os.Getpid())} // go-plugin adds ours and its own
+	cmd.Env = pluginEnv(os.Environ(), os.Getpid())
 	logger := s.cfg.Logger
 	client := plugin.NewClient(&plugin.ClientConfig{
 		HandshakeConfig:  Handshake,
 		Plugins:          s.cfg.Plugins,
 		Cmd:              cmd,
+		SkipHostEnv:      true, // cmd.Env has it, without stale HostPidEnv values
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
 		StartTimeout:     s.cfg.StartTimeout,
 		Logger:           newHCLogAdapter(logger),
@@ -222,6 +224,21 @@ func (s *Supervisor) start() (*process, error) {
 	}
 	logger.Info("plugin started", "pid", p.pid(), "generation", p.gen)
 	return p, nil
+}
+
+// pluginEnv is the plugin's environment: the host's (environ), without any
+// HostPidEnv it inherited, then HostPidEnv set to hostPid. (go-plugin would
+// append the host's environment after cmd.Env, and the last value of a
+// variable wins, so an inherited HostPidEnv would override ours.) go-plugin
+// appends its handshake variables after these.
+func pluginEnv(environ []string, hostPid int) []string {
+	env := make([]string, 0, len(environ)+1)
+	for _, kv := range environ {
+		if !strings.HasPrefix(kv, HostPidEnv+"=") {
+			env = append(env, kv)
+		}
+	}
+	return append(env, HostPidEnv+"="+strconv.Itoa(hostPid))
 }
 
 // acquire returns the live process, starting a new one if the last failed

@@ -12,9 +12,12 @@
 // The host runs the binary under a pluginrpc.Supervisor (package host does
 // that for a spec) and opens instances with Open; each is a codec.Codec whose
 // calls cross the process boundary once per batch. The shim checks what the
-// plugin answers: an id outside 0-7, an id that changes across a restart, and
-// a Decompress output over MaxSize are errors (the last wraps both
-// codec.ErrTooLarge and codec.ErrPluginFailed), so a misbehaving plugin
+// plugin answers: an id outside 0-7, an id that changes across a restart
+// (the Client then fails for good, errors wrapping pluginrpc.ErrIncompatible,
+// because batches were already written under the first id), and a
+// Decompress output over MaxSize are errors (the last wraps both
+// codec.ErrTooLarge and codec.ErrPluginFailed, and gRPC refuses such an
+// answer from its length prefix, before reading it), so a misbehaving plugin
 // cannot corrupt a batch or exhaust memory. Errors cross as gRPC codes:
 // codec.ErrCorrupt as DataLoss, codec.ErrTooLarge as OutOfRange, a
 // factory's rejection as InvalidArgument (codec.ErrInvalidSpec on the host);
@@ -25,10 +28,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/weir-broker/weir/plugins/codec"
 	"github.com/weir-broker/weir/plugins/codec/codecpb"
@@ -153,9 +158,9 @@ func Open(ctx context.Context, sup *pluginrpc.Supervisor, params map[string]stri
 		id := codec.ID(resp.GetCodecId())
 		switch {
 		case resp.GetCodecId() < 0 || !id.Valid():
-			return 0, fmt.Errorf("%w: plugin %s: Open answered codec id %d, outside 0..%d", codec.ErrPluginFailed, sup.Path(), resp.GetCodecId(), codec.MaxID)
+			return resp.GetInstance(), fmt.Errorf("%w: plugin %s: Open answered codec id %d, outside 0..%d", codec.ErrPluginFailed, sup.Path(), resp.GetCodecId(), codec.MaxID)
 		case c.id >= 0 && id != c.id:
-			return 0, fmt.Errorf("%w: plugin %s: codec id changed from %d to %d after a restart", codec.ErrPluginFailed, sup.Path(), c.id, id)
+			return resp.GetInstance(), fmt.Errorf("%w: %w: plugin %s: codec id changed from %d to %d after a restart", codec.ErrPluginFailed, pluginrpc.ErrIncompatible, sup.Path(), c.id, id)
 		}
 		if c.id < 0 { // the first Open, before c is shared
 			c.id = id
@@ -198,9 +203,22 @@ func (c *Client) Compress(ctx context.Context, req codec.CompressRequest) (codec
 // Decompress decompresses one batch's records section in the plugin and
 // checks the output against req.MaxSize.
 func (c *Client) Decompress(ctx context.Context, req codec.DecompressRequest) (codec.DecompressResponse, error) {
+	opts := pluginrpc.CallOptions()
+	if req.MaxSize > 0 && req.MaxSize < pluginrpc.MaxMessageSize-decompressOverhead {
+		// gRPC refuses a larger answer from its length prefix, before
+		// reading it: a plugin cannot make the host receive 256 MiB to
+		// find out it was over a 1 MiB limit. (A later option wins.)
+		opts = append(slices.Clip(opts), grpc.MaxCallRecvMsgSize(req.MaxSize+decompressOverhead))
+	}
 	var out []byte
 	err := c.in.Call(ctx, "Decompress", func(ctx context.Context, stub codecpb.CodecClient, id uint64) error {
-		resp, err := stub.Decompress(ctx, &codecpb.DecompressRequest{Instance: id, Compressed: req.Compressed, MaxSize: int64(max(req.MaxSize, 0))}, pluginrpc.CallOptions()...)
+		resp, err := stub.Decompress(ctx, &codecpb.DecompressRequest{Instance: id, Compressed: req.Compressed, MaxSize: int64(max(req.MaxSize, 0))}, opts...)
+		// ResourceExhausted is a message over a size limit; the request
+		// fits its own, so it was the answer.
+		if status.Code(err) == codes.ResourceExhausted && req.MaxSize > 0 && len(req.Compressed) < pluginrpc.MaxMessageSize-decompressOverhead {
+			return fmt.Errorf("%w: %w: plugin %s: Decompress answered over MaxSize %d (%s)",
+				codec.ErrTooLarge, codec.ErrPluginFailed, c.in.Name(), req.MaxSize, status.Convert(err).Message())
+		}
 		out = resp.GetRecords()
 		return err
 	})
@@ -216,6 +234,10 @@ func (c *Client) Decompress(ctx context.Context, req codec.DecompressRequest) (c
 	}
 	return codec.DecompressResponse{Records: out}, nil
 }
+
+// decompressOverhead is what a DecompressResponse adds to its records: a
+// field tag and a length varint, with room to spare.
+const decompressOverhead = 4 << 10
 
 // Close closes the codec in the plugin (the process keeps running for other
 // instances). Later calls fail with errors wrapping codec.ErrPluginFailed.

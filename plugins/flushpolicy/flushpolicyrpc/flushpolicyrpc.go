@@ -16,7 +16,9 @@
 // (which means nothing in another process). The log treats an error from a
 // policy as "flush now" (see flushpolicy.Policy), so a crashed or hung plugin
 // costs throughput, not data. A policy's loss bound (flushpolicy.Bounded)
-// crosses at Open, so the host's Client declares the same bound.
+// crosses at Open, so the host's Client declares the same bound; a restarted
+// plugin that declares another one fails the Client for good (errors wrap
+// pluginrpc.ErrIncompatible), since the log already relies on the first.
 package flushpolicyrpc
 
 import (
@@ -180,11 +182,11 @@ func Open(ctx context.Context, sup *pluginrpc.Supervisor, params map[string]stri
 		b := flushpolicy.Bound{Messages: lb.GetMessages(), Bytes: lb.GetBytes(), Age: time.Duration(lb.GetAgeNanos())}
 		switch {
 		case b.Messages < 0 || b.Bytes < 0 || b.Age < 0:
-			return 0, fmt.Errorf("%w: plugin %s: Open declared a negative loss bound %+v", flushpolicy.ErrPluginFailed, sup.Path(), b)
+			return resp.GetInstance(), fmt.Errorf("%w: plugin %s: Open declared a negative loss bound %+v", flushpolicy.ErrPluginFailed, sup.Path(), b)
 		case first: // before c is shared; a restart keeps the first answer
 			c.bound, first = b, false
 		case b != c.bound:
-			return 0, fmt.Errorf("%w: plugin %s: loss bound changed from %v to %v after a restart", flushpolicy.ErrPluginFailed, sup.Path(), c.bound, b)
+			return resp.GetInstance(), fmt.Errorf("%w: %w: plugin %s: loss bound changed from %v to %v after a restart", flushpolicy.ErrPluginFailed, pluginrpc.ErrIncompatible, sup.Path(), c.bound, b)
 		}
 		return resp.GetInstance(), nil
 	}, func(ctx context.Context, stub flushpolicypb.FlushPolicyClient, id uint64) error {
