@@ -76,14 +76,17 @@ func PlanPlots(run *result.Run) []PlotSpec {
 		chosen := map[string]bool{}
 		for ki, alternatives := range keyMetrics {
 			usable := func(m string) bool { return slices.Contains(v.metrics, m) && !chosen[m] }
-			// Prefer the first alternative that moves with a varied factor:
-			// a consumer experiment's produce rate is flat, its consume
-			// rate is the story.
-			i := slices.IndexFunc(alternatives, func(m string) bool {
-				return usable(m) && slices.ContainsFunc(v.varying, func(f string) bool { return !v.flat(m, f) })
-			})
-			if i < 0 {
-				i = slices.IndexFunc(alternatives, usable)
+			// Of the alternatives, plot the one that moves most with the
+			// varied factors: a consumer experiment's consume rate, not
+			// its producer's (noise moves that a little too).
+			i, best := -1, -1.0
+			for j, m := range alternatives {
+				if !usable(m) {
+					continue
+				}
+				if r := v.relRange(m); i < 0 || r > best*1.5 {
+					i, best = j, r
+				}
 			}
 			if i < 0 {
 				continue
@@ -121,6 +124,23 @@ func PlanPlots(run *result.Run) []PlotSpec {
 		}
 	}
 	return out
+}
+
+// relRange is how much metric m's medians move across the section's
+// points: (max - min) / max, 0 when flat or absent.
+func (v *view) relRange(m string) float64 {
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, f := range v.varying {
+		for _, s := range v.series(m, f) {
+			for _, pt := range s.points {
+				lo, hi = math.Min(lo, pt.median), math.Max(hi, pt.median)
+			}
+		}
+	}
+	if hi <= 0 || math.IsInf(hi, 0) {
+		return 0
+	}
+	return (hi - lo) / hi
 }
 
 // flat reports whether metric m does not change with factor f: every
@@ -325,7 +345,9 @@ func drawPlot(v *view, spec PlotSpec, png bool) ([]byte, error) {
 		for _, s := range ss {
 			legendWidth = max(legendWidth, legend.TextStyle.Width(s.label))
 		}
-		legendWidth += legend.ThumbnailWidth + 0.3*vg.Inch
+		// Viewers without Liberation Sans fall back to wider fonts: leave
+		// room rather than clip the legend at the canvas edge.
+		legendWidth = legendWidth*13/10 + legend.ThumbnailWidth + 0.3*vg.Inch
 		width += legendWidth
 	}
 	var c vg.CanvasWriterTo = vgsvg.New(width, plotHeight)
