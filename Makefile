@@ -15,8 +15,10 @@ GOBUILDFLAGS ?= -buildvcs=auto
 PKG ?= ./...
 BENCH ?= .
 COUNT ?= 5
-# How long `make fuzz` runs each Fuzz* target.
+# How long `make fuzz` runs each Fuzz* target; `make test` under CI=true
+# fuzzes each for CI_FUZZTIME.
 FUZZTIME ?= 30s
+CI_FUZZTIME ?= 20s
 
 .PHONY: help build run test deps bench fuzz generate plugins vet clean
 
@@ -30,8 +32,9 @@ build: ## build the CLI into bin/weir
 run: build ## build, then run the quick experiment preset (disk probe + codec x flush matrix, < 3 min)
 	bin/weir run --preset quick
 
-test: deps vet ## install test dependencies, vet, then run every test with -race
+test: deps vet ## install test dependencies, vet, run every test with -race; under CI=true, fuzz too (CI_FUZZTIME each)
 	$(GO) test -race -count=1 ./...
+	@if [ "$${CI:-}" = true ]; then $(MAKE) --no-print-directory fuzz FUZZTIME=$(CI_FUZZTIME); fi
 
 # deps: what the tests need beyond Go, installed only when missing: kcat
 # (Debian package), which transport/e2e drives as a real librdkafka client.
@@ -50,12 +53,24 @@ deps: ## install what the tests need beyond Go when missing: kcat (apt-get, as r
 bench: ## run benchmarks: PKG=./... BENCH=. COUNT=5 (benchstat-ready output)
 	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -count $(COUNT) $(PKG)
 
-fuzz: ## run every Fuzz* target in PKG for FUZZTIME each (default 30s), one after another
-	@for pkg in $$($(GO) list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{end}}' $(PKG)); do \
-		targets=$$($(GO) test -list '^Fuzz' $$pkg | sed -n 's/^\(Fuzz[A-Za-z0-9_]*\)$$/\1/p'); \
-		for target in $$targets; do \
+# fuzz: the packages come from a grep for `func Fuzz` in test files (listing
+# every package's tests would compile them all), then `go test -list` names
+# the targets. Each target starts from its f.Add seeds and its committed
+# corpus, testdata/fuzz/<Target>/ (which plain `go test` runs too); a failure
+# leaves its input there. SAVE_CORPUS=1 also copies what the run found
+# interesting (Go keeps it in its cache) into testdata/fuzz, to commit.
+fuzz: ## run every Fuzz* target in PKG for FUZZTIME each (default 30s), one after another; SAVE_CORPUS=1 keeps new inputs
+	@dirs=$$(grep -rl --include='*_test.go' '^func Fuzz' $(patsubst %/...,%,$(PKG)) | xargs -r -n1 dirname | sort -u); \
+	cache=$$($(GO) env GOCACHE)/fuzz; \
+	for pkg in $$($(GO) list $$(printf './%s ' $$dirs | sed 's#\./\./#./#g')); do \
+		dir=$$($(GO) list -f '{{.Dir}}' $$pkg); \
+		for target in $$($(GO) test -list '^Fuzz' $$pkg | sed -n 's/^\(Fuzz[A-Za-z0-9_]*\)$$/\1/p'); do \
 			echo "== $$pkg $$target ($(FUZZTIME))"; \
 			$(GO) test -run '^$$' -fuzz "^$$target\$$" -fuzztime $(FUZZTIME) $$pkg; \
+			if [ "$(SAVE_CORPUS)" = 1 ] && [ -d "$$cache/$$pkg/$$target" ]; then \
+				mkdir -p "$$dir/testdata/fuzz/$$target"; \
+				cp -n "$$cache/$$pkg/$$target"/* "$$dir/testdata/fuzz/$$target/"; \
+			fi; \
 		done; \
 	done
 

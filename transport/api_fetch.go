@@ -26,10 +26,6 @@ import (
 // each time a Fetch is about to wait for appends.
 var testHookFetchWait func()
 
-// maxFetchBytes caps a response's record bytes as Kafka's broker-side
-// fetch.max.bytes does (55 MiB), whatever the request asks for.
-const maxFetchBytes = 55 << 20
-
 func handleFetch(ctx context.Context, s *Server, r *request) (rawResponse, error) {
 	req := r.body.(*kmsg.FetchRequest)
 	resp := &fetchResponse{version: req.Version}
@@ -56,7 +52,9 @@ func handleFetch(ctx context.Context, s *Server, r *request) (rawResponse, error
 		}
 	}
 
-	maxBytes := min(int64(req.MaxBytes), maxFetchBytes)
+	// Config.MaxFetchBytes caps the response, as Kafka's broker-side
+	// fetch.max.bytes does, whatever the request asks for.
+	maxBytes := min(int64(req.MaxBytes), int64(s.cfg.MaxFetchBytes))
 	deadline := time.Now().Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)
 	var (
 		timer *time.Timer

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"time"
 )
 
 // DefaultMaxRequestBytes is the largest request accepted by default: Kafka's
@@ -16,6 +17,20 @@ const DefaultMaxControlRequestBytes = 4 << 20
 
 // DefaultClusterID is the cluster ID reported when Config.ClusterID is empty.
 const DefaultClusterID = "weir"
+
+// Defaults of the per-connection limits and the fetch cap.
+const (
+	// DefaultMaxInFlightRequests: one request served, one read ahead.
+	DefaultMaxInFlightRequests = 2
+	// DefaultMaxConnectionBytes bounds the request bytes one connection
+	// holds (a single larger request is still read, alone).
+	DefaultMaxConnectionBytes = 64 << 20
+	// DefaultMaxFetchBytes is Kafka's fetch.max.bytes (55 MiB).
+	DefaultMaxFetchBytes = 55 << 20
+	// DefaultFrameReadTimeout: how long the rest of a request may take to
+	// arrive once its size has.
+	DefaultFrameReadTimeout = time.Minute
+)
 
 // Config configures a Server. The zero value is valid: validate fills the
 // defaults named on each field.
@@ -45,6 +60,36 @@ type Config struct {
 	// MaxConnections: connections accepted beyond this many open ones are
 	// closed at once. Default 0: no limit.
 	MaxConnections int
+	// MaxInFlightRequests: requests a connection may have read and not yet
+	// answered, the one being served included. While that many are pending
+	// the broker reads nothing more from the connection, so a client that
+	// pipelines without reading its answers is held back by TCP, not
+	// buffered. Default DefaultMaxInFlightRequests (2: one served, one read
+	// ahead); 1 is Kafka's behaviour (a connection is muted while its
+	// request is served).
+	MaxInFlightRequests int
+	// MaxConnectionBytes: the request bytes one connection may hold (frames
+	// read, or being read, and not yet answered; counted at their announced
+	// size before their body is read). A frame that would pass it waits
+	// until earlier ones are answered; one larger than the limit is read
+	// alone. With MaxInFlightRequests it bounds a connection's memory: at
+	// most max(MaxConnectionBytes, MaxRequestBytes) of frames, plus a
+	// response buffer of at most 1 MiB kept between requests and the 256 KiB
+	// buffer a Fetch answer is written through. Default
+	// DefaultMaxConnectionBytes (64 MiB).
+	MaxConnectionBytes int64
+	// MaxFetchBytes caps the record bytes of one Fetch response, whatever the
+	// request's MaxBytes (the first batch still goes whole, as in Kafka, so
+	// consumers make progress). Default DefaultMaxFetchBytes (55 MiB,
+	// Kafka's fetch.max.bytes).
+	MaxFetchBytes int32
+	// FrameReadTimeout: once a request's size has arrived, the rest of it
+	// must arrive within this time, or the connection is closed (a client
+	// stalled in the middle of a request). A request's memory grows as its
+	// bytes arrive, so a stalled one holds only what it sent. Idle
+	// connections, between requests, have no timeout. Default
+	// DefaultFrameReadTimeout (1 min); negative: no timeout.
+	FrameReadTimeout time.Duration
 	// AutoCreateTopics creates unknown topics named in Metadata (when the
 	// client allows it) and Produce requests, with the registry's default
 	// partition count and configs. Default false.
@@ -76,6 +121,27 @@ func (c *Config) validate() error {
 	c.MaxControlRequestBytes = min(c.MaxControlRequestBytes, c.MaxRequestBytes)
 	if c.MaxConnections < 0 {
 		return fmt.Errorf("%w: MaxConnections %d is negative", ErrConfig, c.MaxConnections)
+	}
+	switch {
+	case c.MaxInFlightRequests == 0:
+		c.MaxInFlightRequests = DefaultMaxInFlightRequests
+	case c.MaxInFlightRequests < 0:
+		return fmt.Errorf("%w: MaxInFlightRequests %d is negative", ErrConfig, c.MaxInFlightRequests)
+	}
+	switch {
+	case c.MaxConnectionBytes == 0:
+		c.MaxConnectionBytes = DefaultMaxConnectionBytes
+	case c.MaxConnectionBytes < 0:
+		return fmt.Errorf("%w: MaxConnectionBytes %d is negative", ErrConfig, c.MaxConnectionBytes)
+	}
+	switch {
+	case c.MaxFetchBytes == 0:
+		c.MaxFetchBytes = DefaultMaxFetchBytes
+	case c.MaxFetchBytes < 0:
+		return fmt.Errorf("%w: MaxFetchBytes %d is negative", ErrConfig, c.MaxFetchBytes)
+	}
+	if c.FrameReadTimeout == 0 {
+		c.FrameReadTimeout = DefaultFrameReadTimeout
 	}
 	if c.NodeID < 0 {
 		return fmt.Errorf("%w: NodeID %d is negative", ErrConfig, c.NodeID)

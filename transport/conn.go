@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -22,14 +24,27 @@ const minFrame = 10
 // maxKeptBuf bounds the response buffer a connection keeps between requests.
 const maxKeptBuf = 1 << 20
 
+// frameChunk is the first allocation for a request frame's body; it grows
+// (doubling) as bytes arrive, so a frame's memory follows what the client
+// really sent, not the size it announced.
+const frameChunk = 64 << 10
+
 // errClose is the category of everything that closes a connection instead of
 // answering: unknown keys and versions, undecodable requests, panics.
 var errClose = errors.New("transport: closing connection")
 
-// conn is one client connection. A reader goroutine reads frames (at most
-// one ahead) while the serving goroutine decodes, handles and answers them one
-// at a time, so responses go out in request order, and a long-polling Fetch or
-// a JoinGroup holds back that connection's later requests, as in Kafka.
+// conn is one client connection. A reader goroutine reads frames while the
+// serving goroutine decodes, handles and answers them one at a time, so
+// responses go out in request order, and a long-polling Fetch or a JoinGroup
+// holds back that connection's later requests, as in Kafka.
+//
+// What a connection may hold is bounded (see Config): the reader takes a slot
+// before it reads a frame's size and the serving goroutine gives it back once
+// the answer is written, so at most MaxInFlightRequests requests are read and
+// unanswered; and it reserves a frame's size against MaxConnectionBytes before
+// reading its body. A client that sends and never reads its answers thus ends
+// up blocked on TCP: its answers fill the socket, the serving goroutine waits
+// to write, the reader stops reading, and the kernel's buffers fill.
 type conn struct {
 	s          *Server
 	nc         net.Conn
@@ -38,6 +53,45 @@ type conn struct {
 	ctx        context.Context // cancelled when the connection or server closes
 	cancel     context.CancelFunc
 	wbuf       []byte // response encoding buffer, reused
+
+	slots chan struct{} // one per request read and not yet answered
+
+	budgetMu sync.Mutex
+	reserved int64         // bytes of frames read (or being read) and not yet answered
+	released chan struct{} // signalled when reserved goes down
+
+	frameBytes atomic.Int64 // capacity of the frame buffers held
+	respBytes  atomic.Int64 // capacity of the response buffer kept
+	held       atomic.Bool  // the reader waits for a slot or for room
+}
+
+// ConnStats is what one connection holds; see Server.ConnStats.
+type ConnStats struct {
+	Remote string
+	// InFlight: requests read (or being read) and not yet answered, at most
+	// Config.MaxInFlightRequests.
+	InFlight int
+	// ReservedBytes: the sizes of those requests, as announced, counted
+	// against Config.MaxConnectionBytes.
+	ReservedBytes int64
+	// FrameBytes: the memory their frames hold, which grows as a frame's
+	// bytes arrive (never past ReservedBytes, unless a recycled Produce
+	// buffer is larger).
+	FrameBytes int64
+	// ResponseBytes: the response encoding buffer kept between requests
+	// (at most 1 MiB; Fetch record bytes never pass through it).
+	ResponseBytes int64
+	// HeldBack: the broker is not reading the connection, waiting for a
+	// request to be answered (a free slot, or room for the next frame).
+	HeldBack bool
+}
+
+func (c *conn) stats() ConnStats {
+	c.budgetMu.Lock()
+	reserved := c.reserved
+	c.budgetMu.Unlock()
+	return ConnStats{Remote: c.nc.RemoteAddr().String(), InFlight: len(c.slots), ReservedBytes: reserved,
+		FrameBytes: c.frameBytes.Load(), ResponseBytes: c.respBytes.Load(), HeldBack: c.held.Load()}
 }
 
 // request is one decoded request.
@@ -59,7 +113,8 @@ type rawResponse interface {
 
 func newConn(s *Server, nc net.Conn) *conn {
 	ctx, cancel := context.WithCancel(s.ctx)
-	c := &conn{s: s, nc: nc, ctx: ctx, cancel: cancel, clientHost: "/"}
+	c := &conn{s: s, nc: nc, ctx: ctx, cancel: cancel, clientHost: "/",
+		slots: make(chan struct{}, s.cfg.MaxInFlightRequests), released: make(chan struct{}, 1)}
 	if host, _, err := net.SplitHostPort(nc.RemoteAddr().String()); err == nil {
 		c.clientHost += host
 	}
@@ -72,7 +127,7 @@ func newConn(s *Server, nc net.Conn) *conn {
 }
 
 func (c *conn) serve() {
-	frames := make(chan []byte)
+	frames := make(chan []byte, c.s.cfg.MaxInFlightRequests)
 	readerDone := make(chan struct{})
 	go func() {
 		defer close(readerDone)
@@ -90,7 +145,7 @@ func (c *conn) serve() {
 				return
 			}
 			err := c.handle(frame)
-			releaseFrame(frame)
+			c.answered(frame)
 			if err != nil {
 				c.s.log.Debug("transport: closing connection", "remote", c.nc.RemoteAddr(), "err", err)
 				return
@@ -102,7 +157,11 @@ func (c *conn) serve() {
 }
 
 // readLoop reads size-prefixed frames until the connection fails or a size is
-// out of range, which it checks before allocating the frame.
+// out of range, which it checks before allocating the frame. Before each frame
+// it waits for a free slot (MaxInFlightRequests), and before each body for
+// room in MaxConnectionBytes; meanwhile it reads nothing, so a client that
+// sends more is held back by TCP. Once a frame's size has arrived, the rest
+// must arrive within FrameReadTimeout.
 //
 // When it ends (the client went away, or sent a bad size) it cancels the
 // connection's context, so a request parked in a long poll or a rebalance
@@ -114,6 +173,9 @@ func (c *conn) readLoop(frames chan<- []byte) {
 	defer c.cancel()
 	var size [4]byte
 	for {
+		if !c.takeSlot() {
+			return
+		}
 		if _, err := io.ReadFull(c.nc, size[:]); err != nil {
 			return
 		}
@@ -123,21 +185,35 @@ func (c *conn) readLoop(frames chan<- []byte) {
 				"remote", c.nc.RemoteAddr(), "size", n, "max", c.s.cfg.MaxRequestBytes)
 			return
 		}
+		if t := c.s.cfg.FrameReadTimeout; t > 0 {
+			_ = c.nc.SetReadDeadline(time.Now().Add(t))
+		}
 		// The API key comes first: every request but Produce has a lower
 		// bound, checked before the frame is allocated too.
 		var key [2]byte
 		if _, err := io.ReadFull(c.nc, key[:]); err != nil {
+			c.logStall(err, n)
 			return
 		}
-		if k := int16(binary.BigEndian.Uint16(key[:])); k != produceKey && n > c.s.cfg.MaxControlRequestBytes {
+		k := int16(binary.BigEndian.Uint16(key[:]))
+		if k != produceKey && n > c.s.cfg.MaxControlRequestBytes {
 			c.s.log.Warn("transport: request too large for its API, closing connection",
 				"remote", c.nc.RemoteAddr(), "api_key", k, "size", n, "max", c.s.cfg.MaxControlRequestBytes)
 			return
 		}
-		frame := newFrame(int16(binary.BigEndian.Uint16(key[:])), int(n))
-		copy(frame, key[:])
-		if _, err := io.ReadFull(c.nc, frame[2:]); err != nil {
+		if !c.reserve(int64(n)) {
 			return
+		}
+		if t := c.s.cfg.FrameReadTimeout; t > 0 { // the wait was ours, not the client's
+			_ = c.nc.SetReadDeadline(time.Now().Add(t))
+		}
+		frame, err := c.readBody(k, int(n))
+		if err != nil {
+			c.logStall(err, n)
+			return
+		}
+		if c.s.cfg.FrameReadTimeout > 0 {
+			_ = c.nc.SetReadDeadline(time.Time{})
 		}
 		c.s.m.received(4 + int(n))
 		select {
@@ -146,6 +222,97 @@ func (c *conn) readLoop(frames chan<- []byte) {
 			return
 		}
 	}
+}
+
+// readBody reads a frame of n bytes whose 2-byte API key k was read already.
+// The buffer starts at frameChunk (or a recycled Produce buffer) and doubles
+// as bytes arrive; FrameBytes follows its capacity.
+func (c *conn) readBody(k int16, n int) ([]byte, error) {
+	frame := newFrame(k, n)
+	binary.BigEndian.PutUint16(frame, uint16(k))
+	c.frameBytes.Add(int64(cap(frame)))
+	for len(frame) < n {
+		if len(frame) == cap(frame) {
+			grown := make([]byte, len(frame), min(n, 2*cap(frame)))
+			copy(grown, frame)
+			c.frameBytes.Add(int64(cap(grown) - cap(frame)))
+			frame = grown
+		}
+		m, err := c.nc.Read(frame[len(frame):min(cap(frame), n)])
+		frame = frame[:len(frame)+m]
+		if err != nil && len(frame) < n {
+			c.frameBytes.Add(-int64(cap(frame)))
+			if errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF
+			}
+			return nil, err
+		}
+	}
+	return frame[:n], nil
+}
+
+// logStall logs a client that stopped sending in the middle of a frame.
+func (c *conn) logStall(err error, size int32) {
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		c.s.log.Warn("transport: client stalled in the middle of a request, closing connection",
+			"remote", c.nc.RemoteAddr(), "size", size, "timeout", c.s.cfg.FrameReadTimeout)
+	}
+}
+
+// takeSlot waits for one of the MaxInFlightRequests slots; false when the
+// connection ends first.
+func (c *conn) takeSlot() bool {
+	select {
+	case c.slots <- struct{}{}:
+		return true
+	default:
+	}
+	c.held.Store(true)
+	defer c.held.Store(false)
+	select {
+	case c.slots <- struct{}{}:
+		return true
+	case <-c.ctx.Done():
+		return false
+	}
+}
+
+// reserve waits until a frame of n bytes fits in MaxConnectionBytes (a frame
+// alone always fits), then counts it; false when the connection ends first.
+func (c *conn) reserve(n int64) bool {
+	for {
+		c.budgetMu.Lock()
+		if c.reserved == 0 || c.reserved+n <= c.s.cfg.MaxConnectionBytes {
+			c.reserved += n
+			c.budgetMu.Unlock()
+			c.held.Store(false)
+			return true
+		}
+		c.budgetMu.Unlock()
+		c.held.Store(true)
+		select {
+		case <-c.released:
+		case <-c.ctx.Done():
+			c.held.Store(false)
+			return false
+		}
+	}
+}
+
+// answered gives back what a frame held once its request is answered: its
+// buffer (recycled if it is a Produce frame), its bytes and its slot.
+func (c *conn) answered(frame []byte) {
+	c.frameBytes.Add(-int64(cap(frame)))
+	n := int64(len(frame))
+	releaseFrame(frame)
+	c.budgetMu.Lock()
+	c.reserved -= n
+	c.budgetMu.Unlock()
+	select {
+	case c.released <- struct{}{}:
+	default:
+	}
+	<-c.slots
 }
 
 // handle decodes, serves and answers one frame. An error closes the
@@ -290,6 +457,7 @@ func (c *conn) writeResponse(corr int32, resp kmsg.Response) error {
 	} else {
 		c.wbuf = nil
 	}
+	c.respBytes.Store(int64(cap(c.wbuf)))
 	return err
 }
 
@@ -304,14 +472,16 @@ var producePool sync.Pool // of *[]byte
 // maxPooledFrame: larger frames are left to the garbage collector.
 const maxPooledFrame = 8 << 20
 
+// newFrame returns a buffer for a frame of n bytes holding its first two
+// (the API key): a recycled Produce buffer large enough for all n, or a
+// fresh one of at most frameChunk, which readBody grows as bytes arrive.
 func newFrame(key int16, n int) []byte {
 	if key == produceKey && n <= maxPooledFrame {
 		if p, ok := producePool.Get().(*[]byte); ok && cap(*p) >= n {
-			return (*p)[:n]
+			return (*p)[:2]
 		}
-		return make([]byte, n, max(n, 64<<10))
 	}
-	return make([]byte, n)
+	return make([]byte, 2, min(n, frameChunk))
 }
 
 func releaseFrame(frame []byte) {

@@ -203,6 +203,18 @@ func (s *Server) startConn(nc net.Conn) {
 	}()
 }
 
+// ConnStats describes what each open connection holds (see Config's limits),
+// in no particular order.
+func (s *Server) ConnStats() []ConnStats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]ConnStats, 0, len(s.conns))
+	for c := range s.conns {
+		out = append(out, c.stats())
+	}
+	return out
+}
+
 // code returns err's Kafka error code, logging errors that the table does not
 // know (they become UNKNOWN_SERVER_ERROR).
 func (s *Server) code(err error) int16 {

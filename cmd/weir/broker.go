@@ -37,6 +37,10 @@ type brokerSettings struct {
 	GroupMaxSessionTimeout     time.Duration     `yaml:"group-max-session-timeout"`
 	MaxConnections             int               `yaml:"max-connections"`
 	MaxRequestBytes            int32             `yaml:"max-request-bytes"`
+	MaxInFlightRequests        int               `yaml:"max-in-flight-requests"`
+	MaxConnectionBytes         int64             `yaml:"max-connection-bytes"`
+	MaxFetchBytes              int32             `yaml:"max-fetch-bytes"`
+	FrameReadTimeout           time.Duration     `yaml:"frame-read-timeout"`
 	DisableSendfile            bool              `yaml:"disable-sendfile"`
 	PluginDir                  string            `yaml:"plugin-dir"`
 	PluginCallTimeout          time.Duration     `yaml:"plugin-call-timeout"`
@@ -125,6 +129,10 @@ func newBrokerCmdWith(run func(context.Context, brokerSettings, io.Writer) error
 	f.DurationVar(&s.GroupMaxSessionTimeout, "group-max-session-timeout", s.GroupMaxSessionTimeout, "largest session timeout a group member may ask for")
 	f.IntVar(&s.MaxConnections, "max-connections", s.MaxConnections, "most client connections served at once (default 0: unlimited)")
 	f.Int32Var(&s.MaxRequestBytes, "max-request-bytes", s.MaxRequestBytes, "largest request `size` accepted; larger ones close the connection before anything is allocated")
+	f.IntVar(&s.MaxInFlightRequests, "max-in-flight-requests", s.MaxInFlightRequests, "requests a connection may have read and not yet answered; while that many are pending it is not read, so a client that stops reading is held back by TCP (default 0: 2)")
+	f.Int64Var(&s.MaxConnectionBytes, "max-connection-bytes", s.MaxConnectionBytes, "request `bytes` one connection may hold unanswered; a single larger request is read alone (default 0: 64 MiB)")
+	f.Int32Var(&s.MaxFetchBytes, "max-fetch-bytes", s.MaxFetchBytes, "cap on the record `bytes` of one Fetch response, whatever the client asks; the first batch still goes whole (default 0: 55 MiB, Kafka's fetch.max.bytes)")
+	f.DurationVar(&s.FrameReadTimeout, "frame-read-timeout", s.FrameReadTimeout, "once a request's size has arrived, the rest must arrive within this or the connection closes (default 0: 1m; negative: no timeout)")
 	f.BoolVar(&s.DisableSendfile, "disable-sendfile", s.DisableSendfile, "serve Fetch through a copy (read, then write) instead of sendfile, to compare the two")
 	f.StringVar(&s.PluginDir, "plugin-dir", s.PluginDir, "`dir`ectory searched for external plugins named in topic configs as weir-<kind>-<name> (default $WEIR_PLUGIN_DIR)")
 	f.DurationVar(&s.PluginCallTimeout, "plugin-call-timeout", s.PluginCallTimeout, "a plugin call taking longer kills the plugin as hung; it restarts on the next call (default 0: 5s)")
@@ -160,6 +168,10 @@ func (s *brokerSettings) merge(flags *pflag.FlagSet, configFile string, topicCon
 		set("group-max-session-timeout", func() { s.GroupMaxSessionTimeout = file.GroupMaxSessionTimeout })
 		set("max-connections", func() { s.MaxConnections = file.MaxConnections })
 		set("max-request-bytes", func() { s.MaxRequestBytes = file.MaxRequestBytes })
+		set("max-in-flight-requests", func() { s.MaxInFlightRequests = file.MaxInFlightRequests })
+		set("max-connection-bytes", func() { s.MaxConnectionBytes = file.MaxConnectionBytes })
+		set("max-fetch-bytes", func() { s.MaxFetchBytes = file.MaxFetchBytes })
+		set("frame-read-timeout", func() { s.FrameReadTimeout = file.FrameReadTimeout })
 		set("disable-sendfile", func() { s.DisableSendfile = file.DisableSendfile })
 		set("plugin-dir", func() { s.PluginDir = file.PluginDir })
 		set("plugin-call-timeout", func() { s.PluginCallTimeout = file.PluginCallTimeout })
@@ -237,6 +249,10 @@ func runBroker(ctx context.Context, s brokerSettings, stderr io.Writer) error {
 		GroupInitialRebalanceDelay: s.GroupInitialRebalanceDelay,
 		MaxConnections:             s.MaxConnections,
 		MaxRequestBytes:            s.MaxRequestBytes,
+		MaxInFlightRequests:        s.MaxInFlightRequests,
+		MaxConnectionBytes:         s.MaxConnectionBytes,
+		MaxFetchBytes:              s.MaxFetchBytes,
+		FrameReadTimeout:           s.FrameReadTimeout,
 		DisableSendfile:            s.DisableSendfile,
 		PluginDir:                  s.PluginDir,
 		PluginCallTimeout:          s.PluginCallTimeout,

@@ -17,8 +17,11 @@ type AppendResult struct {
 	NextOffset int64 // the log end offset after the append
 	Records    int64
 	// Flushed reports that the append returned after an fsync that covers it
-	// (the flush policy asked for one).
+	// (the flush policy asked for one) and that no cut came first.
 	Flushed bool
+	// Generation is the log's Generation when the records were appended
+	// (see Survived and FlushAppended).
+	Generation int64
 }
 
 // Append validates the record batches in buf (one or more whole Kafka v2
@@ -31,8 +34,16 @@ type AppendResult struct {
 // record.ErrCorrupt)) or one over MaxBatchBytes (ErrBatchTooLarge) rejects the
 // whole append. The flush policy is consulted once per call and the append
 // returns after the fsync it asks for.
+//
+// An I/O error fails the log (ErrFailed, wrapping the cause): this append
+// and the next ones get it, until one made after Config.RecoveryBackoff
+// recovers the log in place and goes ahead (see the package doc).
 func (l *Log) Append(ctx context.Context, buf []byte, leaderEpoch int32) (AppendResult, error) {
 	l.appendMu.Lock()
+	if err := l.recoverIfDue(); err != nil {
+		l.appendMu.Unlock()
+		return AppendResult{}, err
+	}
 	res, rolled, dec, err := l.appendLocked(ctx, buf, leaderEpoch)
 	l.appendMu.Unlock()
 	if err != nil {
@@ -47,7 +58,9 @@ func (l *Log) Append(ctx context.Context, buf []byte, leaderEpoch int32) (Append
 		if err := l.Flush(res.NextOffset); err != nil {
 			return res, err
 		}
-		res.Flushed = true
+		// Records cut meanwhile (a recovery, Truncate) were appended but
+		// are not covered: FlushAppended tells a durable ack so.
+		res.Flushed = l.Survived(res)
 	} else if !dec.FlushBy.IsZero() {
 		l.armTimer(dec.FlushBy)
 	}
@@ -128,7 +141,7 @@ func (l *Log) appendLocked(ctx context.Context, buf []byte, epoch int32) (Append
 	if err := active.Append(buf, hs); err != nil {
 		return AppendResult{}, rolled, dec, l.fail(err)
 	}
-	res := AppendResult{BaseOffset: base, NextOffset: next, Records: records}
+	res := AppendResult{BaseOffset: base, NextOffset: next, Records: records, Generation: l.gen.Load()}
 
 	l.statMu.Lock()
 	l.end.Store(next)

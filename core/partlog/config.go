@@ -38,6 +38,12 @@ type Config struct {
 	// the OS writes back, and the log fsyncs only when a segment rolls, on
 	// Flush calls (durable acks) and on Close.
 	FlushPolicy flushpolicy.Policy
+	// RecoveryBackoff: after a write or fsync fails, appends are refused
+	// (ErrFailed) for this long; then the next append first recovers the log
+	// in place (see the package doc). Each failed attempt doubles the wait,
+	// up to MaxRecoveryBackoff. Default DefaultRecoveryBackoff; negative
+	// disables automatic recovery (Recover, or a reopen, still recovers).
+	RecoveryBackoff time.Duration
 	// Clock tells the time and runs flush deadlines. Default: the system clock.
 	Clock Clock
 	// Logger receives recovery and failure reports. Default: discarded.
@@ -51,6 +57,7 @@ const (
 	DefaultIndexIntervalBytes = 4096
 	DefaultRetentionAge       = 7 * 24 * time.Hour
 	DefaultMaxBatchBytes      = 1048588
+	DefaultRecoveryBackoff    = time.Second
 )
 
 func (c Config) validate() (Config, error) {
@@ -80,6 +87,9 @@ func (c Config) validate() (Config, error) {
 		c.MaxBatchBytes = DefaultMaxBatchBytes
 	case c.MaxBatchBytes < 61 || int64(c.MaxBatchBytes) > segment.MaxSize:
 		return c, fmt.Errorf("partlog: MaxBatchBytes %d outside [61, %d]", c.MaxBatchBytes, int64(segment.MaxSize))
+	}
+	if c.RecoveryBackoff == 0 {
+		c.RecoveryBackoff = DefaultRecoveryBackoff
 	}
 	if c.FlushPolicy == nil {
 		c.FlushPolicy = flushpolicy.Never()

@@ -29,9 +29,59 @@
 // Flush(upTo) is the durable-ack path: it returns once every offset below upTo is
 // on disk. Fsyncs are serialised and each covers everything appended before it
 // started, so concurrent callers share one fsync (group commit). FlushedOffset
-// tells what is durable. A failed write or fsync fails the log (ErrFailed): after
-// a failed fsync Linux may drop the dirty pages, so the log refuses to go on
-// guessing; reopening recovers from what is really on disk.
+// tells what is durable. A failed write or fsync fails the log (below).
+//
+// # Failures and recovery
+//
+// A write, create, truncate, rename or fsync that fails (a full disk, an I/O
+// error) fails the log: the append that met it gets ErrFailed wrapping the
+// cause (KAFKA_STORAGE_ERROR, which Kafka clients retry), and so does every
+// append and Flush after it, until the log recovers. Nothing half-written is
+// ever served: an append publishes its new end only after its write
+// succeeded, and a failed write is cut back (or left to recovery, which cuts
+// it by checksum).
+//
+// The log recovers in place, by itself: the first append made
+// Config.RecoveryBackoff (1 s) after the failure recovers first, and goes
+// ahead if that works; each failed attempt doubles the wait (up to
+// MaxRecoveryBackoff). Recover does the same at once. Recovery is Open's
+// crash recovery run on the live log: the active segments are sealed, the
+// segments are opened again from the files (those past the recovery point
+// re-read batch by batch, cut at the first bad byte, their indexes rebuilt),
+// made durable, and published in place of the old ones, which readers holding
+// Slices keep until they release them. The log object stays the same, so the
+// layers above hold no handle that could go stale, and there is one recovery
+// code path, the one the crash loops test.
+//
+// What a recovery keeps depends on what failed:
+//
+//   - A write (or create, rename, truncate, directory fsync): the page cache
+//     still holds everything written before it, so the recovery keeps every
+//     complete batch. Nothing acknowledged is lost, and appends continue right
+//     after the last acknowledged record. An append whose bytes were all
+//     written before a later step failed (sealing a rolled segment, say) got
+//     an error yet may be kept: a client retry then appends it again, the
+//     usual at-least-once of a non-idempotent producer.
+//   - A file fsync: Linux may have dropped the pages that fsync was writing,
+//     or marked them clean so that a second fsync "succeeds" without writing
+//     them (and reading them back from the page cache proves nothing). So the
+//     log treats it as a power cut of this partition: from the failure on,
+//     readers are served only up to FlushedOffset (EndOffset reports it), and
+//     the recovery cuts the log back to it. Records acknowledged with durable
+//     acks were covered by a successful fsync before their ack, so they
+//     survive. Records acknowledged without durable acks and not yet covered
+//     by an fsync are lost, exactly as in a power cut, and their offsets go to
+//     the next records; consumers that read them before the failure keep what
+//     they read. The next append after such a cut goes to a new segment file,
+//     so a reader still holding a Slice of cut bytes reads them or comes up
+//     short (an error), never the records now at their offsets.
+//
+// A cut starts a new Generation. AppendResult carries the generation it was
+// made in, and FlushAppended (the durable-ack wait) fails with ErrCut when the
+// records it waits for were cut, instead of reporting success for whatever
+// holds their offsets now. Reads racing a recovery wait for it and read
+// again. Config.RecoveryBackoff < 0 turns automatic recovery off: the log then
+// stays failed until Recover or a reopen.
 //
 // # Recovery
 //

@@ -12,8 +12,14 @@ import (
 // everything appended so far, and the others find their offsets covered (group
 // commit). Use EndOffset() as upTo to flush everything. A failed fsync fails
 // the log (ErrFailed): after a failed fsync the kernel may have dropped the
-// dirty pages, so retrying could report success for lost data.
+// dirty pages, so retrying could report success for lost data. A failed log
+// fails every Flush until it has recovered, even of offsets flushed before:
+// a recovery may move the end back, and FlushAppended, which durable acks
+// use, tells whether an append's records survived it.
 func (l *Log) Flush(upTo int64) error {
+	if err := l.Err(); err != nil {
+		return err
+	}
 	upTo = min(upTo, l.end.Load())
 	if l.flushed.Load() >= upTo {
 		return nil
@@ -86,7 +92,7 @@ func (l *Log) syncLocked() error {
 	_ = l.cfg.FlushPolicy.Flushed(context.Background(), flushpolicy.FlushInfo{
 		Messages: msgs, Bytes: bytes, Duration: now.Sub(start), Now: now, Failed: err != nil})
 	if err != nil {
-		return l.fail(err)
+		return l.failSync(err)
 	}
 	return nil
 }
@@ -117,6 +123,12 @@ func (l *Log) sealPendingLocked() error {
 	var end int64 = -1
 	for _, s := range segs[:len(segs)-1] {
 		if s.Active() {
+			// The log's fsync first, so that its failure is told apart
+			// from one of the index writes Seal makes next (after which
+			// nothing of the log's pages is in doubt).
+			if err := s.Sync(); err != nil {
+				return l.failSync(err)
+			}
 			if err := s.Seal(); err != nil {
 				return l.fail(err)
 			}

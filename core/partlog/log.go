@@ -19,9 +19,10 @@ var (
 	ErrOffsetOutOfRange = errors.New("partlog: offset out of range")
 	// ErrBatchTooLarge: a batch larger than Config.MaxBatchBytes.
 	ErrBatchTooLarge = errors.New("partlog: batch too large")
-	// ErrFailed: an earlier write or fsync failed, so the log no longer knows
-	// what is on disk; it refuses appends until it is closed and reopened
-	// (which recovers). Reads keep working.
+	// ErrFailed: a write or fsync failed, so the log no longer knows what is
+	// on disk; it refuses appends until it recovers (by itself, on an append
+	// once Config.RecoveryBackoff has passed; or by Recover, or a reopen).
+	// Reads keep working. Kafka: KAFKA_STORAGE_ERROR, which clients retry.
 	ErrFailed = errors.New("partlog: log failed")
 	// ErrClosed: the log was closed.
 	ErrClosed = errors.New("partlog: closed")
@@ -67,7 +68,19 @@ type Log struct {
 	timerAt   time.Time
 	syncCount atomic.Int64
 
-	failed atomic.Pointer[error]
+	// Failure and recovery (recover.go).
+	failed     atomic.Pointer[error]
+	lostPages  atomic.Bool   // an fsync failed: what it was writing may be gone
+	readLimit  atomic.Int64  // readers see offsets below it only (NoLimit unless lostPages)
+	retryAt    atomic.Int64  // unix ns (cfg.Clock): appends before it do not try to recover
+	backoff    time.Duration // the wait after the next failed recovery; appendMu
+	recoveries atomic.Int64
+	gen        atomic.Int64 // see Generation
+	cuts       []cut        // the last maxCuts generations' cuts; statMu
+	// recoverSeq is odd while a recovery runs, which may cut files under
+	// readers; they wait on recoverDone and read again.
+	recoverSeq  atomic.Int64
+	recoverDone atomic.Pointer[chan struct{}]
 }
 
 // Report says what Open found.
@@ -94,7 +107,8 @@ func Open(fsys vfs.FS, dir string, cfg Config) (*Log, Report, error) {
 	if err != nil {
 		return nil, Report{}, err
 	}
-	l := &Log{fs: fsys, dir: dir, cfg: cfg}
+	l := &Log{fs: fsys, dir: dir, cfg: cfg, backoff: cfg.RecoveryBackoff}
+	l.readLimit.Store(NoLimit)
 	start := cfg.Clock.Now()
 	rep, err := l.open()
 	rep.Duration = cfg.Clock.Now().Sub(start)
@@ -112,13 +126,73 @@ func Open(fsys vfs.FS, dir string, cfg Config) (*Log, Report, error) {
 }
 
 func (l *Log) open() (Report, error) {
-	var rep Report
+	ld, err := l.load()
+	if err != nil {
+		return ld.rep, err
+	}
+	l.setSegments(ld.segs)
+	active := ld.segs[len(ld.segs)-1]
+	l.end.Store(active.NextOffset())
+	if ld.cpOK && ld.cp.activeBase == active.Base() && ld.cp.activeBorn > 0 {
+		l.activeBorn.Store(ld.cp.activeBorn)
+	} else {
+		l.activeBorn.Store(l.cfg.Clock.Now().UnixMilli())
+	}
+
+	// Make the recovered state durable (truncations, rebuilt indexes), then
+	// drop the clean-shutdown marker before any append can happen.
+	if err := l.settle(); err != nil {
+		return ld.rep, err
+	}
+	if ld.rep.Clean {
+		if err := l.fs.Remove(l.path(cleanShutdownFile)); err != nil {
+			return ld.rep, fmt.Errorf("partlog: %w", err)
+		}
+	}
+	if err := l.fs.SyncDir(l.dir); err != nil {
+		return ld.rep, fmt.Errorf("partlog: %w", err)
+	}
+	return ld.rep, nil
+}
+
+// settle makes the published segments durable as they are: the active
+// segment's log is fsynced and the recovery point moves to its base (load
+// sealed and fsynced every other segment). The caller fsyncs the directory.
+func (l *Log) settle() error {
+	if err := l.active().Sync(); err != nil {
+		return fmt.Errorf("partlog: %w", err)
+	}
+	l.flushed.Store(l.end.Load())
+	return l.writeCheckpoint(l.active().Base())
+}
+
+// loaded is what load found on disk.
+type loaded struct {
+	segs []*segment.Segment // oldest first; the last one active, the others sealed
+	cp   checkpoint
+	cpOK bool
+	rep  Report
+}
+
+// load opens the segments in the directory as Open describes, recovering
+// those the recovery point does not cover, and returns them without
+// publishing anything. On error it closes what it opened.
+func (l *Log) load() (ld loaded, err error) {
+	rep := &ld.rep
+	defer func() {
+		if err != nil {
+			for _, s := range ld.segs {
+				_ = s.Close()
+			}
+			ld.segs = nil
+		}
+	}()
 	if err := l.fs.MkdirAll(l.dir, 0o755); err != nil {
-		return rep, fmt.Errorf("partlog: %w", err)
+		return ld, fmt.Errorf("partlog: %w", err)
 	}
 	names, err := l.fs.List(l.dir)
 	if err != nil {
-		return rep, fmt.Errorf("partlog: %w", err)
+		return ld, fmt.Errorf("partlog: %w", err)
 	}
 	var bases []int64
 	others := map[int64][]string{}
@@ -144,19 +218,18 @@ func (l *Log) open() (Report, error) {
 		}
 		for _, n := range ns {
 			if err := l.fs.Remove(filepath.Join(l.dir, n)); err != nil {
-				return rep, fmt.Errorf("partlog: %w", err)
+				return ld, fmt.Errorf("partlog: %w", err)
 			}
 		}
 	}
-	cp, cpOK := l.readCheckpoint()
+	ld.cp, ld.cpOK = l.readCheckpoint()
 	rp := int64(-1)
-	if !rep.Clean && cpOK {
-		rp = cp.recoveryPoint
+	if !rep.Clean && ld.cpOK {
+		rp = ld.cp.recoveryPoint
 	}
 	rep.RecoveryPoint = rp
 
 	opts := segment.Options{IndexIntervalBytes: l.cfg.IndexIntervalBytes}
-	var segs []*segment.Segment
 	for i, base := range bases {
 		end := int64(-1)
 		if i+1 < len(bases) {
@@ -168,10 +241,9 @@ func (l *Log) open() (Report, error) {
 		}
 		s, r, err := segment.Open(l.fs, l.dir, base, opts, mode, end)
 		if err != nil {
-			l.setSegments(segs)
-			return rep, fmt.Errorf("partlog: %w", err)
+			return ld, fmt.Errorf("partlog: %w", err)
 		}
-		segs = append(segs, s)
+		ld.segs = append(ld.segs, s)
 		rep.Segments++
 		if mode == segment.Recover {
 			rep.Recovered++
@@ -187,52 +259,24 @@ func (l *Log) open() (Report, error) {
 			rep.Causes = append(rep.Causes, fmt.Errorf("segment %d ends at %d, next segment starts at %d", base, s.NextOffset(), end))
 			for _, b := range bases[i+1:] {
 				if err := l.removeSegmentFiles(b); err != nil {
-					l.setSegments(segs)
-					return rep, err
+					return ld, err
 				}
 				rep.Deleted = append(rep.Deleted, b)
 			}
 			if err := s.Unseal(); err != nil {
-				l.setSegments(segs)
-				return rep, fmt.Errorf("partlog: %w", err)
+				return ld, fmt.Errorf("partlog: %w", err)
 			}
 			break
 		}
 	}
-	if len(segs) == 0 {
+	if len(ld.segs) == 0 {
 		s, err := segment.Create(l.fs, l.dir, 0, opts)
 		if err != nil {
-			return rep, fmt.Errorf("partlog: %w", err)
+			return ld, fmt.Errorf("partlog: %w", err)
 		}
-		segs = append(segs, s)
+		ld.segs = append(ld.segs, s)
 	}
-	l.setSegments(segs)
-	active := segs[len(segs)-1]
-	l.end.Store(active.NextOffset())
-	if cpOK && cp.activeBase == active.Base() && cp.activeBorn > 0 {
-		l.activeBorn.Store(cp.activeBorn)
-	} else {
-		l.activeBorn.Store(l.cfg.Clock.Now().UnixMilli())
-	}
-
-	// Make the recovered state durable (truncations, rebuilt indexes), then
-	// drop the clean-shutdown marker before any append can happen.
-	if err := active.Sync(); err != nil {
-		return rep, fmt.Errorf("partlog: %w", err)
-	}
-	l.flushed.Store(l.end.Load())
-	if err := l.writeCheckpoint(active.Base()); err != nil {
-		return rep, err
-	}
-	if rep.Clean {
-		if err := l.fs.Remove(l.path(cleanShutdownFile)); err != nil {
-			return rep, fmt.Errorf("partlog: %w", err)
-		}
-	}
-	if err := l.fs.SyncDir(l.dir); err != nil {
-		return rep, fmt.Errorf("partlog: %w", err)
-	}
-	return rep, nil
+	return ld, nil
 }
 
 func (l *Log) path(name string) string { return filepath.Join(l.dir, name) }
@@ -266,8 +310,11 @@ func (l *Log) Dir() string { return l.dir }
 // StartOffset is the first offset still in the log.
 func (l *Log) StartOffset() int64 { return l.segments()[0].Base() }
 
-// EndOffset is the offset the next record will get (the log end offset).
-func (l *Log) EndOffset() int64 { return l.end.Load() }
+// EndOffset is the offset the next record will get (the log end offset), and
+// the high watermark readers are served up to. After a failed fsync, until the
+// log recovers, it is FlushedOffset instead: what lies beyond may be lost
+// (see the package doc), so it is not served.
+func (l *Log) EndOffset() int64 { return min(l.end.Load(), l.readLimit.Load()) }
 
 // FlushedOffset: every offset below it is durable (fsynced).
 func (l *Log) FlushedOffset() int64 { return l.flushed.Load() }
@@ -306,14 +353,6 @@ func (l *Log) Err() error {
 		return *p
 	}
 	return nil
-}
-
-func (l *Log) fail(err error) error {
-	wrapped := fmt.Errorf("%w: %w", ErrFailed, err)
-	if l.failed.CompareAndSwap(nil, &wrapped) {
-		l.cfg.Logger.Error("partition log failed; reopen to recover", "dir", l.dir, "err", err)
-	}
-	return wrapped
 }
 
 // Close flushes and seals the active segment, checkpoints the recovery point

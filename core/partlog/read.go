@@ -26,12 +26,14 @@ type Slice = segment.Slice
 // The batches' first offset may be below offset (a batch is never split), as
 // Kafka's fetch does; consumers skip the records they did not ask for.
 func (l *Log) Read(offset, maxBytes, maxOffset int64) (Slice, error) {
+	seq := l.recoverSeq.Load()
 	for attempt := 0; ; attempt++ {
 		if l.closed.Load() {
 			return Slice{}, ErrClosed
 		}
-		end := l.end.Load()
-		segs := l.segments()
+		end := l.EndOffset()
+		list := l.segs.Load()
+		segs := *list
 		if offset < segs[0].Base() || offset > end {
 			return Slice{}, fmt.Errorf("%w: %d not in [%d, %d]", ErrOffsetOutOfRange, offset, segs[0].Base(), end)
 		}
@@ -51,10 +53,16 @@ func (l *Log) Read(offset, maxBytes, maxOffset int64) (Slice, error) {
 				}
 				continue // offset is at this segment's end: try the next one
 			case errors.Is(err, segment.ErrClosed) && attempt < 3:
+			case (seq%2 == 1 || l.recoverSeq.Load() != seq || l.segs.Load() != list) && attempt < 5:
+				// A recovery ran (or runs) and may have cut the file
+				// under this segment's reader: once it is done, look
+				// again.
+				l.awaitRecovery()
+				seq = l.recoverSeq.Load()
 			default:
 				return Slice{}, fmt.Errorf("partlog: read %d: %w", offset, err)
 			}
-			break // retention deleted the segment under us: look again
+			break // retention or a recovery replaced the segment under us: look again
 		}
 		if i == len(segs) {
 			return Slice{}, nil

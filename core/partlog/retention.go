@@ -85,10 +85,18 @@ func (l *Log) Truncate(offset int64) error {
 	if err := l.sealPendingLocked(); err != nil {
 		return err
 	}
-	segs := l.segments()
-	if offset < segs[0].Base() {
-		return fmt.Errorf("%w: truncate to %d below log start %d", ErrOffsetOutOfRange, offset, segs[0].Base())
+	if offset < l.segments()[0].Base() {
+		return fmt.Errorf("%w: truncate to %d below log start %d", ErrOffsetOutOfRange, offset, l.segments()[0].Base())
 	}
+	return l.truncateLocked(offset, true)
+}
+
+// truncateLocked cuts the log at offset (at least the log start; every
+// segment but the last sealed), starting a new generation when record is set
+// (Truncate; a recovery records its cut itself, before publishing anything).
+// appendMu and syncMu held.
+func (l *Log) truncateLocked(offset int64, record bool) error {
+	segs := l.segments()
 	i := len(segs) - 1
 	for segs[i].Base() > offset {
 		i--
@@ -111,8 +119,11 @@ func (l *Log) Truncate(offset int64) error {
 	if err := s.TruncateTo(offset); err != nil {
 		return l.fail(err)
 	}
+	if record && s.NextOffset() < l.end.Load() {
+		l.recordCut(s.NextOffset())
+	}
 	if err := s.Sync(); err != nil {
-		return l.fail(err)
+		return l.failSync(err)
 	}
 	if err := l.fs.SyncDir(l.dir); err != nil {
 		return l.fail(fmt.Errorf("partlog: %w", err))

@@ -145,6 +145,12 @@ func (b *Broker) start() error {
 		DisableSendfile:  cfg.DisableSendfile,
 		Logger:           b.logger.With("component", "transport"),
 		Metrics:          transport.NewMetrics(reg),
+
+		// Per-connection limits (zero: transport's defaults).
+		MaxInFlightRequests: cfg.MaxInFlightRequests,
+		MaxConnectionBytes:  cfg.MaxConnectionBytes,
+		MaxFetchBytes:       cfg.MaxFetchBytes,
+		FrameReadTimeout:    cfg.FrameReadTimeout,
 	}, b.registry, b.coordinator)
 	if err != nil {
 		return fmt.Errorf("broker: %w", err)

@@ -79,6 +79,23 @@ type Config struct {
 	MaxRequestBytes int32
 	// MaxConnections limits concurrent client connections; 0: unlimited.
 	MaxConnections int
+	// MaxInFlightRequests: requests a connection may have read and not yet
+	// answered; while that many are pending the connection is not read, so
+	// a client that stops reading its answers is held back by TCP. Default
+	// 0: transport.DefaultMaxInFlightRequests (2).
+	MaxInFlightRequests int
+	// MaxConnectionBytes: request bytes one connection may hold (a single
+	// larger request is read alone). Default 0:
+	// transport.DefaultMaxConnectionBytes (64 MiB).
+	MaxConnectionBytes int64
+	// MaxFetchBytes caps the record bytes of one Fetch response, whatever
+	// the client asks for. Default 0: transport.DefaultMaxFetchBytes (55 MiB,
+	// Kafka's fetch.max.bytes).
+	MaxFetchBytes int32
+	// FrameReadTimeout: once a request's size has arrived, the rest must
+	// arrive within it or the connection is closed. Default 0:
+	// transport.DefaultFrameReadTimeout (1 min); negative: no timeout.
+	FrameReadTimeout time.Duration
 	// DisableSendfile makes Fetch copy record bytes through a buffer instead
 	// of sending them from the segment file with sendfile (for benchmarks
 	// comparing the two; file systems other than the OS's always copy).
@@ -166,6 +183,15 @@ func (c Config) validate() (Config, error) {
 	}
 	if c.MaxConnections < 0 {
 		return bad("MaxConnections %d is negative", c.MaxConnections)
+	}
+	if c.MaxInFlightRequests < 0 {
+		return bad("MaxInFlightRequests %d is negative", c.MaxInFlightRequests)
+	}
+	if c.MaxConnectionBytes < 0 {
+		return bad("MaxConnectionBytes %d is negative", c.MaxConnectionBytes)
+	}
+	if c.MaxFetchBytes < 0 {
+		return bad("MaxFetchBytes %d is negative", c.MaxFetchBytes)
 	}
 	if c.FS == nil {
 		c.FS = vfs.Default

@@ -18,9 +18,10 @@ type FailAt struct {
 	// PartialWrite makes a failing Write store the first half of its bytes before it fails.
 	PartialWrite bool
 
-	mu    sync.Mutex
-	count int
-	fired bool
+	mu      sync.Mutex
+	count   int
+	fired   bool
+	cleared bool
 }
 
 // MaybeError implements Injector.
@@ -31,7 +32,7 @@ func (f *FailAt) MaybeError(op Op, path string) error {
 	f.mu.Lock()
 	i := f.count
 	f.count++
-	fail := f.K >= 0 && (i == f.K || f.Sticky && i > f.K)
+	fail := !f.cleared && f.K >= 0 && (i == f.K || f.Sticky && i > f.K)
 	if fail {
 		f.fired = true
 	}
@@ -61,4 +62,12 @@ func (f *FailAt) Fired() bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.fired
+}
+
+// Clear ends the fault: no operation fails from now on (the disk has room
+// again), though Count goes on counting. Safe to call while operations run.
+func (f *FailAt) Clear() {
+	f.mu.Lock()
+	f.cleared = true
+	f.mu.Unlock()
 }

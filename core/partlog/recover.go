@@ -1,0 +1,319 @@
+package partlog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/weir-broker/weir/core/segment"
+)
+
+// Failure and recovery in place; see "Failures and recovery" in the package
+// doc for the design and its guarantees.
+
+// ErrCut: records were appended, then cut before an fsync made them durable:
+// by a recovery (after a failed fsync, the log goes back to what the last
+// successful one covered) or by Truncate. FlushAppended returns it wrapped
+// together with ErrFailed.
+var ErrCut = errors.New("partlog: appended records were cut before they were durable")
+
+// MaxRecoveryBackoff caps the wait between two recovery attempts, which
+// doubles from Config.RecoveryBackoff after each failed one.
+const MaxRecoveryBackoff = time.Minute
+
+// maxCuts is how many cuts the log remembers for Survived; an append older
+// than all of them counts as cut (the safe answer).
+const maxCuts = 64
+
+// cut records that a generation began by moving the log end back to `to`.
+type cut struct{ gen, to int64 }
+
+// fail fails the log after a write (or create, truncate, rename, directory
+// fsync) failed: the page cache still holds everything written before, so a
+// recovery keeps every complete batch it finds.
+func (l *Log) fail(err error) error { return l.failWith(err, false) }
+
+// failSync fails the log after a file fsync failed. Linux may have dropped
+// the dirty pages that fsync was writing (or marked them clean, so that a
+// second fsync reports success without writing them): everything past the
+// last successful fsync is suspect. Readers stop being served it at once, and
+// the recovery cuts it. syncMu held, so FlushedOffset cannot move meanwhile.
+func (l *Log) failSync(err error) error {
+	l.lostPages.Store(true)
+	for {
+		lim, fl := l.readLimit.Load(), l.flushed.Load()
+		if fl >= lim || l.readLimit.CompareAndSwap(lim, fl) {
+			break
+		}
+	}
+	return l.failWith(err, true)
+}
+
+func (l *Log) failWith(err error, sync bool) error {
+	wrapped := fmt.Errorf("%w: %w", ErrFailed, err)
+	if l.failed.CompareAndSwap(nil, &wrapped) {
+		l.retryAt.Store(l.cfg.Clock.Now().Add(l.cfg.RecoveryBackoff).UnixNano())
+		l.cfg.Logger.Error("partition log failed; appends refused until it recovers", "dir", l.dir, "err", err,
+			"fsync", sync, "flushed", l.flushed.Load(), "end", l.end.Load(), "retry_in", l.cfg.RecoveryBackoff)
+	}
+	return wrapped
+}
+
+// Recoveries counts the recoveries in place the log has made.
+func (l *Log) Recoveries() int64 { return l.recoveries.Load() }
+
+// Generation counts the times the log end moved backwards: a recovery that cut
+// appended records (see ErrCut), or Truncate. Offsets below EndOffset may hold
+// other records than an append of an earlier generation put there; Survived
+// tells whether they do.
+func (l *Log) Generation() int64 { return l.gen.Load() }
+
+// Survived reports whether the records of an append (res from Append: its
+// NextOffset and Generation) are still in the log: no cut since went below
+// their end.
+func (l *Log) Survived(res AppendResult) bool {
+	if l.gen.Load() == res.Generation {
+		return true
+	}
+	l.statMu.Lock()
+	defer l.statMu.Unlock()
+	if len(l.cuts) == 0 || l.cuts[0].gen > res.Generation+1 {
+		return false // older than the cuts remembered
+	}
+	for _, c := range l.cuts {
+		if c.gen > res.Generation && c.to < res.NextOffset {
+			return false
+		}
+	}
+	return true
+}
+
+// FlushAppended returns once the records of one append (res from Append) are
+// durable, as FlushContext(ctx, res.NextOffset) does, except that it fails
+// (ErrFailed wrapping ErrCut) when a recovery cut them first, where
+// FlushContext would report success for whatever holds their offsets now.
+// Durable acks wait with it.
+func (l *Log) FlushAppended(ctx context.Context, res AppendResult) error {
+	if err := l.FlushContext(ctx, res.NextOffset); err != nil {
+		return err
+	}
+	return l.checkSurvived(res)
+}
+
+func (l *Log) checkSurvived(res AppendResult) error {
+	if l.Survived(res) {
+		return nil
+	}
+	return fmt.Errorf("%w: %w: offsets [%d, %d) of generation %d (now %d)", ErrFailed, ErrCut,
+		res.BaseOffset, res.NextOffset, res.Generation, l.gen.Load())
+}
+
+// awaitRecovery returns when no recovery is running.
+func (l *Log) awaitRecovery() {
+	if p := l.recoverDone.Load(); p != nil {
+		<-*p
+	}
+}
+
+// recordCut starts a new generation whose log ends at to. Called before the
+// lower end is published, so that a durable-ack waiter never sees the lower
+// end without the cut.
+func (l *Log) recordCut(to int64) {
+	l.statMu.Lock()
+	defer l.statMu.Unlock()
+	g := l.gen.Add(1)
+	if len(l.cuts) == maxCuts {
+		l.cuts = append(l.cuts[:0], l.cuts[1:]...)
+	}
+	l.cuts = append(l.cuts, cut{gen: g, to: to})
+}
+
+// Recover recovers a failed log now, ignoring the backoff: what Append does by
+// itself once Config.RecoveryBackoff has passed. On a healthy log it does
+// nothing. The error wraps ErrFailed (the log stays failed) or is ErrClosed.
+func (l *Log) Recover() (Report, error) {
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	if l.closed.Load() {
+		return Report{}, ErrClosed
+	}
+	return l.tryRecoverLocked()
+}
+
+// RecoverIfDue is what Append does first: on a failed log it returns the
+// log's error (ErrFailed) until Config.RecoveryBackoff has passed since the
+// failure (or the last failed attempt), then tries to recover, returning nil
+// if that worked. On a healthy log it returns nil at once. Callers that
+// answer a produce without appending (an idempotent producer's duplicate)
+// call it, so that a failed log recovers and refuses them alike.
+func (l *Log) RecoverIfDue() error {
+	if l.Err() == nil {
+		return nil
+	}
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	return l.recoverIfDue()
+}
+
+// recoverIfDue runs before every append: a failed log refuses it with its
+// error until the backoff has passed, then tries to recover. appendMu held.
+func (l *Log) recoverIfDue() error {
+	err := l.Err()
+	if err == nil || l.closed.Load() {
+		return nil // appendLocked reports a closed log
+	}
+	if l.cfg.RecoveryBackoff < 0 || l.cfg.Clock.Now().UnixNano() < l.retryAt.Load() {
+		return err
+	}
+	_, err = l.tryRecoverLocked()
+	return err
+}
+
+// tryRecoverLocked recovers, or schedules the next attempt. appendMu held.
+func (l *Log) tryRecoverLocked() (Report, error) {
+	if l.Err() == nil {
+		return Report{}, nil
+	}
+	start := l.cfg.Clock.Now()
+	l.syncMu.Lock()
+	rep, before, err := l.recoverLocked()
+	l.syncMu.Unlock()
+	rep.Duration = l.cfg.Clock.Now().Sub(start)
+	if err != nil {
+		l.backoff = min(max(2*l.backoff, l.cfg.RecoveryBackoff), MaxRecoveryBackoff)
+		l.retryAt.Store(l.cfg.Clock.Now().Add(l.backoff).UnixNano())
+		l.cfg.Logger.Warn("partition log recovery failed", "dir", l.dir, "err", err, "retry_in", l.backoff)
+		return rep, fmt.Errorf("%w: recovery failed: %w", ErrFailed, err)
+	}
+	l.backoff = l.cfg.RecoveryBackoff
+	l.recoveries.Add(1)
+	l.cfg.Logger.Warn("partition log recovered in place", "dir", l.dir, "end_before", before, "end", l.end.Load(),
+		"truncated_bytes", rep.Truncated, "deleted_segments", len(rep.Deleted), "causes", errors.Join(rep.Causes...),
+		"duration", rep.Duration)
+	return rep, nil
+}
+
+// recoverLocked replaces the segments by what Open would find on disk now,
+// cut back to the last successful fsync if one failed since. It returns the
+// log end before. appendMu and syncMu held; nothing changes unless the files
+// can be read, sealed and fsynced again.
+func (l *Log) recoverLocked() (Report, int64, error) {
+	done := make(chan struct{})
+	l.recoverDone.Store(&done)
+	l.recoverSeq.Add(1) // odd: files may change under readers
+	defer func() {
+		l.recoverSeq.Add(1)
+		l.recoverDone.Store(nil)
+		close(done)
+	}()
+	before := l.end.Load()
+	old := l.segments()
+	oldActive := old[len(old)-1]
+	// The old segment objects keep serving readers until the new ones are
+	// published; seal the active ones first, so that none of their index
+	// file handles writes again over the indexes load rebuilds.
+	for _, s := range old {
+		if s.Active() {
+			if err := s.Seal(); err != nil {
+				return Report{}, before, fmt.Errorf("partlog: seal before recovery: %w", err)
+			}
+		}
+	}
+	ld, err := l.load()
+	if err != nil {
+		return ld.rep, before, err
+	}
+	active := ld.segs[len(ld.segs)-1]
+	keep := active.NextOffset()
+	if l.lostPages.Load() {
+		keep = min(keep, l.flushed.Load())
+	}
+	if keep < before {
+		l.recordCut(keep)
+	}
+	l.setSegments(ld.segs)
+	l.end.Store(active.NextOffset())
+	switch {
+	case ld.cpOK && ld.cp.activeBase == active.Base() && ld.cp.activeBorn > 0:
+		l.activeBorn.Store(ld.cp.activeBorn)
+	case active.Base() != oldActive.Base():
+		l.activeBorn.Store(l.cfg.Clock.Now().UnixMilli())
+	}
+	for _, s := range old {
+		_ = s.Close() // sealed: drops the owner's reference; Slices keep their files
+	}
+	if active.NextOffset() > keep {
+		if err := l.truncateLocked(keep, false); err != nil {
+			return ld.rep, before, err
+		}
+		ld.rep.Causes = append(ld.rep.Causes, fmt.Errorf("an fsync failed: cut back to %d, what the last successful fsync covered", keep))
+		if err := l.freshTail(); err != nil {
+			return ld.rep, before, err
+		}
+	}
+	if err := l.settle(); err != nil {
+		return ld.rep, before, err
+	}
+	if err := l.fs.SyncDir(l.dir); err != nil {
+		return ld.rep, before, fmt.Errorf("partlog: %w", err)
+	}
+
+	l.statMu.Lock()
+	l.unMsgs, l.unBytes = 0, 0
+	if l.timer != nil {
+		l.timer.Stop()
+		l.timer, l.timerAt = nil, time.Time{}
+	}
+	l.statMu.Unlock()
+	l.syncCount.Add(1)
+	l.lostPages.Store(false)
+	l.readLimit.Store(NoLimit)
+	l.failed.Store(nil)
+	if l.notify != nil { // long polls look again: the end may have moved back
+		close(l.notify)
+		l.notify = nil
+	}
+	return ld.rep, before, nil
+}
+
+// freshTail makes the next append go to a new file after a cut, so that a
+// reader still holding a Slice of cut bytes reads those bytes or comes up
+// short (an error), never the bytes of the records that now hold their
+// offsets: a non-empty active segment rolls; one the cut emptied is replaced
+// by a new file of the same name (the old one stays readable through open
+// handles). The log's only segment, emptied, is kept: replacing it could,
+// after a crash in between, leave no segment to say where offsets resume.
+// appendMu and syncMu held.
+func (l *Log) freshTail() error {
+	segs := l.segments()
+	a := segs[len(segs)-1]
+	opts := segment.Options{IndexIntervalBytes: l.cfg.IndexIntervalBytes}
+	switch {
+	case a.Size() > 0:
+		if err := a.Seal(); err != nil {
+			return l.fail(err)
+		}
+	case len(segs) > 1:
+		if err := a.Delete(); err != nil {
+			return l.fail(err)
+		}
+		segs = segs[:len(segs)-1]
+		l.setSegments(segs)
+		if err := l.fs.SyncDir(l.dir); err != nil {
+			return l.fail(fmt.Errorf("partlog: %w", err))
+		}
+	default:
+		return nil
+	}
+	s, err := segment.Create(l.fs, l.dir, a.NextOffset(), opts)
+	if err != nil {
+		return l.fail(fmt.Errorf("partlog: %w", err))
+	}
+	l.setSegments(append(append([]*segment.Segment(nil), segs...), s))
+	l.activeBorn.Store(l.cfg.Clock.Now().UnixMilli())
+	if err := l.fs.SyncDir(l.dir); err != nil {
+		return l.fail(fmt.Errorf("partlog: %w", err))
+	}
+	return nil
+}
