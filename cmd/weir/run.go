@@ -32,6 +32,13 @@ naming the field. Then the disk and memory probes run (if the spec has any),
 then every matrix point, each repetition in a fresh topic and each point on a
 fresh broker with a fresh data directory.
 
+A spec with a durability block (--preset durability) runs the durability
+experiment instead: each repetition produces until the broker is killed
+(SIGKILL) or its power cut (in process, only fsynced data survives) at a
+random moment, restarts it, reads everything back, and reports the
+acknowledged records lost next to the throughput each flush policy and ack
+mode bought.
+
 Results go to results/runs/<UTC time>-<name>/ (or --out): run.json (every
 repetition's figures and the environment), report.md (tables and plots),
 bench.txt (Go benchmark format, for benchstat or weir compare) and plots/.

@@ -9,7 +9,7 @@ import (
 )
 
 func TestPresetsValidate(t *testing.T) {
-	want := []string{"flush", "kreps2014", "probes", "quick"}
+	want := []string{"durability", "flush", "kreps2014", "probes", "quick"}
 	if got := Names(); strings.Join(got, ",") != strings.Join(want, ",") {
 		t.Fatalf("presets %v, want %v", got, want)
 	}

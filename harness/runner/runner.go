@@ -2,7 +2,9 @@
 // spec, captures the environment, runs the probes, expands the load matrix
 // and runs each point's repetitions (against a fresh `weir broker`
 // subprocess per point for embedded targets), then writes and prints the
-// report.
+// report. A spec with a durability block runs durability experiments
+// instead (package harness/durability): a fresh broker per repetition,
+// killed or powered off at a random moment, restarted and read back.
 //
 // The broker runs as a subprocess, not in the runner's process, so that its
 // CPU time and disk writes can be read apart from the load generator's
@@ -33,6 +35,7 @@ import (
 	"time"
 
 	"github.com/weir-broker/weir/core/topics"
+	"github.com/weir-broker/weir/harness/durability"
 	"github.com/weir-broker/weir/harness/env"
 	"github.com/weir-broker/weir/harness/load"
 	"github.com/weir-broker/weir/harness/probe"
@@ -172,7 +175,11 @@ func Run(ctx context.Context, opts Options) (*result.Run, string, error) {
 	r.progress = newProgress(stderr, isTerminal(stderr), points, estimate)
 
 	runErr := r.probes(ctx, run)
-	if runErr == nil {
+	switch {
+	case runErr != nil:
+	case s.Durability != nil:
+		runErr = r.durability(ctx, run, sections)
+	default:
 		runErr = r.load(ctx, run, sections)
 	}
 	run.Ended = time.Now().UTC()
@@ -186,6 +193,11 @@ func Run(ctx context.Context, opts Options) (*result.Run, string, error) {
 	}
 	if err := report.Write(out, run); err != nil {
 		return run, out, errors.Join(runErr, err)
+	}
+	if s.Durability != nil {
+		if err := durability.WriteReport(out, run); err != nil {
+			return run, out, errors.Join(runErr, err)
+		}
 	}
 	if opts.Stdout != nil {
 		if err := report.Print(opts.Stdout, run); err != nil {
@@ -209,8 +221,13 @@ type runner struct {
 
 // pointEstimate is a point's expected time: its reps' windows and warm-ups,
 // plus a second per rep for topics and drains and a second for the broker.
+// A durability rep ends at its fault, on average half way through the
+// window, and then restarts the broker and reads back: half a second.
 func (r *runner) pointEstimate(w spec.Workload) time.Duration {
 	reps := time.Duration(r.spec.Repetitions)
+	if r.spec.Durability != nil {
+		return reps * (w.Warmup + w.Duration/2 + time.Second/2)
+	}
 	return reps*(w.Warmup+w.Duration+time.Second) + time.Second
 }
 

@@ -49,6 +49,19 @@
 //	  memory: {bytes: 256MiB}
 //	no_load: false               # true: run the probes only
 //	references: []               # published figures to print beside this machine's
+//	durability:                  # optional: a durability experiment instead of a load one
+//	  faults: [kill, power]      # SIGKILL of the broker | simulated power cut (default both)
+//	  torn: 0.5                  # fraction of power cuts keeping torn writes
+//	  sync_latency: 0s           # simulated fsync duration on the power cut's in-memory FS
+//	  recovery_timeout: 30s      # restart until every partition serves a fetch
+//	  verify_records: 10         # produced per partition after recovery: offsets must continue
+//	  age_slack: 25ms            # slack on a policy's age bound (besides measured timer lateness)
+//
+// A durability block (see Durability) turns each load section into a
+// durability section: the fault is one more factor, varying fastest, and
+// each repetition runs the workload until the fault strikes at a random
+// moment of [warmup, warmup+duration), restarts the broker and reads
+// everything back (package harness/durability).
 //
 // A spec may instead list experiments, each a load section of the run with
 // its own workload overrides (applied over the top-level workload) and

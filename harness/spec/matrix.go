@@ -30,6 +30,9 @@ type Point struct {
 	ID       string
 	Factors  []result.FactorValue
 	Workload Workload
+	// Fault is the fault a durability section's point injects
+	// (FaultKill, FaultPower); "" in load sections.
+	Fault string
 }
 
 // factorDef describes one factor: how many levels a Factors value gives it,
@@ -125,8 +128,17 @@ func idValue(s string) string {
 // experiments, one per experiment otherwise (none with no_load), each
 // point's workload being
 // the top-level workload, then the experiment's overrides, then the point's
-// levels.
+// levels. With a durability block the sections are durability sections,
+// each point repeated per fault (see Durability).
 func (s *Spec) Sections() ([]Section, error) {
+	secs, err := s.loadSections()
+	if err != nil || s.Durability == nil {
+		return secs, err
+	}
+	return s.durabilitySections(secs), nil
+}
+
+func (s *Spec) loadSections() ([]Section, error) {
 	if s.NoLoad {
 		return nil, nil
 	}
@@ -287,6 +299,9 @@ func (s *Spec) WriteMatrix(w io.Writer) error {
 	if m := s.Probes.Memory; m != nil {
 		fmt.Fprintf(w, "probe memory: %s\n", setFields(m))
 	}
+	if d := s.Durability; d != nil {
+		d.write(w)
+	}
 	var total time.Duration
 	for _, sec := range sections {
 		factors := "no factors"
@@ -300,11 +315,20 @@ func (s *Spec) WriteMatrix(w io.Writer) error {
 				id = "(single point)"
 			}
 			fmt.Fprintf(w, "  %d. %s\n     %s\n", i+1, id, p.Workload.Summary())
+			if s.Durability != nil {
+				// A run ends at its fault: half way through the window on average.
+				total += time.Duration(s.Repetitions) * (p.Workload.Warmup + p.Workload.Duration/2)
+				continue
+			}
 			total += time.Duration(s.Repetitions) * (p.Workload.Warmup + p.Workload.Duration)
 		}
 	}
 	if s.NoLoad {
 		_, err = fmt.Fprintln(w, "no load (no_load: true)")
+		return err
+	}
+	if s.Durability != nil {
+		_, err = fmt.Fprintf(w, "load time: about %v until the faults, plus each run's restart and read-back\n", total)
 		return err
 	}
 	_, err = fmt.Fprintf(w, "load time: at least %v\n", total)

@@ -48,6 +48,10 @@ type Spec struct {
 	Probes Probes `yaml:"probes"`
 	// NoLoad leaves the load out: a spec of probes only.
 	NoLoad bool `yaml:"no_load"`
+	// Durability, if given, makes the load a durability experiment: each
+	// point runs until a fault, restarts the broker and counts what was
+	// lost (see Durability).
+	Durability *Durability `yaml:"durability"`
 	// References are published figures to print beside this machine's.
 	References []Reference `yaml:"references"`
 
@@ -286,6 +290,7 @@ var yamlTypePaths = map[string]string{
 	"spec.DiskProbe":   "probes.disk",
 	"spec.MemoryProbe": "probes.memory",
 	"spec.Reference":   "references[]",
+	"spec.plain":       "durability",
 }
 
 var notFoundRE = regexp.MustCompile(`field (\S+) not found in type (\S+)`)

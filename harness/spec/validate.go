@@ -110,6 +110,7 @@ func (s *Spec) Validate(plugins Plugins) error {
 		p.add("repetitions", "must be in 1..%d, got %d", maxRepetitions, s.Repetitions)
 	}
 	s.validateTarget(&p)
+	s.validateDurability(&p)
 	embedded := s.Target.IsEmbedded()
 
 	// Each workload and factor level on its own...
@@ -147,18 +148,26 @@ func (s *Spec) Validate(plugins Plugins) error {
 		return p.err()
 	}
 	// ...then every point's workload as a whole, for the constraints
-	// between fields (consumers and partitions, sizes and batches).
-	sections, err := s.Sections()
+	// between fields (consumers and partitions, sizes and batches). A
+	// durability section repeats each workload per fault: check it once.
+	sections, err := s.loadSections()
 	if err != nil {
 		return err
 	}
 	for _, sec := range sections {
+		name := sec.Name
+		if s.Durability != nil {
+			name = "durability" + strings.TrimPrefix(name, "load")
+		}
 		for _, pt := range sec.Points {
 			field := "workload"
 			if pt.ID != "" {
-				field = sec.Name + " point " + pt.ID + ": workload"
+				field = name + " point " + pt.ID + ": workload"
 			}
 			s.validateWorkload(&p, field, &pt.Workload, plugins, embedded)
+			if s.Durability != nil {
+				validateDurabilityWorkload(&p, field, &pt.Workload)
+			}
 		}
 	}
 	s.validateProbes(&p)

@@ -1,0 +1,133 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/weir-broker/weir/harness/durability"
+	"github.com/weir-broker/weir/harness/report"
+	"github.com/weir-broker/weir/harness/result"
+	"github.com/weir-broker/weir/harness/spec"
+)
+
+// durability runs the points of durability sections (see spec.Durability):
+// each repetition is one durability.Run with its own broker and fault,
+// checked against the guarantees its setting promises; a broken guarantee
+// is the repetition's error, its figures kept. Each section gets a loss
+// section beside it (durability.Summarize).
+func (r *runner) durability(ctx context.Context, run *result.Run, sections []spec.Section) error {
+	for _, sec := range sections {
+		rs := result.Section{Name: sec.Name, Factors: slices.Clone(sec.Factors)}
+		bounds := map[string]string{}
+		var err error
+		for _, p := range sec.Points {
+			var pt result.Point
+			pt, err = r.durabilityPoint(ctx, sec.Name, p)
+			if len(pt.Reps) > 0 {
+				rs.Points = append(rs.Points, pt)
+			}
+			if b, berr := durability.ExpectedBound(durability.Fault(p.Fault), p.Workload.DurableAcks, p.Workload.FlushPolicy); berr == nil {
+				bounds[p.ID] = b.String()
+			}
+			if err != nil {
+				break
+			}
+		}
+		run.Sections = append(run.Sections, rs)
+		if len(rs.Points) > 0 {
+			run.Sections = append(run.Sections, durability.Summarize(&rs, func(id string) string { return bounds[id] }))
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// durabilityPoint runs one point's repetitions.
+func (r *runner) durabilityPoint(ctx context.Context, section string, p spec.Point) (pt result.Point, err error) {
+	index := r.point
+	r.point++
+	pt = result.Point{ID: p.ID, Factors: slices.Clone(p.Factors)}
+	w := p.Workload
+	d := r.spec.Durability
+	pp := r.progress.point(section+" "+p.ID, r.pointEstimate(w))
+	summary := "not run"
+	defer func() { pp.end(summary) }()
+
+	c, err := r.host.Codec(w.Codec)
+	if err != nil {
+		return pt, err
+	}
+	if cl, ok := c.(io.Closer); ok {
+		defer cl.Close()
+	}
+	bound, err := durability.ExpectedBound(durability.Fault(p.Fault), w.DurableAcks, w.FlushPolicy)
+	if err != nil {
+		return pt, err
+	}
+	var flags []string
+	if r.opts.PluginDir != "" {
+		flags = append(flags, "--plugin-dir", r.opts.PluginDir)
+	}
+	if e := r.spec.Target.Embedded; e != nil {
+		flags = append(flags, e.BrokerFlags...)
+	}
+	stderr := r.opts.Stderr
+	if stderr == nil {
+		stderr = io.Discard
+	}
+	lost, broken := 0.0, 0
+	for rep := range r.spec.Repetitions {
+		pp.rep(rep, r.spec.Repetitions)
+		seed := r.spec.Seed + 1000*int64(index) + int64(rep)
+		dir := filepath.Join(r.workDir, fmt.Sprintf("point-%03d-rep-%03d", index, rep))
+		cfg := durability.Config{
+			Workload:        w,
+			Fault:           durability.Fault(p.Fault),
+			Seed:            seed,
+			Torn:            rand.New(rand.NewPCG(uint64(seed), 7)).Float64() < d.Torn,
+			SyncLatency:     d.SyncLatency,
+			Codec:           c,
+			Weir:            r.weir,
+			DataDir:         dir,
+			BrokerFlags:     flags,
+			PluginDir:       r.opts.PluginDir,
+			VerifyRecords:   d.VerifyRecords,
+			RecoveryTimeout: d.RecoveryTimeout,
+			Logger:          slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelError})),
+		}
+		begin := time.Now()
+		o, err := durability.Run(ctx, cfg)
+		os.RemoveAll(dir)
+		if ctx.Err() != nil {
+			summary = fmt.Sprintf("interrupted after %d of %d reps", len(pt.Reps), r.spec.Repetitions)
+			return pt, ctx.Err()
+		}
+		rp := result.Rep{Started: begin.UTC(), Metrics: map[string]float64{}}
+		if o != nil {
+			rp.Duration, rp.Metrics = o.Window, o.Metrics()
+			lost = max(lost, float64(o.AckedLost))
+			if verr := o.Verify(bound, d.AgeSlack); verr != nil && err == nil {
+				err = fmt.Errorf("guarantee broken (bound: %v): %w", bound, verr)
+				broken++
+			}
+		}
+		if err != nil {
+			rp.Error = err.Error()
+		}
+		pt.Reps = append(pt.Reps, rp)
+	}
+	summary = fmt.Sprintf("%s; worst run lost %s acknowledged records", pointSummary(&pt), report.FormatValue(lost))
+	if broken > 0 {
+		summary += fmt.Sprintf("; %d broke a guarantee", broken)
+	}
+	return pt, nil
+}

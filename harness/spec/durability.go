@@ -1,0 +1,204 @@
+package spec
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/weir-broker/weir/harness/result"
+)
+
+// Durability makes a spec a durability experiment (package
+// harness/durability): every matrix point runs, once per fault and
+// repetition, the workload's producers against a fresh broker until a
+// fault strikes at a random moment of [warmup, warmup+duration), restarts
+// the broker, and reads everything back to count what acknowledged data
+// was lost, what was corrupted, and whether offsets continue.
+//
+// Each point's workload supplies topics, partitions, message_size (at
+// least 20 bytes: each record carries its id, send time and checksum),
+// producers, rate, acks (1 or all), codec, flush_policy, durable_acks,
+// batch_max_bytes, linger and topic_config. Payloads are seeded random
+// bytes, records are keyless and spread round robin, and the experiment
+// reads everything back itself, so payload, payload_file, keys,
+// partitioner, consumers and consume are not used (and the first four
+// are refused).
+type Durability struct {
+	// Faults are levels of one more factor, "fault", varying fastest:
+	// kill (SIGKILL of a `weir broker` subprocess, restarted on the same
+	// data directory: the page cache survives) and power (a simulated
+	// power cut of an in-process broker on an in-memory file system: only
+	// fsynced data survives). Default [kill, power].
+	Faults []string `yaml:"faults"`
+	// Torn is the fraction of power cuts whose crash clone keeps a random
+	// prefix of each file's unsynced bytes (torn writes) rather than none.
+	// Default 0.5.
+	Torn float64 `yaml:"torn"`
+	// SyncLatency is the simulated duration of an fsync on the power
+	// fault's in-memory file system, so its throughput pays what a disk
+	// charges. Default 0 (memory speed).
+	SyncLatency time.Duration `yaml:"sync_latency"`
+	// RecoveryTimeout bounds a restart, until every partition serves a
+	// fetch. Default 30s.
+	RecoveryTimeout time.Duration `yaml:"recovery_timeout"`
+	// VerifyRecords are produced per partition after recovery, to check
+	// that offsets continue right after the recovered end. Default 10.
+	VerifyRecords int `yaml:"verify_records"`
+	// AgeSlack is added to a flush policy's Age bound when checking it,
+	// besides the run's longest fsync and the timer lateness measured in
+	// the broker's process: the flushing goroutine's own run. Default 25ms.
+	AgeSlack time.Duration `yaml:"age_slack"`
+}
+
+// FactorFault is the factor a durability experiment adds.
+const FactorFault = "fault"
+
+// Fault levels.
+const (
+	FaultKill  = "kill"
+	FaultPower = "power"
+)
+
+// DefaultDurability returns the defaults of a durability block.
+func DefaultDurability() Durability {
+	return Durability{
+		Faults:          []string{FaultKill, FaultPower},
+		Torn:            0.5,
+		RecoveryTimeout: 30 * time.Second,
+		VerifyRecords:   10,
+		AgeSlack:        25 * time.Millisecond,
+	}
+}
+
+var durabilityFields = []string{"faults", "torn", "sync_latency", "recovery_timeout", "verify_records", "age_slack"}
+
+// UnmarshalYAML decodes a durability block over the defaults, rejecting
+// unknown fields like the rest of the spec.
+func (d *Durability) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.MappingNode {
+		return fmt.Errorf("line %d: durability: want a map of %s", n.Line, strings.Join(durabilityFields, ", "))
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if k := n.Content[i]; !slices.Contains(durabilityFields, k.Value) {
+			return fmt.Errorf("line %d: unknown field %q in durability (known: %s)", k.Line, k.Value, strings.Join(durabilityFields, ", "))
+		}
+	}
+	type plain Durability // without this method
+	p := plain(DefaultDurability())
+	p.Faults = nil // a list given replaces the default, never appends to it
+	if err := n.Decode(&p); err != nil {
+		return err
+	}
+	if p.Faults == nil {
+		p.Faults = DefaultDurability().Faults
+	}
+	*d = Durability(p)
+	return nil
+}
+
+// MinDurabilityMessageSize is the smallest record of a durability
+// experiment: id, send time and checksum.
+const MinDurabilityMessageSize = 20
+
+func (s *Spec) validateDurability(p *problems) {
+	d := s.Durability
+	if d == nil {
+		return
+	}
+	if !s.Target.IsEmbedded() {
+		p.add("durability", "only for embedded targets: the experiment kills, cuts the power of and restarts the broker")
+	}
+	if s.NoLoad {
+		p.add("durability", "a durability experiment needs the load (no_load: true)")
+	}
+	if len(d.Faults) == 0 {
+		p.add("durability.faults", "give at least one of %s, %s", FaultKill, FaultPower)
+	}
+	seen := map[string]int{}
+	for i, f := range d.Faults {
+		field := fmt.Sprintf("durability.faults[%d]", i)
+		if f != FaultKill && f != FaultPower {
+			p.add(field, "unknown fault %q (known: %s, %s)", f, FaultKill, FaultPower)
+		}
+		if j, dup := seen[f]; dup {
+			p.add(field, "repeats level %d (%s)", j, f)
+		}
+		seen[f] = i
+	}
+	if d.Torn < 0 || d.Torn > 1 {
+		p.add("durability.torn", "must be in 0..1 (a fraction of the power cuts), got %v", d.Torn)
+	}
+	if d.SyncLatency < 0 || d.SyncLatency > time.Second {
+		p.add("durability.sync_latency", "must be in 0..1s, got %v", d.SyncLatency)
+	}
+	if d.RecoveryTimeout <= 0 {
+		p.add("durability.recovery_timeout", "must be > 0, got %v", d.RecoveryTimeout)
+	}
+	if d.VerifyRecords < 1 || d.VerifyRecords > 10000 {
+		p.add("durability.verify_records", "must be in 1..10000, got %d", d.VerifyRecords)
+	}
+	if d.AgeSlack < 0 {
+		p.add("durability.age_slack", "must be >= 0, got %v", d.AgeSlack)
+	}
+}
+
+// validateDurabilityWorkload checks what a durability experiment needs of
+// one point's workload.
+func validateDurabilityWorkload(p *problems, field string, w *Workload) {
+	f := func(name string) string { return field + "." + name }
+	if w.Acks == "0" {
+		p.add(f("acks"), "acks 0 acknowledges nothing, so a durability experiment has nothing to check: use 1 or all")
+	}
+	if lo, _ := w.MessageSize.Bounds(); lo < MinDurabilityMessageSize {
+		p.add(f("message_size"), "durability records carry a %d-byte header (id, send time, checksum): must be >= %d, got %d",
+			MinDurabilityMessageSize, MinDurabilityMessageSize, lo)
+	}
+	if w.Payload != "random" || w.PayloadFile != "" {
+		p.add(f("payload"), "durability payloads are seeded random bytes; payload and payload_file are not used")
+	}
+	if w.Keys.Kind != "none" {
+		p.add(f("keys"), "durability records have no keys (they go to partitions round robin)")
+	}
+	if w.Partitioner != "" {
+		p.add(f("partitioner"), "durability records go to partitions round robin; no partitioner is used")
+	}
+	if w.Warmup+w.Duration <= 0 {
+		p.add(f("duration"), "the fault strikes in [warmup, warmup+duration): give it room")
+	}
+}
+
+// durabilitySections turns load sections into durability sections: named
+// "durability" (or "durability-" + the experiment's name), with the fault
+// factor last, varying fastest.
+func (s *Spec) durabilitySections(load []Section) []Section {
+	out := make([]Section, 0, len(load))
+	for _, sec := range load {
+		ds := Section{Name: "durability" + strings.TrimPrefix(sec.Name, "load"), Factors: append(slices.Clone(sec.Factors), FactorFault)}
+		for _, p := range sec.Points {
+			for _, f := range s.Durability.Faults {
+				dp := p
+				dp.Fault = f
+				dp.Factors = append(slices.Clone(p.Factors), result.FactorValue{Name: FactorFault, Value: f})
+				if dp.ID != "" {
+					dp.ID += "/"
+				}
+				dp.ID += FactorFault + "=" + f
+				ds.Points = append(ds.Points, dp)
+			}
+		}
+		out = append(out, ds)
+	}
+	return out
+}
+
+// write prints the durability line of a dry run.
+func (d *Durability) write(w io.Writer) {
+	fmt.Fprintf(w, "durability: faults %s; the fault at a uniformly random moment of [warmup, warmup+duration); "+
+		"torn writes in %g%% of power cuts; fsync latency %v (power); %d records per partition after recovery; "+
+		"recovery timeout %v; age slack %v\n",
+		strings.Join(d.Faults, ", "), d.Torn*100, d.SyncLatency, d.VerifyRecords, d.RecoveryTimeout, d.AgeSlack)
+}
