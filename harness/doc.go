@@ -15,10 +15,12 @@
 //
 //	spec      the experiment file (YAML, or an OpenMessaging Benchmark
 //	          workload): parsing, validation naming each field, matrix expansion
-//	presets   the specs weir ships (quick, kreps2014, probes, flush), embedded
+//	presets   the specs weir ships (quick, kreps2014, probes, flush, durability), embedded
 //	load      one repetition of a workload with franz-go: topics, paced
 //	          producers, consumers, the measured window, the figures
 //	probe     disk and memory probes (DESIGN.md §8's comparisons)
+//	durability crash and power-cut runs: what each flush policy and ack mode
+//	          loses, checked against its bound
 //	env       the machine and storage a run measured
 //	runner    a whole run: validate, probes, a broker subprocess per point,
 //	          repetitions, progress, Ctrl-C, the report
