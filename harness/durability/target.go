@@ -1,21 +1,19 @@
 package durability
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
-	"net"
 	"os/exec"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/weir-broker/weir/core/vfs"
+	"github.com/weir-broker/weir/harness/brokerproc"
 	"github.com/weir-broker/weir/transport/broker"
 )
 
@@ -185,17 +183,20 @@ func (h deadHandler) WithGroup(name string) slog.Handler {
 	return deadHandler{next: h.next.WithGroup(name), dead: h.dead}
 }
 
-// Subprocess timeouts.
-const (
-	processStartTimeout = 30 * time.Second // until its port accepts connections
-	processStopTimeout  = 30 * time.Second // from SIGTERM until it exits
-	portAttempts        = 3                // new ports after "address already in use"
-)
-
 // killTarget runs `weir broker` subprocesses on one data directory.
 type killTarget struct {
 	cfg Config
-	p   *process
+	p   *brokerproc.Process
+}
+
+// startProcess starts `weir broker` on dir; it gets SIGKILL if this process
+// dies first. Errors wrap ErrBroker.
+func startProcess(ctx context.Context, weir, dir string, flags []string) (*brokerproc.Process, error) {
+	p, err := brokerproc.Start(ctx, brokerproc.Options{Weir: weir, DataDir: dir, Flags: flags, DeathSignal: syscall.SIGKILL})
+	if err != nil && ctx.Err() == nil {
+		err = fmt.Errorf("%w: %w", ErrBroker, err)
+	}
+	return p, err
 }
 
 func startKill(ctx context.Context, cfg Config) (*killTarget, error) {
@@ -206,16 +207,16 @@ func startKill(ctx context.Context, cfg Config) (*killTarget, error) {
 	return &killTarget{cfg: cfg, p: p}, nil
 }
 
-func (t *killTarget) addr() string { return t.p.addr }
+func (t *killTarget) addr() string { return t.p.Addr }
 
 func (t *killTarget) crash(*rand.Rand) (time.Time, error) {
 	at := time.Now()
-	if err := t.p.cmd.Process.Kill(); err != nil {
+	if err := t.p.Cmd.Process.Kill(); err != nil {
 		return at, fmt.Errorf("%w: SIGKILL: %w", ErrBroker, err)
 	}
-	<-t.p.exited
-	if !killed(t.p.exitErr) {
-		return at, fmt.Errorf("%w: exited with %v before SIGKILL reached it: %s", ErrBroker, t.p.exitErr, t.p.output())
+	<-t.p.Exited()
+	if !killed(t.p.ExitErr()) {
+		return at, fmt.Errorf("%w: exited with %v before SIGKILL reached it: %s", ErrBroker, t.p.ExitErr(), t.p.Output())
 	}
 	return at, nil
 }
@@ -229,7 +230,21 @@ func (t *killTarget) restart(ctx context.Context) error {
 	return nil
 }
 
-func (t *killTarget) close() error { return t.p.stop() }
+// close stops the broker; one the experiment killed (and could not restart)
+// is already gone, which is not an error.
+func (t *killTarget) close() error {
+	select {
+	case <-t.p.Exited():
+		if killed(t.p.ExitErr()) {
+			return nil
+		}
+	default:
+	}
+	if err := t.p.Stop(); err != nil {
+		return fmt.Errorf("%w: stop: %w", ErrBroker, err)
+	}
+	return nil
+}
 
 // killed reports whether a process exited by SIGKILL.
 func killed(err error) bool {
@@ -239,123 +254,4 @@ func killed(err error) bool {
 	}
 	ws, ok := ee.Sys().(syscall.WaitStatus)
 	return ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL
-}
-
-// process is a `weir broker` subprocess.
-type process struct {
-	cmd     *exec.Cmd
-	addr    string
-	out     *tail
-	exited  chan struct{} // closed when it has exited
-	exitErr error         // set before exited closes
-}
-
-// startProcess starts `weir broker` on a free loopback port with its data
-// in dir, and polls the port (with a deadline) until it accepts
-// connections. The broker gets SIGKILL if this process dies first.
-func startProcess(ctx context.Context, weir, dir string, flags []string) (*process, error) {
-	for attempt := 1; ; attempt++ {
-		p, err := startProcessOnce(ctx, weir, dir, flags)
-		if err == nil || attempt == portAttempts || !strings.Contains(err.Error(), "address already in use") {
-			return p, err
-		}
-	}
-}
-
-func startProcessOnce(ctx context.Context, weir, dir string, flags []string) (*process, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, fmt.Errorf("%w: find a free port: %w", ErrBroker, err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	args := append([]string{"broker", "--data-dir", dir, "--listen", addr, "--metrics-listen", "",
-		"--log-level", "warn"}, flags...)
-	cmd := exec.Command(weir, args...)
-	p := &process{cmd: cmd, addr: addr, out: &tail{max: 16 << 10}, exited: make(chan struct{})}
-	cmd.Stdout, cmd.Stderr = p.out, p.out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("%w: %s: %w", ErrBroker, weir, err)
-	}
-	go func() {
-		p.exitErr = cmd.Wait()
-		close(p.exited)
-	}()
-	deadline := time.Now().Add(processStartTimeout)
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		conn, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
-		if err == nil {
-			conn.Close()
-			return p, nil
-		}
-		if time.Now().After(deadline) {
-			p.stop()
-			return nil, fmt.Errorf("%w: not listening on %s after %v: %s", ErrBroker, addr, processStartTimeout, p.output())
-		}
-		select {
-		case <-ctx.Done():
-			p.stop()
-			return nil, ctx.Err()
-		case <-p.exited:
-			return nil, fmt.Errorf("%w: exited before listening (%v): %s", ErrBroker, p.exitErr, p.output())
-		case <-tick.C:
-		}
-	}
-}
-
-// stop sends SIGTERM (a graceful shutdown), waits, and kills the process
-// if it takes longer than processStopTimeout. An unclean exit is an error.
-func (p *process) stop() error {
-	select {
-	case <-p.exited:
-		return nil // already gone (killed by the experiment)
-	default:
-	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	timer := time.NewTimer(processStopTimeout)
-	defer timer.Stop()
-	select {
-	case <-p.exited:
-	case <-timer.C:
-		_ = p.cmd.Process.Kill()
-		<-p.exited
-		return fmt.Errorf("%w: did not stop within %v of SIGTERM; killed: %s", ErrBroker, processStopTimeout, p.output())
-	}
-	if p.exitErr != nil {
-		return fmt.Errorf("%w: stop: %v: %s", ErrBroker, p.exitErr, p.output())
-	}
-	return nil
-}
-
-func (p *process) output() string { return p.out.String() }
-
-// tail keeps the last max bytes written to it: the broker's log, quoted in
-// errors.
-type tail struct {
-	mu  sync.Mutex
-	buf []byte
-	max int
-}
-
-func (t *tail) Write(b []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.buf = append(t.buf, b...)
-	if len(t.buf) > t.max {
-		t.buf = t.buf[len(t.buf)-t.max:]
-	}
-	return len(b), nil
-}
-
-func (t *tail) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	s := string(bytes.TrimSpace(t.buf))
-	if s == "" {
-		return "(no output)"
-	}
-	return "broker output:\n" + s
 }

@@ -2,153 +2,47 @@ package runner
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"time"
 
+	"github.com/weir-broker/weir/harness/brokerproc"
 	"github.com/weir-broker/weir/harness/load"
-)
-
-// Timeouts of the broker subprocess.
-const (
-	brokerStartTimeout = 30 * time.Second // until its port accepts connections
-	brokerStopTimeout  = 30 * time.Second // from SIGTERM until it exits (then SIGKILL)
 )
 
 // clockTicks is USER_HZ, the unit of utime and stime in /proc/<pid>/stat:
 // 100 on every Linux architecture Go supports.
 const clockTicks = 100
 
-// broker is a `weir broker` subprocess serving one matrix point.
-type broker struct {
-	cmd         *exec.Cmd
-	addr        string // Kafka protocol, 127.0.0.1:port
-	metricsAddr string
-	stderr      *tail
-	exited      chan struct{} // closed when the process has exited
-	exitErr     error         // set before exited is closed
-}
+// broker is a `weir broker` subprocess serving one matrix point, with its
+// /metrics endpoint for Sample.
+type broker struct{ *brokerproc.Process }
 
-// startBroker starts `weir broker` on free loopback ports with its data in
-// dataDir and waits (polling the port, with a deadline) until it accepts
-// connections. The broker runs in its own process group, so a terminal's
-// Ctrl-C reaches the runner, which stops the point's load before the broker.
+// startBroker starts `weir broker` with its data in dataDir (see package
+// brokerproc); errors wrap ErrBroker.
 func startBroker(ctx context.Context, weir, dataDir string, flags []string) (*broker, error) {
-	// A free port can be taken by another process between our probe and
-	// the broker's bind: try again with new ports then.
-	for attempt := 1; ; attempt++ {
-		b, err := startBrokerOnce(ctx, weir, dataDir, flags)
-		if err == nil || attempt == portAttempts || !strings.Contains(err.Error(), "address already in use") {
-			return b, err
-		}
-	}
-}
-
-// portAttempts is how many times startBroker picks new ports.
-const portAttempts = 3
-
-func startBrokerOnce(ctx context.Context, weir, dataDir string, flags []string) (*broker, error) {
-	addr, err := freePort()
+	p, err := brokerproc.Start(ctx, brokerproc.Options{Weir: weir, DataDir: dataDir, Flags: flags, Metrics: true})
 	if err != nil {
-		return nil, err
+		if ctx.Err() != nil {
+			return nil, err
+		}
+		return nil, fmt.Errorf("%w: %w", ErrBroker, err)
 	}
-	metricsAddr, err := freePort()
-	if err != nil {
-		return nil, err
-	}
-	args := append([]string{"broker",
-		"--data-dir", dataDir,
-		"--listen", addr,
-		"--metrics-listen", metricsAddr,
-		"--log-level", "warn",
-	}, flags...)
-	cmd := exec.Command(weir, args...)
-	b := &broker{cmd: cmd, addr: addr, metricsAddr: metricsAddr, stderr: &tail{max: 16 << 10}, exited: make(chan struct{})}
-	cmd.Stdout = b.stderr
-	cmd.Stderr = b.stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("%w: %s: %w", ErrBroker, weir, err)
-	}
-	go func() {
-		b.exitErr = cmd.Wait()
-		close(b.exited)
-	}()
-	if err := b.waitReady(ctx); err != nil {
-		b.stop()
-		return nil, err
-	}
-	return b, nil
+	return &broker{p}, nil
 }
 
-// freePort returns a loopback address whose port was free a moment ago
-// (the kernel picked it; another process could take it before the broker
-// binds it, which then fails the start with a clear error).
-func freePort() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", fmt.Errorf("%w: find a free port: %w", ErrBroker, err)
-	}
-	addr := ln.Addr().String()
-	return addr, ln.Close()
-}
-
-// waitReady polls the broker's port until it accepts a connection, the
-// process exits, or the deadline passes.
-func (b *broker) waitReady(ctx context.Context) error {
-	deadline := time.Now().Add(brokerStartTimeout)
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		conn, err := net.DialTimeout("tcp", b.addr, 200*time.Millisecond)
-		if err == nil {
-			return conn.Close()
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%w: not listening on %s after %v: %s", ErrBroker, b.addr, brokerStartTimeout, b.stderr.String())
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-b.exited:
-			return fmt.Errorf("%w: exited before listening (%v): %s", ErrBroker, b.exitErr, b.stderr.String())
-		case <-tick.C:
-		}
-	}
-}
-
-// stop sends SIGTERM (a graceful shutdown: logs flushed and sealed), waits,
-// and kills the broker if it takes longer than brokerStopTimeout. It returns
-// an error if the broker did not exit cleanly.
+// stop stops the broker gracefully; an unclean exit is an error wrapping
+// ErrBroker.
 func (b *broker) stop() error {
-	select {
-	case <-b.exited:
-	default:
-		_ = b.cmd.Process.Signal(syscall.SIGTERM)
-		timer := time.NewTimer(brokerStopTimeout)
-		defer timer.Stop()
-		select {
-		case <-b.exited:
-		case <-timer.C:
-			_ = b.cmd.Process.Kill()
-			<-b.exited
-			return fmt.Errorf("%w: did not stop within %v of SIGTERM; killed: %s", ErrBroker, brokerStopTimeout, b.stderr.String())
-		}
-	}
-	if b.exitErr != nil {
-		return fmt.Errorf("%w: %v: %s", ErrBroker, b.exitErr, b.stderr.String())
+	if err := b.Stop(); err != nil {
+		return fmt.Errorf("%w: %w", ErrBroker, err)
 	}
 	return nil
 }
@@ -156,7 +50,7 @@ func (b *broker) stop() error {
 // Sample implements load.BrokerStats: CPU time and bytes written from
 // /proc/<pid>, fsyncs and stored bytes of the topics from /metrics.
 func (b *broker) Sample(ctx context.Context, topics []string) (load.BrokerSample, error) {
-	pid := b.cmd.Process.Pid
+	pid := b.Pid()
 	var s load.BrokerSample
 	var err error
 	if s.CPUSeconds, err = procCPUSeconds(pid); err != nil {
@@ -244,7 +138,7 @@ type metric struct {
 func (b *broker) scrape(ctx context.Context) ([]metric, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+b.metricsAddr+"/metrics", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+b.MetricsAddr+"/metrics", nil)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrBroker, err)
 	}
@@ -328,32 +222,4 @@ func parseLabels(s string, into map[string]string) error {
 		s = rest[i+1:]
 	}
 	return nil
-}
-
-// tail keeps the last max bytes written to it: the broker's log, quoted in
-// errors.
-type tail struct {
-	mu  sync.Mutex
-	buf []byte
-	max int
-}
-
-func (t *tail) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.buf = append(t.buf, p...)
-	if len(t.buf) > t.max {
-		t.buf = t.buf[len(t.buf)-t.max:]
-	}
-	return len(p), nil
-}
-
-func (t *tail) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	s := string(bytes.TrimSpace(t.buf))
-	if s == "" {
-		return "(no output)"
-	}
-	return "broker output:\n" + s
 }

@@ -364,7 +364,7 @@ func (r *runner) runPoint(ctx context.Context, section string, p spec.Point) (pt
 				err = stopErr
 			}
 		}()
-		cfg.Bootstrap = b.addr
+		cfg.Bootstrap = b.Addr
 		cfg.Broker = b
 	} else {
 		cfg.Bootstrap = r.spec.Target.Bootstrap
@@ -373,9 +373,9 @@ func (r *runner) runPoint(ctx context.Context, section string, p spec.Point) (pt
 	for rep := range r.spec.Repetitions {
 		if b, ok := cfg.Broker.(*broker); ok {
 			select {
-			case <-b.exited:
+			case <-b.Exited():
 				summary = fmt.Sprintf("broker died after %d of %d reps", len(pt.Reps), r.spec.Repetitions)
-				return pt, fmt.Errorf("%w: exited during the point (%v): %s", ErrBroker, b.exitErr, b.stderr.String())
+				return pt, fmt.Errorf("%w: exited during the point (%v): %s", ErrBroker, b.ExitErr(), b.Output())
 			default:
 			}
 		}

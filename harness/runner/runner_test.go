@@ -287,13 +287,13 @@ func TestRunBootstrap(t *testing.T) {
 			t.Error(err)
 		}
 	}()
-	s := parse(t, strings.Replace(tinySpec, "seed: 3", "seed: 3\ntarget: {bootstrap: \""+b.addr+"\"}", 1))
+	s := parse(t, strings.Replace(tinySpec, "seed: 3", "seed: 3\ntarget: {bootstrap: \""+b.Addr+"\"}", 1))
 	s.Factors.Codec = []string{"lz4"}
 	run, _, err := Run(context.Background(), Options{Spec: s, Out: filepath.Join(t.TempDir(), "r")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if run.Env.Target != b.addr || len(run.Sections[0].Points) != 1 {
+	if run.Env.Target != b.Addr || len(run.Sections[0].Points) != 1 {
 		t.Fatalf("target %q, %d points", run.Env.Target, len(run.Sections[0].Points))
 	}
 	rp := run.Sections[0].Points[0].Reps[0]

@@ -1,0 +1,212 @@
+// Package brokerproc runs `weir broker` as a subprocess on free loopback
+// ports, for the harness: the runner starts one per matrix point (so its CPU
+// time and disk writes can be read apart from the load's), and the
+// durability lab SIGKILLs one and restarts it on the same data directory.
+//
+// Start waits for the Kafka port by polling it with a deadline, never by
+// sleeping a guessed time. The process runs in its own process group (a
+// terminal's Ctrl-C reaches the harness, which stops its load before the
+// broker) and gets DeathSignal if the harness dies first.
+package brokerproc
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// ErrBroker: the broker would not start, exited, or would not stop cleanly.
+// The error quotes the end of its output.
+var ErrBroker = errors.New("brokerproc: broker")
+
+// Defaults of Options.
+const (
+	DefaultStartTimeout = 30 * time.Second // until the port accepts connections
+	DefaultStopTimeout  = 30 * time.Second // from SIGTERM until exit (then SIGKILL)
+	portAttempts        = 3                // new ports after "address already in use"
+)
+
+// Options say what to run.
+type Options struct {
+	Weir    string   // the weir binary
+	DataDir string   // --data-dir
+	Flags   []string // more `weir broker` flags
+	// Metrics serves /metrics on a second free port (Process.MetricsAddr);
+	// otherwise the endpoint is off.
+	Metrics bool
+	// DeathSignal is sent to the broker if the harness process dies first.
+	// Default SIGTERM (a graceful shutdown).
+	DeathSignal syscall.Signal
+	// StartTimeout and StopTimeout default to DefaultStartTimeout and
+	// DefaultStopTimeout.
+	StartTimeout, StopTimeout time.Duration
+}
+
+// Process is a running `weir broker`.
+type Process struct {
+	Cmd         *exec.Cmd
+	Addr        string // Kafka protocol, 127.0.0.1:port
+	MetricsAddr string // "" without Options.Metrics
+
+	opts    Options
+	out     *tail
+	exited  chan struct{} // closed when the process has exited
+	exitErr error         // set before exited is closed
+}
+
+// Start starts the broker and returns once its port accepts connections. A
+// port taken by another process between the probe and the broker's bind
+// makes it try again with new ports.
+func Start(ctx context.Context, o Options) (*Process, error) {
+	if o.DeathSignal == 0 {
+		o.DeathSignal = syscall.SIGTERM
+	}
+	if o.StartTimeout == 0 {
+		o.StartTimeout = DefaultStartTimeout
+	}
+	if o.StopTimeout == 0 {
+		o.StopTimeout = DefaultStopTimeout
+	}
+	for attempt := 1; ; attempt++ {
+		p, err := startOnce(ctx, o)
+		if err == nil || attempt == portAttempts || !strings.Contains(err.Error(), "address already in use") {
+			return p, err
+		}
+	}
+}
+
+func startOnce(ctx context.Context, o Options) (*Process, error) {
+	addr, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	var metricsAddr string
+	if o.Metrics {
+		if metricsAddr, err = freePort(); err != nil {
+			return nil, err
+		}
+	}
+	args := append([]string{"broker", "--data-dir", o.DataDir, "--listen", addr,
+		"--metrics-listen", metricsAddr, "--log-level", "warn"}, o.Flags...)
+	cmd := exec.Command(o.Weir, args...)
+	p := &Process{Cmd: cmd, Addr: addr, MetricsAddr: metricsAddr, opts: o, out: &tail{max: 16 << 10}, exited: make(chan struct{})}
+	cmd.Stdout, cmd.Stderr = p.out, p.out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: o.DeathSignal}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrBroker, o.Weir, err)
+	}
+	go func() {
+		p.exitErr = cmd.Wait()
+		close(p.exited)
+	}()
+	if err := p.waitReady(ctx); err != nil {
+		_ = p.Stop()
+		return nil, err
+	}
+	return p, nil
+}
+
+// freePort returns a loopback address whose port was free a moment ago.
+func freePort() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", fmt.Errorf("%w: find a free port: %w", ErrBroker, err)
+	}
+	addr := ln.Addr().String()
+	return addr, ln.Close()
+}
+
+// waitReady polls the port until it accepts a connection, the process
+// exits, ctx ends or the start timeout passes.
+func (p *Process) waitReady(ctx context.Context) error {
+	deadline := time.Now().Add(p.opts.StartTimeout)
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		conn, err := net.DialTimeout("tcp", p.Addr, 200*time.Millisecond)
+		if err == nil {
+			return conn.Close()
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%w: not listening on %s after %v: %s", ErrBroker, p.Addr, p.opts.StartTimeout, p.Output())
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-p.exited:
+			return fmt.Errorf("%w: exited before listening (%v): %s", ErrBroker, p.exitErr, p.Output())
+		case <-tick.C:
+		}
+	}
+}
+
+// Stop sends SIGTERM (a graceful shutdown: logs flushed and sealed), waits,
+// and kills the broker if it takes longer than the stop timeout. It returns
+// an error if the broker did not exit cleanly, including when it had already
+// exited on its own with an error.
+func (p *Process) Stop() error {
+	select {
+	case <-p.exited:
+	default:
+		_ = p.Cmd.Process.Signal(syscall.SIGTERM)
+		timer := time.NewTimer(p.opts.StopTimeout)
+		defer timer.Stop()
+		select {
+		case <-p.exited:
+		case <-timer.C:
+			_ = p.Cmd.Process.Kill()
+			<-p.exited
+			return fmt.Errorf("%w: did not stop within %v of SIGTERM; killed: %s", ErrBroker, p.opts.StopTimeout, p.Output())
+		}
+	}
+	if p.exitErr != nil {
+		return fmt.Errorf("%w: %v: %s", ErrBroker, p.exitErr, p.Output())
+	}
+	return nil
+}
+
+// Pid is the broker's process id.
+func (p *Process) Pid() int { return p.Cmd.Process.Pid }
+
+// Exited is closed once the process has exited; ExitErr then tells how.
+func (p *Process) Exited() <-chan struct{} { return p.exited }
+
+// ExitErr is cmd.Wait's error; valid once Exited is closed.
+func (p *Process) ExitErr() error { return p.exitErr }
+
+// Output is the end of the broker's log (its last 16 KiB), for errors.
+func (p *Process) Output() string { return p.out.String() }
+
+// tail keeps the last max bytes written to it.
+type tail struct {
+	mu  sync.Mutex
+	buf []byte
+	max int
+}
+
+func (t *tail) Write(b []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, b...)
+	if len(t.buf) > t.max {
+		t.buf = t.buf[len(t.buf)-t.max:]
+	}
+	return len(b), nil
+}
+
+func (t *tail) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s := string(bytes.TrimSpace(t.buf))
+	if s == "" {
+		return "(no output)"
+	}
+	return "broker output:\n" + s
+}
