@@ -24,6 +24,7 @@
 //	env       the machine and storage a run measured
 //	runner    a whole run: validate, probes, a broker subprocess per point,
 //	          repetitions, progress, Ctrl-C, the report
+//	brokerproc a `weir broker` subprocess on free loopback ports
 //	result    the run schema every other package reads or writes
 //	stats     medians, spreads, confidence intervals, significance tests
 //	report    run.json, report.md, bench.txt and plots from a run
