@@ -176,29 +176,7 @@ func closedAddr(t testing.TB) string {
 
 func TestClientGoldenHelp(t *testing.T) {
 	for _, name := range []string{"produce", "consume"} {
-		t.Run(name, func(t *testing.T) {
-			var stdout, stderr bytes.Buffer
-			if err := run([]string{name, "--help"}, &stdout, &stderr); err != nil {
-				t.Fatal(err)
-			}
-			if stderr.Len() != 0 {
-				t.Errorf("stderr: %s", stderr.String())
-			}
-			golden := filepath.Join("testdata", name+"-help.golden")
-			if *update {
-				if err := os.WriteFile(golden, stdout.Bytes(), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run with -update to create it)", err)
-			}
-			if got := stdout.String(); got != string(want) {
-				t.Errorf("output differs from %s (run with -update to accept)\n--- got ---\n%s--- want ---\n%s", golden, got, want)
-			}
-		})
+		t.Run(name, func(t *testing.T) { checkGolden(t, name+"-help", []string{name, "--help"}) })
 	}
 }
 

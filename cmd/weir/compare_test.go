@@ -26,29 +26,7 @@ func TestCompareGolden(t *testing.T) {
 		{"compare-md", []string{"compare", "--format", "md", a, b}},
 	}
 	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			var stdout, stderr bytes.Buffer
-			if err := run(tc.args, &stdout, &stderr); err != nil {
-				t.Fatalf("run(%q): %v", tc.args, err)
-			}
-			if stderr.Len() != 0 {
-				t.Errorf("run(%q) wrote to stderr:\n%s", tc.args, stderr.String())
-			}
-			golden := filepath.Join("testdata", tc.name+".golden")
-			if *update {
-				if err := os.WriteFile(golden, stdout.Bytes(), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run with -update to create it)", err)
-			}
-			if got := stdout.String(); got != string(want) {
-				t.Errorf("run(%q) output differs from %s (run with -update to accept)\n--- got ---\n%s--- want ---\n%s", tc.args, golden, got, want)
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { checkGolden(t, tc.name, tc.args) })
 	}
 }
 
