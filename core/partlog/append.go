@@ -2,6 +2,7 @@ package partlog
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -37,15 +38,47 @@ type AppendResult struct {
 //
 // An I/O error fails the log (ErrFailed, wrapping the cause): this append
 // and the next ones get it, until one made after Config.RecoveryBackoff
-// recovers the log in place and goes ahead (see the package doc).
+// recovers the log in place and goes ahead (see the package doc). An error
+// from a step after the records were published (sealing a rolled segment, the
+// flush the policy asked for) comes with a result whose NextOffset >
+// BaseOffset: the records are in the log unless a recovery cuts them
+// (Survived tells).
 func (l *Log) Append(ctx context.Context, buf []byte, leaderEpoch int32) (AppendResult, error) {
-	l.appendMu.Lock()
-	if err := l.recoverIfDue(); err != nil {
-		l.appendMu.Unlock()
-		return AppendResult{}, err
+	return l.append(ctx, buf, leaderEpoch, -1)
+}
+
+// ErrGenerationChanged: AppendInGeneration found the log in another
+// generation than the caller expected. It comes wrapped together with
+// ErrFailed, so that a client retries (and the caller re-checks first).
+var ErrGenerationChanged = errors.New("partlog: log generation changed")
+
+// AppendInGeneration is Append, made only if the log is still in generation
+// gen when the records would go in (after any recovery the append makes
+// first); otherwise nothing is appended and the error wraps ErrFailed and
+// ErrGenerationChanged. Callers that decided what to append from state of
+// that generation (an idempotent producer's sequence checks) use it, so that
+// a cut in between cannot make them append on stale decisions.
+func (l *Log) AppendInGeneration(ctx context.Context, buf []byte, leaderEpoch int32, gen int64) (AppendResult, error) {
+	if gen < 0 {
+		return AppendResult{}, fmt.Errorf("partlog: negative generation %d", gen)
 	}
-	res, rolled, dec, err := l.appendLocked(ctx, buf, leaderEpoch)
-	l.appendMu.Unlock()
+	return l.append(ctx, buf, leaderEpoch, gen)
+}
+
+// append is Append, in generation gen only unless gen < 0.
+func (l *Log) append(ctx context.Context, buf []byte, leaderEpoch int32, gen int64) (AppendResult, error) {
+	res, rolled, dec, err := func() (AppendResult, bool, flushpolicy.Decision, error) {
+		l.appendMu.Lock()
+		defer l.appendMu.Unlock() // even if a recovery panics: never wedge the partition
+		if err := l.recoverIfDue(); err != nil {
+			return AppendResult{}, false, flushpolicy.Decision{}, err
+		}
+		if now := l.gen.Load(); gen >= 0 && now != gen {
+			return AppendResult{}, false, flushpolicy.Decision{}, fmt.Errorf("%w: %w: expected generation %d, now %d",
+				ErrFailed, ErrGenerationChanged, gen, now)
+		}
+		return l.appendLocked(ctx, buf, leaderEpoch)
+	}()
 	if err != nil {
 		return res, err
 	}

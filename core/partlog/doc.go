@@ -60,8 +60,11 @@
 //     complete batch. Nothing acknowledged is lost, and appends continue right
 //     after the last acknowledged record. An append whose bytes were all
 //     written before a later step failed (sealing a rolled segment, say) got
-//     an error yet may be kept: a client retry then appends it again, the
-//     usual at-least-once of a non-idempotent producer.
+//     an error yet may be kept (AppendResult then still names its offsets):
+//     a client retry then appends it again, the usual at-least-once of a
+//     non-idempotent producer. Package topics records an idempotent
+//     producer's batch whenever its offsets were published, error or not,
+//     so that its retry is answered as a duplicate.
 //   - A file fsync: Linux may have dropped the pages that fsync was writing,
 //     or marked them clean so that a second fsync "succeeds" without writing
 //     them (and reading them back from the page cache proves nothing). So the
@@ -72,14 +75,19 @@
 //     survive. Records acknowledged without durable acks and not yet covered
 //     by an fsync are lost, exactly as in a power cut, and their offsets go to
 //     the next records; consumers that read them before the failure keep what
-//     they read. The next append after such a cut goes to a new segment file,
+//     they read. The next append after such a cut goes to a new segment file
+//     (a segment the cut emptied is replaced by a new file renamed over it),
 //     so a reader still holding a Slice of cut bytes reads them or comes up
-//     short (an error), never the records now at their offsets.
+//     short (an error), never the records now at their offsets. An fsync that
+//     fails inside a recovery counts the same: the next attempt cuts.
 //
 // A cut starts a new Generation. AppendResult carries the generation it was
 // made in, and FlushAppended (the durable-ack wait) fails with ErrCut when the
 // records it waits for were cut, instead of reporting success for whatever
-// holds their offsets now. Reads racing a recovery wait for it and read
+// holds their offsets now. A caller that decided what to append from the
+// log's state in one generation (an idempotent producer's sequence checks)
+// appends with AppendInGeneration, which refuses the append (ErrFailed,
+// ErrGenerationChanged) if a cut came in between. Reads racing a recovery wait for it and read
 // again. Config.RecoveryBackoff < 0 turns automatic recovery off: the log then
 // stays failed until Recover or a reopen.
 //
@@ -107,7 +115,10 @@
 //
 // ApplyRetention deletes whole segments from the front by age (newest record
 // older than RetentionAge) and by size (while the log stays at least
-// RetentionBytes without them), never the active one. Truncate cuts the tail
+// RetentionBytes without them), never the active one, nor one holding records
+// not yet durable, nor anything while the log is failed: a recovery after a
+// failed fsync cuts back to FlushedOffset, which must stay inside the log.
+// Truncate cuts the tail
 // for replication: the recovery point moves below the affected segment first,
 // later segments are deleted newest first, so a crash at any step leaves a log
 // that recovery puts right.

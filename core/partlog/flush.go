@@ -73,6 +73,11 @@ func (l *Log) syncLocked() error {
 	}
 	now := l.cfg.Clock.Now()
 	l.syncCount.Add(1)
+	if err != nil {
+		// Readers stop at FlushedOffset before anything else runs (the
+		// policy below may be a plugin behind an RPC).
+		err = l.failSync(err)
+	}
 
 	l.statMu.Lock()
 	defer l.statMu.Unlock()
@@ -91,10 +96,7 @@ func (l *Log) syncLocked() error {
 	}
 	_ = l.cfg.FlushPolicy.Flushed(context.Background(), flushpolicy.FlushInfo{
 		Messages: msgs, Bytes: bytes, Duration: now.Sub(start), Now: now, Failed: err != nil})
-	if err != nil {
-		return l.failSync(err)
-	}
-	return nil
+	return err
 }
 
 // sealRolled finishes rolls outside the append lock: every segment that is no

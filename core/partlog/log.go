@@ -32,6 +32,9 @@ var (
 const (
 	cleanShutdownFile = "clean-shutdown"
 	recoveryPointFile = "recovery-point"
+	// freshTailDir holds a recovery's new empty segment until it is renamed
+	// over the one a cut emptied (see freshTail); a leftover is removed.
+	freshTailDir = "fresh-tail.tmp"
 )
 
 // Log is one partition's log: an ordered list of segments, the last of them
@@ -158,8 +161,11 @@ func (l *Log) open() (Report, error) {
 // settle makes the published segments durable as they are: the active
 // segment's log is fsynced and the recovery point moves to its base (load
 // sealed and fsynced every other segment). The caller fsyncs the directory.
+// A failed fsync is one (markLostPages): in a recovery, the next attempt then
+// cuts back to FlushedOffset instead of trusting a second fsync.
 func (l *Log) settle() error {
 	if err := l.active().Sync(); err != nil {
+		l.markLostPages()
 		return fmt.Errorf("partlog: %w", err)
 	}
 	l.flushed.Store(l.end.Load())
@@ -199,6 +205,12 @@ func (l *Log) load() (ld loaded, err error) {
 	for _, n := range names {
 		if n == cleanShutdownFile {
 			rep.Clean = true
+		}
+		if n == freshTailDir {
+			if err := l.fs.RemoveAll(l.path(n)); err != nil {
+				return ld, fmt.Errorf("partlog: %w", err)
+			}
+			continue
 		}
 		base, suffix, ok := segment.ParseName(n)
 		if !ok {

@@ -72,18 +72,41 @@ func (l *Log) Read(offset, maxBytes, maxOffset int64) (Slice, error) {
 
 // OffsetForTimestamp returns the offset of the first batch holding a record
 // with timestamp >= ts, and false when there is none (Kafka then answers with
-// the log end).
+// the log end). Like Read, it looks again when a recovery (or retention)
+// closed a segment under it, instead of skipping that segment.
 func (l *Log) OffsetForTimestamp(ts int64) (int64, bool, error) {
+	for attempt := 0; ; attempt++ {
+		if l.closed.Load() {
+			return 0, false, ErrClosed
+		}
+		seq := l.recoverSeq.Load()
+		off, found, err := l.offsetForTimestamp(ts)
+		raced := seq%2 == 1 || l.recoverSeq.Load() != seq
+		switch {
+		case (raced || errors.Is(err, segment.ErrClosed)) && attempt < 5:
+			l.awaitRecovery()
+			continue
+		case errors.Is(err, segment.ErrClosed) && l.closed.Load():
+			return 0, false, ErrClosed
+		case err != nil:
+			return 0, false, fmt.Errorf("partlog: %w", err)
+		}
+		return off, found, nil
+	}
+}
+
+// offsetForTimestamp is one look through the current segments.
+func (l *Log) offsetForTimestamp(ts int64) (int64, bool, error) {
 	for _, s := range l.segments() {
 		if s.MaxTimestamp() < ts {
 			continue
 		}
 		off, err := s.OffsetForTimestamp(ts)
-		if errors.Is(err, segment.ErrNotFound) || errors.Is(err, segment.ErrClosed) {
+		if errors.Is(err, segment.ErrNotFound) {
 			continue
 		}
 		if err != nil {
-			return 0, false, fmt.Errorf("partlog: %w", err)
+			return 0, false, err
 		}
 		return off, true, nil
 	}

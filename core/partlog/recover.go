@@ -40,6 +40,17 @@ func (l *Log) fail(err error) error { return l.failWith(err, false) }
 // last successful fsync is suspect. Readers stop being served it at once, and
 // the recovery cuts it. syncMu held, so FlushedOffset cannot move meanwhile.
 func (l *Log) failSync(err error) error {
+	l.markLostPages()
+	return l.failWith(err, true)
+}
+
+// markLostPages records that a log-file fsync failed: readers are served only
+// up to FlushedOffset from now on, and the next successful recovery cuts the
+// log back to it. Every failed log-file fsync goes through here, those inside
+// a recovery too: after one, a later fsync may "succeed" without writing the
+// dropped pages, so nothing may count as durable that it did not cover.
+// syncMu held.
+func (l *Log) markLostPages() {
 	l.lostPages.Store(true)
 	for {
 		lim, fl := l.readLimit.Load(), l.flushed.Load()
@@ -47,7 +58,6 @@ func (l *Log) failSync(err error) error {
 			break
 		}
 	}
-	return l.failWith(err, true)
 }
 
 func (l *Log) failWith(err error, sync bool) error {
@@ -176,9 +186,11 @@ func (l *Log) tryRecoverLocked() (Report, error) {
 		return Report{}, nil
 	}
 	start := l.cfg.Clock.Now()
-	l.syncMu.Lock()
-	rep, before, err := l.recoverLocked()
-	l.syncMu.Unlock()
+	rep, before, err := func() (Report, int64, error) {
+		l.syncMu.Lock()
+		defer l.syncMu.Unlock() // even if recovery panics: never wedge the partition
+		return l.recoverLocked()
+	}()
 	rep.Duration = l.cfg.Clock.Now().Sub(start)
 	if err != nil {
 		l.backoff = min(max(2*l.backoff, l.cfg.RecoveryBackoff), MaxRecoveryBackoff)
@@ -210,6 +222,22 @@ func (l *Log) recoverLocked() (Report, int64, error) {
 	before := l.end.Load()
 	old := l.segments()
 	oldActive := old[len(old)-1]
+	// Fsync first every log file that may hold unflushed data, on its own:
+	// a failure here is a failed fsync (markLostPages), told apart from the
+	// index writes of the seals below. Once it succeeded, every page of
+	// those files is on disk (appendMu held: nothing is written since), so
+	// a failing fsync later in the recovery (load's seals of re-read
+	// segments, which are the same files) leaves no data in doubt, only a
+	// truncation or an index that the next attempt redoes.
+	flushed := l.flushed.Load()
+	for _, s := range old {
+		if s.NextOffset() > flushed || s.Active() {
+			if err := s.Sync(); err != nil {
+				l.markLostPages()
+				return Report{}, before, fmt.Errorf("partlog: fsync before recovery: %w", err)
+			}
+		}
+	}
 	// The old segment objects keep serving readers until the new ones are
 	// published; seal the active ones first, so that none of their index
 	// file handles writes again over the indexes load rebuilds.
@@ -227,7 +255,10 @@ func (l *Log) recoverLocked() (Report, int64, error) {
 	active := ld.segs[len(ld.segs)-1]
 	keep := active.NextOffset()
 	if l.lostPages.Load() {
-		keep = min(keep, l.flushed.Load())
+		// Never below the log start: retention deletes only durable
+		// segments, but a log whose start moved past FlushedOffset
+		// otherwise would have nothing left to cut into.
+		keep = max(min(keep, l.flushed.Load()), ld.segs[0].Base())
 	}
 	if keep < before {
 		l.recordCut(keep)
@@ -282,8 +313,9 @@ func (l *Log) recoverLocked() (Report, int64, error) {
 // short (an error), never the bytes of the records that now hold their
 // offsets: a non-empty active segment rolls; one the cut emptied is replaced
 // by a new file of the same name (the old one stays readable through open
-// handles). The log's only segment, emptied, is kept: replacing it could,
-// after a crash in between, leave no segment to say where offsets resume.
+// handles). The log's only segment, emptied, is replaced by renaming a new
+// one over it (replaceSole): deleting it first could, after a crash in
+// between, leave no segment to say where offsets resume.
 // appendMu and syncMu held.
 func (l *Log) freshTail() error {
 	segs := l.segments()
@@ -304,7 +336,7 @@ func (l *Log) freshTail() error {
 			return l.fail(fmt.Errorf("partlog: %w", err))
 		}
 	default:
-		return nil
+		return l.replaceSole(a, opts)
 	}
 	s, err := segment.Create(l.fs, l.dir, a.NextOffset(), opts)
 	if err != nil {
@@ -313,6 +345,52 @@ func (l *Log) freshTail() error {
 	l.setSegments(append(append([]*segment.Segment(nil), segs...), s))
 	l.activeBorn.Store(l.cfg.Clock.Now().UnixMilli())
 	if err := l.fs.SyncDir(l.dir); err != nil {
+		return l.fail(fmt.Errorf("partlog: %w", err))
+	}
+	return nil
+}
+
+// replaceSole replaces the log's only segment a, which a cut emptied, by a
+// new empty segment with the same base, in new files: Slices of a keep
+// reading its old files (and cut bytes, or come up short), never what is
+// appended next. The new files are created and fsynced in freshTailDir, then
+// renamed over a's, so that at every step a crash leaves one segment file
+// with a's base (old or new, both empty and durable). appendMu and syncMu
+// held.
+func (l *Log) replaceSole(a *segment.Segment, opts segment.Options) error {
+	tmp := l.path(freshTailDir)
+	if err := l.fs.RemoveAll(tmp); err != nil {
+		return l.fail(fmt.Errorf("partlog: %w", err))
+	}
+	if err := l.fs.MkdirAll(tmp, 0o755); err != nil {
+		return l.fail(fmt.Errorf("partlog: %w", err))
+	}
+	n, err := segment.Create(l.fs, tmp, a.Base(), opts)
+	if err != nil {
+		return l.fail(fmt.Errorf("partlog: %w", err))
+	}
+	if err := n.Close(); err != nil { // seals: fsyncs the log and both indexes
+		return l.fail(fmt.Errorf("partlog: %w", err))
+	}
+	// Indexes first, the log last: until the log is renamed, the old
+	// (empty) segment is what a crash leaves, with indexes that Open
+	// rebuilds for the last segment anyway.
+	for _, suf := range []string{segment.IndexSuffix, segment.TimeIndexSuffix, segment.LogSuffix} {
+		if err := l.fs.Rename(segment.Name(tmp, a.Base(), suf), segment.Name(l.dir, a.Base(), suf)); err != nil {
+			return l.fail(fmt.Errorf("partlog: %w", err))
+		}
+	}
+	if err := l.fs.SyncDir(l.dir); err != nil {
+		return l.fail(fmt.Errorf("partlog: %w", err))
+	}
+	s, _, err := segment.Open(l.fs, l.dir, a.Base(), opts, segment.Recover, -1)
+	if err != nil {
+		return l.fail(fmt.Errorf("partlog: %w", err))
+	}
+	l.setSegments([]*segment.Segment{s})
+	_ = a.Close() // its files are unlinked: Slices of it keep them
+	l.activeBorn.Store(l.cfg.Clock.Now().UnixMilli())
+	if err := l.fs.RemoveAll(tmp); err != nil {
 		return l.fail(fmt.Errorf("partlog: %w", err))
 	}
 	return nil

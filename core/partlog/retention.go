@@ -12,6 +12,12 @@ import (
 // as long as the log stays at least RetentionBytes without them. The active
 // segment is never deleted. Readers holding Slices of a deleted segment keep
 // reading it until they release them. It returns the base offsets deleted.
+//
+// Only durable segments go (those ending at or below FlushedOffset), and
+// nothing while the log is failed: a recovery after a failed fsync cuts the
+// log back to FlushedOffset, which must then still lie inside the log. A
+// failed log reports nothing deleted and no error (it is not retention's
+// failure; the next call after the recovery catches up).
 func (l *Log) ApplyRetention() ([]int64, error) {
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
@@ -20,12 +26,19 @@ func (l *Log) ApplyRetention() ([]int64, error) {
 	if l.closed.Load() {
 		return nil, ErrClosed
 	}
+	if l.Err() != nil || l.lostPages.Load() {
+		return nil, nil
+	}
 	now := l.cfg.Clock.Now()
 	segs := l.segments()
 	total := l.Size()
+	flushed := l.flushed.Load()
 	n := 0
 	for ; n < len(segs)-1; n++ {
 		s := segs[n]
+		if s.NextOffset() > flushed {
+			break // not durable yet: a recovery may have to cut back into it
+		}
 		bySize := l.cfg.RetentionBytes >= 0 && total-s.Size() >= l.cfg.RetentionBytes
 		byAge := false
 		if l.cfg.RetentionAge > 0 {
@@ -97,6 +110,9 @@ func (l *Log) Truncate(offset int64) error {
 // appendMu and syncMu held.
 func (l *Log) truncateLocked(offset int64, record bool) error {
 	segs := l.segments()
+	if offset < segs[0].Base() {
+		return l.fail(fmt.Errorf("%w: cut to %d below log start %d", ErrOffsetOutOfRange, offset, segs[0].Base()))
+	}
 	i := len(segs) - 1
 	for segs[i].Base() > offset {
 		i--

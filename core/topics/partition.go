@@ -99,7 +99,11 @@ func newPartition(topic string, i int32, l *partlog.Log, tc topicConfig, clock p
 // durable ack is never given for records a recovery cut before their fsync
 // (partlog.ErrCut), nor for the retry of a batch whose original was cut: the
 // retry is appended again instead, once the producers' state has been
-// rebuilt from what the log still holds.
+// rebuilt from what the log still holds. An idempotent batch checked against
+// the state of one log generation is appended only in that generation
+// (partlog.ErrGenerationChanged, retriable, otherwise); one whose records the
+// log published before its append failed is recorded all the same, so that
+// its retry is answered as a duplicate, not appended twice.
 func (p *Partition) Append(ctx context.Context, records []byte) (AppendResult, error) {
 	if p.recompress != nil {
 		var err error
@@ -264,11 +268,19 @@ func (p *Partition) appendIdempotent(ctx context.Context, records []byte, hs []r
 		return res, orig, nil
 	}
 
-	r, err := p.Log.Append(ctx, records, leaderEpoch)
-	if err != nil {
+	// Only in the generation the checks saw: a cut since (a recovery
+	// another appender made) may have removed batches they counted on.
+	r, err := p.Log.AppendInGeneration(ctx, records, leaderEpoch, p.prodGen)
+	if err != nil && r.NextOffset <= r.BaseOffset {
 		unlock()
 		return AppendResult{}, partlog.AppendResult{}, err
 	}
+	// The records are in the log, even if Append then failed (sealing the
+	// segment its roll left behind, or the flush the policy asked for): a
+	// recovery keeps them unless it cuts them, which starts a new generation
+	// and so rebuilds this state. Record them, so that the client's retry is
+	// answered as a duplicate instead of being appended a second time; the
+	// error still goes back, and durability is FlushAppended's to report.
 	// The log assigned consecutive offsets to the batches in order.
 	off, next := r.BaseOffset, 0
 	for i, h := range hs {
@@ -284,6 +296,9 @@ func (p *Partition) appendIdempotent(ctx context.Context, records []byte, hs []r
 		e.used = now
 	}
 	unlock()
+	if err != nil {
+		return AppendResult{}, partlog.AppendResult{}, err
+	}
 	return AppendResult{BaseOffset: r.BaseOffset, NextOffset: r.NextOffset}, r, nil
 }
 
