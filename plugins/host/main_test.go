@@ -101,12 +101,15 @@ func gone(pid int) bool {
 // waitGone polls until pid is gone, failing the test after 10 s.
 func waitGone(t *testing.T, pid int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.After(10 * time.Second)
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
 	for !gone(pid) {
-		if time.Now().After(deadline) {
+		select {
+		case <-deadline:
 			t.Fatalf("process %d still runs 10s later", pid)
+		case <-tick.C:
 		}
-		time.Sleep(10 * time.Millisecond) // polling interval, not synchronisation
 	}
 }
 
