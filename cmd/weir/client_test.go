@@ -5,62 +5,30 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"log/slog"
-	"maps"
 	"net"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/weir-broker/weir/plugins/codec"
 	"github.com/weir-broker/weir/plugins/partitioner"
 	"github.com/weir-broker/weir/transport/broker"
+	"github.com/weir-broker/weir/transport/broker/brokertest"
 )
 
 // cliWait bounds every CLI run and every wait for a client in these tests:
 // generous for a shared 2-core machine, far below go test's -timeout.
 const cliWait = 30 * time.Second
 
-// startTestBroker starts a broker on 127.0.0.1:0, tuned for tests as
-// transport/e2e does: groups rebalance at once and accept short sessions.
-// mods adjust the config.
+// startTestBroker starts a broker for the test (package brokertest) and
+// returns its address. mods adjust the config.
 func startTestBroker(t testing.TB, mods ...func(*broker.Config)) string {
 	t.Helper()
-	cfg := broker.Config{
-		DataDir:                    t.TempDir(),
-		Listen:                     "127.0.0.1:0",
-		AutoCreateTopics:           true,
-		GroupInitialRebalanceDelay: 0,
-		GroupMinSessionTimeout:     100 * time.Millisecond,
-		Logger:                     slog.New(slog.NewTextHandler(logWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})),
-	}
-	for _, m := range mods {
-		m(&cfg)
-	}
-	b, err := broker.Start(cfg)
-	if err != nil {
-		t.Fatalf("broker.Start: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := b.Close(); err != nil {
-			t.Errorf("broker.Close: %v", err)
-		}
-	})
-	return b.Addr()
-}
-
-type logWriter struct{ t testing.TB }
-
-func (w logWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimRight(string(p), "\n"))
-	return len(p), nil
+	return brokertest.Start(t, "", mods...).Addr()
 }
 
 // cli runs the weir command line in-process with stdin, like main would,
@@ -92,47 +60,14 @@ func mustCLI(t testing.TB, stdin string, args ...string) (stdout, stderr string)
 	return stdout, stderr
 }
 
-// newTestClient returns a franz-go client for addr, closed when the test ends.
-func newTestClient(t testing.TB, addr string, opts ...kgo.Opt) *kgo.Client {
-	t.Helper()
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addr)}, opts...)...)
-	if err != nil {
-		t.Fatalf("kgo.NewClient: %v", err)
-	}
-	t.Cleanup(cl.Close)
-	return cl
-}
-
-func waitContext(t testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), cliWait)
-	t.Cleanup(cancel)
-	return ctx
-}
+// newTestClient and waitContext come from package brokertest.
+var (
+	newTestClient = brokertest.Client
+	waitContext   = brokertest.Context
+)
 
 // createTestTopic creates a topic with configs through CreateTopics.
-func createTestTopic(t testing.TB, addr, name string, partitions int32, configs map[string]string) {
-	t.Helper()
-	req := kmsg.NewPtrCreateTopicsRequest()
-	req.TimeoutMillis = 10_000
-	rt := kmsg.NewCreateTopicsRequestTopic()
-	rt.Topic = name
-	rt.NumPartitions = partitions
-	rt.ReplicationFactor = 1
-	for _, k := range slices.Sorted(maps.Keys(configs)) {
-		c := kmsg.NewCreateTopicsRequestTopicConfig()
-		c.Name = k
-		c.Value = kmsg.StringPtr(configs[k])
-		rt.Configs = append(rt.Configs, c)
-	}
-	req.Topics = append(req.Topics, rt)
-	resp, err := req.RequestWith(waitContext(t), newTestClient(t, addr))
-	if err != nil {
-		t.Fatalf("CreateTopics %s: %v", name, err)
-	}
-	if err := kerr.ErrorForCode(resp.Topics[0].ErrorCode); err != nil {
-		t.Fatalf("CreateTopics %s: %v", name, err)
-	}
-}
+var createTestTopic = brokertest.CreateTopic
 
 // readAll reads n records from the start of every partition of topic with
 // a franz-go consumer (an oracle independent of weir consume), failing if

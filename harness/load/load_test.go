@@ -15,25 +15,16 @@ import (
 	"github.com/weir-broker/weir/plugins/codec"
 	"github.com/weir-broker/weir/plugins/partitioner"
 	"github.com/weir-broker/weir/transport/broker"
+	"github.com/weir-broker/weir/transport/broker/brokertest"
 )
 
 // startBroker runs a real weir broker in this process on a free port.
 func startBroker(t *testing.T) *broker.Broker {
 	t.Helper()
-	b, err := broker.Start(broker.Config{
-		DataDir: t.TempDir(),
-		Listen:  "127.0.0.1:0",
-		Logger:  slog.New(slog.DiscardHandler),
+	return brokertest.Start(t, "", func(c *broker.Config) {
+		c.AutoCreateTopics = false // the load creates its topics
+		c.Logger = slog.New(slog.DiscardHandler)
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := b.Close(); err != nil {
-			t.Errorf("broker.Close: %v", err)
-		}
-	})
-	return b
 }
 
 // workload is a small, short workload: what the tests vary is on top.

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -17,7 +16,7 @@ import (
 	"github.com/weir-broker/weir/plugins/codec"
 	"github.com/weir-broker/weir/plugins/codec/codectest"
 	"github.com/weir-broker/weir/plugins/kgoadapt"
-	"github.com/weir-broker/weir/transport/broker"
+	"github.com/weir-broker/weir/transport/broker/brokertest"
 )
 
 // snappy5 is a custom codec: snappy under the unused id 5, as a user would
@@ -47,41 +46,9 @@ func (failing) Decompress(context.Context, codec.DecompressRequest) (codec.Decom
 
 const waitTimeout = 30 * time.Second
 
-func startBroker(t *testing.T) string {
-	t.Helper()
-	b, err := broker.Start(broker.Config{
-		DataDir:          t.TempDir(),
-		Listen:           "127.0.0.1:0",
-		AutoCreateTopics: true,
-		Logger:           slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})),
-	})
-	if err != nil {
-		t.Fatalf("broker.Start: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := b.Close(); err != nil {
-			t.Errorf("broker.Close: %v", err)
-		}
-	})
-	return b.Addr()
-}
+func startBroker(t *testing.T) string { return brokertest.Start(t, "").Addr() }
 
-type testWriter struct{ t *testing.T }
-
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimRight(string(p), "\n"))
-	return len(p), nil
-}
-
-func newClient(t *testing.T, addr string, opts ...kgo.Opt) *kgo.Client {
-	t.Helper()
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addr)}, opts...)...)
-	if err != nil {
-		t.Fatalf("kgo.NewClient: %v", err)
-	}
-	t.Cleanup(cl.Close)
-	return cl
-}
+var newClient = brokertest.Client
 
 // values are JSON log lines: they compress, so franz-go keeps the
 // compressed form.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"slices"
 	"strings"
 	"testing"
@@ -15,6 +14,7 @@ import (
 	"github.com/weir-broker/weir/plugins/kgoadapt"
 	"github.com/weir-broker/weir/plugins/partitioner"
 	"github.com/weir-broker/weir/transport/broker"
+	"github.com/weir-broker/weir/transport/broker/brokertest"
 )
 
 // The helpers here carry an "assign" prefix: codec_test.go, in the same
@@ -26,40 +26,10 @@ const assignPartitions = 7
 // assignPartitions partitions; it is closed when the test ends.
 func assignBroker(t *testing.T) string {
 	t.Helper()
-	b, err := broker.Start(broker.Config{
-		DataDir:           t.TempDir(),
-		Listen:            "127.0.0.1:0",
-		AutoCreateTopics:  true,
-		DefaultPartitions: assignPartitions,
-		Logger:            slog.New(slog.NewTextHandler(assignLog{t}, &slog.HandlerOptions{Level: slog.LevelWarn})),
-	})
-	if err != nil {
-		t.Fatalf("broker.Start: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := b.Close(); err != nil {
-			t.Errorf("broker.Close: %v", err)
-		}
-	})
-	return b.Addr()
+	return brokertest.Start(t, "", func(c *broker.Config) { c.DefaultPartitions = assignPartitions }).Addr()
 }
 
-type assignLog struct{ t *testing.T }
-
-func (w assignLog) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimRight(string(p), "\n"))
-	return len(p), nil
-}
-
-func assignClient(t *testing.T, addr string, opts ...kgo.Opt) *kgo.Client {
-	t.Helper()
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addr)}, opts...)...)
-	if err != nil {
-		t.Fatalf("kgo.NewClient: %v", err)
-	}
-	t.Cleanup(cl.Close)
-	return cl
-}
+var assignClient = brokertest.Client
 
 // assignConsume reads n records of topic from the start of every partition.
 func assignConsume(t *testing.T, addr, topic string, n int) []*kgo.Record {

@@ -4,12 +4,9 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"log/slog"
-	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -18,97 +15,21 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/weir-broker/weir/transport/broker"
+	"github.com/weir-broker/weir/transport/broker/brokertest"
 )
 
 // waitTimeout bounds every wait for a client to see something; generous for
 // a 2-core machine shared with other test binaries, far below -timeout.
 const waitTimeout = 30 * time.Second
 
-// startBroker starts a broker on 127.0.0.1:0 with its data in dir, tuned for
-// tests: groups rebalance without the initial delay and accept short session
-// timeouts. mods adjust the config. The broker is closed when the test ends
-// (closing it earlier is fine).
-func startBroker(t testing.TB, dir string, mods ...func(*broker.Config)) *broker.Broker {
-	t.Helper()
-	cfg := broker.Config{
-		DataDir:                    dir,
-		Listen:                     "127.0.0.1:0",
-		AutoCreateTopics:           true,
-		GroupInitialRebalanceDelay: 0,
-		GroupMinSessionTimeout:     100 * time.Millisecond,
-		Logger:                     slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})),
-	}
-	for _, m := range mods {
-		m(&cfg)
-	}
-	b, err := broker.Start(cfg)
-	if err != nil {
-		t.Fatalf("broker.Start: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := b.Close(); err != nil {
-			t.Errorf("broker.Close: %v", err)
-		}
-	})
-	return b
-}
-
-// testWriter sends the broker's warnings and errors to the test log.
-type testWriter struct{ t testing.TB }
-
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimRight(string(p), "\n"))
-	return len(p), nil
-}
-
-// newClient returns a franz-go client for addr, closed when the test ends.
-func newClient(t testing.TB, addr string, opts ...kgo.Opt) *kgo.Client {
-	t.Helper()
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addr)}, opts...)...)
-	if err != nil {
-		t.Fatalf("kgo.NewClient: %v", err)
-	}
-	t.Cleanup(cl.Close)
-	return cl
-}
-
-func testContext(t testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
-	t.Cleanup(cancel)
-	return ctx
-}
-
-// createTopic creates a topic through the protocol (CreateTopics) and fails
-// the test unless the broker says it did.
-func createTopic(t testing.TB, addr, name string, partitions int32, configs map[string]string) {
-	t.Helper()
-	cl := newClient(t, addr)
-	req := kmsg.NewPtrCreateTopicsRequest()
-	req.TimeoutMillis = 10_000
-	rt := kmsg.NewCreateTopicsRequestTopic()
-	rt.Topic = name
-	rt.NumPartitions = partitions
-	rt.ReplicationFactor = 1
-	for _, k := range slices.Sorted(maps.Keys(configs)) {
-		c := kmsg.NewCreateTopicsRequestTopicConfig()
-		c.Name = k
-		v := configs[k]
-		c.Value = &v
-		rt.Configs = append(rt.Configs, c)
-	}
-	req.Topics = append(req.Topics, rt)
-	resp, err := req.RequestWith(testContext(t), cl)
-	if err != nil {
-		t.Fatalf("CreateTopics %s: %v", name, err)
-	}
-	if len(resp.Topics) != 1 {
-		t.Fatalf("CreateTopics %s: %d topics in response", name, len(resp.Topics))
-	}
-	if err := kerr.ErrorForCode(resp.Topics[0].ErrorCode); err != nil {
-		t.Fatalf("CreateTopics %s: %v", name, err)
-	}
-}
+// The broker, the client and topic creation come from package brokertest;
+// these names keep the tests short.
+var (
+	startBroker = brokertest.Start
+	newClient   = brokertest.Client
+	testContext = brokertest.Context
+	createTopic = brokertest.CreateTopic
+)
 
 // endOffsets returns each partition's high watermark (ListOffsets latest).
 func endOffsets(t testing.TB, addr, topic string, partitions int32) []int64 {

@@ -1,0 +1,114 @@
+// Package brokertest starts real weir brokers for tests in other packages
+// (end-to-end tests, the CLI's, the plugin adapters', the harness's) and
+// drives them with a real franz-go client, so each test package does not keep
+// its own copy of the same setup. Like net/http/httptest, it is meant for
+// _test.go files only.
+package brokertest
+
+import (
+	"context"
+	"log/slog"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/weir-broker/weir/transport/broker"
+)
+
+// Timeout bounds what the helpers wait for (a request, a topic creation); it
+// is generous for a 2-core machine shared with other test binaries.
+const Timeout = 30 * time.Second
+
+// Start starts a broker on 127.0.0.1:0 with its data in dir (t.TempDir()
+// when empty), tuned for tests: topics are auto-created, groups rebalance
+// without the initial delay and accept short session timeouts, and warnings
+// go to the test log. mods adjust the config. The broker is closed when the
+// test ends (closing it earlier is fine); a failed Close fails the test.
+func Start(t testing.TB, dir string, mods ...func(*broker.Config)) *broker.Broker {
+	t.Helper()
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	cfg := broker.Config{
+		DataDir:                    dir,
+		Listen:                     "127.0.0.1:0",
+		AutoCreateTopics:           true,
+		GroupInitialRebalanceDelay: 0,
+		GroupMinSessionTimeout:     100 * time.Millisecond,
+		Logger:                     slog.New(slog.NewTextHandler(logWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})),
+	}
+	for _, m := range mods {
+		m(&cfg)
+	}
+	b, err := broker.Start(cfg)
+	if err != nil {
+		t.Fatalf("broker.Start: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := b.Close(); err != nil {
+			t.Errorf("broker.Close: %v", err)
+		}
+	})
+	return b
+}
+
+// logWriter sends the broker's log lines to the test log.
+type logWriter struct{ t testing.TB }
+
+func (w logWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+// Client returns a franz-go client for addr, closed when the test ends.
+func Client(t testing.TB, addr string, opts ...kgo.Opt) *kgo.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addr)}, opts...)...)
+	if err != nil {
+		t.Fatalf("kgo.NewClient: %v", err)
+	}
+	t.Cleanup(cl.Close)
+	return cl
+}
+
+// Context returns a context that ends after Timeout or with the test.
+func Context(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// CreateTopic creates a topic with configs through the protocol
+// (CreateTopics) and fails the test unless the broker says it did.
+func CreateTopic(t testing.TB, addr, name string, partitions int32, configs map[string]string) {
+	t.Helper()
+	req := kmsg.NewPtrCreateTopicsRequest()
+	req.TimeoutMillis = 10_000
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic = name
+	rt.NumPartitions = partitions
+	rt.ReplicationFactor = 1
+	for _, k := range slices.Sorted(maps.Keys(configs)) {
+		c := kmsg.NewCreateTopicsRequestTopicConfig()
+		c.Name = k
+		c.Value = kmsg.StringPtr(configs[k])
+		rt.Configs = append(rt.Configs, c)
+	}
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(Context(t), Client(t, addr))
+	if err != nil {
+		t.Fatalf("CreateTopics %s: %v", name, err)
+	}
+	if len(resp.Topics) != 1 {
+		t.Fatalf("CreateTopics %s: %d topics in response", name, len(resp.Topics))
+	}
+	if err := kerr.ErrorForCode(resp.Topics[0].ErrorCode); err != nil {
+		t.Fatalf("CreateTopics %s: %v", name, err)
+	}
+}
