@@ -13,6 +13,7 @@ import (
 	"github.com/weir-broker/weir/core/partlog"
 	"github.com/weir-broker/weir/core/record"
 	"github.com/weir-broker/weir/core/topics"
+	"github.com/weir-broker/weir/node"
 )
 
 func TestErrorTable(t *testing.T) {
@@ -50,11 +51,13 @@ func TestErrorTable(t *testing.T) {
 		{groups.ErrCoordinatorNotAvailable, kerr.CoordinatorNotAvailable},
 		{groups.ErrOffsetMetadataTooLarge, kerr.OffsetMetadataTooLarge},
 		{groups.ErrInvalidCommitSize, kerr.InvalidCommitOffsetSize},
-		{errTransactions, kerr.InvalidRequest},
-		{errInvalidAcks, kerr.InvalidRequiredAcks},
-		{errReplicationFactor, kerr.InvalidReplicationFactor},
-		{errReplicaAssignment, kerr.InvalidReplicaAssignment},
-		{errUnknownTopicID, kerr.UnknownTopicID},
+		{node.ErrTransactionsNotSupported, kerr.InvalidRequest},
+		{node.ErrInvalidAcks, kerr.InvalidRequiredAcks},
+		{node.ErrNotEnoughReplicas, kerr.NotEnoughReplicas},
+		{node.ErrInvalidReplicationFactor, kerr.InvalidReplicationFactor},
+		{node.ErrInvalidReplicaAssignment, kerr.InvalidReplicaAssignment},
+		{node.ErrUnknownTopicID, kerr.UnknownTopicID},
+		{node.ErrInvalidCoordinatorType, kerr.InvalidRequest},
 		{errFetchSession, kerr.FetchSessionIDNotFound},
 		{context.DeadlineExceeded, kerr.RequestTimedOut},
 	}
