@@ -18,7 +18,8 @@
 //	{"version": 1,
 //	 "topics": [{"name": "orders", "id": "<32 hex digits>", "partitions": 3,
 //	             "configs": {"retention.ms": "86400000"}}],
-//	 "nextProducerID": 2000}
+//	 "nextProducerID": 2000,
+//	 "deleting": [{"name": "old", "id": "<32 hex digits>", "partitions": 1}]}
 //
 // It is replaced atomically (write weir-meta.json.tmp, fsync, rename, fsync
 // the directory), so a crash leaves the old or the new version, never a mix.
@@ -27,13 +28,22 @@
 //
 //	Create  metadata with the topic, then each partition directory (marker, log)
 //	        -> a crash leaves a topic with missing partitions: Open creates them.
-//	Delete  metadata without the topic, then close the logs, remove the directories
-//	        -> a crash leaves directories no topic owns: Open removes them.
+//	Delete  metadata without the topic and with it under "deleting", then close
+//	        the logs, remove the directories, then drop the "deleting" entry
+//	        -> a crash leaves the entry: Open removes the directories it names.
 //
-// Open removes only directories that carry partition.metadata (or are empty),
-// so a data directory shared with other stores never loses their files; and
-// a directory whose marker names another topic id is refused
-// (ErrCorruptMetadata) rather than served as the wrong topic's data.
+// Nothing deletes data because something is missing; only an explicit
+// instruction (a Delete, recorded under "deleting") removes a partition's
+// directory, and only if its partition.metadata names the deleted topic's id.
+// A partition directory that no topic owns (the metadata lost it) is set
+// aside, renamed <dir>.<topic id>-stray with its data, and logged; empty ones
+// are removed. A data directory with partition directories but no
+// weir-meta.json is refused (ErrMissingMetadata, naming them): restoring the
+// file, or moving the directories away, is the operator's call. Directories
+// without the marker are never touched, so a data directory shared with other
+// stores never loses their files; and a directory whose marker names another
+// topic id is refused (ErrCorruptMetadata) rather than served as the wrong
+// topic's data.
 //
 // # Configs
 //

@@ -24,6 +24,10 @@ var (
 	// ErrCorruptMetadata: weir-meta.json (or a partition's partition.metadata)
 	// cannot be parsed or contradicts itself. Open refuses to guess.
 	ErrCorruptMetadata = errors.New("topics: corrupt metadata")
+	// ErrMissingMetadata: weir-meta.json is missing but the data directory
+	// holds partition directories: Open refuses to start (and to touch
+	// them) rather than serve an empty broker over data it cannot name.
+	ErrMissingMetadata = errors.New("topics: metadata missing")
 	// ErrClosed: the registry was closed.
 	ErrClosed = errors.New("topics: registry closed")
 )

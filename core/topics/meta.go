@@ -28,6 +28,10 @@ type metaJSON struct {
 	Version        int         `json:"version"`
 	Topics         []metaTopic `json:"topics"`
 	NextProducerID int64       `json:"nextProducerID"`
+	// Deleting lists topics whose deletion was decided but whose partition
+	// directories may still be there: the explicit instruction that lets
+	// Open finish the job after a crash (see the package doc).
+	Deleting []metaTopic `json:"deleting,omitempty"`
 }
 
 type metaTopic struct {
@@ -39,11 +43,19 @@ type metaTopic struct {
 
 // readMeta loads and checks weir-meta.json; a missing file is an empty
 // registry.
-func readMeta(fsys vfs.FS, dir string) (metaJSON, error) {
+func readMeta(fsys vfs.FS, dir string) (m metaJSON, exists bool, err error) {
+	m, err = decodeMeta(fsys, dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return metaJSON{Version: metaVersion}, false, nil
+	}
+	return m, err == nil, err
+}
+
+func decodeMeta(fsys vfs.FS, dir string) (metaJSON, error) {
 	m := metaJSON{Version: metaVersion}
 	b, err := vfs.ReadFile(fsys, filepath.Join(dir, metaFile))
 	if errors.Is(err, fs.ErrNotExist) {
-		return m, nil
+		return m, err
 	}
 	if err != nil {
 		return m, fmt.Errorf("topics: read %s: %w", metaFile, err)
@@ -58,6 +70,17 @@ func readMeta(fsys vfs.FS, dir string) (metaJSON, error) {
 	}
 	if m.NextProducerID < 0 {
 		return m, fmt.Errorf("%w: %s: negative nextProducerID %d", ErrCorruptMetadata, metaFile, m.NextProducerID)
+	}
+	for _, t := range m.Deleting {
+		if err := ValidateName(t.Name); err != nil {
+			return m, fmt.Errorf("%w: %s: deleting: %w", ErrCorruptMetadata, metaFile, err)
+		}
+		if _, err := parseID(t.ID); err != nil {
+			return m, fmt.Errorf("%w: %s: deleting %q: %w", ErrCorruptMetadata, metaFile, t.Name, err)
+		}
+		if t.Partitions < 1 || t.Partitions > MaxPartitions {
+			return m, fmt.Errorf("%w: %s: deleting %q has %d partitions", ErrCorruptMetadata, metaFile, t.Name, t.Partitions)
+		}
 	}
 	seen := map[string]bool{}
 	for _, t := range m.Topics {

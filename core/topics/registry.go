@@ -100,6 +100,9 @@ type Registry struct {
 	metaMu   sync.Mutex
 	nextPID  int64 // the next id InitProducerID hands out
 	reserved int64 // ids below it are reserved on disk (nextProducerID in the file)
+	// deleting are topics being deleted whose directories may remain
+	// (weir-meta.json's "deleting"); written with every metadata change.
+	deleting []metaTopic
 
 	mu     sync.RWMutex // guards topics and closed; held only briefly
 	topics map[string]*Topic
@@ -121,11 +124,13 @@ type Topic struct {
 	explicit map[string]string // what Create was given, persisted
 }
 
-// Open loads <Dir>/weir-meta.json (a missing file is an empty registry),
-// opens and recovers every partition log (creating those a crash left
-// missing), rebuilds idempotent-producer state from the active segments,
-// and deletes the partition directories of topics the metadata does not hold
-// (leftovers of an interrupted Delete).
+// Open loads <Dir>/weir-meta.json, finishes the deletions it records as
+// pending, opens and recovers every partition log (creating those a crash
+// left missing), and rebuilds idempotent-producer state from the active
+// segments. It never deletes data because something is missing: a partition
+// directory that no topic owns is set aside (renamed <dir>.<topic id>-stray)
+// and logged, and a missing weir-meta.json in a directory that holds
+// partition directories is ErrMissingMetadata, naming them.
 func Open(o Options) (*Registry, error) {
 	o, err := o.validate()
 	if err != nil {
@@ -142,18 +147,27 @@ func Open(o Options) (*Registry, error) {
 	if err := o.FS.Remove(filepath.Join(o.Dir, metaTmpFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("topics: %w", err)
 	}
-	m, err := readMeta(o.FS, o.Dir)
+	m, exists, err := readMeta(o.FS, o.Dir)
 	if err != nil {
 		return nil, err
 	}
+	if !exists {
+		if err := r.refuseWithoutMeta(); err != nil {
+			return nil, err
+		}
+	}
 	r.nextPID, r.reserved = m.NextProducerID, m.NextProducerID
+	r.deleting = m.Deleting
+	if err := r.finishDeletes(); err != nil {
+		return nil, err
+	}
 	owned := map[string]bool{}
 	for _, mt := range m.Topics {
 		for i := range mt.Partitions {
 			owned[dirName(mt.Name, i)] = true
 		}
 	}
-	if err := r.removeLeftovers(func(name string) bool { return !owned[name] }); err != nil {
+	if err := r.setAside(func(name string) bool { return !owned[name] }); err != nil {
 		return nil, err
 	}
 	for _, mt := range m.Topics {
@@ -178,17 +192,114 @@ func Open(o Options) (*Registry, error) {
 	return r, nil
 }
 
-// removeLeftovers deletes the weir partition directories (see
-// isWeirPartitionDir) whose names stale accepts, and fsyncs the data
-// directory if it deleted any. Directories that are not weir's are left alone.
-func (r *Registry) removeLeftovers(stale func(name string) bool) error {
+// refuseWithoutMeta returns ErrMissingMetadata naming the partition
+// directories (with a partition.metadata marker) found in a data directory
+// that has no weir-meta.json, or nil when there are none.
+func (r *Registry) refuseWithoutMeta() error {
 	names, err := r.o.FS.List(r.o.Dir)
 	if err != nil {
 		return fmt.Errorf("topics: %w", err)
 	}
-	removed := false
+	var found []string
 	for _, n := range names {
-		if _, _, ok := parseDirName(n); !ok || !stale(n) {
+		if _, _, ok := parseDirName(n); !ok {
+			continue
+		}
+		if _, marked, err := readPartitionMeta(r.o.FS, filepath.Join(r.o.Dir, n)); err == nil && marked {
+			found = append(found, n)
+		}
+	}
+	if len(found) == 0 {
+		return nil
+	}
+	shown := found
+	if len(shown) > 10 {
+		shown = append(shown[:10:10], fmt.Sprintf("and %d more", len(found)-10))
+	}
+	return fmt.Errorf("%w: %s has no %s but holds %d partition directories (%s): restore %s, or move the directories away",
+		ErrMissingMetadata, r.o.Dir, metaFile, len(found), strings.Join(shown, ", "), metaFile)
+}
+
+// finishDeletes removes the partition directories of the topics the
+// metadata says are being deleted (those whose marker names the deleted
+// topic's id, or that are empty), then drops them from the metadata. The
+// caller holds metaMu, or is Open.
+func (r *Registry) finishDeletes() error {
+	if len(r.deleting) == 0 {
+		return nil
+	}
+	var errs []error
+	var left []metaTopic
+	for _, d := range r.deleting {
+		id, _ := parseID(d.ID) // checked by readMeta
+		if err := r.removePartitionDirs(d.Name, id, d.Partitions); err != nil {
+			errs = append(errs, err)
+			left = append(left, d)
+			continue
+		}
+		r.o.Logger.Info("finished deleting topic", "topic", d.Name)
+	}
+	if len(left) == len(r.deleting) {
+		return errors.Join(errs...)
+	}
+	old := r.deleting
+	r.deleting = left
+	if err := r.writeMetaLocked(nil, ""); err != nil {
+		r.deleting = old
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// removePartitionDirs removes the directories of a deleted topic's
+// partitions: those whose marker names id, or that hold nothing. A directory
+// of the name that belongs to another topic id is not the deleted topic's
+// and is left for setAside. Then it fsyncs the data directory.
+func (r *Registry) removePartitionDirs(name string, id [16]byte, partitions int32) error {
+	var errs []error
+	for i := range partitions {
+		dir := filepath.Join(r.o.Dir, dirName(name, i))
+		names, err := r.o.FS.List(dir)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("topics: delete %s: %w", dirName(name, i), err))
+			continue
+		}
+		if len(names) > 0 {
+			mid, marked, err := readPartitionMeta(r.o.FS, dir)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("topics: delete %s: %w", dirName(name, i), err))
+				continue
+			}
+			if !marked || mid != id {
+				continue // another topic's, or not weir's: setAside decides
+			}
+		}
+		if err := r.o.FS.RemoveAll(dir); err != nil {
+			errs = append(errs, fmt.Errorf("topics: delete %s: %w", dirName(name, i), err))
+		}
+	}
+	if err := r.o.FS.SyncDir(r.o.Dir); err != nil {
+		errs = append(errs, fmt.Errorf("topics: delete %q: %w", name, err))
+	}
+	return errors.Join(errs...)
+}
+
+// setAside renames the weir partition directories (see isWeirPartitionDir)
+// whose names stray accepts to <name>.<topic id>-stray, keeping their data
+// for an operator to inspect, and removes those that are empty. It fsyncs the
+// data directory if it changed anything. Directories that are not weir's are
+// left alone.
+func (r *Registry) setAside(stray func(name string) bool) error {
+	names, err := r.o.FS.List(r.o.Dir)
+	if err != nil {
+		return fmt.Errorf("topics: %w", err)
+	}
+	changed := false
+	for _, n := range names {
+		if _, _, ok := parseDirName(n); !ok || !stray(n) {
 			continue
 		}
 		dir := filepath.Join(r.o.Dir, n)
@@ -199,26 +310,59 @@ func (r *Registry) removeLeftovers(stale func(name string) bool) error {
 		if !st.IsDir() {
 			continue
 		}
-		ours, err := isWeirPartitionDir(r.o.FS, dir)
+		entries, err := r.o.FS.List(dir)
 		if err != nil {
 			return fmt.Errorf("topics: %w", err)
 		}
-		if !ours {
+		if len(entries) == 0 {
+			if err := r.o.FS.Remove(dir); err != nil {
+				return fmt.Errorf("topics: remove empty %s: %w", n, err)
+			}
+			changed = true
+			continue
+		}
+		id, marked, err := readPartitionMeta(r.o.FS, dir)
+		if err != nil {
+			return fmt.Errorf("topics: %w", err)
+		}
+		if !marked {
 			r.o.Logger.Warn("directory looks like a partition but has no partition.metadata; left alone", "dir", dir)
 			continue
 		}
-		if err := r.o.FS.RemoveAll(dir); err != nil {
-			return fmt.Errorf("topics: remove leftover %s: %w", n, err)
+		to, err := r.strayName(n, id)
+		if err != nil {
+			return err
 		}
-		r.o.Logger.Info("removed partition directory of a deleted topic", "dir", dir)
-		removed = true
+		if err := r.o.FS.Rename(dir, filepath.Join(r.o.Dir, to)); err != nil {
+			return fmt.Errorf("topics: set aside %s: %w", n, err)
+		}
+		r.o.Logger.Warn("partition directory of no known topic set aside, data kept", "dir", dir, "now", to)
+		changed = true
 	}
-	if removed {
+	if changed {
 		if err := r.o.FS.SyncDir(r.o.Dir); err != nil {
 			return fmt.Errorf("topics: %w", err)
 		}
 	}
 	return nil
+}
+
+// strayName is a free name <name>.<topic id>-stray (or -stray<k>) in the
+// data directory. It never parses as a partition directory.
+func (r *Registry) strayName(name string, id [16]byte) (string, error) {
+	base := name + "." + hex.EncodeToString(id[:]) + "-stray"
+	for k := 0; ; k++ {
+		to := base
+		if k > 0 {
+			to = fmt.Sprintf("%s%d", base, k)
+		}
+		switch _, err := r.o.FS.Stat(filepath.Join(r.o.Dir, to)); {
+		case errors.Is(err, fs.ErrNotExist):
+			return to, nil
+		case err != nil:
+			return "", fmt.Errorf("topics: %w", err)
+		}
+	}
 }
 
 // openTopic opens (creating where missing) the partitions of a topic. On
@@ -334,10 +478,10 @@ func (r *Registry) Create(name string, partitions int32, configs map[string]stri
 	case exists:
 		return nil, fmt.Errorf("%w: %q", ErrTopicExists, name)
 	}
-	// Directories of this name are leftovers of a Delete that could not
-	// remove them: clear them before the metadata claims the name, so the
-	// new topic starts empty.
-	if err := r.removeLeftovers(func(n string) bool { t, _, _ := parseDirName(n); return t == name }); err != nil {
+	// Directories of this name belong to no topic (a deletion that could
+	// not remove them): set them aside before the metadata claims the name,
+	// so the new topic starts empty and their data is kept.
+	if err := r.setAside(func(n string) bool { t, _, _ := parseDirName(n); return t == name }); err != nil {
 		return nil, err
 	}
 	for i := range partitions {
@@ -367,13 +511,10 @@ func (r *Registry) Create(name string, partitions int32, configs map[string]stri
 	}
 	if err != nil {
 		// Undo: the metadata must not keep a topic the caller was told
-		// failed. If this fails too, the next Open finishes the job or
-		// brings the topic back whole.
-		uerr := r.writeMetaLocked(nil, "")
-		if uerr == nil {
-			uerr = r.removeLeftovers(func(n string) bool { t, _, _ := parseDirName(n); return t == name })
-		}
-		if uerr != nil {
+		// failed. It records the topic as being deleted, so that if the
+		// removal fails too, the next Open finishes it (or, if this write
+		// fails, brings the topic back whole).
+		if uerr := r.deleteDirs(stub, ""); uerr != nil {
 			err = errors.Join(err, fmt.Errorf("topics: undoing create of %q: %w", name, uerr))
 		}
 		return nil, err
@@ -440,22 +581,51 @@ func (r *Registry) Delete(name string) error {
 	case !ok:
 		return fmt.Errorf("%w: %q", ErrUnknownTopic, name)
 	}
-	if err := r.commitMeta(nil, name); err != nil {
-		return err
+	err := r.deleteDirs(t, name)
+	if !errors.Is(err, errMetaNotWritten) {
+		r.o.Logger.Info("topic deleted", "topic", name, "err", err)
 	}
-	r.mu.Lock()
-	delete(r.topics, name)
-	r.mu.Unlock()
-	errs := []error{closeTopic(t)}
-	for _, p := range t.Partitions {
-		if err := r.o.FS.RemoveAll(p.Log.Dir()); err != nil {
-			errs = append(errs, fmt.Errorf("topics: delete %s: %w", dirName(name, p.Index), err))
+	return err
+}
+
+// errMetaNotWritten: deleteDirs could not record the deletion; nothing
+// changed.
+var errMetaNotWritten = errors.New("topics: deletion not recorded")
+
+// deleteDirs deletes topic t's partitions. First the metadata records t as
+// being deleted (and no longer lists it when remove names it), the explicit
+// instruction that lets the next Open finish after a crash; then the logs
+// are closed (appends racing with it fail with partlog.ErrClosed) and their
+// directories removed; then the record is dropped. The caller holds metaMu.
+func (r *Registry) deleteDirs(t *Topic, remove string) error {
+	d := metaTopic{Name: t.Name, ID: hex.EncodeToString(t.ID[:]), Partitions: int32(len(t.Partitions))}
+	r.deleting = append(r.deleting, d)
+	if err := r.commitMeta(nil, remove); err != nil {
+		r.deleting = r.deleting[:len(r.deleting)-1]
+		if rerr := r.writeMetaLocked(nil, ""); rerr != nil {
+			err = errors.Join(err, rerr)
 		}
+		return fmt.Errorf("%w: %w", errMetaNotWritten, err)
 	}
-	if err := r.o.FS.SyncDir(r.o.Dir); err != nil {
-		errs = append(errs, fmt.Errorf("topics: delete %q: %w", name, err))
+	if remove != "" {
+		r.mu.Lock()
+		delete(r.topics, remove)
+		r.mu.Unlock()
 	}
-	r.o.Logger.Info("topic deleted", "topic", name)
+	var errs []error
+	if t.Partitions[0] != nil { // a Create's stub has no open partitions
+		errs = append(errs, closeTopic(t))
+	}
+	if err := r.removePartitionDirs(t.Name, t.ID, int32(len(t.Partitions))); err != nil {
+		// The record stays: the next Open (or deletion) tries again.
+		return errors.Join(append(errs, err)...)
+	}
+	r.deleting = slices.DeleteFunc(r.deleting, func(m metaTopic) bool {
+		return m.Name == d.Name && m.ID == d.ID
+	})
+	if err := r.writeMetaLocked(nil, ""); err != nil {
+		errs = append(errs, err) // the record stays on disk; Open finishes
+	}
 	return errors.Join(errs...)
 }
 
@@ -489,7 +659,8 @@ func (r *Registry) writeMetaLocked(add *Topic, remove string) error {
 		ts = append(ts, add)
 	}
 	slices.SortFunc(ts, func(a, b *Topic) int { return strings.Compare(a.Name, b.Name) })
-	m := metaJSON{Version: metaVersion, NextProducerID: r.reserved, Topics: make([]metaTopic, len(ts))}
+	m := metaJSON{Version: metaVersion, NextProducerID: r.reserved, Topics: make([]metaTopic, len(ts)),
+		Deleting: slices.Clone(r.deleting)}
 	for i, t := range ts {
 		m.Topics[i] = metaTopic{Name: t.Name, ID: hex.EncodeToString(t.ID[:]), Partitions: int32(len(t.Partitions)),
 			Configs: maps.Clone(t.explicit)}

@@ -372,7 +372,7 @@ func TestInitProducerID(t *testing.T) {
 		}
 		seen[id], last = true, id
 	}
-	m, err := readMeta(mem, "/d")
+	m, _, err := readMeta(mem, "/d")
 	if err != nil {
 		t.Fatal(err)
 	}
