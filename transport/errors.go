@@ -8,8 +8,11 @@ import (
 
 	"github.com/weir-broker/weir/core/groups"
 	"github.com/weir-broker/weir/core/partlog"
+	"github.com/weir-broker/weir/core/producers"
+	"github.com/weir-broker/weir/core/recompress"
 	"github.com/weir-broker/weir/core/record"
 	"github.com/weir-broker/weir/core/segment"
+	"github.com/weir-broker/weir/core/topicconfig"
 	"github.com/weir-broker/weir/core/topics"
 	"github.com/weir-broker/weir/node"
 )
@@ -48,14 +51,14 @@ var errorTable = []struct {
 	{topics.ErrTopicExists, kerr.TopicAlreadyExists},
 	{topics.ErrInvalidTopic, kerr.InvalidTopicException},
 	{topics.ErrInvalidPartitions, kerr.InvalidPartitions},
-	{topics.ErrInvalidConfig, kerr.InvalidConfig},
-	{topics.ErrOutOfOrderSequence, kerr.OutOfOrderSequenceNumber},
-	{topics.ErrInvalidProducerEpoch, kerr.InvalidProducerEpoch},
-	{topics.ErrUnknownProducerID, kerr.UnknownProducerID},
-	{topics.ErrDuplicateSequence, kerr.DuplicateSequenceNumber},
+	{topicconfig.ErrInvalidConfig, kerr.InvalidConfig},
+	{producers.ErrOutOfOrderSequence, kerr.OutOfOrderSequenceNumber},
+	{producers.ErrInvalidProducerEpoch, kerr.InvalidProducerEpoch},
+	{producers.ErrUnknownProducerID, kerr.UnknownProducerID},
+	{producers.ErrDuplicateSequence, kerr.DuplicateSequenceNumber},
 	// A closed registry: the broker is shutting down (retriable).
 	{topics.ErrClosed, kerr.NotLeaderForPartition},
-	{topics.ErrUnsupportedCompression, kerr.UnsupportedCompressionType},
+	{recompress.ErrUnsupportedCompression, kerr.UnsupportedCompressionType},
 
 	// Groups.
 	{groups.ErrUnknownMemberID, kerr.UnknownMemberID},

@@ -11,7 +11,9 @@ import (
 
 	"github.com/weir-broker/weir/core/groups"
 	"github.com/weir-broker/weir/core/partlog"
+	"github.com/weir-broker/weir/core/producers"
 	"github.com/weir-broker/weir/core/record"
+	"github.com/weir-broker/weir/core/topicconfig"
 	"github.com/weir-broker/weir/core/topics"
 	"github.com/weir-broker/weir/node"
 )
@@ -32,11 +34,11 @@ func TestErrorTable(t *testing.T) {
 		{topics.ErrTopicExists, kerr.TopicAlreadyExists},
 		{topics.ErrInvalidTopic, kerr.InvalidTopicException},
 		{topics.ErrInvalidPartitions, kerr.InvalidPartitions},
-		{topics.ErrInvalidConfig, kerr.InvalidConfig},
-		{topics.ErrOutOfOrderSequence, kerr.OutOfOrderSequenceNumber},
-		{topics.ErrInvalidProducerEpoch, kerr.InvalidProducerEpoch},
-		{topics.ErrUnknownProducerID, kerr.UnknownProducerID},
-		{topics.ErrDuplicateSequence, kerr.DuplicateSequenceNumber},
+		{topicconfig.ErrInvalidConfig, kerr.InvalidConfig},
+		{producers.ErrOutOfOrderSequence, kerr.OutOfOrderSequenceNumber},
+		{producers.ErrInvalidProducerEpoch, kerr.InvalidProducerEpoch},
+		{producers.ErrUnknownProducerID, kerr.UnknownProducerID},
+		{producers.ErrDuplicateSequence, kerr.DuplicateSequenceNumber},
 		{topics.ErrClosed, kerr.NotLeaderForPartition},
 		{groups.ErrUnknownMemberID, kerr.UnknownMemberID},
 		{groups.ErrIllegalGeneration, kerr.IllegalGeneration},

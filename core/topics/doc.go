@@ -1,5 +1,6 @@
 // Package topics is the broker's topic registry: which topics exist, with
-// which configs and partitions, each partition a partlog.Log; plus the
+// which configs (package topicconfig) and partitions, each partition a
+// partlog.Log; plus the
 // per-partition idempotent-producer checks that decide whether a produced
 // batch is new, a retry, or an error. It owns the data directory's metadata;
 // it knows nothing of the network (the transport maps its errors to Kafka
@@ -44,29 +45,6 @@
 // stores never loses their files; and a directory whose marker names another
 // topic id is refused (ErrCorruptMetadata) rather than served as the wrong
 // topic's data.
-//
-// # Configs
-//
-// Topics take Kafka's config names: retention.ms, retention.bytes,
-// segment.bytes, segment.ms, max.message.bytes, index.interval.bytes,
-// flush.messages, flush.ms, compression.type; and weir's own
-// weir.flush.policy (a plugins/flushpolicy spec, say "messages:n=1000") and
-// weir.durable.acks (true|false). Unknown keys and out-of-range values are
-// refused with ErrInvalidConfig naming the key and value. The metadata keeps
-// only what a topic set explicitly; Options.Defaults fill the other keys at
-// every Open, so changing a broker default changes the topics that do not
-// override it. Topic.Configs shows the effective result: keys set by the topic
-// or by the defaults, nothing for keys left at Kafka's default. The three flush
-// keys come as a group from the topic if it sets any of them, otherwise from
-// the defaults; within a group weir.flush.policy wins over flush.*, and
-// flush.messages with flush.ms fsyncs when either asks, as Kafka does.
-//
-// Where partlog cannot say exactly what Kafka means, the mapping takes the
-// nearest meaning: retention.ms=0 and retention.bytes=0 ("keep only the
-// active segment") become 1 ns and 1 byte; index.interval.bytes=0 becomes 1.
-// segment.bytes must be at least 1024 (Kafka allows 14) and
-// max.message.bytes at least 61, the smallest batch (Kafka allows 0, which
-// refuses every batch).
 //
 // # Compression and plugins
 //

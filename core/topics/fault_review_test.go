@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/weir-broker/weir/core/partlog"
+	"github.com/weir-broker/weir/core/topicconfig"
 	"github.com/weir-broker/weir/core/vfs"
 	"github.com/weir-broker/weir/core/vfs/errorfs"
 )
@@ -30,7 +31,7 @@ func TestIdempotentRetryAfterPostPublishFailureIsDuplicate(t *testing.T) {
 	}))
 	r := open(t, fs, "/d", func(o *Options) { o.Clock = clock })
 	defer r.Close()
-	tp, err := r.Create("t", 1, map[string]string{ConfigSegmentBytes: "1024"})
+	tp, err := r.Create("t", 1, map[string]string{topicconfig.SegmentBytes: "1024"})
 	if err != nil {
 		t.Fatal(err)
 	}

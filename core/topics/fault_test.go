@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/weir-broker/weir/core/partlog"
+	"github.com/weir-broker/weir/core/topicconfig"
 	"github.com/weir-broker/weir/core/vfs"
 	"github.com/weir-broker/weir/core/vfs/errorfs"
 )
@@ -36,7 +37,7 @@ func TestDurableAckAcrossFsyncFailure(t *testing.T) {
 	fs, inj := fsyncFault(mem)
 	r := open(t, fs, "/d", func(o *Options) { o.Clock = clock })
 	defer r.Close()
-	tp, err := r.Create("t", 1, map[string]string{ConfigDurableAcks: "true"})
+	tp, err := r.Create("t", 1, map[string]string{topicconfig.DurableAcks: "true"})
 	if err != nil {
 		t.Fatal(err)
 	}

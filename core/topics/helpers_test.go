@@ -3,10 +3,11 @@ package topics
 import (
 	"context"
 	"fmt"
-	"github.com/weir-broker/weir/core/clock/clocktest"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/weir-broker/weir/core/clock/clocktest"
 
 	"github.com/weir-broker/weir/core/partlog"
 	"github.com/weir-broker/weir/core/record"

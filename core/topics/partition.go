@@ -8,7 +8,10 @@ import (
 	"sync"
 
 	"github.com/weir-broker/weir/core/partlog"
+	"github.com/weir-broker/weir/core/producers"
+	"github.com/weir-broker/weir/core/recompress"
 	"github.com/weir-broker/weir/core/record"
+	"github.com/weir-broker/weir/core/topicconfig"
 )
 
 // leaderEpoch is the partitionLeaderEpoch stamped on appended batches: a single
@@ -30,15 +33,15 @@ type Partition struct {
 	// with NOT_ENOUGH_REPLICAS, as Kafka's would with one replica left.
 	MinInsyncReplicas int32
 
-	maxBatch   int           // the log's MaxBatchBytes, to validate batches Append does not pass to the log
-	recompress *recompressor // compression.type other than producer; nil keeps batches as produced
+	maxBatch   int                      // the log's MaxBatchBytes, to validate batches Append does not pass to the log
+	recompress *recompress.Recompressor // compression.type other than producer; nil keeps batches as produced
 	clock      partlog.Clock
 
 	// prod is rebuilt from the log when the log's generation moves on (a
 	// recovery or Truncate cut records it remembers). Idempotent appends
 	// hold prodMu shared; the rebuild holds it alone.
 	prodMu  sync.RWMutex
-	prod    producers
+	prod    producers.Table
 	prodGen int64 // the log generation prod was built for
 }
 
@@ -53,12 +56,12 @@ type AppendResult struct {
 	LogAppendTime int64
 }
 
-func newPartition(topic string, i int32, l *partlog.Log, tc topicConfig, clock partlog.Clock) *Partition {
-	mb := tc.log.MaxBatchBytes
+func newPartition(topic string, i int32, l *partlog.Log, tc topicconfig.Config, rc *recompress.Recompressor, clock partlog.Clock) *Partition {
+	mb := tc.Log.MaxBatchBytes
 	if mb == 0 {
 		mb = partlog.DefaultMaxBatchBytes
 	}
-	return &Partition{Topic: topic, Index: i, Log: l, DurableAcks: tc.durableAcks, MinInsyncReplicas: max(tc.minISR, 1), maxBatch: mb, recompress: tc.recompress, clock: clock}
+	return &Partition{Topic: topic, Index: i, Log: l, DurableAcks: tc.DurableAcks, MinInsyncReplicas: max(tc.MinInsyncReplicas, 1), maxBatch: mb, recompress: rc, clock: clock}
 }
 
 // Append validates and appends one produce request's records (whole Kafka v2
@@ -73,15 +76,15 @@ func newPartition(topic string, i int32, l *partlog.Log, tc topicConfig, clock p
 //   - a retry of a remembered batch (same epoch and sequence range) appends
 //     nothing and returns the original offsets with Duplicate set;
 //   - an older epoch is ErrInvalidProducerEpoch;
-//   - a newer epoch must start at sequence 0, else ErrOutOfOrderSequence;
+//   - a newer epoch must start at sequence 0, else producers.ErrOutOfOrderSequence;
 //   - an unknown producer must start at sequence 0, else ErrUnknownProducerID;
 //   - otherwise the batch must follow the last sequence (wrapping after
-//     MaxInt32): a gap or overlap is ErrOutOfOrderSequence, and a batch lying
+//     MaxInt32): a gap or overlap is producers.ErrOutOfOrderSequence, and a batch lying
 //     wholly before the last sequence but older than the remembered batches is
 //     ErrDuplicateSequence (it was appended; its offsets are forgotten).
 //
 // A request mixing duplicates with new batches (real clients send one batch
-// per partition) is ErrOutOfOrderSequence. The check, the append and the
+// per partition) is producers.ErrOutOfOrderSequence. The check, the append and the
 // update of the producer's state happen under that producer's lock;
 // non-idempotent batches take no lock here beyond the log's own.
 //
@@ -107,7 +110,7 @@ func newPartition(topic string, i int32, l *partlog.Log, tc topicConfig, clock p
 func (p *Partition) Append(ctx context.Context, records []byte) (AppendResult, error) {
 	if p.recompress != nil {
 		var err error
-		if records, err = p.recompress.apply(ctx, records); err != nil {
+		if records, err = p.recompress.Apply(ctx, records); err != nil {
 			return AppendResult{}, p.wrap(err)
 		}
 	}
@@ -163,10 +166,10 @@ func scanHeaders(hs []record.Header, records []byte) ([]record.Header, bool) {
 
 // pending is a batch that passed the checks, to be recorded once appended.
 type pending struct {
-	entry *producerEntry
+	entry *producers.Entry
 	batch int // index in the request
 	epoch int16
-	meta  batchMeta
+	meta  producers.Batch
 }
 
 // appendIdempotent returns the result, and the log's view of what a durable
@@ -197,24 +200,24 @@ func (p *Partition) appendIdempotent(ctx context.Context, records []byte, hs []r
 		}
 	}
 	slices.Sort(ids)
-	var entBuf [4]*producerEntry
+	var entBuf [4]*producers.Entry
 	entries := entBuf[:0]
-	var stBuf [4]pstate
+	var stBuf [4]producers.State
 	states := stBuf[:0] // checks run on copies; committed after the append
 	for _, id := range ids {
-		e := p.prod.lock(id)
+		e := p.prod.Lock(id)
 		entries = append(entries, e)
-		states = append(states, e.st)
+		states = append(states, e.State)
 	}
 	unlock := func() {
 		for i, e := range entries {
-			p.prod.unlock(ids[i], e)
+			p.prod.Unlock(ids[i], e)
 		}
 	}
 
 	var pendBuf [4]pending
 	pend := pendBuf[:0]
-	var dups []batchMeta
+	var dups []producers.Batch
 	plain := 0
 	for i, h := range hs {
 		if h.ProducerID < 0 {
@@ -222,17 +225,17 @@ func (p *Partition) appendIdempotent(ctx context.Context, records []byte, hs []r
 			continue
 		}
 		k := slices.Index(ids, h.ProducerID)
-		v, meta, err := states[k].check(h)
+		v, meta, err := states[k].Check(h)
 		if err != nil {
 			unlock()
 			return AppendResult{}, partlog.AppendResult{}, p.rejected(records, err)
 		}
-		if v == duplicate {
+		if v == producers.Duplicate {
 			dups = append(dups, meta)
 			continue
 		}
-		meta = batchMeta{firstSeq: h.BaseSequence, lastSeq: lastSequence(h.BaseSequence, h.LastOffsetDelta)}
-		states[k].push(h.ProducerEpoch, meta)
+		meta = producers.Batch{FirstSeq: h.BaseSequence, LastSeq: producers.LastSequence(h.BaseSequence, h.LastOffsetDelta)}
+		states[k].Push(h.ProducerEpoch, meta)
 		pend = append(pend, pending{entry: entries[k], batch: i, epoch: h.ProducerEpoch, meta: meta})
 	}
 	now := p.clock.Now().UnixMilli()
@@ -240,15 +243,15 @@ func (p *Partition) appendIdempotent(ctx context.Context, records []byte, hs []r
 	case len(dups) > 0 && len(dups) < len(hs):
 		unlock()
 		return AppendResult{}, partlog.AppendResult{}, p.rejected(records, fmt.Errorf("%w: %d of %d batches are duplicates, %d new",
-			ErrOutOfOrderSequence, len(dups), len(hs), len(pend)+plain))
+			producers.ErrOutOfOrderSequence, len(dups), len(hs), len(pend)+plain))
 	case len(dups) > 0:
 		if err := p.validate(records); err != nil { // Kafka checks the CRC before deduplicating
 			unlock()
 			return AppendResult{}, partlog.AppendResult{}, err
 		}
-		res := AppendResult{BaseOffset: dups[0].base, NextOffset: dups[len(dups)-1].next, Duplicate: true}
+		res := AppendResult{BaseOffset: dups[0].Base, NextOffset: dups[len(dups)-1].Next, Duplicate: true}
 		for _, d := range dups {
-			res.NextOffset = max(res.NextOffset, d.next)
+			res.NextOffset = max(res.NextOffset, d.Next)
 		}
 		// The state holds what the log held at generation prodGen (or
 		// was appended since, which only makes this check stricter).
@@ -262,7 +265,7 @@ func (p *Partition) appendIdempotent(ctx context.Context, records []byte, hs []r
 				partlog.ErrFailed, partlog.ErrCut, res.BaseOffset, res.NextOffset)
 		}
 		for _, e := range entries {
-			e.used = now
+			e.Used = now
 		}
 		unlock()
 		return res, orig, nil
@@ -286,14 +289,14 @@ func (p *Partition) appendIdempotent(ctx context.Context, records []byte, hs []r
 	for i, h := range hs {
 		for next < len(pend) && pend[next].batch == i {
 			pe := pend[next]
-			pe.meta.base, pe.meta.next = off, off+int64(h.LastOffsetDelta)+1
-			pe.entry.st.push(pe.epoch, pe.meta)
+			pe.meta.Base, pe.meta.Next = off, off+int64(h.LastOffsetDelta)+1
+			pe.entry.State.Push(pe.epoch, pe.meta)
 			next++
 		}
 		off += int64(h.LastOffsetDelta) + 1
 	}
 	for _, e := range entries {
-		e.used = now
+		e.Used = now
 	}
 	unlock()
 	if err != nil {
@@ -312,9 +315,7 @@ func (p *Partition) resyncProducers() error {
 	if p.prodGen == p.Log.Generation() {
 		return nil
 	}
-	p.prod.mu.Lock() // forget every producer; appenders are held off by prodMu
-	p.prod.m = nil
-	p.prod.mu.Unlock()
+	p.prod.Reset() // forget every producer; appenders are held off by prodMu
 	if _, err := p.rebuildProducers(); err != nil {
 		return fmt.Errorf("rebuild producer state after a cut: %w", err)
 	}
@@ -412,13 +413,13 @@ func (p *Partition) scanSlice(sl *partlog.Slice, buf []byte, now int64) (int, er
 			return seen, fmt.Errorf("batch at %s:%d: %w", sl.File.Name(), pos, err)
 		}
 		if h.ProducerID >= 0 {
-			e := p.prod.lock(h.ProducerID)
-			if e.st.n == 0 || h.ProducerEpoch >= e.st.epoch {
-				e.st.push(h.ProducerEpoch, batchMeta{firstSeq: h.BaseSequence,
-					lastSeq: lastSequence(h.BaseSequence, h.LastOffsetDelta), base: h.BaseOffset, next: h.NextOffset()})
+			e := p.prod.Lock(h.ProducerID)
+			if !e.State.Known() || h.ProducerEpoch >= e.State.Epoch() {
+				e.State.Push(h.ProducerEpoch, producers.Batch{FirstSeq: h.BaseSequence,
+					LastSeq: producers.LastSequence(h.BaseSequence, h.LastOffsetDelta), Base: h.BaseOffset, Next: h.NextOffset()})
 			}
-			e.used = now
-			p.prod.unlock(h.ProducerID, e)
+			e.Used = now
+			p.prod.Unlock(h.ProducerID, e)
 			seen++
 		}
 		pos += int64(h.Size())

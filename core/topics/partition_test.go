@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weir-broker/weir/core/producers"
 	"github.com/weir-broker/weir/core/record"
 	"github.com/weir-broker/weir/core/vfs"
 )
@@ -74,14 +75,14 @@ func TestRebuildProducers(t *testing.T) {
 				t.Fatalf("reopened log ends at %d, want %d", p.Log.EndOffset(), end)
 			}
 			steps := []idemStep{
-				{name: "producer 2 retry of its 2nd (forgotten)", records: idem(t, 2, 5, 1, 1), err: ErrDuplicateSequence},
+				{name: "producer 2 retry of its 2nd (forgotten)", records: idem(t, 2, 5, 1, 1), err: producers.ErrDuplicateSequence},
 				{name: "producer 2 retry of its last", records: idem(t, 2, 5, 6, 1), dup: true, base: p2[6].BaseOffset, next: p2[6].NextOffset},
 				{name: "producer 2 retry of its 5th last", records: idem(t, 2, 5, 2, 1), dup: true, base: p2[2].BaseOffset, next: p2[2].NextOffset},
 				{name: "producer 2 retry of its 3rd last", records: idem(t, 2, 5, 4, 1), dup: true, base: p2[4].BaseOffset, next: p2[4].NextOffset},
-				{name: "producer 2 old epoch", records: idem(t, 2, 4, 7, 1), err: ErrInvalidProducerEpoch},
-				{name: "producer 3 old epoch", records: idem(t, 3, 0, 1, 1), err: ErrInvalidProducerEpoch},
+				{name: "producer 2 old epoch", records: idem(t, 2, 4, 7, 1), err: producers.ErrInvalidProducerEpoch},
+				{name: "producer 3 old epoch", records: idem(t, 3, 0, 1, 1), err: producers.ErrInvalidProducerEpoch},
 				{name: "producer 3 retry", records: idem(t, 3, 2, 0, 4), dup: true, base: p3.BaseOffset, next: p3.NextOffset},
-				{name: "producer 1 forgotten", records: idem(t, 1, 0, 2, 1), err: ErrUnknownProducerID},
+				{name: "producer 1 forgotten", records: idem(t, 1, 0, 2, 1), err: producers.ErrUnknownProducerID},
 				{name: "producer 2 goes on", records: idem(t, 2, 5, 7, 1), base: end, next: end + 1},
 				{name: "producer 1 starts over", records: idem(t, 1, 1, 0, 1), base: end + 1, next: end + 2},
 			}
@@ -114,8 +115,8 @@ func TestProducerExpiry(t *testing.T) {
 	if err := r.ApplyRetention(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.Append(ctx, idem(t, 1, 0, 1, 1)); !errors.Is(err, ErrUnknownProducerID) {
-		t.Errorf("idle producer 1: %v, want ErrUnknownProducerID", err)
+	if _, err := p.Append(ctx, idem(t, 1, 0, 1, 1)); !errors.Is(err, producers.ErrUnknownProducerID) {
+		t.Errorf("idle producer 1: %v, want producers.ErrUnknownProducerID", err)
 	}
 	if _, err := p.Append(ctx, idem(t, 2, 0, 2, 1)); err != nil {
 		t.Errorf("active producer 2: %v", err)

@@ -5,42 +5,10 @@ import (
 	"math"
 	"testing"
 
+	"github.com/weir-broker/weir/core/producers"
 	"github.com/weir-broker/weir/core/record"
 	"github.com/weir-broker/weir/core/vfs"
 )
-
-func TestSequenceArithmetic(t *testing.T) {
-	const M = math.MaxInt32
-	for _, tc := range []struct{ first, delta, last int32 }{
-		{0, 0, 0}, {0, 9, 9}, {M, 0, M}, {M - 1, 1, M}, {M, 1, 0}, {M - 1, 3, 1}, {M, M, M - 1},
-	} {
-		if got := lastSequence(tc.first, tc.delta); got != tc.last {
-			t.Errorf("lastSequence(%d, %d) = %d, want %d", tc.first, tc.delta, got, tc.last)
-		}
-	}
-	for _, tc := range []struct {
-		last, first int32
-		want        bool
-	}{{0, 1, true}, {M, 0, true}, {M - 1, M, true}, {5, 5, false}, {5, 7, false}, {M, 1, false}} {
-		if got := inSequence(tc.last, tc.first); got != tc.want {
-			t.Errorf("inSequence(%d, %d) = %v", tc.last, tc.first, got)
-		}
-	}
-	for _, tc := range []struct {
-		seen, first, last int32
-		want              bool
-	}{
-		{10, 0, 4, true}, {10, 10, 10, true}, {10, 8, 10, true},
-		{10, 9, 11, false}, {10, 11, 12, false}, {10, 12, 9, false},
-		{2, M - 1, 1, true}, {2, M, 3, false}, {0, M - 5, M, true},
-		{M, 0, 3, false},               // just ahead across the wrap
-		{5, 1 << 30, 1<<30 + 1, false}, // half the space away: ahead, not behind
-	} {
-		if got := behind(tc.seen, tc.first, tc.last); got != tc.want {
-			t.Errorf("behind(%d, %d..%d) = %v, want %v", tc.seen, tc.first, tc.last, got, tc.want)
-		}
-	}
-}
 
 // idemStep is one produce request and what Append must answer.
 type idemStep struct {
@@ -121,40 +89,40 @@ func TestIdempotence(t *testing.T) {
 		{name: "duplicate of last", records: idem(t, 1, 0, 11, 2), dup: true, base: 13, next: 15},
 		{name: "corrupt duplicate", records: corrupt, err: record.ErrCorrupt},
 		{name: "corrupt gap", records: corruptGap, err: record.ErrCorrupt},
-		{name: "forgotten (6th last) batch", records: idem(t, 1, 0, 0, 3), err: ErrDuplicateSequence},
-		{name: "inside remembered, not a batch", records: idem(t, 1, 0, 4, 1), err: ErrDuplicateSequence},
-		{name: "overlapping the last", records: idem(t, 1, 0, 12, 2), err: ErrOutOfOrderSequence},
-		{name: "gap", records: idem(t, 1, 0, 14, 1), err: ErrOutOfOrderSequence},
-		{name: "new epoch not at 0", records: idem(t, 1, 1, 13, 1), err: ErrOutOfOrderSequence},
+		{name: "forgotten (6th last) batch", records: idem(t, 1, 0, 0, 3), err: producers.ErrDuplicateSequence},
+		{name: "inside remembered, not a batch", records: idem(t, 1, 0, 4, 1), err: producers.ErrDuplicateSequence},
+		{name: "overlapping the last", records: idem(t, 1, 0, 12, 2), err: producers.ErrOutOfOrderSequence},
+		{name: "gap", records: idem(t, 1, 0, 14, 1), err: producers.ErrOutOfOrderSequence},
+		{name: "new epoch not at 0", records: idem(t, 1, 1, 13, 1), err: producers.ErrOutOfOrderSequence},
 		{name: "new epoch at 0", records: idem(t, 1, 1, 0, 1), base: 15, next: 16},
-		{name: "old epoch in sequence", records: idem(t, 1, 0, 13, 1), err: ErrInvalidProducerEpoch},
-		{name: "old epoch duplicate", records: idem(t, 1, 0, 11, 2), err: ErrInvalidProducerEpoch},
+		{name: "old epoch in sequence", records: idem(t, 1, 0, 13, 1), err: producers.ErrInvalidProducerEpoch},
+		{name: "old epoch duplicate", records: idem(t, 1, 0, 11, 2), err: producers.ErrInvalidProducerEpoch},
 		{name: "new epoch duplicate", records: idem(t, 1, 1, 0, 1), dup: true, base: 15, next: 16},
 		{name: "new epoch in order", records: idem(t, 1, 1, 1, 1), base: 16, next: 17},
-		{name: "unknown producer not at 0", records: idem(t, 2, 0, 5, 1), err: ErrUnknownProducerID},
-		{name: "unknown producer 99", records: idem(t, 99, 0, 1, 1), err: ErrUnknownProducerID},
+		{name: "unknown producer not at 0", records: idem(t, 2, 0, 5, 1), err: producers.ErrUnknownProducerID},
+		{name: "unknown producer 99", records: idem(t, 99, 0, 1, 1), err: producers.ErrUnknownProducerID},
 		{name: "unknown producer at 0", records: idem(t, 2, 3, 0, 1), base: 17, next: 18},
-		{name: "negative sequence", records: idem(t, 2, 3, -1, 1), err: ErrOutOfOrderSequence},
-		{name: "negative epoch", records: idem(t, 2, -2, 1, 1), err: ErrInvalidProducerEpoch},
+		{name: "negative sequence", records: idem(t, 2, 3, -1, 1), err: producers.ErrOutOfOrderSequence},
+		{name: "negative epoch", records: idem(t, 2, -2, 1, 1), err: producers.ErrInvalidProducerEpoch},
 		{name: "multi-batch request", records: multi, base: 18, next: 23},
 		{name: "multi-batch retry", records: append([]byte(nil), multi...), dup: true, base: 18, next: 23},
-		{name: "multi-batch half duplicate", records: append(idem(t, 4, 0, 2, 3), idem(t, 4, 0, 5, 1)...), err: ErrOutOfOrderSequence},
+		{name: "multi-batch half duplicate", records: append(idem(t, 4, 0, 2, 3), idem(t, 4, 0, 5, 1)...), err: producers.ErrOutOfOrderSequence},
 		// Wraparound: pretend producer 3 reached MaxInt32-1.
 		{name: "wrap setup", setState: func(p *Partition) {
-			e := p.prod.lock(3)
-			e.st.push(0, batchMeta{firstSeq: M - 2, lastSeq: M - 1, base: 100, next: 102})
-			p.prod.unlock(3, e)
+			e := p.prod.Lock(3)
+			e.State.Push(0, producers.Batch{FirstSeq: M - 2, LastSeq: M - 1, Base: 100, Next: 102})
+			p.prod.Unlock(3, e)
 		}},
 		{name: "wrapping batch", records: idem(t, 3, 0, M, 3), base: 23, next: 26},
 		{name: "after wrap", records: idem(t, 3, 0, 2, 1), base: 26, next: 27},
 		{name: "duplicate of wrapping batch", records: idem(t, 3, 0, M, 3), dup: true, base: 23, next: 26},
 		{name: "duplicate before wrap", records: idem(t, 3, 0, M-2, 2), dup: true, base: 100, next: 102},
-		{name: "stale after wrap", records: idem(t, 3, 0, 0, 1), err: ErrDuplicateSequence},
-		{name: "gap after wrap", records: idem(t, 3, 0, 4, 1), err: ErrOutOfOrderSequence},
-		{name: "restart at MaxInt32", records: idem(t, 3, 0, M, 1), err: ErrDuplicateSequence},
+		{name: "stale after wrap", records: idem(t, 3, 0, 0, 1), err: producers.ErrDuplicateSequence},
+		{name: "gap after wrap", records: idem(t, 3, 0, 4, 1), err: producers.ErrOutOfOrderSequence},
+		{name: "restart at MaxInt32", records: idem(t, 3, 0, M, 1), err: producers.ErrDuplicateSequence},
 	}
 	runIdemSteps(t, p, steps)
-	if n := p.prod.count(); n != 4 {
+	if n := p.prod.Count(); n != 4 {
 		t.Errorf("%d producers remembered, want 4 (producer 99, rejected, is not kept)", n)
 	}
 	// Every batch appended once, in order.

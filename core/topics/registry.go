@@ -15,7 +15,10 @@ import (
 	"time"
 
 	"github.com/weir-broker/weir/core/partlog"
+	"github.com/weir-broker/weir/core/recompress"
+	"github.com/weir-broker/weir/core/topicconfig"
 	"github.com/weir-broker/weir/core/vfs"
+	"github.com/weir-broker/weir/plugins/codec"
 	"github.com/weir-broker/weir/plugins/flushpolicy"
 )
 
@@ -57,8 +60,8 @@ type Options struct {
 	ProducerExpiry time.Duration
 	// Plugins builds the flush policies (weir.flush.policy) and codecs
 	// (compression.type) that configs name, including external plugins.
-	// Default: built-ins only (BuiltinPlugins).
-	Plugins Plugins
+	// Default: built-ins only (topicconfig.BuiltinPlugins).
+	Plugins topicconfig.Plugins
 }
 
 func (o Options) validate() (Options, error) {
@@ -81,7 +84,7 @@ func (o Options) validate() (Options, error) {
 		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	if o.Plugins == nil {
-		o.Plugins = BuiltinPlugins{}
+		o.Plugins = topicconfig.BuiltinPlugins{}
 	}
 	if o.ProducerExpiry == 0 {
 		o.ProducerExpiry = DefaultProducerExpiry
@@ -136,7 +139,7 @@ func Open(o Options) (*Registry, error) {
 	if err != nil {
 		return nil, err
 	}
-	defaults, err := normalizeConfigs(o.Defaults, o.Plugins)
+	defaults, err := topicconfig.Normalize(o.Defaults, o.Plugins)
 	if err != nil {
 		return nil, fmt.Errorf("topics: Options.Defaults: %w", err)
 	}
@@ -171,7 +174,7 @@ func Open(o Options) (*Registry, error) {
 		return nil, err
 	}
 	for _, mt := range m.Topics {
-		explicit, err := normalizeConfigs(mt.Configs, nil)
+		explicit, err := topicconfig.Normalize(mt.Configs, nil)
 		if err != nil {
 			_ = r.closeAll()
 			return nil, fmt.Errorf("%w: %s: topic %q: %w", ErrCorruptMetadata, metaFile, mt.Name, err)
@@ -368,15 +371,15 @@ func (r *Registry) strayName(name string, id [16]byte) (string, error) {
 // openTopic opens (creating where missing) the partitions of a topic. On
 // error it closes what it opened.
 func (r *Registry) openTopic(name string, id [16]byte, partitions int32, explicit map[string]string) (*Topic, error) {
-	eff := resolveConfigs(explicit, r.defaults)
-	tc, err := parseConfigs(eff, r.o.Plugins)
+	eff := topicconfig.Resolve(explicit, r.defaults)
+	tc, err := topicconfig.Parse(eff, r.o.Plugins)
 	if err != nil {
 		return nil, fmt.Errorf("topics: topic %q: %w", name, err)
 	}
-	tc.recompress = r.topicCodec(eff, tc.log.MaxBatchBytes)
+	rc := r.topicCodec(tc)
 	t := &Topic{Name: name, ID: id, Configs: eff, explicit: explicit, Partitions: make([]*Partition, 0, partitions)}
 	for i := range partitions {
-		p, err := r.openPartition(t, i, tc)
+		p, err := r.openPartition(t, i, tc, rc)
 		if err != nil {
 			closeTopic(t)
 			return nil, fmt.Errorf("topics: open %s: %w", dirName(name, i), err)
@@ -386,7 +389,7 @@ func (r *Registry) openTopic(name string, id [16]byte, partitions int32, explici
 	return t, nil
 }
 
-func (r *Registry) openPartition(t *Topic, i int32, tc topicConfig) (*Partition, error) {
+func (r *Registry) openPartition(t *Topic, i int32, tc topicconfig.Config, rc *recompress.Recompressor) (*Partition, error) {
 	fsys := r.o.FS
 	dir := filepath.Join(r.o.Dir, dirName(t.Name, i))
 	if err := fsys.MkdirAll(dir, 0o755); err != nil {
@@ -406,13 +409,13 @@ func (r *Registry) openPartition(t *Topic, i int32, tc topicConfig) (*Partition,
 		return nil, fmt.Errorf("%w: %s belongs to topic id %s, %s says %s", ErrCorruptMetadata, partitionMetaFile,
 			hex.EncodeToString(id[:]), metaFile, hex.EncodeToString(t.ID[:]))
 	}
-	cfg := tc.log
-	if tc.policy != nil {
-		if cfg.FlushPolicy, err = tc.policy(); err != nil {
+	cfg := tc.Log
+	if tc.Policy != nil {
+		if cfg.FlushPolicy, err = tc.Policy(); err != nil {
 			// A plugin that is gone must not keep the broker from
 			// opening: fsync every append instead, the safe direction.
 			r.o.Logger.Error("flush policy unavailable; fsyncing every append", "topic", t.Name, "partition", i,
-				"policy", t.Configs[ConfigFlushPolicy], "err", err)
+				"policy", t.Configs[topicconfig.FlushPolicy], "err", err)
 			cfg.FlushPolicy = flushpolicy.EveryBatch()
 		}
 	}
@@ -422,21 +425,21 @@ func (r *Registry) openPartition(t *Topic, i int32, tc topicConfig) (*Partition,
 	if err != nil {
 		return nil, err
 	}
-	p := newPartition(t.Name, i, l, tc, r.o.Clock)
+	p := newPartition(t.Name, i, l, tc, rc, r.o.Clock)
 	batches, err := p.rebuildProducers()
 	if err != nil {
 		_ = l.Close()
 		return nil, fmt.Errorf("rebuild producer state: %w", err)
 	}
 	r.o.Logger.Debug("partition opened", "topic", t.Name, "partition", i, "clean", rep.Clean,
-		"start", l.StartOffset(), "end", l.EndOffset(), "producers", p.prod.count(), "producer_batches", batches)
+		"start", l.StartOffset(), "end", l.EndOffset(), "producers", p.prod.Count(), "producer_batches", batches)
 	return p, nil
 }
 
 func closeTopic(t *Topic) error {
 	var errs []error
 	if len(t.Partitions) > 0 && t.Partitions[0].recompress != nil {
-		defer t.Partitions[0].recompress.close() // after the logs: appends may still be using it
+		defer t.Partitions[0].recompress.Close() // after the logs: appends may still be using it
 	}
 	for _, p := range t.Partitions {
 		if err := p.Log.Close(); err != nil && !errors.Is(err, partlog.ErrClosed) {
@@ -557,7 +560,7 @@ func (r *Registry) checkCreate(name string, partitions int32, configs map[string
 	if partitions < 1 || partitions > MaxPartitions {
 		return 0, nil, fmt.Errorf("%w: %d for topic %q, want 1..%d", ErrInvalidPartitions, partitions, name, MaxPartitions)
 	}
-	explicit, err := normalizeConfigs(configs, r.o.Plugins)
+	explicit, err := topicconfig.Normalize(configs, r.o.Plugins)
 	if err != nil {
 		return 0, nil, fmt.Errorf("topic %q: %w", name, err)
 	}
@@ -724,7 +727,7 @@ func (r *Registry) ApplyRetention() error {
 				errs = append(errs, fmt.Errorf("topics: retention of %s: %w", dirName(t.Name, p.Index), err))
 			}
 			if before >= 0 {
-				p.prod.expire(before)
+				p.prod.Expire(before)
 			}
 		}
 	}
@@ -775,4 +778,18 @@ func (r *Registry) InitProducerID() (id int64, epoch int16, err error) {
 	id = r.nextPID
 	r.nextPID++
 	return id, 0, nil
+}
+
+// topicCodec returns the recompressor a topic's configs ask for (one for all
+// its partitions), or nil to keep batches as produced.
+func (r *Registry) topicCodec(tc topicconfig.Config) *recompress.Recompressor {
+	if tc.Compression == "" {
+		return nil
+	}
+	spec, plugins := tc.Compression, r.o.Plugins
+	maxBatch := tc.Log.MaxBatchBytes
+	if maxBatch == 0 {
+		maxBatch = partlog.DefaultMaxBatchBytes
+	}
+	return recompress.New(spec, func() (codec.Codec, error) { return plugins.Codec(spec) }, r.o.Clock.Now, maxBatch)
 }

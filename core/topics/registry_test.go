@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weir-broker/weir/core/topicconfig"
 	"github.com/weir-broker/weir/core/vfs"
 )
 
@@ -40,7 +41,7 @@ func TestCreateDeleteReopen(t *testing.T) {
 				want error
 			}{
 				{"a", 1, nil, ErrTopicExists},
-				{"new", 1, map[string]string{"segment.ms": "0"}, ErrInvalidConfig},
+				{"new", 1, map[string]string{"segment.ms": "0"}, topicconfig.ErrInvalidConfig},
 				{"new", 0, nil, ErrInvalidPartitions},
 				{"new!", 1, nil, ErrInvalidTopic},
 				{"new", -1, map[string]string{"segment.ms": "10"}, nil},
@@ -63,8 +64,8 @@ func TestCreateDeleteReopen(t *testing.T) {
 			if _, err := r.Create("c/d", 1, nil); !errors.Is(err, ErrInvalidTopic) {
 				t.Errorf("Create(c/d) = %v, want ErrInvalidTopic", err)
 			}
-			if _, err := r.Create("c", 1, map[string]string{"nope": "1"}); !errors.Is(err, ErrInvalidConfig) {
-				t.Errorf("Create with unknown config = %v, want ErrInvalidConfig", err)
+			if _, err := r.Create("c", 1, map[string]string{"nope": "1"}); !errors.Is(err, topicconfig.ErrInvalidConfig) {
+				t.Errorf("Create with unknown config = %v, want topicconfig.ErrInvalidConfig", err)
 			}
 			if _, ok := r.Topic("c"); ok {
 				t.Error("a failed Create left topic c")
@@ -171,7 +172,7 @@ func TestOpenOptions(t *testing.T) {
 		t.Errorf("negative DefaultPartitions: %v", err)
 	}
 	_, err := Open(Options{FS: vfs.NewMem(), Dir: "/d", Defaults: map[string]string{"segment.bytes": "10"}})
-	if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "segment.bytes") {
+	if !errors.Is(err, topicconfig.ErrInvalidConfig) || !strings.Contains(err.Error(), "segment.bytes") {
 		t.Errorf("bad default: %v", err)
 	}
 	r := open(t, vfs.NewMem(), "/d", func(o *Options) { o.DefaultPartitions = 4 })
@@ -418,7 +419,7 @@ func TestApplyRetention(t *testing.T) {
 	if n := len(p.Log.Segments()); n != 1 {
 		t.Errorf("%d segments after retention, want 1 (the active one)", n)
 	}
-	if n := p.prod.count(); n != 0 {
+	if n := p.prod.Count(); n != 0 {
 		t.Errorf("%d producers remembered after 100 idle years", n)
 	}
 }
