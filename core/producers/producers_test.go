@@ -37,4 +37,3 @@ func TestSequenceArithmetic(t *testing.T) {
 		}
 	}
 }
-
