@@ -3,9 +3,9 @@ package node
 import (
 	"os"
 
+	"github.com/weir-broker/weir/core/logs"
 	"github.com/weir-broker/weir/core/partlog"
 	"github.com/weir-broker/weir/core/record"
-	"github.com/weir-broker/weir/core/topics"
 	"github.com/weir-broker/weir/core/vfs"
 )
 
@@ -15,7 +15,7 @@ import (
 type Partition struct {
 	Topic string
 	Index int32
-	p     *topics.Partition
+	p     *logs.Partition
 }
 
 // Partition returns a partition to read from: ErrUnknownTopic or
@@ -36,14 +36,14 @@ func (n *Node) HasPartition(topic string, index int32) error {
 
 // HighWatermark is the offset consumers read up to: on one replica, the log
 // end.
-func (p *Partition) HighWatermark() int64 { return p.p.Log.EndOffset() }
+func (p *Partition) HighWatermark() int64 { return p.p.Log().EndOffset() }
 
 // LastStableOffset is the offset read_committed consumers read up to: with
 // no transactions, the high watermark.
 func (p *Partition) LastStableOffset() int64 { return p.HighWatermark() }
 
 // LogStartOffset is the first offset still in the log.
-func (p *Partition) LogStartOffset() int64 { return p.p.Log.StartOffset() }
+func (p *Partition) LogStartOffset() int64 { return p.p.Log().StartOffset() }
 
 // LeaderEpoch is the partition's current leader epoch.
 func (p *Partition) LeaderEpoch() int32 { return 0 }
@@ -51,14 +51,14 @@ func (p *Partition) LeaderEpoch() int32 { return 0 }
 // Wait returns a channel closed at the next append (or truncation, or close)
 // of the partition, for long polls: take it, check the high watermark, then
 // wait, and no append is missed.
-func (p *Partition) Wait() <-chan struct{} { return p.p.Log.Wait() }
+func (p *Partition) Wait() <-chan struct{} { return p.p.Log().Wait() }
 
 // Read returns whole batches from offset on, up to the high watermark hw the
 // caller read (at least one batch, even past maxBytes): ErrOffsetOutOfRange
 // outside [LogStartOffset, hw]; an empty result at hw. The caller releases
 // it.
 func (p *Partition) Read(offset, maxBytes, hw int64) (Records, error) {
-	sl, err := p.p.Log.Read(offset, max(maxBytes, 1), hw)
+	sl, err := p.p.Log().Read(offset, max(maxBytes, 1), hw)
 	if err != nil {
 		return Records{}, err
 	}
@@ -77,7 +77,7 @@ const (
 // none, as in Kafka). The timestamp answered is the batch's first timestamp
 // when that qualifies, else its largest: weir indexes batches, not records.
 func (p *Partition) ListOffset(ts int64) (offset, timestamp int64, err error) {
-	l := p.p.Log
+	l := p.p.Log()
 	switch ts {
 	case ListEarliest:
 		return l.StartOffset(), -1, nil
@@ -126,7 +126,7 @@ type PartitionStats struct {
 
 // Stats returns the partition's state.
 func (p *Partition) Stats() PartitionStats {
-	l := p.p.Log
+	l := p.p.Log()
 	return PartitionStats{LogStartOffset: l.StartOffset(), LogEndOffset: l.EndOffset(), HighWatermark: p.HighWatermark(),
 		FlushedOffset: l.FlushedOffset(), Size: l.Size(), Fsyncs: l.Syncs(), Recoveries: l.Recoveries(), Err: l.Err()}
 }

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/weir-broker/weir/core/logs"
 	"github.com/weir-broker/weir/core/topics"
 )
 
@@ -108,9 +109,9 @@ func (n *Node) Produce(ctx context.Context, req *ProduceRequest) {
 }
 
 // appendTo appends one partition's records and fills its result.
-func (n *Node) appendTo(ctx context.Context, p *topics.Partition, w *ProducePartition) {
+func (n *Node) appendTo(ctx context.Context, p *logs.Partition, w *ProducePartition) {
 	res, err := p.Append(ctx, w.Records)
-	w.LogStartOffset = p.Log.StartOffset()
+	w.LogStartOffset = p.Log().StartOffset()
 	if err != nil {
 		w.Err = err
 		n.logger.Debug("produce failed", "topic", p.Topic, "partition", p.Index, "err", err)
@@ -122,7 +123,7 @@ func (n *Node) appendTo(ctx context.Context, p *topics.Partition, w *ProducePart
 
 // producePartition finds a partition to produce to, creating its topic first
 // when auto-creation is on.
-func (n *Node) producePartition(topic string, partition int32) (*topics.Partition, error) {
+func (n *Node) producePartition(topic string, partition int32) (*logs.Partition, error) {
 	p, err := n.registry.Partition(topic, partition)
 	if errors.Is(err, topics.ErrUnknownTopic) && n.cfg.AutoCreateTopics {
 		if _, err := n.autoCreate(topic); err != nil {

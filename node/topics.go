@@ -136,7 +136,7 @@ type ReplicaAssignment struct {
 // CreateTopic creates a topic, or with ValidateOnly checks that it could be
 // created and returns what it would be (without an id). Errors:
 // ErrInvalidReplicationFactor, ErrInvalidReplicaAssignment,
-// topics.ErrInvalidTopic, ErrInvalidPartitions, ErrInvalidConfig,
+// logs.ErrInvalidTopic, ErrInvalidPartitions, ErrInvalidConfig,
 // ErrTopicExists, wrapped.
 func (n *Node) CreateTopic(_ context.Context, req CreateTopic) (TopicInfo, error) {
 	partitions := req.Partitions

@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/weir-broker/weir/core/groups"
+	"github.com/weir-broker/weir/core/logs"
 	"github.com/weir-broker/weir/core/partlog"
 	"github.com/weir-broker/weir/core/producers"
 	"github.com/weir-broker/weir/core/recompress"
@@ -49,7 +50,7 @@ var errorTable = []struct {
 	{topics.ErrUnknownTopic, kerr.UnknownTopicOrPartition},
 	{topics.ErrUnknownPartition, kerr.UnknownTopicOrPartition},
 	{topics.ErrTopicExists, kerr.TopicAlreadyExists},
-	{topics.ErrInvalidTopic, kerr.InvalidTopicException},
+	{logs.ErrInvalidTopic, kerr.InvalidTopicException},
 	{topics.ErrInvalidPartitions, kerr.InvalidPartitions},
 	{topicconfig.ErrInvalidConfig, kerr.InvalidConfig},
 	{producers.ErrOutOfOrderSequence, kerr.OutOfOrderSequenceNumber},

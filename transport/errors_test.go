@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/weir-broker/weir/core/groups"
+	"github.com/weir-broker/weir/core/logs"
 	"github.com/weir-broker/weir/core/partlog"
 	"github.com/weir-broker/weir/core/producers"
 	"github.com/weir-broker/weir/core/record"
@@ -32,7 +33,7 @@ func TestErrorTable(t *testing.T) {
 		{topics.ErrUnknownTopic, kerr.UnknownTopicOrPartition},
 		{topics.ErrUnknownPartition, kerr.UnknownTopicOrPartition},
 		{topics.ErrTopicExists, kerr.TopicAlreadyExists},
-		{topics.ErrInvalidTopic, kerr.InvalidTopicException},
+		{logs.ErrInvalidTopic, kerr.InvalidTopicException},
 		{topics.ErrInvalidPartitions, kerr.InvalidPartitions},
 		{topicconfig.ErrInvalidConfig, kerr.InvalidConfig},
 		{producers.ErrOutOfOrderSequence, kerr.OutOfOrderSequenceNumber},

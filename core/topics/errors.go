@@ -11,10 +11,6 @@ var (
 	ErrUnknownTopic = errors.New("topics: unknown topic")
 	// ErrUnknownPartition: the topic exists but has no such partition.
 	ErrUnknownPartition = errors.New("topics: unknown partition")
-	// ErrInvalidTopic: the name breaks Kafka's rules ([a-zA-Z0-9._-], 1..249
-	// characters, not "." or ".."), or a directory that is not a weir
-	// partition is in the way of the topic's partition directories.
-	ErrInvalidTopic = errors.New("topics: invalid topic")
 	// ErrInvalidPartitions: a partition count below 1 (other than -1, the
 	// default) or above MaxPartitions.
 	ErrInvalidPartitions = errors.New("topics: invalid number of partitions")

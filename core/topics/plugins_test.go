@@ -9,6 +9,7 @@ import (
 	"hash/crc32"
 	"testing"
 
+	"github.com/weir-broker/weir/core/logs"
 	"github.com/weir-broker/weir/core/partlog"
 	"github.com/weir-broker/weir/core/recompress"
 	"github.com/weir-broker/weir/core/record"
@@ -25,7 +26,7 @@ func storedBatches(t *testing.T, r *Registry, topic string) [][]byte {
 	if !ok {
 		t.Fatalf("no topic %q", topic)
 	}
-	l := tp.Partitions[0].Log
+	l := tp.Partitions[0].Log()
 	var out [][]byte
 	for off := l.StartOffset(); off < l.EndOffset(); {
 		sl, err := l.Read(off, 1<<20, partlog.NoLimit)
@@ -139,7 +140,7 @@ func TestCompressionType(t *testing.T) {
 	}
 }
 
-func mustPartition(t *testing.T, r *Registry, topic string) *Partition {
+func mustPartition(t *testing.T, r *Registry, topic string) *logs.Partition {
 	t.Helper()
 	tp, ok := r.Topic(topic)
 	if !ok {
@@ -172,7 +173,7 @@ func TestCompressionTypeErrors(t *testing.T) {
 	if _, err := p.Append(ctx, garbage); !errors.Is(err, record.ErrCorrupt) {
 		t.Fatalf("snappy batch whose section is not snappy: %v", err)
 	}
-	if end := p.Log.EndOffset(); end != 0 {
+	if end := p.Log().EndOffset(); end != 0 {
 		t.Fatalf("end offset %d after refused appends", end)
 	}
 }
@@ -244,8 +245,8 @@ func TestPluginGoneAtReopen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if fp.Log.FlushedOffset() < res.NextOffset {
-		t.Fatalf("flush policy gone: append not fsynced (flushed %d, end %d)", fp.Log.FlushedOffset(), res.NextOffset)
+	if fp.Log().FlushedOffset() < res.NextOffset {
+		t.Fatalf("flush policy gone: append not fsynced (flushed %d, end %d)", fp.Log().FlushedOffset(), res.NextOffset)
 	}
 }
 
@@ -282,7 +283,7 @@ func TestRecompressCodecFailureIsNotCorruption(t *testing.T) {
 		if !errors.Is(err, cause) || errors.Is(err, record.ErrCorrupt) {
 			t.Errorf("codec failing with %v: append error %v", cause, err)
 		}
-		if p.Log.EndOffset() != 0 {
+		if p.Log().EndOffset() != 0 {
 			t.Errorf("codec failing with %v: something was appended", cause)
 		}
 		r.Close()

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/weir-broker/weir/core/logs"
 	"github.com/weir-broker/weir/core/partlog"
 	"github.com/weir-broker/weir/core/recompress"
 	"github.com/weir-broker/weir/core/topicconfig"
@@ -97,6 +98,7 @@ func (o Options) validate() (Options, error) {
 type Registry struct {
 	o        Options
 	defaults map[string]string // normalised Options.Defaults
+	logs     *logs.Manager
 
 	// metaMu serialises every change of weir-meta.json (Create, Delete,
 	// InitProducerID reservations, Close) and guards the producer-id counter.
@@ -122,9 +124,10 @@ type Topic struct {
 	// a group from one of the two, see the package doc). Keys set nowhere are
 	// absent and mean Kafka's default.
 	Configs    map[string]string
-	Partitions []*Partition
+	Partitions []*logs.Partition
 
-	explicit map[string]string // what Create was given, persisted
+	explicit   map[string]string        // what Create was given, persisted
+	recompress *recompress.Recompressor // shared by the partitions; nil keeps batches as produced
 }
 
 // Open loads <Dir>/weir-meta.json, finishes the deletions it records as
@@ -143,10 +146,11 @@ func Open(o Options) (*Registry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("topics: Options.Defaults: %w", err)
 	}
-	r := &Registry{o: o, defaults: defaults, topics: map[string]*Topic{}}
-	if err := o.FS.MkdirAll(o.Dir, 0o755); err != nil {
-		return nil, fmt.Errorf("topics: %w", err)
+	lm, err := logs.NewManager(logs.Options{FS: o.FS, Dir: o.Dir, Clock: o.Clock, Logger: o.Logger})
+	if err != nil {
+		return nil, err
 	}
+	r := &Registry{o: o, defaults: defaults, logs: lm, topics: map[string]*Topic{}}
 	if err := o.FS.Remove(filepath.Join(o.Dir, metaTmpFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("topics: %w", err)
 	}
@@ -167,10 +171,10 @@ func Open(o Options) (*Registry, error) {
 	owned := map[string]bool{}
 	for _, mt := range m.Topics {
 		for i := range mt.Partitions {
-			owned[dirName(mt.Name, i)] = true
+			owned[logs.DirName(mt.Name, i)] = true
 		}
 	}
-	if err := r.setAside(func(name string) bool { return !owned[name] }); err != nil {
+	if err := r.logs.SetAside(func(name string) bool { return !owned[name] }); err != nil {
 		return nil, err
 	}
 	for _, mt := range m.Topics {
@@ -179,7 +183,7 @@ func Open(o Options) (*Registry, error) {
 			_ = r.closeAll()
 			return nil, fmt.Errorf("%w: %s: topic %q: %w", ErrCorruptMetadata, metaFile, mt.Name, err)
 		}
-		id, _ := parseID(mt.ID) // checked by readMeta
+		id, _ := logs.ParseTopicID(mt.ID) // checked by readMeta
 		t, err := r.openTopic(mt.Name, id, mt.Partitions, explicit)
 		if err != nil {
 			_ = r.closeAll()
@@ -199,18 +203,9 @@ func Open(o Options) (*Registry, error) {
 // directories (with a partition.metadata marker) found in a data directory
 // that has no weir-meta.json, or nil when there are none.
 func (r *Registry) refuseWithoutMeta() error {
-	names, err := r.o.FS.List(r.o.Dir)
+	found, err := r.logs.PartitionDirs()
 	if err != nil {
-		return fmt.Errorf("topics: %w", err)
-	}
-	var found []string
-	for _, n := range names {
-		if _, _, ok := parseDirName(n); !ok {
-			continue
-		}
-		if _, marked, err := readPartitionMeta(r.o.FS, filepath.Join(r.o.Dir, n)); err == nil && marked {
-			found = append(found, n)
-		}
+		return err
 	}
 	if len(found) == 0 {
 		return nil
@@ -234,8 +229,8 @@ func (r *Registry) finishDeletes() error {
 	var errs []error
 	var left []metaTopic
 	for _, d := range r.deleting {
-		id, _ := parseID(d.ID) // checked by readMeta
-		if err := r.removePartitionDirs(d.Name, id, d.Partitions); err != nil {
+		id, _ := logs.ParseTopicID(d.ID) // checked by readMeta
+		if err := r.logs.Remove(d.Name, id, d.Partitions); err != nil {
 			errs = append(errs, err)
 			left = append(left, d)
 			continue
@@ -254,120 +249,6 @@ func (r *Registry) finishDeletes() error {
 	return errors.Join(errs...)
 }
 
-// removePartitionDirs removes the directories of a deleted topic's
-// partitions: those whose marker names id, or that hold nothing. A directory
-// of the name that belongs to another topic id is not the deleted topic's
-// and is left for setAside. Then it fsyncs the data directory.
-func (r *Registry) removePartitionDirs(name string, id [16]byte, partitions int32) error {
-	var errs []error
-	for i := range partitions {
-		dir := filepath.Join(r.o.Dir, dirName(name, i))
-		names, err := r.o.FS.List(dir)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			errs = append(errs, fmt.Errorf("topics: delete %s: %w", dirName(name, i), err))
-			continue
-		}
-		if len(names) > 0 {
-			mid, marked, err := readPartitionMeta(r.o.FS, dir)
-			if err != nil {
-				errs = append(errs, fmt.Errorf("topics: delete %s: %w", dirName(name, i), err))
-				continue
-			}
-			if !marked || mid != id {
-				continue // another topic's, or not weir's: setAside decides
-			}
-		}
-		if err := r.o.FS.RemoveAll(dir); err != nil {
-			errs = append(errs, fmt.Errorf("topics: delete %s: %w", dirName(name, i), err))
-		}
-	}
-	if err := r.o.FS.SyncDir(r.o.Dir); err != nil {
-		errs = append(errs, fmt.Errorf("topics: delete %q: %w", name, err))
-	}
-	return errors.Join(errs...)
-}
-
-// setAside renames the weir partition directories (see isWeirPartitionDir)
-// whose names stray accepts to <name>.<topic id>-stray, keeping their data
-// for an operator to inspect, and removes those that are empty. It fsyncs the
-// data directory if it changed anything. Directories that are not weir's are
-// left alone.
-func (r *Registry) setAside(stray func(name string) bool) error {
-	names, err := r.o.FS.List(r.o.Dir)
-	if err != nil {
-		return fmt.Errorf("topics: %w", err)
-	}
-	changed := false
-	for _, n := range names {
-		if _, _, ok := parseDirName(n); !ok || !stray(n) {
-			continue
-		}
-		dir := filepath.Join(r.o.Dir, n)
-		st, err := r.o.FS.Stat(dir)
-		if err != nil {
-			return fmt.Errorf("topics: %w", err)
-		}
-		if !st.IsDir() {
-			continue
-		}
-		entries, err := r.o.FS.List(dir)
-		if err != nil {
-			return fmt.Errorf("topics: %w", err)
-		}
-		if len(entries) == 0 {
-			if err := r.o.FS.Remove(dir); err != nil {
-				return fmt.Errorf("topics: remove empty %s: %w", n, err)
-			}
-			changed = true
-			continue
-		}
-		id, marked, err := readPartitionMeta(r.o.FS, dir)
-		if err != nil {
-			return fmt.Errorf("topics: %w", err)
-		}
-		if !marked {
-			r.o.Logger.Warn("directory looks like a partition but has no partition.metadata; left alone", "dir", dir)
-			continue
-		}
-		to, err := r.strayName(n, id)
-		if err != nil {
-			return err
-		}
-		if err := r.o.FS.Rename(dir, filepath.Join(r.o.Dir, to)); err != nil {
-			return fmt.Errorf("topics: set aside %s: %w", n, err)
-		}
-		r.o.Logger.Warn("partition directory of no known topic set aside, data kept", "dir", dir, "now", to)
-		changed = true
-	}
-	if changed {
-		if err := r.o.FS.SyncDir(r.o.Dir); err != nil {
-			return fmt.Errorf("topics: %w", err)
-		}
-	}
-	return nil
-}
-
-// strayName is a free name <name>.<topic id>-stray (or -stray<k>) in the
-// data directory. It never parses as a partition directory.
-func (r *Registry) strayName(name string, id [16]byte) (string, error) {
-	base := name + "." + hex.EncodeToString(id[:]) + "-stray"
-	for k := 0; ; k++ {
-		to := base
-		if k > 0 {
-			to = fmt.Sprintf("%s%d", base, k)
-		}
-		switch _, err := r.o.FS.Stat(filepath.Join(r.o.Dir, to)); {
-		case errors.Is(err, fs.ErrNotExist):
-			return to, nil
-		case err != nil:
-			return "", fmt.Errorf("topics: %w", err)
-		}
-	}
-}
-
 // openTopic opens (creating where missing) the partitions of a topic. On
 // error it closes what it opened.
 func (r *Registry) openTopic(name string, id [16]byte, partitions int32, explicit map[string]string) (*Topic, error) {
@@ -377,73 +258,45 @@ func (r *Registry) openTopic(name string, id [16]byte, partitions int32, explici
 		return nil, fmt.Errorf("topics: topic %q: %w", name, err)
 	}
 	rc := r.topicCodec(tc)
-	t := &Topic{Name: name, ID: id, Configs: eff, explicit: explicit, Partitions: make([]*Partition, 0, partitions)}
+	t := &Topic{Name: name, ID: id, Configs: eff, explicit: explicit, recompress: rc, Partitions: make([]*logs.Partition, 0, partitions)}
 	for i := range partitions {
 		p, err := r.openPartition(t, i, tc, rc)
 		if err != nil {
 			closeTopic(t)
-			return nil, fmt.Errorf("topics: open %s: %w", dirName(name, i), err)
+			return nil, fmt.Errorf("topics: open %s: %w", logs.DirName(name, i), err)
 		}
 		t.Partitions = append(t.Partitions, p)
 	}
 	return t, nil
 }
 
-func (r *Registry) openPartition(t *Topic, i int32, tc topicconfig.Config, rc *recompress.Recompressor) (*Partition, error) {
-	fsys := r.o.FS
-	dir := filepath.Join(r.o.Dir, dirName(t.Name, i))
-	if err := fsys.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
-	}
-	id, ok, err := readPartitionMeta(fsys, dir)
-	switch {
-	case err != nil:
-		return nil, err
-	case !ok:
-		// New, or a crash came before the marker was durable; in both
-		// cases no log data can be here yet (the marker is written first).
-		if err := writePartitionMeta(fsys, dir, t.ID); err != nil {
-			return nil, err
-		}
-	case id != t.ID:
-		return nil, fmt.Errorf("%w: %s belongs to topic id %s, %s says %s", ErrCorruptMetadata, partitionMetaFile,
-			hex.EncodeToString(id[:]), metaFile, hex.EncodeToString(t.ID[:]))
-	}
-	cfg := tc.Log
+func (r *Registry) openPartition(t *Topic, i int32, tc topicconfig.Config, rc *recompress.Recompressor) (*logs.Partition, error) {
+	pc := logs.PartitionConfig{Log: tc.Log, DurableAcks: tc.DurableAcks, MinInsyncReplicas: tc.MinInsyncReplicas, Recompress: rc}
 	if tc.Policy != nil {
-		if cfg.FlushPolicy, err = tc.Policy(); err != nil {
+		var err error
+		if pc.Log.FlushPolicy, err = tc.Policy(); err != nil {
 			// A plugin that is gone must not keep the broker from
 			// opening: fsync every append instead, the safe direction.
 			r.o.Logger.Error("flush policy unavailable; fsyncing every append", "topic", t.Name, "partition", i,
 				"policy", t.Configs[topicconfig.FlushPolicy], "err", err)
-			cfg.FlushPolicy = flushpolicy.EveryBatch()
+			pc.Log.FlushPolicy = flushpolicy.EveryBatch()
 		}
 	}
-	cfg.Clock = r.o.Clock
-	cfg.Logger = r.o.Logger.With("topic", t.Name, "partition", i)
-	l, rep, err := partlog.Open(fsys, dir, cfg)
-	if err != nil {
-		return nil, err
+	p, err := r.logs.Open(t.Name, i, t.ID, pc)
+	if errors.Is(err, logs.ErrForeignPartition) {
+		err = fmt.Errorf("%w: %s: %w", ErrCorruptMetadata, metaFile, err)
 	}
-	p := newPartition(t.Name, i, l, tc, rc, r.o.Clock)
-	batches, err := p.rebuildProducers()
-	if err != nil {
-		_ = l.Close()
-		return nil, fmt.Errorf("rebuild producer state: %w", err)
-	}
-	r.o.Logger.Debug("partition opened", "topic", t.Name, "partition", i, "clean", rep.Clean,
-		"start", l.StartOffset(), "end", l.EndOffset(), "producers", p.prod.Count(), "producer_batches", batches)
-	return p, nil
+	return p, err
 }
 
 func closeTopic(t *Topic) error {
 	var errs []error
-	if len(t.Partitions) > 0 && t.Partitions[0].recompress != nil {
-		defer t.Partitions[0].recompress.Close() // after the logs: appends may still be using it
+	if t.recompress != nil {
+		defer t.recompress.Close() // after the logs: appends may still be using it
 	}
 	for _, p := range t.Partitions {
-		if err := p.Log.Close(); err != nil && !errors.Is(err, partlog.ErrClosed) {
-			errs = append(errs, fmt.Errorf("topics: close %s: %w", dirName(t.Name, p.Index), err))
+		if err := p.Close(); err != nil && !errors.Is(err, partlog.ErrClosed) {
+			errs = append(errs, fmt.Errorf("topics: close %s: %w", logs.DirName(t.Name, p.Index), err))
 		}
 	}
 	return errors.Join(errs...)
@@ -460,7 +313,7 @@ func (r *Registry) closeAll() error {
 
 // Create creates a topic with partitions partitions (-1: DefaultPartitions)
 // and the given configs (Kafka names; nil for none). It returns
-// ErrInvalidTopic, ErrInvalidPartitions, ErrInvalidConfig or ErrTopicExists
+// logs.ErrInvalidTopic, ErrInvalidPartitions, topicconfig.ErrInvalidConfig or ErrTopicExists
 // (wrapped) before changing anything. The metadata is written first, then the
 // partition directories; a crash in between leaves a topic whose missing
 // partitions the next Open creates.
@@ -484,23 +337,23 @@ func (r *Registry) Create(name string, partitions int32, configs map[string]stri
 	// Directories of this name belong to no topic (a deletion that could
 	// not remove them): set them aside before the metadata claims the name,
 	// so the new topic starts empty and their data is kept.
-	if err := r.setAside(func(n string) bool { t, _, _ := parseDirName(n); return t == name }); err != nil {
+	if err := r.logs.SetAside(func(n string) bool { t, _, _ := logs.ParseDirName(n); return t == name }); err != nil {
 		return nil, err
 	}
 	for i := range partitions {
-		dir := filepath.Join(r.o.Dir, dirName(name, i))
-		switch _, err := r.o.FS.Stat(dir); {
-		case err == nil:
-			return nil, fmt.Errorf("%w: %q: %s exists and is not a weir partition directory", ErrInvalidTopic, name, dir)
-		case !errors.Is(err, fs.ErrNotExist):
-			return nil, fmt.Errorf("topics: %w", err)
+		switch exists, err := r.logs.Exists(name, i); {
+		case err != nil:
+			return nil, err
+		case exists:
+			return nil, fmt.Errorf("%w: %q: %s exists in %s and is not a weir partition directory",
+				logs.ErrInvalidTopic, name, logs.DirName(name, i), r.o.Dir)
 		}
 	}
 	id, err := newID()
 	if err != nil {
 		return nil, err
 	}
-	stub := &Topic{Name: name, ID: id, Partitions: make([]*Partition, partitions), explicit: explicit}
+	stub := &Topic{Name: name, ID: id, Partitions: make([]*logs.Partition, partitions), explicit: explicit}
 	if err := r.commitMeta(stub, ""); err != nil {
 		return nil, err
 	}
@@ -530,7 +383,7 @@ func (r *Registry) Create(name string, partitions int32, configs map[string]stri
 }
 
 // ValidateCreate runs Create's checks without creating anything (for
-// CreateTopics with validate_only): ErrInvalidTopic, ErrInvalidPartitions,
+// CreateTopics with validate_only): logs.ErrInvalidTopic, ErrInvalidPartitions,
 // ErrInvalidConfig, ErrTopicExists or ErrClosed, wrapped. Create can still
 // fail on I/O, or lose a race with another Create of the name.
 func (r *Registry) ValidateCreate(name string, partitions int32, configs map[string]string) error {
@@ -551,7 +404,7 @@ func (r *Registry) ValidateCreate(name string, partitions int32, configs map[str
 // checkCreate validates Create's arguments, returning the partition count
 // (-1 resolved) and the normalised configs.
 func (r *Registry) checkCreate(name string, partitions int32, configs map[string]string) (int32, map[string]string, error) {
-	if err := ValidateName(name); err != nil {
+	if err := logs.ValidateName(name); err != nil {
 		return 0, nil, err
 	}
 	if partitions == -1 {
@@ -619,7 +472,7 @@ func (r *Registry) deleteDirs(t *Topic, remove string) error {
 	if t.Partitions[0] != nil { // a Create's stub has no open partitions
 		errs = append(errs, closeTopic(t))
 	}
-	if err := r.removePartitionDirs(t.Name, t.ID, int32(len(t.Partitions))); err != nil {
+	if err := r.logs.Remove(t.Name, t.ID, int32(len(t.Partitions))); err != nil {
 		// The record stays: the next Open (or deletion) tries again.
 		return errors.Join(append(errs, err)...)
 	}
@@ -696,7 +549,7 @@ func (r *Registry) Topics() []*Topic {
 
 // Partition returns partition p of topic: ErrUnknownTopic or
 // ErrUnknownPartition (wrapped) when there is none, ErrClosed after Close.
-func (r *Registry) Partition(topic string, p int32) (*Partition, error) {
+func (r *Registry) Partition(topic string, p int32) (*logs.Partition, error) {
 	r.mu.RLock()
 	t, ok := r.topics[topic]
 	closed := r.closed
@@ -723,11 +576,8 @@ func (r *Registry) ApplyRetention() error {
 	}
 	for _, t := range r.Topics() {
 		for _, p := range t.Partitions {
-			if _, err := p.Log.ApplyRetention(); err != nil && !errors.Is(err, partlog.ErrClosed) {
-				errs = append(errs, fmt.Errorf("topics: retention of %s: %w", dirName(t.Name, p.Index), err))
-			}
-			if before >= 0 {
-				p.prod.Expire(before)
+			if err := p.ApplyRetention(before); err != nil && !errors.Is(err, partlog.ErrClosed) {
+				errs = append(errs, fmt.Errorf("topics: retention of %s: %w", logs.DirName(t.Name, p.Index), err))
 			}
 		}
 	}

@@ -85,7 +85,7 @@ func TestStrayPartitionSetAside(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if end := g.Partitions[0].Log.EndOffset(); end != 0 {
+			if end := g.Partitions[0].Log().EndOffset(); end != 0 {
 				t.Fatalf("re-created topic starts at %d", end)
 			}
 			if size := logBytes(t, fsys, stray); size == 0 {

@@ -1,4 +1,4 @@
-package topics
+package logs
 
 import (
 	"context"
@@ -7,24 +7,25 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/weir-broker/weir/core/clock"
 	"github.com/weir-broker/weir/core/partlog"
 	"github.com/weir-broker/weir/core/producers"
 	"github.com/weir-broker/weir/core/recompress"
 	"github.com/weir-broker/weir/core/record"
-	"github.com/weir-broker/weir/core/topicconfig"
 )
 
 // leaderEpoch is the partitionLeaderEpoch stamped on appended batches: a single
 // node is leader of every partition from epoch 0 on.
 const leaderEpoch = 0
 
-// Partition is one partition of a topic. Reads, offsets and waits go straight
-// to Log; appends go through Append, which adds the idempotent-producer checks
-// and durable acks.
+// Partition is one partition's log with what every append to it needs: the
+// idempotent-producer state (package producers), recompression (package
+// recompress) and durable acks. Reads, offsets and waits go to Log; appends
+// go through Append. It knows nothing of leaders, replicas or the network.
 type Partition struct {
 	Topic string
 	Index int32
-	Log   *partlog.Log
+	log   *partlog.Log
 	// DurableAcks (weir.durable.acks): Append returns only after the fsync
 	// that covers the appended batches.
 	DurableAcks bool
@@ -35,7 +36,7 @@ type Partition struct {
 
 	maxBatch   int                      // the log's MaxBatchBytes, to validate batches Append does not pass to the log
 	recompress *recompress.Recompressor // compression.type other than producer; nil keeps batches as produced
-	clock      partlog.Clock
+	clock      clock.Clock
 
 	// prod is rebuilt from the log when the log's generation moves on (a
 	// recovery or Truncate cut records it remembers). Idempotent appends
@@ -56,13 +57,34 @@ type AppendResult struct {
 	LogAppendTime int64
 }
 
-func newPartition(topic string, i int32, l *partlog.Log, tc topicconfig.Config, rc *recompress.Recompressor, clock partlog.Clock) *Partition {
-	mb := tc.Log.MaxBatchBytes
+func newPartition(topic string, i int32, l *partlog.Log, pc PartitionConfig, clk clock.Clock) *Partition {
+	mb := pc.Log.MaxBatchBytes
 	if mb == 0 {
 		mb = partlog.DefaultMaxBatchBytes
 	}
-	return &Partition{Topic: topic, Index: i, Log: l, DurableAcks: tc.DurableAcks, MinInsyncReplicas: max(tc.MinInsyncReplicas, 1), maxBatch: mb, recompress: rc, clock: clock}
+	return &Partition{Topic: topic, Index: i, log: l, DurableAcks: pc.DurableAcks, MinInsyncReplicas: max(pc.MinInsyncReplicas, 1),
+		maxBatch: mb, recompress: pc.Recompress, clock: clk}
 }
+
+// Log is the partition's log, for reads, offsets and waits (appends go
+// through Append).
+func (p *Partition) Log() *partlog.Log { return p.log }
+
+// Close closes the log cleanly (sealed, with its clean-shutdown marker).
+func (p *Partition) Close() error { return p.log.Close() }
+
+// ApplyRetention applies the log's retention and forgets idempotent producers
+// whose last append was before expireBefore (unix ms; negative: none).
+func (p *Partition) ApplyRetention(expireBefore int64) error {
+	_, err := p.log.ApplyRetention()
+	if expireBefore >= 0 {
+		p.prod.Expire(expireBefore)
+	}
+	return err
+}
+
+// ProducerCount is the number of idempotent producers the partition knows.
+func (p *Partition) ProducerCount() int { return p.prod.Count() }
 
 // Append validates and appends one produce request's records (whole Kafka v2
 // batches) for this partition, rewriting their base offsets and leader epochs
@@ -122,7 +144,7 @@ func (p *Partition) Append(ctx context.Context, records []byte) (AppendResult, e
 	if idempotent {
 		res, r, err = p.appendIdempotent(ctx, records, hs)
 	} else {
-		r, err = p.Log.Append(ctx, records, leaderEpoch)
+		r, err = p.log.Append(ctx, records, leaderEpoch)
 		res = AppendResult{BaseOffset: r.BaseOffset, NextOffset: r.NextOffset}
 	}
 	if err != nil {
@@ -131,7 +153,7 @@ func (p *Partition) Append(ctx context.Context, records []byte) (AppendResult, e
 	if p.DurableAcks && !r.Flushed {
 		// The wait ends with the request's timeout (REQUEST_TIMED_OUT); the
 		// fsync goes on.
-		if err := p.Log.FlushAppended(ctx, r); err != nil {
+		if err := p.log.FlushAppended(ctx, r); err != nil {
 			return AppendResult{}, p.wrap(err)
 		}
 	}
@@ -144,7 +166,7 @@ func (p *Partition) result(r AppendResult) AppendResult {
 }
 
 func (p *Partition) wrap(err error) error {
-	return fmt.Errorf("topics: append to %s: %w", dirName(p.Topic, p.Index), err)
+	return fmt.Errorf("logs: append to %s: %w", DirName(p.Topic, p.Index), err)
 }
 
 // scanHeaders parses the batch headers of records, reporting whether any
@@ -178,11 +200,11 @@ func (p *Partition) appendIdempotent(ctx context.Context, records []byte, hs []r
 	// A failed log recovers (or refuses) first: duplicates are answered
 	// without appending, and must not be while the log is failed, nor from
 	// state a recovery's cut has made stale.
-	if err := p.Log.RecoverIfDue(); err != nil {
+	if err := p.log.RecoverIfDue(); err != nil {
 		return AppendResult{}, partlog.AppendResult{}, err
 	}
 	p.prodMu.RLock()
-	if p.prodGen != p.Log.Generation() {
+	if p.prodGen != p.log.Generation() {
 		p.prodMu.RUnlock()
 		if err := p.resyncProducers(); err != nil {
 			return AppendResult{}, partlog.AppendResult{}, err
@@ -256,7 +278,7 @@ func (p *Partition) appendIdempotent(ctx context.Context, records []byte, hs []r
 		// The state holds what the log held at generation prodGen (or
 		// was appended since, which only makes this check stricter).
 		orig := partlog.AppendResult{BaseOffset: res.BaseOffset, NextOffset: res.NextOffset, Generation: p.prodGen}
-		if !p.Log.Survived(orig) {
+		if !p.log.Survived(orig) {
 			// The original was cut before its fsync (the rebuild that
 			// forgets it comes with the next append): the client's retry
 			// must append it again, so it gets a retriable error.
@@ -273,7 +295,7 @@ func (p *Partition) appendIdempotent(ctx context.Context, records []byte, hs []r
 
 	// Only in the generation the checks saw: a cut since (a recovery
 	// another appender made) may have removed batches they counted on.
-	r, err := p.Log.AppendInGeneration(ctx, records, leaderEpoch, p.prodGen)
+	r, err := p.log.AppendInGeneration(ctx, records, leaderEpoch, p.prodGen)
 	if err != nil && r.NextOffset <= r.BaseOffset {
 		unlock()
 		return AppendResult{}, partlog.AppendResult{}, err
@@ -312,7 +334,7 @@ func (p *Partition) appendIdempotent(ctx context.Context, records []byte, hs []r
 func (p *Partition) resyncProducers() error {
 	p.prodMu.Lock()
 	defer p.prodMu.Unlock()
-	if p.prodGen == p.Log.Generation() {
+	if p.prodGen == p.log.Generation() {
 		return nil
 	}
 	p.prod.Reset() // forget every producer; appenders are held off by prodMu
@@ -361,8 +383,8 @@ const headerWindow = 64 << 10
 // idempotent batches seen. What older segments held is forgotten; see the
 // package doc.
 func (p *Partition) rebuildProducers() (int, error) {
-	gen := p.Log.Generation()
-	segs := p.Log.Segments()
+	gen := p.log.Generation()
+	segs := p.log.Segments()
 	// The active segment, or the one before it while the active one is
 	// still empty (just rolled, or started anew after a cut).
 	last := len(segs) - 1
@@ -372,8 +394,8 @@ func (p *Partition) rebuildProducers() (int, error) {
 	now := p.clock.Now().UnixMilli()
 	seen := 0
 	buf := make([]byte, 0, headerWindow)
-	for off := segs[last].Base; off < p.Log.EndOffset(); {
-		sl, err := p.Log.Read(off, 4<<20, partlog.NoLimit)
+	for off := segs[last].Base; off < p.log.EndOffset(); {
+		sl, err := p.log.Read(off, 4<<20, partlog.NoLimit)
 		if err != nil {
 			return seen, err
 		}
