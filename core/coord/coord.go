@@ -70,6 +70,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 )
 
 // AnyVersion, as the version of Set, Delete or Check, matches every version.
@@ -331,12 +332,15 @@ var (
 )
 
 // ValidatePath checks a path: absolute, '/'-separated, no trailing slash
-// (except the root "/"), no empty, "." or ".." component, no NUL.
+// (except the root "/"), no empty, "." or ".." component, no NUL, valid
+// UTF-8 (ZooKeeper's paths are strings, and the file store's file is JSON:
+// other bytes would not come back as they went in).
 func ValidatePath(path string) error {
 	if path == "/" {
 		return nil
 	}
-	if !strings.HasPrefix(path, "/") || strings.HasSuffix(path, "/") || strings.ContainsRune(path, 0) {
+	if !strings.HasPrefix(path, "/") || strings.HasSuffix(path, "/") || strings.ContainsRune(path, 0) ||
+		!utf8.ValidString(path) {
 		return fmt.Errorf("%w: %q", ErrInvalidPath, path)
 	}
 	for _, c := range strings.Split(path[1:], "/") {

@@ -16,7 +16,7 @@ import (
 func testPaths(t *testing.T, env Env) {
 	s := env.Connect(t)
 	ctx := t.Context()
-	bad := []string{"", "a", "a/b", "/a/", "//", "//a", "/a//b", "/a/./b", "/a/.", "/.", "/..", "/a/../b", "/a\x00b"}
+	bad := []string{"", "a", "a/b", "/a/", "//", "//a", "/a//b", "/a/./b", "/a/.", "/.", "/..", "/a/../b", "/a\x00b", "/a\xffb"}
 	type call struct {
 		name string
 		run  func(path string) error
