@@ -214,9 +214,11 @@ func (s *Store) do(ctx context.Context, req *Request, apply func(t *tree.Tree) e
 	req.Store, req.Session = s, s.id
 	f := srv.strike(*req)
 	if f != nil && f.Before != nil {
-		srv.mu.Unlock()
-		f.Before(*req)
-		srv.mu.Lock()
+		func() {
+			srv.mu.Unlock()
+			defer srv.mu.Lock() // even if Before calls t.Fatal
+			f.Before(*req)
+		}()
 		if err := s.usable(ctx, req); err != nil {
 			return err
 		}
