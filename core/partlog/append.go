@@ -192,10 +192,7 @@ func (l *Log) appendLocked(ctx context.Context, buf []byte, epoch int32) (Append
 		l.cfg.Logger.Warn("flush policy failed; flushing", "dir", l.dir, "err", err)
 		dec = flushpolicy.Decision{Flush: true}
 	}
-	if l.notify != nil {
-		close(l.notify)
-		l.notify = nil
-	}
+	l.wake()
 	return res, rolled, dec, nil
 }
 
@@ -212,17 +209,38 @@ func (l *Log) tooOld(active *segment.Segment, now time.Time) bool {
 }
 
 // Wait returns a channel that is closed by the next append (for long-polling
-// fetches). Call EndOffset after taking the channel to avoid missing an append.
+// fetches), or at once by a closed log. Call EndOffset after taking the
+// channel to avoid missing an append. It takes no lock, so a long poll never
+// waits for an append in progress (nor for the flush policy).
 func (l *Log) Wait() <-chan struct{} {
-	l.appendMu.Lock()
-	defer l.appendMu.Unlock()
-	if l.closed.Load() {
-		return closedChan
+	for {
+		p := l.notify.Load()
+		if p == nil {
+			c := make(chan struct{})
+			if !l.notify.CompareAndSwap(nil, &c) {
+				continue
+			}
+			p = &c
+		}
+		// Close sets closed before it wakes: a channel installed after
+		// that wake is never closed, so the check comes after installing.
+		if l.closed.Load() {
+			return closedChan
+		}
+		return *p
 	}
-	if l.notify == nil {
-		l.notify = make(chan struct{})
+}
+
+// wake closes the channel Wait handed out, if any. Appends call it after
+// publishing their new end: a waiter that took the channel before reading
+// EndOffset either sees the new end or is woken.
+func (l *Log) wake() {
+	if l.notify.Load() == nil {
+		return
 	}
-	return l.notify
+	if p := l.notify.Swap(nil); p != nil {
+		close(*p)
+	}
 }
 
 var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()

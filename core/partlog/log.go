@@ -52,8 +52,10 @@ type Log struct {
 	appendMu   sync.Mutex   // the writer: appends, rolls, truncation, retention
 	activeBorn atomic.Int64 // when the active segment was created, unix ms (SegmentAge)
 	hdrs       []record.Header
-	notify     chan struct{} // closed by the next append, when someone waits
-	closed     atomic.Bool
+	// notify is closed (and cleared) by the next append, when someone waits
+	// (Wait); atomic, so that long polls never wait for appendMu.
+	notify atomic.Pointer[chan struct{}]
+	closed atomic.Bool
 
 	// syncMu serialises fsyncs; whoever holds it syncs everything appended so
 	// far, so appenders waiting behind it find their data already covered
@@ -378,10 +380,7 @@ func (l *Log) Close() error {
 		return ErrClosed
 	}
 	l.closed.Store(true)
-	if l.notify != nil {
-		close(l.notify)
-		l.notify = nil
-	}
+	l.wake()
 	l.statMu.Lock()
 	if l.timer != nil {
 		l.timer.Stop()
