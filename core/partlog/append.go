@@ -209,7 +209,7 @@ func (l *Log) appendLocked(buf []byte, epoch int32) (AppendResult, bool, pending
 	l.unBytes += int64(len(buf))
 	pa.info = flushpolicy.AppendInfo{Messages: records, Bytes: int64(len(buf)), UnflushedMessages: l.unMsgs,
 		UnflushedBytes: l.unBytes, OldestUnflushed: l.unOldest, Now: now}
-	pa.turn = l.queueAppendedLocked(pa.info)
+	pa.turn = l.queueAppendedLocked()
 	l.statMu.Unlock()
 	l.wake()
 	return res, rolled, pa, nil

@@ -34,10 +34,9 @@ import (
 // once appendMu is released. No goroutine, no channel.
 
 // policyCall is one call owed to the flush policy: an append's Appended
-// (turn > 0) or an fsync's Flushed (turn 0).
+// (turn > 0; the append holds its AppendInfo) or an fsync's Flushed (turn 0).
 type policyCall struct {
 	turn int64
-	a    flushpolicy.AppendInfo
 	f    flushpolicy.FlushInfo
 }
 
@@ -45,13 +44,13 @@ type policyCall struct {
 // publishes its records: turn 0 means it holds the policy now (nobody else
 // does and nothing is owed); otherwise its call is queued under the turn
 // returned. statMu held.
-func (l *Log) queueAppendedLocked(info flushpolicy.AppendInfo) int64 {
+func (l *Log) queueAppendedLocked() int64 {
 	if !l.polBusy && l.polHead == len(l.polQ) {
 		l.polBusy = true
 		return 0
 	}
 	l.polTurns++
-	l.polQ = append(l.polQ, policyCall{turn: l.polTurns, a: info})
+	l.polQ = append(l.polQ, policyCall{turn: l.polTurns})
 	return l.polTurns
 }
 
@@ -77,22 +76,21 @@ func (l *Log) popLocked() {
 	}
 }
 
-// appended makes the Appended call of the append whose claim returned turn
-// (with info, if turn is 0), after every call queued before it, and returns
-// the policy's answer. No lock held.
+// appended makes the Appended call of the append whose claim returned turn,
+// after every call queued before it, and returns the policy's answer. No
+// lock held.
 func (l *Log) appended(ctx context.Context, turn int64, info flushpolicy.AppendInfo) (flushpolicy.Decision, error) {
 	if turn != 0 {
-		info = l.awaitTurn(turn)
+		l.awaitTurn(turn)
 	}
 	defer l.releasePolicy() // even if the policy panics: never wedge the partition
 	return l.cfg.FlushPolicy.Appended(ctx, info)
 }
 
 // awaitTurn returns holding the policy, once the call of turn is at the head
-// of the queue (which it removes, returning its AppendInfo). Flushed calls
-// queued ahead of it it makes itself; an earlier append's call is that
-// append's to make.
-func (l *Log) awaitTurn(turn int64) flushpolicy.AppendInfo {
+// of the queue (which it removes). Flushed calls queued ahead of it it makes
+// itself; an earlier append's call is that append's to make.
+func (l *Log) awaitTurn(turn int64) {
 	l.statMu.Lock()
 	for {
 		if l.polBusy {
@@ -102,11 +100,10 @@ func (l *Log) awaitTurn(turn int64) flushpolicy.AppendInfo {
 		c := &l.polQ[l.polHead]
 		switch {
 		case c.turn == turn:
-			info := c.a
 			l.popLocked()
 			l.polBusy = true
 			l.statMu.Unlock()
-			return info
+			return
 		case c.turn != 0:
 			l.polIdle.Wait() // an earlier append's call: it is on its way
 		default:
