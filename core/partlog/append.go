@@ -33,8 +33,9 @@ type AppendResult struct {
 //
 // Invalid input changes nothing: a corrupt batch (errors.Is(err,
 // record.ErrCorrupt)) or one over MaxBatchBytes (ErrBatchTooLarge) rejects the
-// whole append. The flush policy is consulted once per call and the append
-// returns after the fsync it asks for.
+// whole append. The flush policy is consulted once per call, after the
+// records are published and with none of the log's locks held, and the
+// append returns after the fsync it asks for (see the package doc).
 //
 // An I/O error fails the log (ErrFailed, wrapping the cause): this append
 // and the next ones get it, until one made after Config.RecoveryBackoff
@@ -66,21 +67,37 @@ func (l *Log) AppendInGeneration(ctx context.Context, buf []byte, leaderEpoch in
 }
 
 // append is Append, in generation gen only unless gen < 0.
+//
+// The flush policy is called after appendMu is released (policy.go), and
+// its answer acted on here: Flush makes the append wait for an fsync that
+// covers it (Flush, so concurrent appends share fsyncs), FlushBy arms the
+// deadline timer, unless an fsync covered the append meanwhile.
 func (l *Log) append(ctx context.Context, buf []byte, leaderEpoch int32, gen int64) (AppendResult, error) {
-	res, rolled, dec, err := func() (AppendResult, bool, flushpolicy.Decision, error) {
+	res, rolled, pa, err := func() (AppendResult, bool, pendingAppended, error) {
 		l.appendMu.Lock()
 		defer l.appendMu.Unlock() // even if a recovery panics: never wedge the partition
 		if err := l.recoverIfDue(); err != nil {
-			return AppendResult{}, false, flushpolicy.Decision{}, err
+			return AppendResult{}, false, pendingAppended{}, err
 		}
 		if now := l.gen.Load(); gen >= 0 && now != gen {
-			return AppendResult{}, false, flushpolicy.Decision{}, fmt.Errorf("%w: %w: expected generation %d, now %d",
+			return AppendResult{}, false, pendingAppended{}, fmt.Errorf("%w: %w: expected generation %d, now %d",
 				ErrFailed, ErrGenerationChanged, gen, now)
 		}
-		return l.appendLocked(ctx, buf, leaderEpoch)
+		return l.appendLocked(buf, leaderEpoch)
 	}()
 	if err != nil {
+		// Nothing appended, so no call of its own; a failed log may
+		// have fsyncs (the failed one) to tell.
+		l.tellQueuedFlushes()
 		return res, err
+	}
+	// The records are published; the policy call is owed whatever happens
+	// next (the queue waits for it).
+	dec, perr := l.appended(ctx, pa.turn, pa.info)
+	if perr != nil {
+		// A policy that cannot decide costs throughput, not data.
+		l.cfg.Logger.Warn("flush policy failed; flushing", "dir", l.dir, "err", perr)
+		dec = flushpolicy.Decision{Flush: true}
 	}
 	if rolled {
 		if err := l.sealRolled(); err != nil {
@@ -94,19 +111,26 @@ func (l *Log) append(ctx context.Context, buf []byte, leaderEpoch int32, gen int
 		// Records cut meanwhile (a recovery, Truncate) were appended but
 		// are not covered: FlushAppended tells a durable ack so.
 		res.Flushed = l.Survived(res)
-	} else if !dec.FlushBy.IsZero() {
+	} else if !dec.FlushBy.IsZero() && l.flushed.Load() < res.NextOffset {
 		l.armTimer(dec.FlushBy)
 	}
 	return res, nil
 }
 
-func (l *Log) appendLocked(ctx context.Context, buf []byte, epoch int32) (AppendResult, bool, flushpolicy.Decision, error) {
-	var dec flushpolicy.Decision
+// pendingAppended is the policy call an append owes once it leaves appendMu:
+// its turn (0: it holds the policy already) and what it tells.
+type pendingAppended struct {
+	turn int64
+	info flushpolicy.AppendInfo
+}
+
+func (l *Log) appendLocked(buf []byte, epoch int32) (AppendResult, bool, pendingAppended, error) {
+	var pa pendingAppended
 	if l.closed.Load() {
-		return AppendResult{}, false, dec, ErrClosed
+		return AppendResult{}, false, pa, ErrClosed
 	}
 	if err := l.Err(); err != nil {
-		return AppendResult{}, false, dec, err
+		return AppendResult{}, false, pa, err
 	}
 	// Validate every batch before touching anything.
 	hs := l.hdrs[:0]
@@ -117,10 +141,10 @@ func (l *Log) appendLocked(ctx context.Context, buf []byte, epoch int32) (Append
 			if h, perr := record.ParseHeader(b); perr == nil && h.Size() > l.cfg.MaxBatchBytes {
 				err = fmt.Errorf("%w: %d bytes, limit %d", ErrBatchTooLarge, h.Size(), l.cfg.MaxBatchBytes)
 			}
-			return AppendResult{}, false, dec, fmt.Errorf("partlog: batch %d: %w", len(hs), err)
+			return AppendResult{}, false, pa, fmt.Errorf("partlog: batch %d: %w", len(hs), err)
 		}
 		if err := record.ValidateProduced(h); err != nil {
-			return AppendResult{}, false, dec, fmt.Errorf("partlog: batch %d: %w", len(hs), err)
+			return AppendResult{}, false, pa, fmt.Errorf("partlog: batch %d: %w", len(hs), err)
 		}
 		hs = append(hs, h)
 		records += int64(h.RecordCount)
@@ -128,7 +152,7 @@ func (l *Log) appendLocked(ctx context.Context, buf []byte, epoch int32) (Append
 	}
 	l.hdrs = hs
 	if len(hs) == 0 {
-		return AppendResult{}, false, dec, fmt.Errorf("partlog: empty append: %w", record.ErrShort)
+		return AppendResult{}, false, pa, fmt.Errorf("partlog: empty append: %w", record.ErrShort)
 	}
 	// Every segment's offsets must stay within 2^32 of its base, so one append
 	// cannot span more (a 100-byte batch may claim 2^31 records).
@@ -137,7 +161,7 @@ func (l *Log) appendLocked(ctx context.Context, buf []byte, epoch int32) (Append
 		span += int64(h.LastOffsetDelta) + 1
 	}
 	if span >= math.MaxUint32 {
-		return AppendResult{}, false, dec, fmt.Errorf("partlog: append of %d offsets: %w", span, record.ErrBadRecords)
+		return AppendResult{}, false, pa, fmt.Errorf("partlog: append of %d offsets: %w", span, record.ErrBadRecords)
 	}
 	// Assign offsets.
 	base := l.end.Load()
@@ -156,15 +180,15 @@ func (l *Log) appendLocked(ctx context.Context, buf []byte, epoch int32) (Append
 		if active.Size() == 0 {
 			// Cannot happen after the span check: an empty segment takes
 			// anything that fits a segment at all.
-			return AppendResult{}, false, dec, fmt.Errorf("partlog: append of %d bytes fits no segment: %w", len(buf), ErrBatchTooLarge)
+			return AppendResult{}, false, pa, fmt.Errorf("partlog: append of %d bytes fits no segment: %w", len(buf), ErrBatchTooLarge)
 		}
 		s, err := segment.Create(l.fs, l.dir, base, segment.Options{IndexIntervalBytes: l.cfg.IndexIntervalBytes})
 		if err != nil {
-			return AppendResult{}, false, dec, l.fail(err)
+			return AppendResult{}, false, pa, l.fail(err)
 		}
 		if err := l.fs.SyncDir(l.dir); err != nil {
 			_ = s.Close()
-			return AppendResult{}, false, dec, l.fail(err)
+			return AppendResult{}, false, pa, l.fail(err)
 		}
 		rolled, active = true, s
 		l.activeBorn.Store(now.UnixMilli())
@@ -172,7 +196,7 @@ func (l *Log) appendLocked(ctx context.Context, buf []byte, epoch int32) (Append
 		l.setSegments(segs)
 	}
 	if err := active.Append(buf, hs); err != nil {
-		return AppendResult{}, rolled, dec, l.fail(err)
+		return AppendResult{}, rolled, pa, l.fail(err)
 	}
 	res := AppendResult{BaseOffset: base, NextOffset: next, Records: records, Generation: l.gen.Load()}
 
@@ -183,20 +207,12 @@ func (l *Log) appendLocked(ctx context.Context, buf []byte, epoch int32) (Append
 	}
 	l.unMsgs += records
 	l.unBytes += int64(len(buf))
-	info := flushpolicy.AppendInfo{Messages: records, Bytes: int64(len(buf)), UnflushedMessages: l.unMsgs,
+	pa.info = flushpolicy.AppendInfo{Messages: records, Bytes: int64(len(buf)), UnflushedMessages: l.unMsgs,
 		UnflushedBytes: l.unBytes, OldestUnflushed: l.unOldest, Now: now}
-	dec, err := l.cfg.FlushPolicy.Appended(ctx, info)
+	pa.turn = l.queueAppendedLocked()
 	l.statMu.Unlock()
-	if err != nil {
-		// A policy that cannot decide costs throughput, not data.
-		l.cfg.Logger.Warn("flush policy failed; flushing", "dir", l.dir, "err", err)
-		dec = flushpolicy.Decision{Flush: true}
-	}
-	if l.notify != nil {
-		close(l.notify)
-		l.notify = nil
-	}
-	return res, rolled, dec, nil
+	l.wake()
+	return res, rolled, pa, nil
 }
 
 // tooOld reports whether the active segment should roll by age: it is not
@@ -212,17 +228,38 @@ func (l *Log) tooOld(active *segment.Segment, now time.Time) bool {
 }
 
 // Wait returns a channel that is closed by the next append (for long-polling
-// fetches). Call EndOffset after taking the channel to avoid missing an append.
+// fetches), or at once by a closed log. Call EndOffset after taking the
+// channel to avoid missing an append. It takes no lock, so a long poll never
+// waits for an append in progress (nor for the flush policy).
 func (l *Log) Wait() <-chan struct{} {
-	l.appendMu.Lock()
-	defer l.appendMu.Unlock()
-	if l.closed.Load() {
-		return closedChan
+	for {
+		p := l.notify.Load()
+		if p == nil {
+			c := make(chan struct{})
+			if !l.notify.CompareAndSwap(nil, &c) {
+				continue
+			}
+			p = &c
+		}
+		// Close sets closed before it wakes: a channel installed after
+		// that wake is never closed, so the check comes after installing.
+		if l.closed.Load() {
+			return closedChan
+		}
+		return *p
 	}
-	if l.notify == nil {
-		l.notify = make(chan struct{})
+}
+
+// wake closes the channel Wait handed out, if any. Appends call it after
+// publishing their new end: a waiter that took the channel before reading
+// EndOffset either sees the new end or is woken.
+func (l *Log) wake() {
+	if l.notify.Load() == nil {
+		return
 	}
-	return l.notify
+	if p := l.notify.Swap(nil); p != nil {
+		close(*p)
+	}
 }
 
 var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()

@@ -31,6 +31,34 @@
 // started, so concurrent callers share one fsync (group commit). FlushedOffset
 // tells what is durable. A failed write or fsync fails the log (below).
 //
+// The policy may be a plugin behind an RPC that answers within its timeout or
+// not at all, so the log calls it holding none of its locks, and guarantees:
+//
+//   - One call at a time, in log order: an Appended for every append, in the
+//     order the appends got their offsets, and a Flushed for every fsync of
+//     Flush (a durable ack's, a deadline's, an append's), placed among them in
+//     the order the fsyncs finished; so each AppendInfo's unflushed counts agree
+//     with the calls before it. Each append makes its own Appended call, with
+//     its own context.
+//   - An append's records are published (Read, EndOffset, Wait's channel)
+//     before its policy call; Append returns after that call and after the
+//     fsync it asked for. So a hung call holds up the return of its own append
+//     and of later appends (whose calls come after it), and nothing else: their
+//     records are still written and served, earlier appends finish their
+//     fsyncs, and Flush, FlushAppended, Read, EndOffset, FlushedOffset, Wait,
+//     the deadline timer, Truncate, ApplyRetention, Recover and Close go on.
+//   - Flush never calls the policy nor waits for it: the policy hears of an
+//     fsync at the next Append call, before that append's own call, or at Close.
+//   - An answer acts through the append that asked: "flush now" makes it call
+//     Flush(its end) before returning, which an fsync made meanwhile (another
+//     append's, a durable ack's) may already cover; "flush by" arms the
+//     deadline timer unless such an fsync covered it. A policy error counts as
+//     "flush now".
+//
+// An append that finds the policy idle and nothing owed to it takes it as it
+// publishes and calls it as soon as it leaves the append lock: the built-in
+// policies answer in nanoseconds, and cost no queue, goroutine or channel.
+//
 // # Failures and recovery
 //
 // A write, create, truncate, rename or fsync that fails (a full disk, an I/O

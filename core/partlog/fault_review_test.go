@@ -319,7 +319,8 @@ func (p *probePolicy) Flushed(_ context.Context, f flushpolicy.FlushInfo) error 
 
 // The flush policy hears of a failed fsync only after readers stopped being
 // served what it may have dropped: a policy can be a plugin behind an RPC,
-// and readers must not see unflushed records meanwhile.
+// and readers must not see unflushed records meanwhile. It hears of it at
+// the next Append call, here one the failed log refuses.
 func TestFailedFsyncLimitsReadersBeforePolicyHears(t *testing.T) {
 	clk := newClock()
 	fs, inj := faultFS(memFS(t), faultPoints[3], faultModes[1])
@@ -337,6 +338,12 @@ func TestFailedFsyncLimitsReadersBeforePolicyHears(t *testing.T) {
 	inj.K = inj.Count()
 	if err := l.Flush(l.EndOffset()); !errors.Is(err, ErrFailed) {
 		t.Fatalf("flush with a failing fsync: %v", err)
+	}
+	if pol.endAtErr != -1 {
+		t.Fatal("Flush told the policy itself")
+	}
+	if _, err := l.Append(ctx, batch(3, 2, 100), 0); !errors.Is(err, ErrFailed) {
+		t.Fatalf("append to the failed log: %v", err)
 	}
 	if pol.endAtErr != l.FlushedOffset() {
 		t.Fatalf("policy told of the failed fsync while readers were served up to %d, want FlushedOffset %d",

@@ -75,12 +75,15 @@ func (l *Log) syncLocked() error {
 	l.syncCount.Add(1)
 	if err != nil {
 		// Readers stop at FlushedOffset before anything else runs (the
-		// policy below may be a plugin behind an RPC).
+		// policy, told later, may be a plugin behind an RPC).
 		err = l.failSync(err)
 	}
 
 	l.statMu.Lock()
 	defer l.statMu.Unlock()
+	// The policy hears of it later, outside the locks (policy.go).
+	l.queueFlushedLocked(flushpolicy.FlushInfo{
+		Messages: msgs, Bytes: bytes, Duration: now.Sub(start), Now: now, Failed: err != nil})
 	if err == nil {
 		l.flushed.Store(max(target, l.flushed.Load()))
 		l.unMsgs -= msgs
@@ -94,8 +97,6 @@ func (l *Log) syncLocked() error {
 			l.timer, l.timerAt = nil, time.Time{}
 		}
 	}
-	_ = l.cfg.FlushPolicy.Flushed(context.Background(), flushpolicy.FlushInfo{
-		Messages: msgs, Bytes: bytes, Duration: now.Sub(start), Now: now, Failed: err != nil})
 	return err
 }
 

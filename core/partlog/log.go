@@ -52,8 +52,10 @@ type Log struct {
 	appendMu   sync.Mutex   // the writer: appends, rolls, truncation, retention
 	activeBorn atomic.Int64 // when the active segment was created, unix ms (SegmentAge)
 	hdrs       []record.Header
-	notify     chan struct{} // closed by the next append, when someone waits
-	closed     atomic.Bool
+	// notify is closed (and cleared) by the next append, when someone waits
+	// (Wait); atomic, so that long polls never wait for appendMu.
+	notify atomic.Pointer[chan struct{}]
+	closed atomic.Bool
 
 	// syncMu serialises fsyncs; whoever holds it syncs everything appended so
 	// far, so appenders waiting behind it find their data already covered
@@ -62,7 +64,9 @@ type Log struct {
 	flushed atomic.Int64 // every offset below this is durable
 	end     atomic.Int64 // the log end offset (next offset to assign)
 
-	// statMu guards the unflushed counters, the policy calls and the timer.
+	// statMu guards the unflushed counters, the timer, the cuts and the
+	// flush policy's queue. It is held for a few field updates only: never
+	// across I/O or a policy call.
 	statMu    sync.Mutex
 	unMsgs    int64
 	unBytes   int64
@@ -70,6 +74,13 @@ type Log struct {
 	timer     Timer
 	timerAt   time.Time
 	syncCount atomic.Int64
+
+	// The flush policy's calls (policy.go), under statMu.
+	polQ     []policyCall // calls owed, oldest first, from polHead on
+	polHead  int
+	polBusy  bool      // the policy lock: its holder calls the policy without statMu
+	polTurns int64     // the last turn handed to a queued Appended call
+	polIdle  sync.Cond // L is &statMu; broadcast when polBusy clears
 
 	// Failure and recovery (recover.go).
 	failed     atomic.Pointer[error]
@@ -111,6 +122,7 @@ func Open(fsys vfs.FS, dir string, cfg Config) (*Log, Report, error) {
 		return nil, Report{}, err
 	}
 	l := &Log{fs: fsys, dir: dir, cfg: cfg, backoff: cfg.RecoveryBackoff}
+	l.polIdle.L = &l.statMu
 	l.readLimit.Store(NoLimit)
 	start := cfg.Clock.Now()
 	rep, err := l.open()
@@ -371,17 +383,24 @@ func (l *Log) Err() error {
 // and writes the clean-shutdown marker, so the next Open trusts the files.
 // Readers must be done (their Slices released) for the files to close. A failed
 // log is closed without the marker, so the next Open recovers it.
+//
+// Close does not wait for a flush policy call in progress. Fsyncs the policy
+// has not been told of yet are told now, unless a call is in progress: its
+// caller tells them.
 func (l *Log) Close() error {
+	err := l.close()
+	l.tellQueuedFlushes()
+	return err
+}
+
+func (l *Log) close() error {
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
 	if l.closed.Load() {
 		return ErrClosed
 	}
 	l.closed.Store(true)
-	if l.notify != nil {
-		close(l.notify)
-		l.notify = nil
-	}
+	l.wake()
 	l.statMu.Lock()
 	if l.timer != nil {
 		l.timer.Stop()

@@ -2,6 +2,7 @@ package partlog
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"strings"
 	"sync"
@@ -457,6 +458,69 @@ func TestGroupCommit(t *testing.T) {
 	}
 	if got := l.Syncs() - before; got != 2 {
 		t.Fatalf("%d durable appends took %d fsync rounds, want 2 (the blocked one and one shared)", n, got)
+	}
+}
+
+// signalPolicy is EveryBatch that reports each Appended call's return.
+type signalPolicy struct {
+	flushpolicy.Policy
+	decided chan struct{}
+}
+
+func (p signalPolicy) Appended(ctx context.Context, a flushpolicy.AppendInfo) (flushpolicy.Decision, error) {
+	defer func() { p.decided <- struct{}{} }()
+	return p.Policy.Appended(ctx, a)
+}
+
+// Group commit through the policy: appends whose policy asks for an fsync
+// while one is in progress share the next one, although each asks for its
+// own.
+func TestGroupCommitByPolicy(t *testing.T) {
+	mem := memFS(t)
+	block, blocked := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	var armed atomic.Bool
+	fs := errorfs.Wrap(mem, errorfs.InjectorFunc(func(op errorfs.Op, path string) error {
+		if armed.Load() && op == errorfs.OpSync && strings.HasSuffix(path, ".log") {
+			first := false
+			once.Do(func() { first = true })
+			if first {
+				close(blocked)
+				<-block
+			}
+		}
+		return nil
+	}))
+	const n = 8
+	pol := signalPolicy{flushpolicy.EveryBatch(), make(chan struct{}, n)}
+	l, _ := mustOpen(t, fs, Config{FlushPolicy: pol})
+	defer l.Close()
+	armed.Store(true)
+	before := l.Syncs()
+	results := make(chan appendOutcome, n)
+	durable := func(i int) {
+		res, err := l.Append(ctx, batch(i, 1, 50), 0)
+		results <- appendOutcome{res, err}
+	}
+	go durable(0)
+	await(t, blocked, "the first fsync")
+	for i := 1; i < n; i++ {
+		go durable(i)
+	}
+	for i := 0; i < n; i++ {
+		await(t, pol.decided, "an Appended call")
+	}
+	close(block)
+	for range n {
+		if r := await(t, results, "a durable append"); r.err != nil || !r.res.Flushed {
+			t.Fatalf("%+v, %v", r.res, r.err)
+		}
+	}
+	if l.FlushedOffset() != n {
+		t.Fatalf("flushed %d, want %d", l.FlushedOffset(), n)
+	}
+	if got := l.Syncs() - before; got != 2 {
+		t.Fatalf("%d appends asking for an fsync took %d fsync rounds, want 2 (the blocked one and one shared)", n, got)
 	}
 }
 

@@ -301,10 +301,7 @@ func (l *Log) recoverLocked() (Report, int64, error) {
 	l.lostPages.Store(false)
 	l.readLimit.Store(NoLimit)
 	l.failed.Store(nil)
-	if l.notify != nil { // long polls look again: the end may have moved back
-		close(l.notify)
-		l.notify = nil
-	}
+	l.wake() // long polls look again: the end may have moved back
 	return ld.rep, before, nil
 }
 

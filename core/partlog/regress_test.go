@@ -45,15 +45,19 @@ func contiguous(t *testing.T, l *Log) {
 }
 
 // rollWithoutSeal runs an append that rolls, stopping where the appending
-// goroutine leaves appendMu and has not yet called sealRolled (a legal
-// interleaving: another goroutine may run any amount of code there).
+// goroutine has left appendMu and made its policy call, and has not yet
+// called sealRolled (a legal interleaving: another goroutine may run any
+// amount of code there).
 func rollWithoutSeal(t *testing.T, l *Log, buf []byte) AppendResult {
 	t.Helper()
 	l.appendMu.Lock()
-	res, rolled, _, err := l.appendLocked(ctx, buf, 7)
+	res, rolled, pa, err := l.appendLocked(buf, 7)
 	l.appendMu.Unlock()
 	if err != nil || !rolled {
 		t.Fatalf("append did not roll: %v %v", rolled, err)
+	}
+	if _, err := l.appended(ctx, pa.turn, pa.info); err != nil {
+		t.Fatal(err)
 	}
 	return res
 }

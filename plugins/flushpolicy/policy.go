@@ -50,7 +50,10 @@ type FlushInfo struct {
 
 // Policy decides when one partition log fsyncs. The log creates one Policy per
 // partition (a policy may keep state) and calls it from one goroutine at a
-// time, so implementations need no locking for their own state.
+// time, so implementations need no locking for their own state. Calls come
+// in log order, and the log holds none of its locks during them: a slow
+// policy delays the appends that wait for its answers, not the log's readers
+// or fsyncs (package core/partlog, "Flushing and durability").
 //
 // Errors: a non-nil error means the policy could not decide (an external
 // plugin crashed or timed out, ctx ended). The log should then fsync as if
@@ -60,6 +63,8 @@ type Policy interface {
 	// Appended is called once per append, after the bytes reached the page
 	// cache and before the append returns.
 	Appended(ctx context.Context, a AppendInfo) (Decision, error)
-	// Flushed is called after every fsync of the log, successful or not.
+	// Flushed is called after every fsync of the log, successful or not:
+	// before the next Appended call, but not necessarily before the fsync's
+	// caller goes on (it does not wait for the policy).
 	Flushed(ctx context.Context, f FlushInfo) error
 }
