@@ -103,6 +103,8 @@ type Config struct {
 	// Metrics receives request, byte and connection counts. Default nil:
 	// nothing is counted.
 	Metrics *Metrics
+
+	seams *seams // tests only
 }
 
 func (c *Config) validate() error {

@@ -342,6 +342,9 @@ func (c *conn) handle(frame []byte) (err error) {
 	if err != nil {
 		return err
 	}
+	if sm := c.s.cfg.seams; sm != nil && sm.beforeHandle != nil {
+		sm.beforeHandle(c.ctx, r.key)
+	}
 	a = lookupAPI(r.key)
 	if a == nil {
 		return fmt.Errorf("%w: unknown API key %d", errClose, r.key)

@@ -254,3 +254,28 @@ func (b *testBroker) checkAlive(t testing.TB) {
 	}
 	rc.c.Close()
 }
+
+// fakeClock is a Config.seams clock that moves only when told to.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func newFakeClock() *fakeClock { return &fakeClock{now: time.Unix(1_700_000_000, 0)} }
+
+func (f *fakeClock) Now() time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.now
+}
+
+func (f *fakeClock) Advance(d time.Duration) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.now = f.now.Add(d)
+}
+
+// withSeams installs test seams (set before the server starts).
+func withSeams(sm *seams) brokerOpt {
+	return func(c *Config, _ *topics.Options) { c.seams = sm }
+}

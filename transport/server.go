@@ -24,6 +24,7 @@ type Server struct {
 	groups *groups.Coordinator
 	log    *slog.Logger
 	m      *Metrics
+	now    func() time.Time // Config.seams' clock, or time.Now
 
 	// ctx is cancelled by Close; every connection's context derives from it,
 	// so long polls and blocked joins end.
@@ -61,10 +62,14 @@ func NewServer(cfg Config, reg *topics.Registry, coord *groups.Coordinator) (*Se
 		groups:    coord,
 		log:       cfg.Logger,
 		m:         cfg.Metrics,
+		now:       time.Now,
 		ctx:       ctx,
 		cancel:    cancel,
 		listeners: make(map[net.Listener]struct{}),
 		conns:     make(map[*conn]struct{}),
+	}
+	if cfg.seams != nil && cfg.seams.now != nil {
+		s.now = cfg.seams.now
 	}
 	if cfg.AdvertisedHost != "" && cfg.AdvertisedPort != 0 {
 		s.adv.Store(&advertised{cfg.AdvertisedHost, cfg.AdvertisedPort})
