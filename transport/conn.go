@@ -33,6 +33,10 @@ const frameChunk = 64 << 10
 // answering: unknown keys and versions, undecodable requests, panics.
 var errClose = errors.New("transport: closing connection")
 
+// errWrite wraps the errors of writing a response: the request was served,
+// only its answer is lost.
+var errWrite = errors.New("transport: writing response")
+
 // conn is one client connection. A reader goroutine reads frames while the
 // serving goroutine decodes, handles and answers them one at a time, so
 // responses go out in request order, and a long-polling Fetch or a JoinGroup
@@ -63,6 +67,11 @@ type conn struct {
 	frameBytes atomic.Int64 // capacity of the frame buffers held
 	respBytes  atomic.Int64 // capacity of the response buffer kept
 	held       atomic.Bool  // the reader waits for a slot or for room
+
+	// mute (serving goroutine only): answers are no longer written, because
+	// the client has gone or its connection was cut; requests already read
+	// are still served.
+	mute bool
 }
 
 // ConnStats is what one connection holds; see Server.ConnStats.
@@ -126,6 +135,14 @@ func newConn(s *Server, nc net.Conn) *conn {
 	return c
 }
 
+// serve runs the connection: the reader goroutine reads frames, this one
+// serves them in order. Every frame read is served, even once the client has
+// gone or can no longer be answered: the reader closes frames when it stops,
+// and until then what it read is handled (its appends and commits happen) and
+// only its answer is dropped. The one exception is a request that closes the
+// connection itself (see handle): the client is broken, and the requests it
+// sent after that one are dropped unserved, as Kafka, which reads one request
+// at a time, would never have read them.
 func (c *conn) serve() {
 	frames := make(chan []byte, c.s.cfg.MaxInFlightRequests)
 	readerDone := make(chan struct{})
@@ -137,23 +154,39 @@ func (c *conn) serve() {
 		c.cancel()
 		c.nc.Close()
 		<-readerDone
-	}()
-	for {
-		select {
-		case frame, ok := <-frames:
-			if !ok {
-				return
-			}
-			err := c.handle(frame)
+		for frame := range frames { // left by a request that closed the connection
 			c.answered(frame)
-			if err != nil {
-				c.s.log.Debug("transport: closing connection", "remote", c.nc.RemoteAddr(), "err", err)
-				return
-			}
-		case <-c.ctx.Done():
+		}
+	}()
+	for frame := range frames {
+		err := c.handle(frame)
+		c.answered(frame)
+		switch {
+		case err == nil:
+		case !errors.Is(err, errWrite):
+			c.s.log.Debug("transport: closing connection", "remote", c.nc.RemoteAddr(), "err", err)
 			return
+		case peerGone(err):
+			// The client closed the connection: what it sent before is
+			// still read and served, unanswered, until the reader meets
+			// the end of it.
+			c.s.log.Debug("transport: client gone, serving what it sent", "remote", c.nc.RemoteAddr(), "err", err)
+			c.mute = true
+		default:
+			// The answer cannot be written (its bytes are cut): close the
+			// connection, then serve what was read, unanswered.
+			c.s.log.Debug("transport: writing a response failed, closing connection", "remote", c.nc.RemoteAddr(), "err", err)
+			c.mute = true
+			c.cancel()
+			c.nc.Close()
 		}
 	}
+}
+
+// peerGone reports whether a write failed because the client closed the
+// connection (a reset, or writing after one).
+func peerGone(err error) bool {
+	return errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET)
 }
 
 // readLoop reads size-prefixed frames until the connection fails or a size is
@@ -166,8 +199,8 @@ func (c *conn) serve() {
 // When it ends (the client went away, or sent a bad size) it cancels the
 // connection's context, so a request parked in a long poll or a rebalance
 // stops waiting instead of holding the connection (and its MaxConnections
-// slot) for a client that cannot read the answer. A frame already handed on
-// is still served: its appends happen, only its waits are cut short.
+// slot) for a client that cannot read the answer. Every frame it read is
+// handed on and served: its appends happen, only its waits are cut short.
 func (c *conn) readLoop(frames chan<- []byte) {
 	defer close(frames)
 	defer c.cancel()
@@ -216,11 +249,10 @@ func (c *conn) readLoop(frames chan<- []byte) {
 			_ = c.nc.SetReadDeadline(time.Time{})
 		}
 		c.s.m.received(4 + int(n))
-		select {
-		case frames <- frame:
-		case <-c.ctx.Done():
-			return
-		}
+		// Never blocks: frames has room for MaxInFlightRequests, and this
+		// frame holds one of as many slots. A frame read is always handed
+		// on, so that it is served.
+		frames <- frame
 	}
 }
 
@@ -365,7 +397,7 @@ func (c *conn) handle(frame []byte) (err error) {
 		if err != nil {
 			return err
 		}
-		return raw.writeTo(c, r.corr)
+		return c.writeRaw(raw, r.corr)
 	}
 	resp, err := a.handle(c.ctx, c.s, r)
 	if err != nil || resp == nil {
@@ -442,10 +474,26 @@ func skipTags(b []byte) ([]byte, error) {
 	return b, nil
 }
 
+// writeRaw writes a hand-written response (nothing once the connection is
+// mute); errors wrap errWrite.
+func (c *conn) writeRaw(raw rawResponse, corr int32) error {
+	if c.mute {
+		return nil
+	}
+	if err := raw.writeTo(c, corr); err != nil {
+		return fmt.Errorf("%w: %w", errWrite, err)
+	}
+	return nil
+}
+
 // writeResponse encodes resp with response header v0 (correlation ID), or v1
 // (plus empty tagged fields) for flexible versions except ApiVersions, which
 // always uses v0 so that clients can read it before knowing what we serve.
+// Once the connection is mute it writes nothing; errors wrap errWrite.
 func (c *conn) writeResponse(corr int32, resp kmsg.Response) error {
+	if c.mute {
+		return nil
+	}
 	b := append(c.wbuf[:0], 0, 0, 0, 0)
 	b = binary.BigEndian.AppendUint32(b, uint32(corr))
 	if resp.IsFlexible() && resp.Key() != apiVersionsKey {
@@ -461,7 +509,10 @@ func (c *conn) writeResponse(corr int32, resp kmsg.Response) error {
 		c.wbuf = nil
 	}
 	c.respBytes.Store(int64(cap(c.wbuf)))
-	return err
+	if err != nil {
+		return fmt.Errorf("%w: %w", errWrite, err)
+	}
+	return nil
 }
 
 // Produce frames are the large ones, and a fresh zeroed frame per request
