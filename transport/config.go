@@ -30,6 +30,15 @@ const (
 	// DefaultFrameReadTimeout: how long the rest of a request may take to
 	// arrive once its size has.
 	DefaultFrameReadTimeout = time.Minute
+	// DefaultWriteTimeout: how long one response may take to be written.
+	// Clients give up on a request long before: request.timeout.ms is 30 s
+	// (Java, kgo's default plus its overhead), socket.timeout.ms 60 s
+	// (librdkafka), so an answer still unwritten after a minute is one its
+	// client no longer waits for (or a peer that vanished without a reset).
+	// Long enough for the largest Fetch (MaxFetchBytes, 55 MiB) at 1 MiB/s.
+	DefaultWriteTimeout = time.Minute
+	// DefaultMaxIdle is Kafka's connections.max.idle.ms (10 min).
+	DefaultMaxIdle = 10 * time.Minute
 )
 
 // Config configures a Server. The zero value is valid: validate fills the
@@ -86,10 +95,27 @@ type Config struct {
 	// FrameReadTimeout: once a request's size has arrived, the rest of it
 	// must arrive within this time, or the connection is closed (a client
 	// stalled in the middle of a request). A request's memory grows as its
-	// bytes arrive, so a stalled one holds only what it sent. Idle
-	// connections, between requests, have no timeout. Default
+	// bytes arrive, so a stalled one holds only what it sent. Between
+	// requests MaxIdle applies instead. Default
 	// DefaultFrameReadTimeout (1 min); negative: no timeout.
 	FrameReadTimeout time.Duration
+	// WriteTimeout: each response must be written within this time, or the
+	// connection is closed, releasing everything it held (the response's
+	// buffers and the segment files a Fetch sends from, deleted ones
+	// included). It starts when writing starts, so a long poll or a
+	// rebalance may wait longer; it bounds a client that stops reading.
+	// Kafka has none, and relies on its idle close (which a stalled write
+	// also trips after connections.max.idle.ms). Default DefaultWriteTimeout
+	// (1 min); negative: no timeout.
+	WriteTimeout time.Duration
+	// MaxIdle: a connection with no request in flight that has received
+	// nothing (and sent no answer) for this long is closed, like Kafka's
+	// connections.max.idle.ms. Requests in flight (a long poll, a JoinGroup
+	// waiting for its group, a response being written) keep it open.
+	// Checked every MaxIdle/10 or every second, whichever is more often, so
+	// a connection is closed less than that after MaxIdle. Default
+	// DefaultMaxIdle (10 min); negative: never.
+	MaxIdle time.Duration
 	// AutoCreateTopics creates unknown topics named in Metadata (when the
 	// client allows it) and Produce requests, with the registry's default
 	// partition count and configs. Default false.
@@ -144,6 +170,12 @@ func (c *Config) validate() error {
 	}
 	if c.FrameReadTimeout == 0 {
 		c.FrameReadTimeout = DefaultFrameReadTimeout
+	}
+	if c.WriteTimeout == 0 {
+		c.WriteTimeout = DefaultWriteTimeout
+	}
+	if c.MaxIdle == 0 {
+		c.MaxIdle = DefaultMaxIdle
 	}
 	if c.NodeID < 0 {
 		return fmt.Errorf("%w: NodeID %d is negative", ErrConfig, c.NodeID)

@@ -67,6 +67,14 @@ type conn struct {
 	frameBytes atomic.Int64 // capacity of the frame buffers held
 	respBytes  atomic.Int64 // capacity of the response buffer kept
 	held       atomic.Bool  // the reader waits for a slot or for room
+	writing    atomic.Int64 // size of the response being written
+
+	// For MaxIdle: requests whose size has arrived and that are not yet
+	// answered, and when (Server.now, in Unix nanoseconds) the last request
+	// arrived or the last answer went.
+	pending    atomic.Int32
+	lastActive atomic.Int64
+	closing    atomic.Bool // closed by the server (idle): log it once
 
 	// mute (serving goroutine only): answers are no longer written, because
 	// the client has gone or its connection was cut; requests already read
@@ -93,6 +101,11 @@ type ConnStats struct {
 	// HeldBack: the broker is not reading the connection, waiting for a
 	// request to be answered (a free slot, or room for the next frame).
 	HeldBack bool
+	// WritingBytes: the size of the response being written, 0 between
+	// responses. A Fetch response's record bytes are sent from segment
+	// files, which stay open (deleted ones too) until it is written or the
+	// connection closes, at most Config.WriteTimeout after writing began.
+	WritingBytes int64
 }
 
 func (c *conn) stats() ConnStats {
@@ -100,7 +113,8 @@ func (c *conn) stats() ConnStats {
 	reserved := c.reserved
 	c.budgetMu.Unlock()
 	return ConnStats{Remote: c.nc.RemoteAddr().String(), InFlight: len(c.slots), ReservedBytes: reserved,
-		FrameBytes: c.frameBytes.Load(), ResponseBytes: c.respBytes.Load(), HeldBack: c.held.Load()}
+		FrameBytes: c.frameBytes.Load(), ResponseBytes: c.respBytes.Load(), HeldBack: c.held.Load(),
+		WritingBytes: c.writing.Load()}
 }
 
 // request is one decoded request.
@@ -124,6 +138,7 @@ func newConn(s *Server, nc net.Conn) *conn {
 	ctx, cancel := context.WithCancel(s.ctx)
 	c := &conn{s: s, nc: nc, ctx: ctx, cancel: cancel, clientHost: "/",
 		slots: make(chan struct{}, s.cfg.MaxInFlightRequests), released: make(chan struct{}, 1)}
+	c.touch()
 	if host, _, err := net.SplitHostPort(nc.RemoteAddr().String()); err == nil {
 		c.clientHost += host
 	}
@@ -175,12 +190,39 @@ func (c *conn) serve() {
 		default:
 			// The answer cannot be written (its bytes are cut): close the
 			// connection, then serve what was read, unanswered.
-			c.s.log.Debug("transport: writing a response failed, closing connection", "remote", c.nc.RemoteAddr(), "err", err)
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				c.s.log.Warn("transport: client not reading its responses, closing connection",
+					"remote", c.nc.RemoteAddr(), "timeout", c.s.cfg.WriteTimeout)
+			} else {
+				c.s.log.Debug("transport: writing a response failed, closing connection", "remote", c.nc.RemoteAddr(), "err", err)
+			}
 			c.mute = true
 			c.cancel()
 			c.nc.Close()
 		}
 	}
+}
+
+// touch notes activity: a request arrived or an answer went.
+func (c *conn) touch() { c.lastActive.Store(c.s.now().UnixNano()) }
+
+// idleFor is how long the connection has been idle at now: zero while a
+// request is in flight.
+func (c *conn) idleFor(now time.Time) time.Duration {
+	if c.pending.Load() > 0 {
+		return 0
+	}
+	return now.Sub(time.Unix(0, c.lastActive.Load()))
+}
+
+// closeIdle closes the connection for having been idle for d (once).
+func (c *conn) closeIdle(d time.Duration) {
+	if c.closing.Swap(true) {
+		return
+	}
+	c.s.log.Info("transport: closing idle connection", "remote", c.nc.RemoteAddr(), "idle", d, "max_idle", c.s.cfg.MaxIdle)
+	c.cancel()
+	c.nc.Close()
 }
 
 // peerGone reports whether a write failed because the client closed the
@@ -212,6 +254,8 @@ func (c *conn) readLoop(frames chan<- []byte) {
 		if _, err := io.ReadFull(c.nc, size[:]); err != nil {
 			return
 		}
+		c.touch()
+		c.pending.Add(1)
 		n := int32(binary.BigEndian.Uint32(size[:]))
 		if n < minFrame || n > c.s.cfg.MaxRequestBytes {
 			c.s.log.Warn("transport: request size out of range, closing connection",
@@ -344,6 +388,8 @@ func (c *conn) answered(frame []byte) {
 	case c.released <- struct{}{}:
 	default:
 	}
+	c.touch() // before pending drops, so an idle check never sees it stale
+	c.pending.Add(-1)
 	<-c.slots
 }
 
@@ -474,12 +520,26 @@ func skipTags(b []byte) ([]byte, error) {
 	return b, nil
 }
 
+// armWrite gives the response about to be written WriteTimeout (the
+// system clock's: socket deadlines know no other). sendfile honours it too:
+// it waits for the socket through the same poller.
+func (c *conn) armWrite() {
+	if t := c.s.cfg.WriteTimeout; t > 0 {
+		_ = c.nc.SetWriteDeadline(time.Now().Add(t))
+	}
+}
+
 // writeRaw writes a hand-written response (nothing once the connection is
 // mute); errors wrap errWrite.
 func (c *conn) writeRaw(raw rawResponse, corr int32) error {
 	if c.mute {
 		return nil
 	}
+	if r, ok := raw.(interface{ size() int64 }); ok {
+		c.writing.Store(4 + r.size())
+		defer c.writing.Store(0)
+	}
+	c.armWrite()
 	if err := raw.writeTo(c, corr); err != nil {
 		return fmt.Errorf("%w: %w", errWrite, err)
 	}
@@ -501,7 +561,10 @@ func (c *conn) writeResponse(corr int32, resp kmsg.Response) error {
 	}
 	b = resp.AppendTo(b)
 	binary.BigEndian.PutUint32(b, uint32(len(b)-4))
+	c.writing.Store(int64(len(b)))
+	c.armWrite()
 	_, err := c.nc.Write(b)
+	c.writing.Store(0)
 	c.s.m.sent(len(b))
 	if cap(b) <= maxKeptBuf {
 		c.wbuf = b[:0]

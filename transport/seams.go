@@ -15,4 +15,7 @@ type seams struct {
 	// before it handles each request, with the connection's context and the
 	// request's API key.
 	beforeHandle func(ctx context.Context, key int16)
+	// tick, when set, replaces the ticker of the server's housekeeping
+	// (idle closes, suppressed-warning counts): each receive is one round.
+	tick chan time.Time
 }

@@ -34,6 +34,8 @@ type Server struct {
 	// listener's address.
 	adv atomic.Pointer[advertised]
 
+	housekeeping sync.Once // starts tickLoop, with the first Serve
+
 	mu        sync.Mutex
 	closed    bool
 	listeners map[net.Listener]struct{}
@@ -91,6 +93,10 @@ func (s *Server) Serve(l net.Listener) error {
 		return nil
 	}
 	s.listeners[l] = struct{}{}
+	s.housekeeping.Do(func() {
+		s.wg.Add(1)
+		go s.tickLoop()
+	})
 	s.mu.Unlock()
 	s.advertiseFrom(l.Addr())
 	defer func() {
@@ -206,6 +212,54 @@ func (s *Server) startConn(nc net.Conn) {
 		s.mu.Unlock()
 		s.m.connClosed()
 	}()
+}
+
+// tickLoop does the server's periodic work until Close: closing idle
+// connections. It ticks every MaxIdle/10, at most every second.
+func (s *Server) tickLoop() {
+	defer s.wg.Done()
+	tick := (<-chan time.Time)(nil)
+	if s.cfg.seams != nil && s.cfg.seams.tick != nil {
+		tick = s.cfg.seams.tick
+	} else {
+		every := time.Second
+		if s.cfg.MaxIdle > 0 {
+			every = min(max(s.cfg.MaxIdle/10, time.Millisecond), time.Second)
+		}
+		t := time.NewTicker(every)
+		defer t.Stop()
+		tick = t.C
+	}
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-tick:
+			s.closeIdle(s.now())
+		}
+	}
+}
+
+// closeIdle closes the connections that have been idle for MaxIdle at now.
+func (s *Server) closeIdle(now time.Time) {
+	if s.cfg.MaxIdle <= 0 {
+		return
+	}
+	type idle struct {
+		c *conn
+		d time.Duration
+	}
+	var close []idle
+	s.mu.Lock()
+	for c := range s.conns {
+		if d := c.idleFor(now); d >= s.cfg.MaxIdle {
+			close = append(close, idle{c, d})
+		}
+	}
+	s.mu.Unlock()
+	for _, i := range close {
+		i.c.closeIdle(i.d)
+	}
 }
 
 // ConnStats describes what each open connection holds (see Config's limits),
