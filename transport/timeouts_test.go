@@ -171,6 +171,16 @@ func TestMaxIdle(t *testing.T) {
 			}
 		}
 	}
+	// settled waits until the server is done answering rc (the client may
+	// read an answer before the server notes it sent it): then only the
+	// reader's slot, for the next request, is taken.
+	settled := func(rc *rawConn) {
+		t.Helper()
+		pollStats(t, b.s, "the answer to be done", func(st []ConnStats) bool {
+			cs, ok := statsOf(st, rc.c)
+			return ok && cs.InFlight == 1
+		})
+	}
 	closedIdle := func(rc *rawConn) bool {
 		for _, l := range b.logs.find("idle") {
 			if strings.Contains(l, rc.c.LocalAddr().String()) {
@@ -182,16 +192,19 @@ func TestMaxIdle(t *testing.T) {
 
 	quiet := b.dial(t)
 	quiet.do(apiVersionsReq(3))
+	settled(quiet)
 	polling := b.dial(t)
 	polling.send(fetchReq(4, time.Minute, 1, 1<<20, "t", map[int32]int64{0: 0}))
 	<-waiting
 	talker := b.dial(t)
 	talker.do(apiVersionsReq(3))
+	settled(talker)
 	never := b.dial(t) // connects, never sends
 	pollStats(t, b.s, "four connections", func(st []ConnStats) bool { return len(st) == 4 })
 
 	clk.Advance(idle / 2)
 	talker.do(apiVersionsReq(3))
+	settled(talker)
 	clk.Advance(idle/2 - time.Second)
 	sweep()
 	for _, rc := range []*rawConn{quiet, polling, talker, never} {
@@ -222,6 +235,7 @@ func TestMaxIdle(t *testing.T) {
 		t.Fatalf("produce: error %d", r.Topics[0].Partitions[0].ErrorCode)
 	}
 	polling.recv(fetchReq(4, time.Minute, 1, 1<<20, "t", map[int32]int64{0: 0}), 1)
+	settled(polling)
 	clk.Advance(idle)
 	sweep()
 	polling.expectClosed()
