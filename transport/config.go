@@ -39,6 +39,16 @@ const (
 	DefaultWriteTimeout = time.Minute
 	// DefaultMaxIdle is Kafka's connections.max.idle.ms (10 min).
 	DefaultMaxIdle = 10 * time.Minute
+	// DefaultMaxQueuedRequestBytes bounds the request bytes all connections
+	// hold together (raised to MaxRequestBytes if that is larger). Kafka's
+	// queued.max.request.bytes has no bound by default, but here each
+	// connection may hold 64 MiB, so a few hundred producers could hold
+	// gigabytes. 512 MiB is five requests of the largest size or eight
+	// connections at their full MaxConnectionBytes, far more than producers
+	// queue in practice (a request of 1 MiB batches each, two in flight),
+	// and with the garbage collector's headroom (GOGC=100) about 1 GiB of
+	// heap at worst: what a modest broker host can spare.
+	DefaultMaxQueuedRequestBytes = 512 << 20
 )
 
 // Config configures a Server. The zero value is valid: validate fills the
@@ -78,15 +88,32 @@ type Config struct {
 	// request is served).
 	MaxInFlightRequests int
 	// MaxConnectionBytes: the request bytes one connection may hold (frames
-	// read, or being read, and not yet answered; counted at their announced
-	// size before their body is read). A frame that would pass it waits
-	// until earlier ones are answered; one larger than the limit is read
-	// alone. With MaxInFlightRequests it bounds a connection's memory: at
+	// read, or being read, and not yet handled; counted at their announced
+	// size before their body is read, given back when their handler
+	// returns, before the answer is written). A frame that would pass it
+	// waits until earlier ones are handled; one larger than the limit is
+	// read alone. With MaxInFlightRequests it bounds a connection's memory: at
 	// most max(MaxConnectionBytes, MaxRequestBytes) of frames, plus a
 	// response buffer of at most 1 MiB kept between requests and the 256 KiB
 	// buffer a Fetch answer is written through. Default
 	// DefaultMaxConnectionBytes (64 MiB).
 	MaxConnectionBytes int64
+	// MaxQueuedRequestBytes bounds the request bytes of all connections
+	// together, like Kafka's queued.max.request.bytes: a frame is counted
+	// at its announced size from when that arrives until its request is
+	// handled, and a connection whose next frame does not fit reads nothing
+	// more (TCP holds its client back) until it does. Waiting Produce
+	// frames are admitted in arrival order, so small ones cannot starve a
+	// large one; other requests (at most MaxControlRequestBytes, and some,
+	// like JoinGroup, finish only when other connections' requests are
+	// read) are admitted whenever they fit. A reader never holds budget
+	// while it waits, and what a request counts is given back once its
+	// handler returns, before its answer is written, so a connection never
+	// waits for budget that only its own stalled answer holds. As in Kafka
+	// it must be at least MaxRequestBytes, so every frame fits alone.
+	// Default DefaultMaxQueuedRequestBytes (512 MiB), or MaxRequestBytes if
+	// larger; negative: no bound (Kafka's default).
+	MaxQueuedRequestBytes int64
 	// MaxFetchBytes caps the record bytes of one Fetch response, whatever the
 	// request's MaxBytes (the first batch still goes whole, as in Kafka, so
 	// consumers make progress). Default DefaultMaxFetchBytes (55 MiB,
@@ -161,6 +188,13 @@ func (c *Config) validate() error {
 		c.MaxConnectionBytes = DefaultMaxConnectionBytes
 	case c.MaxConnectionBytes < 0:
 		return fmt.Errorf("%w: MaxConnectionBytes %d is negative", ErrConfig, c.MaxConnectionBytes)
+	}
+	switch {
+	case c.MaxQueuedRequestBytes == 0:
+		c.MaxQueuedRequestBytes = max(DefaultMaxQueuedRequestBytes, int64(c.MaxRequestBytes))
+	case c.MaxQueuedRequestBytes > 0 && c.MaxQueuedRequestBytes < int64(c.MaxRequestBytes):
+		return fmt.Errorf("%w: MaxQueuedRequestBytes %d below MaxRequestBytes %d", ErrConfig,
+			c.MaxQueuedRequestBytes, c.MaxRequestBytes)
 	}
 	switch {
 	case c.MaxFetchBytes == 0:

@@ -45,10 +45,12 @@ var errWrite = errors.New("transport: writing response")
 // What a connection may hold is bounded (see Config): the reader takes a slot
 // before it reads a frame's size and the serving goroutine gives it back once
 // the answer is written, so at most MaxInFlightRequests requests are read and
-// unanswered; and it reserves a frame's size against MaxConnectionBytes before
-// reading its body. A client that sends and never reads its answers thus ends
-// up blocked on TCP: its answers fill the socket, the serving goroutine waits
-// to write, the reader stops reading, and the kernel's buffers fill.
+// unanswered; and before reading a frame's body it reserves the frame's size
+// against MaxConnectionBytes, then against the broker-wide
+// MaxQueuedRequestBytes, both given back once the request is handled. A
+// client that sends and never reads its answers thus ends up blocked on TCP:
+// its answers fill the socket, the serving goroutine waits to write, the
+// reader stops reading, and the kernel's buffers fill, until WriteTimeout.
 type conn struct {
 	s          *Server
 	nc         net.Conn
@@ -61,8 +63,10 @@ type conn struct {
 	slots chan struct{} // one per request read and not yet answered
 
 	budgetMu sync.Mutex
-	reserved int64         // bytes of frames read (or being read) and not yet answered
+	reserved int64         // bytes of frames read (or being read) and not yet handled
 	released chan struct{} // signalled when reserved goes down
+
+	queued atomic.Int64 // what the connection holds of the broker-wide budget
 
 	frameBytes atomic.Int64 // capacity of the frame buffers held
 	respBytes  atomic.Int64 // capacity of the response buffer kept
@@ -88,8 +92,9 @@ type ConnStats struct {
 	// InFlight: requests read (or being read) and not yet answered, at most
 	// Config.MaxInFlightRequests.
 	InFlight int
-	// ReservedBytes: the sizes of those requests, as announced, counted
-	// against Config.MaxConnectionBytes.
+	// ReservedBytes: the sizes of those requests not yet handled, as
+	// announced, counted against Config.MaxConnectionBytes and
+	// Config.MaxQueuedRequestBytes.
 	ReservedBytes int64
 	// FrameBytes: the memory their frames hold, which grows as a frame's
 	// bytes arrive (never past ReservedBytes, unless a recycled Produce
@@ -99,7 +104,8 @@ type ConnStats struct {
 	// (at most 1 MiB; Fetch record bytes never pass through it).
 	ResponseBytes int64
 	// HeldBack: the broker is not reading the connection, waiting for a
-	// request to be answered (a free slot, or room for the next frame).
+	// request to be answered (a free slot) or handled (room for the next
+	// frame, in the connection or the broker).
 	HeldBack bool
 	// WritingBytes: the size of the response being written, 0 between
 	// responses. A Fetch response's record bytes are sent from segment
@@ -170,12 +176,15 @@ func (c *conn) serve() {
 		c.nc.Close()
 		<-readerDone
 		for frame := range frames { // left by a request that closed the connection
-			c.answered(frame)
+			c.handled(frame)
+			c.answered()
 		}
+		// And what the reader had reserved for a frame it did not finish.
+		c.s.budget.release(c.queued.Swap(0))
 	}()
 	for frame := range frames {
 		err := c.handle(frame)
-		c.answered(frame)
+		c.answered()
 		switch {
 		case err == nil:
 		case !errors.Is(err, errWrite):
@@ -278,7 +287,7 @@ func (c *conn) readLoop(frames chan<- []byte) {
 				"remote", c.nc.RemoteAddr(), "api_key", k, "size", n, "max", c.s.cfg.MaxControlRequestBytes)
 			return
 		}
-		if !c.reserve(int64(n)) {
+		if !c.reserve(k, int64(n)) {
 			return
 		}
 		if t := c.s.cfg.FrameReadTimeout; t > 0 { // the wait was ours, not the client's
@@ -353,31 +362,42 @@ func (c *conn) takeSlot() bool {
 	}
 }
 
-// reserve waits until a frame of n bytes fits in MaxConnectionBytes (a frame
-// alone always fits), then counts it; false when the connection ends first.
-func (c *conn) reserve(n int64) bool {
+// reserve waits until a frame of n bytes with API key k fits in
+// MaxConnectionBytes (a frame alone always fits), then in the broker-wide
+// budget, and counts it against both; false when the connection ends first.
+// The connection's room comes first: waiting for the broker's while holding
+// some of it would make others wait for a connection that waits for itself.
+func (c *conn) reserve(k int16, n int64) bool {
+	defer c.held.Store(false)
 	for {
 		c.budgetMu.Lock()
-		if c.reserved == 0 || c.reserved+n <= c.s.cfg.MaxConnectionBytes {
-			c.reserved += n
-			c.budgetMu.Unlock()
-			c.held.Store(false)
-			return true
-		}
+		fits := c.reserved == 0 || c.reserved+n <= c.s.cfg.MaxConnectionBytes
 		c.budgetMu.Unlock()
+		if fits { // and stays so: only this goroutine adds to reserved
+			break
+		}
 		c.held.Store(true)
 		select {
 		case <-c.released:
 		case <-c.ctx.Done():
-			c.held.Store(false)
 			return false
 		}
 	}
+	if !c.s.budget.acquire(c.ctx, n, k != produceKey, func() { c.held.Store(true) }) {
+		return false
+	}
+	c.queued.Add(n)
+	c.budgetMu.Lock()
+	c.reserved += n
+	c.budgetMu.Unlock()
+	return true
 }
 
-// answered gives back what a frame held once its request is answered: its
-// buffer (recycled if it is a Produce frame), its bytes and its slot.
-func (c *conn) answered(frame []byte) {
+// handled gives back what a frame held once its request is handled, before
+// its answer is written (as Kafka frees a request's buffer once its handler
+// returns): the buffer (recycled if it is a Produce frame), and its bytes in
+// the connection's and the broker's budgets. Called once per frame.
+func (c *conn) handled(frame []byte) {
 	c.frameBytes.Add(-int64(cap(frame)))
 	n := int64(len(frame))
 	releaseFrame(frame)
@@ -388,20 +408,37 @@ func (c *conn) answered(frame []byte) {
 	case c.released <- struct{}{}:
 	default:
 	}
+	c.queued.Add(-n)
+	c.s.budget.release(n)
+}
+
+// answered gives back a request's slot once it is answered (or dropped).
+func (c *conn) answered() {
 	c.touch() // before pending drops, so an idle check never sees it stale
 	c.pending.Add(-1)
 	<-c.slots
 }
 
-// handle decodes, serves and answers one frame. An error closes the
+// handle decodes, serves and answers one frame, calling handled(frame) once
+// the handler returns, before writing the answer. An error closes the
 // connection: the frame could not be decoded, names an API or version not
-// served (except ApiVersions, which answers those), or the handler panicked.
+// served (except ApiVersions, which answers those), or the handler panicked;
+// or, wrapping errWrite, the answer could not be written.
 func (c *conn) handle(frame []byte) (err error) {
 	var (
 		start = time.Now()
 		a     *api
 		raw   rawResponse
+		done  bool
 	)
+	// After this the frame's bytes (which the request aliases) may be reused.
+	release := func() {
+		if !done {
+			done = true
+			c.handled(frame)
+		}
+	}
+	defer release()
 	defer func() {
 		if p := recover(); p != nil {
 			c.s.log.Error("transport: panic serving request, closing connection",
@@ -440,12 +477,14 @@ func (c *conn) handle(frame []byte) (err error) {
 
 	if a.raw != nil {
 		raw, err = a.raw(c.ctx, c.s, r)
+		release()
 		if err != nil {
 			return err
 		}
 		return c.writeRaw(raw, r.corr)
 	}
 	resp, err := a.handle(c.ctx, c.s, r)
+	release()
 	if err != nil || resp == nil {
 		return err
 	}
@@ -580,7 +619,7 @@ func (c *conn) writeResponse(corr int32, resp kmsg.Response) error {
 
 // Produce frames are the large ones, and a fresh zeroed frame per request
 // makes the garbage collector run every few requests: they are recycled.
-// Nothing keeps a Produce frame after its request is answered (the log copies
+// Nothing keeps a Produce frame after its request is handled (the log copies
 // the records into the page cache; kmsg copies strings), which is what makes
 // recycling safe; other requests' frames may be kept (group member metadata
 // aliases its JoinGroup frame) and are never recycled.

@@ -70,7 +70,8 @@ func testConnPair(t testing.TB, copyPath bool) (*conn, net.Conn) {
 	if err := cfg.validate(); err != nil {
 		t.Fatal(err)
 	}
-	s := &Server{cfg: cfg, log: slog.New(slog.DiscardHandler), ctx: context.Background(), now: time.Now}
+	s := &Server{cfg: cfg, log: slog.New(slog.DiscardHandler), ctx: context.Background(), now: time.Now,
+		budget: &budget{max: cfg.MaxQueuedRequestBytes}}
 	c := newConn(s, server)
 	if copyPath != (c.raw == nil) {
 		t.Fatalf("copyPath %v but raw conn %v", copyPath, c.raw)

@@ -66,6 +66,19 @@ func (l *logRecorder) find(substr string) []string {
 	return out
 }
 
+// forget drops the records containing substr (ones a test provoked).
+func (l *logRecorder) forget(substr string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	kept := l.msgs[:0]
+	for _, m := range l.msgs {
+		if !strings.Contains(m, substr) {
+			kept = append(kept, m)
+		}
+	}
+	l.msgs = kept
+}
+
 type brokerOpt func(*Config, *topics.Options)
 
 func startBroker(t testing.TB, opts ...brokerOpt) *testBroker {

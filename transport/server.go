@@ -25,6 +25,7 @@ type Server struct {
 	log    *slog.Logger
 	m      *Metrics
 	now    func() time.Time // Config.seams' clock, or time.Now
+	budget *budget          // Config.MaxQueuedRequestBytes
 
 	// ctx is cancelled by Close; every connection's context derives from it,
 	// so long polls and blocked joins end.
@@ -65,6 +66,7 @@ func NewServer(cfg Config, reg *topics.Registry, coord *groups.Coordinator) (*Se
 		log:       cfg.Logger,
 		m:         cfg.Metrics,
 		now:       time.Now,
+		budget:    &budget{max: cfg.MaxQueuedRequestBytes},
 		ctx:       ctx,
 		cancel:    cancel,
 		listeners: make(map[net.Listener]struct{}),
@@ -273,6 +275,10 @@ func (s *Server) ConnStats() []ConnStats {
 	}
 	return out
 }
+
+// RequestBudget describes the broker-wide bound on request bytes
+// (Config.MaxQueuedRequestBytes).
+func (s *Server) RequestBudget() RequestBudgetStats { return s.budget.stats() }
 
 // code returns err's Kafka error code, logging errors that the table does not
 // know (they become UNKNOWN_SERVER_ERROR).
