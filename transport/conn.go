@@ -200,7 +200,7 @@ func (c *conn) serve() {
 			// The answer cannot be written (its bytes are cut): close the
 			// connection, then serve what was read, unanswered.
 			if errors.Is(err, os.ErrDeadlineExceeded) {
-				c.s.log.Warn("transport: client not reading its responses, closing connection",
+				c.s.warns.warn("transport: client not reading its responses, closing connection",
 					"remote", c.nc.RemoteAddr(), "timeout", c.s.cfg.WriteTimeout)
 			} else {
 				c.s.log.Debug("transport: writing a response failed, closing connection", "remote", c.nc.RemoteAddr(), "err", err)
@@ -229,7 +229,7 @@ func (c *conn) closeIdle(d time.Duration) {
 	if c.closing.Swap(true) {
 		return
 	}
-	c.s.log.Info("transport: closing idle connection", "remote", c.nc.RemoteAddr(), "idle", d, "max_idle", c.s.cfg.MaxIdle)
+	c.s.warns.info("transport: closing idle connection", "remote", c.nc.RemoteAddr(), "idle", d, "max_idle", c.s.cfg.MaxIdle)
 	c.cancel()
 	c.nc.Close()
 }
@@ -267,7 +267,7 @@ func (c *conn) readLoop(frames chan<- []byte) {
 		c.pending.Add(1)
 		n := int32(binary.BigEndian.Uint32(size[:]))
 		if n < minFrame || n > c.s.cfg.MaxRequestBytes {
-			c.s.log.Warn("transport: request size out of range, closing connection",
+			c.s.warns.warn("transport: request size out of range, closing connection",
 				"remote", c.nc.RemoteAddr(), "size", n, "max", c.s.cfg.MaxRequestBytes)
 			return
 		}
@@ -283,7 +283,7 @@ func (c *conn) readLoop(frames chan<- []byte) {
 		}
 		k := int16(binary.BigEndian.Uint16(key[:]))
 		if k != produceKey && n > c.s.cfg.MaxControlRequestBytes {
-			c.s.log.Warn("transport: request too large for its API, closing connection",
+			c.s.warns.warn("transport: request too large for its API, closing connection",
 				"remote", c.nc.RemoteAddr(), "api_key", k, "size", n, "max", c.s.cfg.MaxControlRequestBytes)
 			return
 		}
@@ -339,7 +339,7 @@ func (c *conn) readBody(k int16, n int) ([]byte, error) {
 // logStall logs a client that stopped sending in the middle of a frame.
 func (c *conn) logStall(err error, size int32) {
 	if errors.Is(err, os.ErrDeadlineExceeded) {
-		c.s.log.Warn("transport: client stalled in the middle of a request, closing connection",
+		c.s.warns.warn("transport: client stalled in the middle of a request, closing connection",
 			"remote", c.nc.RemoteAddr(), "size", size, "timeout", c.s.cfg.FrameReadTimeout)
 	}
 }

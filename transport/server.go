@@ -26,6 +26,7 @@ type Server struct {
 	m      *Metrics
 	now    func() time.Time // Config.seams' clock, or time.Now
 	budget *budget          // Config.MaxQueuedRequestBytes
+	warns  *limitedLog      // warnings clients can trigger at will
 
 	// ctx is cancelled by Close; every connection's context derives from it,
 	// so long polls and blocked joins end.
@@ -75,6 +76,7 @@ func NewServer(cfg Config, reg *topics.Registry, coord *groups.Coordinator) (*Se
 	if cfg.seams != nil && cfg.seams.now != nil {
 		s.now = cfg.seams.now
 	}
+	s.warns = newLimitedLog(s.log, warnInterval, s.now)
 	if cfg.AdvertisedHost != "" && cfg.AdvertisedPort != 0 {
 		s.adv.Store(&advertised{cfg.AdvertisedHost, cfg.AdvertisedPort})
 	}
@@ -120,7 +122,7 @@ func (s *Server) Serve(l net.Listener) error {
 			// Out of file descriptors and the like: wait and retry, as
 			// net/http does.
 			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
-			s.log.Warn("transport: accept failed, retrying", "err", err, "backoff", backoff)
+			s.warns.warn("transport: accept failed, retrying", "err", err, "backoff", backoff)
 			select {
 			case <-time.After(backoff):
 			case <-s.ctx.Done():
@@ -152,6 +154,7 @@ func (s *Server) Close() error {
 	}
 	s.mu.Unlock()
 	s.wg.Wait()
+	s.warns.flush(true)
 	return nil
 }
 
@@ -194,11 +197,11 @@ func (s *Server) startConn(nc net.Conn) {
 	if s.closed || (s.cfg.MaxConnections > 0 && len(s.conns) >= s.cfg.MaxConnections) {
 		full := !s.closed
 		s.mu.Unlock()
-		nc.Close()
 		if full {
-			s.log.Warn("transport: too many connections, closing a new one", "remote", nc.RemoteAddr(), "max", s.cfg.MaxConnections)
+			s.warns.warn("transport: too many connections, closing a new one", "remote", nc.RemoteAddr(), "max", s.cfg.MaxConnections)
 			s.m.connRejected()
 		}
+		nc.Close()
 		return
 	}
 	c := newConn(s, nc)
@@ -217,7 +220,8 @@ func (s *Server) startConn(nc net.Conn) {
 }
 
 // tickLoop does the server's periodic work until Close: closing idle
-// connections. It ticks every MaxIdle/10, at most every second.
+// connections, and logging the counts of suppressed warnings. It ticks
+// every MaxIdle/10 or every second, whichever is more often.
 func (s *Server) tickLoop() {
 	defer s.wg.Done()
 	tick := (<-chan time.Time)(nil)
@@ -238,6 +242,7 @@ func (s *Server) tickLoop() {
 			return
 		case <-tick:
 			s.closeIdle(s.now())
+			s.warns.flush(false)
 		}
 	}
 }
