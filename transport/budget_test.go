@@ -123,11 +123,25 @@ func TestMaxQueuedRequestBytes(t *testing.T) {
 // served too.
 func TestRequestBudgetOwnFrames(t *testing.T) {
 	const bound = 1 << 20
-	b := startBroker(t, func(c *Config, _ *topics.Options) {
+	// The first request is handled only once the reader waits for room
+	// (two 400 KiB frames held, the third does not fit).
+	var first sync.Once
+	var srv atomic.Pointer[Server] // set once the server exists
+	bs := func() RequestBudgetStats { return srv.Load().RequestBudget() }
+	hook := func(ctx context.Context, _ int16) {
+		first.Do(func() {
+			deadline := time.Now().Add(20 * time.Second)
+			for bs().Waiting == 0 && time.Now().Before(deadline) && ctx.Err() == nil {
+				runtime.Gosched() // polling, bounded by the deadline
+			}
+		})
+	}
+	b := startBroker(t, withSeams(&seams{beforeHandle: hook}), func(c *Config, _ *topics.Options) {
 		c.MaxRequestBytes = bound
 		c.MaxQueuedRequestBytes = bound
 		c.MaxInFlightRequests = 8
 	})
+	srv.Store(b.s)
 	b.createTopic(t, "t", 1, nil)
 	req := produceReq(7, 1, "t", 0, batchOf(t, 1, 400<<10, 1))
 	var out []byte
@@ -196,7 +210,8 @@ func TestRequestBudgetReleasedOnEveryPath(t *testing.T) {
 	var panicKey, waitKey atomic.Int32
 	panicKey.Store(-2)
 	waitKey.Store(-2)
-	var bs func() RequestBudgetStats
+	var srv atomic.Pointer[Server] // set once the server exists
+	bs := func() RequestBudgetStats { return srv.Load().RequestBudget() }
 	hook := func(ctx context.Context, key int16) {
 		if int32(key) == panicKey.Load() {
 			panic("test: handler panics")
@@ -209,7 +224,7 @@ func TestRequestBudgetReleasedOnEveryPath(t *testing.T) {
 		}
 	}
 	b := startBroker(t, withSeams(&seams{beforeHandle: hook}))
-	bs = b.s.RequestBudget
+	srv.Store(b.s)
 	b.createTopic(t, "t", 1, nil)
 	empty := func(what string) {
 		t.Helper()
