@@ -27,6 +27,25 @@ const (
 	// DefaultFrameReadTimeout: how long the rest of a request may take to
 	// arrive once its size has.
 	DefaultFrameReadTimeout = time.Minute
+	// DefaultWriteTimeout: how long one response may take to be written.
+	// Clients give up on a request long before: request.timeout.ms is 30 s
+	// (Java, kgo's default plus its overhead), socket.timeout.ms 60 s
+	// (librdkafka), so an answer still unwritten after a minute is one its
+	// client no longer waits for (or a peer that vanished without a reset).
+	// Long enough for the largest Fetch (MaxFetchBytes, 55 MiB) at 1 MiB/s.
+	DefaultWriteTimeout = time.Minute
+	// DefaultMaxIdle is Kafka's connections.max.idle.ms (10 min).
+	DefaultMaxIdle = 10 * time.Minute
+	// DefaultMaxQueuedRequestBytes bounds the request bytes all connections
+	// hold together (raised to MaxRequestBytes if that is larger). Kafka's
+	// queued.max.request.bytes has no bound by default, but here each
+	// connection may hold 64 MiB, so a few hundred producers could hold
+	// gigabytes. 512 MiB is five requests of the largest size or eight
+	// connections at their full MaxConnectionBytes, far more than producers
+	// queue in practice (a request of 1 MiB batches each, two in flight),
+	// and with the garbage collector's headroom (GOGC=100) about 1 GiB of
+	// heap at worst: what a modest broker host can spare.
+	DefaultMaxQueuedRequestBytes = 512 << 20
 )
 
 // Config configures a Server. The zero value is valid: validate fills the
@@ -55,15 +74,32 @@ type Config struct {
 	// request is served).
 	MaxInFlightRequests int
 	// MaxConnectionBytes: the request bytes one connection may hold (frames
-	// read, or being read, and not yet answered; counted at their announced
-	// size before their body is read). A frame that would pass it waits
-	// until earlier ones are answered; one larger than the limit is read
-	// alone. With MaxInFlightRequests it bounds a connection's memory: at
+	// read, or being read, and not yet handled; counted at their announced
+	// size before their body is read, given back when their handler
+	// returns, before the answer is written). A frame that would pass it
+	// waits until earlier ones are handled; one larger than the limit is
+	// read alone. With MaxInFlightRequests it bounds a connection's memory: at
 	// most max(MaxConnectionBytes, MaxRequestBytes) of frames, plus a
 	// response buffer of at most 1 MiB kept between requests and the 256 KiB
 	// buffer a Fetch answer is written through. Default
 	// DefaultMaxConnectionBytes (64 MiB).
 	MaxConnectionBytes int64
+	// MaxQueuedRequestBytes bounds the request bytes of all connections
+	// together, like Kafka's queued.max.request.bytes: a frame is counted
+	// at its announced size from when that arrives until its request is
+	// handled, and a connection whose next frame does not fit reads nothing
+	// more (TCP holds its client back) until it does. Waiting Produce
+	// frames are admitted in arrival order, so small ones cannot starve a
+	// large one; other requests (at most MaxControlRequestBytes, and some,
+	// like JoinGroup, finish only when other connections' requests are
+	// read) are admitted whenever they fit. A reader never holds budget
+	// while it waits, and what a request counts is given back once its
+	// handler returns, before its answer is written, so a connection never
+	// waits for budget that only its own stalled answer holds. As in Kafka
+	// it must be at least MaxRequestBytes, so every frame fits alone.
+	// Default DefaultMaxQueuedRequestBytes (512 MiB), or MaxRequestBytes if
+	// larger; negative: no bound (Kafka's default).
+	MaxQueuedRequestBytes int64
 	// MaxFetchBytes caps the record bytes of one Fetch response, whatever the
 	// request's MaxBytes (the first batch still goes whole, as in Kafka, so
 	// consumers make progress). Default DefaultMaxFetchBytes (55 MiB,
@@ -72,10 +108,27 @@ type Config struct {
 	// FrameReadTimeout: once a request's size has arrived, the rest of it
 	// must arrive within this time, or the connection is closed (a client
 	// stalled in the middle of a request). A request's memory grows as its
-	// bytes arrive, so a stalled one holds only what it sent. Idle
-	// connections, between requests, have no timeout. Default
+	// bytes arrive, so a stalled one holds only what it sent. Between
+	// requests MaxIdle applies instead. Default
 	// DefaultFrameReadTimeout (1 min); negative: no timeout.
 	FrameReadTimeout time.Duration
+	// WriteTimeout: each response must be written within this time, or the
+	// connection is closed, releasing everything it held (the response's
+	// buffers and the segment files a Fetch sends from, deleted ones
+	// included). It starts when writing starts, so a long poll or a
+	// rebalance may wait longer; it bounds a client that stops reading.
+	// Kafka has none, and relies on its idle close (which a stalled write
+	// also trips after connections.max.idle.ms). Default DefaultWriteTimeout
+	// (1 min); negative: no timeout.
+	WriteTimeout time.Duration
+	// MaxIdle: a connection with no request in flight that has received
+	// nothing (and sent no answer) for this long is closed, like Kafka's
+	// connections.max.idle.ms. Requests in flight (a long poll, a JoinGroup
+	// waiting for its group, a response being written) keep it open.
+	// Checked every MaxIdle/10 or every second, whichever is more often, so
+	// a connection is closed less than that after MaxIdle. Default
+	// DefaultMaxIdle (10 min); negative: never.
+	MaxIdle time.Duration
 	// DisableSendfile makes Fetch copy record bytes through a buffer (ReadAt,
 	// then write) even when the segment is an OS file that could be sent with
 	// sendfile. Default false; benchmarks set it to compare the two paths.
@@ -85,6 +138,8 @@ type Config struct {
 	// Metrics receives request, byte and connection counts. Default nil:
 	// nothing is counted.
 	Metrics *Metrics
+
+	seams *seams // tests only
 }
 
 func (c *Config) validate() error {
@@ -117,6 +172,13 @@ func (c *Config) validate() error {
 		return fmt.Errorf("%w: MaxConnectionBytes %d is negative", ErrConfig, c.MaxConnectionBytes)
 	}
 	switch {
+	case c.MaxQueuedRequestBytes == 0:
+		c.MaxQueuedRequestBytes = max(DefaultMaxQueuedRequestBytes, int64(c.MaxRequestBytes))
+	case c.MaxQueuedRequestBytes > 0 && c.MaxQueuedRequestBytes < int64(c.MaxRequestBytes):
+		return fmt.Errorf("%w: MaxQueuedRequestBytes %d below MaxRequestBytes %d", ErrConfig,
+			c.MaxQueuedRequestBytes, c.MaxRequestBytes)
+	}
+	switch {
 	case c.MaxFetchBytes == 0:
 		c.MaxFetchBytes = DefaultMaxFetchBytes
 	case c.MaxFetchBytes < 0:
@@ -124,6 +186,12 @@ func (c *Config) validate() error {
 	}
 	if c.FrameReadTimeout == 0 {
 		c.FrameReadTimeout = DefaultFrameReadTimeout
+	}
+	if c.WriteTimeout == 0 {
+		c.WriteTimeout = DefaultWriteTimeout
+	}
+	if c.MaxIdle == 0 {
+		c.MaxIdle = DefaultMaxIdle
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))

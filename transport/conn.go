@@ -33,6 +33,10 @@ const frameChunk = 64 << 10
 // answering: unknown keys and versions, undecodable requests, panics.
 var errClose = errors.New("transport: closing connection")
 
+// errWrite wraps the errors of writing a response: the request was served,
+// only its answer is lost.
+var errWrite = errors.New("transport: writing response")
+
 // conn is one client connection. A reader goroutine reads frames while the
 // serving goroutine decodes, handles and answers them one at a time, so
 // responses go out in request order, and a long-polling Fetch or a JoinGroup
@@ -41,10 +45,12 @@ var errClose = errors.New("transport: closing connection")
 // What a connection may hold is bounded (see Config): the reader takes a slot
 // before it reads a frame's size and the serving goroutine gives it back once
 // the answer is written, so at most MaxInFlightRequests requests are read and
-// unanswered; and it reserves a frame's size against MaxConnectionBytes before
-// reading its body. A client that sends and never reads its answers thus ends
-// up blocked on TCP: its answers fill the socket, the serving goroutine waits
-// to write, the reader stops reading, and the kernel's buffers fill.
+// unanswered; and before reading a frame's body it reserves the frame's size
+// against MaxConnectionBytes, then against the broker-wide
+// MaxQueuedRequestBytes, both given back once the request is handled. A
+// client that sends and never reads its answers thus ends up blocked on TCP:
+// its answers fill the socket, the serving goroutine waits to write, the
+// reader stops reading, and the kernel's buffers fill, until WriteTimeout.
 type conn struct {
 	s          *Server
 	nc         net.Conn
@@ -57,12 +63,27 @@ type conn struct {
 	slots chan struct{} // one per request read and not yet answered
 
 	budgetMu sync.Mutex
-	reserved int64         // bytes of frames read (or being read) and not yet answered
+	reserved int64         // bytes of frames read (or being read) and not yet handled
 	released chan struct{} // signalled when reserved goes down
+
+	queued atomic.Int64 // what the connection holds of the broker-wide budget
 
 	frameBytes atomic.Int64 // capacity of the frame buffers held
 	respBytes  atomic.Int64 // capacity of the response buffer kept
 	held       atomic.Bool  // the reader waits for a slot or for room
+	writing    atomic.Int64 // size of the response being written
+
+	// For MaxIdle: requests whose size has arrived and that are not yet
+	// answered, and when (Server.now, in Unix nanoseconds) the last request
+	// arrived or the last answer went.
+	pending    atomic.Int32
+	lastActive atomic.Int64
+	closing    atomic.Bool // closed by the server (idle): log it once
+
+	// mute (serving goroutine only): answers are no longer written, because
+	// the client has gone or its connection was cut; requests already read
+	// are still served.
+	mute bool
 }
 
 // ConnStats is what one connection holds; see Server.ConnStats.
@@ -71,8 +92,9 @@ type ConnStats struct {
 	// InFlight: requests read (or being read) and not yet answered, at most
 	// Config.MaxInFlightRequests.
 	InFlight int
-	// ReservedBytes: the sizes of those requests, as announced, counted
-	// against Config.MaxConnectionBytes.
+	// ReservedBytes: the sizes of those requests not yet handled, as
+	// announced, counted against Config.MaxConnectionBytes and
+	// Config.MaxQueuedRequestBytes.
 	ReservedBytes int64
 	// FrameBytes: the memory their frames hold, which grows as a frame's
 	// bytes arrive (never past ReservedBytes, unless a recycled Produce
@@ -82,8 +104,14 @@ type ConnStats struct {
 	// (at most 1 MiB; Fetch record bytes never pass through it).
 	ResponseBytes int64
 	// HeldBack: the broker is not reading the connection, waiting for a
-	// request to be answered (a free slot, or room for the next frame).
+	// request to be answered (a free slot) or handled (room for the next
+	// frame, in the connection or the broker).
 	HeldBack bool
+	// WritingBytes: the size of the response being written, 0 between
+	// responses. A Fetch response's record bytes are sent from segment
+	// files, which stay open (deleted ones too) until it is written or the
+	// connection closes, at most Config.WriteTimeout after writing began.
+	WritingBytes int64
 }
 
 func (c *conn) stats() ConnStats {
@@ -91,7 +119,8 @@ func (c *conn) stats() ConnStats {
 	reserved := c.reserved
 	c.budgetMu.Unlock()
 	return ConnStats{Remote: c.nc.RemoteAddr().String(), InFlight: len(c.slots), ReservedBytes: reserved,
-		FrameBytes: c.frameBytes.Load(), ResponseBytes: c.respBytes.Load(), HeldBack: c.held.Load()}
+		FrameBytes: c.frameBytes.Load(), ResponseBytes: c.respBytes.Load(), HeldBack: c.held.Load(),
+		WritingBytes: c.writing.Load()}
 }
 
 // request is one decoded request.
@@ -115,6 +144,7 @@ func newConn(s *Server, nc net.Conn) *conn {
 	ctx, cancel := context.WithCancel(s.ctx)
 	c := &conn{s: s, nc: nc, ctx: ctx, cancel: cancel, clientHost: "/",
 		slots: make(chan struct{}, s.cfg.MaxInFlightRequests), released: make(chan struct{}, 1)}
+	c.touch()
 	if host, _, err := net.SplitHostPort(nc.RemoteAddr().String()); err == nil {
 		c.clientHost += host
 	}
@@ -126,6 +156,14 @@ func newConn(s *Server, nc net.Conn) *conn {
 	return c
 }
 
+// serve runs the connection: the reader goroutine reads frames, this one
+// serves them in order. Every frame read is served, even once the client has
+// gone or can no longer be answered: the reader closes frames when it stops,
+// and until then what it read is handled (its appends and commits happen) and
+// only its answer is dropped. The one exception is a request that closes the
+// connection itself (see handle): the client is broken, and the requests it
+// sent after that one are dropped unserved, as Kafka, which reads one request
+// at a time, would never have read them.
 func (c *conn) serve() {
 	frames := make(chan []byte, c.s.cfg.MaxInFlightRequests)
 	readerDone := make(chan struct{})
@@ -137,23 +175,69 @@ func (c *conn) serve() {
 		c.cancel()
 		c.nc.Close()
 		<-readerDone
+		for frame := range frames { // left by a request that closed the connection
+			c.handled(frame)
+			c.answered()
+		}
+		// And what the reader had reserved for a frame it did not finish.
+		c.s.budget.release(c.queued.Swap(0))
 	}()
-	for {
-		select {
-		case frame, ok := <-frames:
-			if !ok {
-				return
-			}
-			err := c.handle(frame)
-			c.answered(frame)
-			if err != nil {
-				c.s.log.Debug("transport: closing connection", "remote", c.nc.RemoteAddr(), "err", err)
-				return
-			}
-		case <-c.ctx.Done():
+	for frame := range frames {
+		err := c.handle(frame)
+		c.answered()
+		switch {
+		case err == nil:
+		case !errors.Is(err, errWrite):
+			c.s.log.Debug("transport: closing connection", "remote", c.nc.RemoteAddr(), "err", err)
 			return
+		case peerGone(err):
+			// The client closed the connection: what it sent before is
+			// still read and served, unanswered, until the reader meets
+			// the end of it.
+			c.s.log.Debug("transport: client gone, serving what it sent", "remote", c.nc.RemoteAddr(), "err", err)
+			c.mute = true
+		default:
+			// The answer cannot be written (its bytes are cut): close the
+			// connection, then serve what was read, unanswered.
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				c.s.warns.warn("transport: client not reading its responses, closing connection",
+					"remote", c.nc.RemoteAddr(), "timeout", c.s.cfg.WriteTimeout)
+			} else {
+				c.s.log.Debug("transport: writing a response failed, closing connection", "remote", c.nc.RemoteAddr(), "err", err)
+			}
+			c.mute = true
+			c.cancel()
+			c.nc.Close()
 		}
 	}
+}
+
+// touch notes activity: a request arrived or an answer went.
+func (c *conn) touch() { c.lastActive.Store(c.s.now().UnixNano()) }
+
+// idleFor is how long the connection has been idle at now: zero while a
+// request is in flight.
+func (c *conn) idleFor(now time.Time) time.Duration {
+	if c.pending.Load() > 0 {
+		return 0
+	}
+	return now.Sub(time.Unix(0, c.lastActive.Load()))
+}
+
+// closeIdle closes the connection for having been idle for d (once).
+func (c *conn) closeIdle(d time.Duration) {
+	if c.closing.Swap(true) {
+		return
+	}
+	c.s.warns.info("transport: closing idle connection", "remote", c.nc.RemoteAddr(), "idle", d, "max_idle", c.s.cfg.MaxIdle)
+	c.cancel()
+	c.nc.Close()
+}
+
+// peerGone reports whether a write failed because the client closed the
+// connection (a reset, or writing after one).
+func peerGone(err error) bool {
+	return errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET)
 }
 
 // readLoop reads size-prefixed frames until the connection fails or a size is
@@ -166,8 +250,8 @@ func (c *conn) serve() {
 // When it ends (the client went away, or sent a bad size) it cancels the
 // connection's context, so a request parked in a long poll or a rebalance
 // stops waiting instead of holding the connection (and its MaxConnections
-// slot) for a client that cannot read the answer. A frame already handed on
-// is still served: its appends happen, only its waits are cut short.
+// slot) for a client that cannot read the answer. Every frame it read is
+// handed on and served: its appends happen, only its waits are cut short.
 func (c *conn) readLoop(frames chan<- []byte) {
 	defer close(frames)
 	defer c.cancel()
@@ -179,9 +263,11 @@ func (c *conn) readLoop(frames chan<- []byte) {
 		if _, err := io.ReadFull(c.nc, size[:]); err != nil {
 			return
 		}
+		c.touch()
+		c.pending.Add(1)
 		n := int32(binary.BigEndian.Uint32(size[:]))
 		if n < minFrame || n > c.s.cfg.MaxRequestBytes {
-			c.s.log.Warn("transport: request size out of range, closing connection",
+			c.s.warns.warn("transport: request size out of range, closing connection",
 				"remote", c.nc.RemoteAddr(), "size", n, "max", c.s.cfg.MaxRequestBytes)
 			return
 		}
@@ -197,11 +283,11 @@ func (c *conn) readLoop(frames chan<- []byte) {
 		}
 		k := int16(binary.BigEndian.Uint16(key[:]))
 		if k != produceKey && n > c.s.cfg.MaxControlRequestBytes {
-			c.s.log.Warn("transport: request too large for its API, closing connection",
+			c.s.warns.warn("transport: request too large for its API, closing connection",
 				"remote", c.nc.RemoteAddr(), "api_key", k, "size", n, "max", c.s.cfg.MaxControlRequestBytes)
 			return
 		}
-		if !c.reserve(int64(n)) {
+		if !c.reserve(k, int64(n)) {
 			return
 		}
 		if t := c.s.cfg.FrameReadTimeout; t > 0 { // the wait was ours, not the client's
@@ -216,11 +302,10 @@ func (c *conn) readLoop(frames chan<- []byte) {
 			_ = c.nc.SetReadDeadline(time.Time{})
 		}
 		c.s.m.received(4 + int(n))
-		select {
-		case frames <- frame:
-		case <-c.ctx.Done():
-			return
-		}
+		// Never blocks: frames has room for MaxInFlightRequests, and this
+		// frame holds one of as many slots. A frame read is always handed
+		// on, so that it is served.
+		frames <- frame
 	}
 }
 
@@ -254,7 +339,7 @@ func (c *conn) readBody(k int16, n int) ([]byte, error) {
 // logStall logs a client that stopped sending in the middle of a frame.
 func (c *conn) logStall(err error, size int32) {
 	if errors.Is(err, os.ErrDeadlineExceeded) {
-		c.s.log.Warn("transport: client stalled in the middle of a request, closing connection",
+		c.s.warns.warn("transport: client stalled in the middle of a request, closing connection",
 			"remote", c.nc.RemoteAddr(), "size", size, "timeout", c.s.cfg.FrameReadTimeout)
 	}
 }
@@ -277,31 +362,42 @@ func (c *conn) takeSlot() bool {
 	}
 }
 
-// reserve waits until a frame of n bytes fits in MaxConnectionBytes (a frame
-// alone always fits), then counts it; false when the connection ends first.
-func (c *conn) reserve(n int64) bool {
+// reserve waits until a frame of n bytes with API key k fits in
+// MaxConnectionBytes (a frame alone always fits), then in the broker-wide
+// budget, and counts it against both; false when the connection ends first.
+// The connection's room comes first: waiting for the broker's while holding
+// some of it would make others wait for a connection that waits for itself.
+func (c *conn) reserve(k int16, n int64) bool {
+	defer c.held.Store(false)
 	for {
 		c.budgetMu.Lock()
-		if c.reserved == 0 || c.reserved+n <= c.s.cfg.MaxConnectionBytes {
-			c.reserved += n
-			c.budgetMu.Unlock()
-			c.held.Store(false)
-			return true
-		}
+		fits := c.reserved == 0 || c.reserved+n <= c.s.cfg.MaxConnectionBytes
 		c.budgetMu.Unlock()
+		if fits { // and stays so: only this goroutine adds to reserved
+			break
+		}
 		c.held.Store(true)
 		select {
 		case <-c.released:
 		case <-c.ctx.Done():
-			c.held.Store(false)
 			return false
 		}
 	}
+	if !c.s.budget.acquire(c.ctx, n, k != produceKey, func() { c.held.Store(true) }) {
+		return false
+	}
+	c.queued.Add(n)
+	c.budgetMu.Lock()
+	c.reserved += n
+	c.budgetMu.Unlock()
+	return true
 }
 
-// answered gives back what a frame held once its request is answered: its
-// buffer (recycled if it is a Produce frame), its bytes and its slot.
-func (c *conn) answered(frame []byte) {
+// handled gives back what a frame held once its request is handled, before
+// its answer is written (as Kafka frees a request's buffer once its handler
+// returns): the buffer (recycled if it is a Produce frame), and its bytes in
+// the connection's and the broker's budgets. Called once per frame.
+func (c *conn) handled(frame []byte) {
 	c.frameBytes.Add(-int64(cap(frame)))
 	n := int64(len(frame))
 	releaseFrame(frame)
@@ -312,18 +408,37 @@ func (c *conn) answered(frame []byte) {
 	case c.released <- struct{}{}:
 	default:
 	}
+	c.queued.Add(-n)
+	c.s.budget.release(n)
+}
+
+// answered gives back a request's slot once it is answered (or dropped).
+func (c *conn) answered() {
+	c.touch() // before pending drops, so an idle check never sees it stale
+	c.pending.Add(-1)
 	<-c.slots
 }
 
-// handle decodes, serves and answers one frame. An error closes the
+// handle decodes, serves and answers one frame, calling handled(frame) once
+// the handler returns, before writing the answer. An error closes the
 // connection: the frame could not be decoded, names an API or version not
-// served (except ApiVersions, which answers those), or the handler panicked.
+// served (except ApiVersions, which answers those), or the handler panicked;
+// or, wrapping errWrite, the answer could not be written.
 func (c *conn) handle(frame []byte) (err error) {
 	var (
 		start = time.Now()
 		a     *api
 		raw   rawResponse
+		done  bool
 	)
+	// After this the frame's bytes (which the request aliases) may be reused.
+	release := func() {
+		if !done {
+			done = true
+			c.handled(frame)
+		}
+	}
+	defer release()
 	defer func() {
 		if p := recover(); p != nil {
 			c.s.log.Error("transport: panic serving request, closing connection",
@@ -342,6 +457,9 @@ func (c *conn) handle(frame []byte) (err error) {
 	if err != nil {
 		return err
 	}
+	if sm := c.s.cfg.seams; sm != nil && sm.beforeHandle != nil {
+		sm.beforeHandle(c.ctx, r.key)
+	}
 	a = lookupAPI(r.key)
 	if a == nil {
 		return fmt.Errorf("%w: unknown API key %d", errClose, r.key)
@@ -359,12 +477,14 @@ func (c *conn) handle(frame []byte) (err error) {
 
 	if a.raw != nil {
 		raw, err = a.raw(c.ctx, c.s, r)
+		release()
 		if err != nil {
 			return err
 		}
-		return raw.writeTo(c, r.corr)
+		return c.writeRaw(raw, r.corr)
 	}
 	resp, err := a.handle(c.ctx, c.s, r)
+	release()
 	if err != nil || resp == nil {
 		return err
 	}
@@ -439,10 +559,40 @@ func skipTags(b []byte) ([]byte, error) {
 	return b, nil
 }
 
+// armWrite gives the response about to be written WriteTimeout (the
+// system clock's: socket deadlines know no other). sendfile honours it too:
+// it waits for the socket through the same poller.
+func (c *conn) armWrite() {
+	if t := c.s.cfg.WriteTimeout; t > 0 {
+		_ = c.nc.SetWriteDeadline(time.Now().Add(t))
+	}
+}
+
+// writeRaw writes a hand-written response (nothing once the connection is
+// mute); errors wrap errWrite.
+func (c *conn) writeRaw(raw rawResponse, corr int32) error {
+	if c.mute {
+		return nil
+	}
+	if r, ok := raw.(interface{ size() int64 }); ok {
+		c.writing.Store(4 + r.size())
+		defer c.writing.Store(0)
+	}
+	c.armWrite()
+	if err := raw.writeTo(c, corr); err != nil {
+		return fmt.Errorf("%w: %w", errWrite, err)
+	}
+	return nil
+}
+
 // writeResponse encodes resp with response header v0 (correlation ID), or v1
 // (plus empty tagged fields) for flexible versions except ApiVersions, which
 // always uses v0 so that clients can read it before knowing what we serve.
+// Once the connection is mute it writes nothing; errors wrap errWrite.
 func (c *conn) writeResponse(corr int32, resp kmsg.Response) error {
+	if c.mute {
+		return nil
+	}
 	b := append(c.wbuf[:0], 0, 0, 0, 0)
 	b = binary.BigEndian.AppendUint32(b, uint32(corr))
 	if resp.IsFlexible() && resp.Key() != apiVersionsKey {
@@ -450,7 +600,10 @@ func (c *conn) writeResponse(corr int32, resp kmsg.Response) error {
 	}
 	b = resp.AppendTo(b)
 	binary.BigEndian.PutUint32(b, uint32(len(b)-4))
+	c.writing.Store(int64(len(b)))
+	c.armWrite()
 	_, err := c.nc.Write(b)
+	c.writing.Store(0)
 	c.s.m.sent(len(b))
 	if cap(b) <= maxKeptBuf {
 		c.wbuf = b[:0]
@@ -458,12 +611,15 @@ func (c *conn) writeResponse(corr int32, resp kmsg.Response) error {
 		c.wbuf = nil
 	}
 	c.respBytes.Store(int64(cap(c.wbuf)))
-	return err
+	if err != nil {
+		return fmt.Errorf("%w: %w", errWrite, err)
+	}
+	return nil
 }
 
 // Produce frames are the large ones, and a fresh zeroed frame per request
 // makes the garbage collector run every few requests: they are recycled.
-// Nothing keeps a Produce frame after its request is answered (the log copies
+// Nothing keeps a Produce frame after its request is handled (the log copies
 // the records into the page cache; kmsg copies strings), which is what makes
 // recycling safe; other requests' frames may be kept (group member metadata
 // aliases its JoinGroup frame) and are never recycled.

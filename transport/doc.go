@@ -17,8 +17,8 @@
 // except ApiVersions, which is always v0 so that a client can read it before
 // it knows which versions the broker speaks.
 //
-// Each connection has a reader goroutine, at most one frame ahead, and a
-// serving goroutine that handles requests one at a time and writes each
+// Each connection has a reader goroutine, at most MaxInFlightRequests-1
+// frames ahead (one, by default), and a serving goroutine that handles requests one at a time and writes each
 // response before decoding the next, so responses go out in request order and
 // a long-polling Fetch or a JoinGroup holds back that connection's later
 // requests, as in Kafka; connections are served concurrently. What cannot be
@@ -26,7 +26,36 @@
 // version outside the served range (except ApiVersions, which answers a
 // v0-shaped UNSUPPORTED_VERSION listing the ranges so that the client retries
 // with one), a body that does not decode, and, as a last resort, a panic in a
-// handler (recovered and logged; only that connection closes).
+// handler (recovered and logged; only that connection closes). The requests
+// read after one of these are dropped, as Kafka, which reads one request at a
+// time, would never have read them. Every other frame read is served, even
+// once the client has closed the connection or can no longer be answered: its
+// appends and commits happen, only its answer is lost.
+//
+// # Limits
+//
+// What clients can make the broker hold is bounded (see Config):
+//
+//   - Requests: MaxRequestBytes per frame (MaxControlRequestBytes for all
+//     but Produce); MaxInFlightRequests read and unanswered per connection;
+//     MaxConnectionBytes of frames per connection and MaxQueuedRequestBytes
+//     across connections (Kafka's queued.max.request.bytes), both counted at
+//     the announced size before a body is read and given back once the
+//     request is handled, before its answer is written. A reader that must
+//     wait reads nothing, so TCP holds its client back; Produce frames waiting
+//     for the broker-wide budget are admitted in order, other requests
+//     whenever they fit, so that a JoinGroup never waits behind a Produce.
+//   - Time: FrameReadTimeout for the rest of a frame once its size has
+//     arrived; WriteTimeout for each response, after which the connection is
+//     closed and what its response pinned (buffers, segment files, deleted
+//     ones too) is released; MaxIdle (Kafka's connections.max.idle.ms) for a
+//     connection with nothing in flight and nothing received.
+//   - Connections: MaxConnections.
+//   - The log: the warnings a client can trigger (bad sizes, stalls, too many
+//     connections, not reading, idle closes) are logged once per kind, then
+//     at most once per 10 s with the count of those suppressed.
+//
+// Server.ConnStats and Server.RequestBudget show what is held.
 //
 // # One registry, one error table
 //

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -70,7 +71,9 @@ func testConnPair(t testing.TB, copyPath bool) (*conn, net.Conn) {
 	if err := cfg.validate(); err != nil {
 		t.Fatal(err)
 	}
-	s := &Server{cfg: cfg, log: slog.New(slog.DiscardHandler), ctx: context.Background()}
+	log := slog.New(slog.DiscardHandler)
+	s := &Server{cfg: cfg, log: log, ctx: context.Background(), now: time.Now,
+		budget: &budget{max: cfg.MaxQueuedRequestBytes}, warns: newLimitedLog(log, warnInterval, time.Now)}
 	c := newConn(s, server)
 	if copyPath != (c.raw == nil) {
 		t.Fatalf("copyPath %v but raw conn %v", copyPath, c.raw)

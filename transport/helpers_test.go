@@ -65,6 +65,19 @@ func (l *logRecorder) find(substr string) []string {
 	return out
 }
 
+// forget drops the records containing substr (ones a test provoked).
+func (l *logRecorder) forget(substr string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	kept := l.msgs[:0]
+	for _, m := range l.msgs {
+		if !strings.Contains(m, substr) {
+			kept = append(kept, m)
+		}
+	}
+	l.msgs = kept
+}
+
 type brokerOpt func(*Config, *node.Config)
 
 func startBroker(t testing.TB, opts ...brokerOpt) *testBroker {
@@ -283,4 +296,29 @@ func (b *testBroker) produce(t testing.TB, topic string, partition int32, record
 		t.Fatal(err)
 	}
 	return req.Partitions[0].BaseOffset
+}
+
+// fakeClock is a Config.seams clock that moves only when told to.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func newFakeClock() *fakeClock { return &fakeClock{now: time.Unix(1_700_000_000, 0)} }
+
+func (f *fakeClock) Now() time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.now
+}
+
+func (f *fakeClock) Advance(d time.Duration) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.now = f.now.Add(d)
+}
+
+// withSeams installs test seams (set before the server starts).
+func withSeams(sm *seams) brokerOpt {
+	return func(c *Config, _ *node.Config) { c.seams = sm }
 }

@@ -279,3 +279,27 @@ func TestLimitsConfig(t *testing.T) {
 		t.Errorf("a negative FrameReadTimeout turns the timeout off: %v, %v", err, off.FrameReadTimeout)
 	}
 }
+
+func TestConnectionLimitsConfig(t *testing.T) {
+	var c Config
+	if err := c.validate(); err != nil {
+		t.Fatal(err)
+	}
+	if c.WriteTimeout != DefaultWriteTimeout || c.MaxIdle != DefaultMaxIdle || c.MaxQueuedRequestBytes != DefaultMaxQueuedRequestBytes {
+		t.Fatalf("defaults not filled: %+v", c)
+	}
+	// The default budget is at least MaxRequestBytes, so every frame fits.
+	big := Config{MaxRequestBytes: 1 << 30}
+	if err := big.validate(); err != nil || big.MaxQueuedRequestBytes != 1<<30 {
+		t.Errorf("MaxRequestBytes 1 GiB: budget %d, %v; want 1 GiB", big.MaxQueuedRequestBytes, err)
+	}
+	// As in Kafka, a set budget below MaxRequestBytes is refused.
+	low := Config{MaxRequestBytes: 1 << 20, MaxQueuedRequestBytes: 1<<20 - 1}
+	if err := low.validate(); !errors.Is(err, ErrConfig) {
+		t.Errorf("budget below MaxRequestBytes: %v, want ErrConfig", err)
+	}
+	off := Config{WriteTimeout: -1, MaxIdle: -1, MaxQueuedRequestBytes: -1}
+	if err := off.validate(); err != nil || off.WriteTimeout >= 0 || off.MaxIdle >= 0 || off.MaxQueuedRequestBytes >= 0 {
+		t.Errorf("negative values turn the limits off: %v, %+v", err, off)
+	}
+}

@@ -16,7 +16,7 @@ const sendfileSupported = true
 func sendfile(raw syscall.RawConn, f *os.File, off, n int64) error {
 	fraw, err := f.SyscallConn()
 	if err != nil {
-		return fmt.Errorf("%w: sendfile: %v", errClose, err)
+		return fmt.Errorf("%w: sendfile: %w", errClose, err)
 	}
 	var serr error
 	cerr := fraw.Control(func(ffd uintptr) {
@@ -48,7 +48,7 @@ func sendfile(raw syscall.RawConn, f *os.File, off, n int64) error {
 		serr = cerr
 	}
 	if serr != nil {
-		return fmt.Errorf("%w: sendfile: %v", errClose, serr)
+		return fmt.Errorf("%w: sendfile: %w", errClose, serr)
 	}
 	return nil
 }

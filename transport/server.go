@@ -15,15 +15,20 @@ import (
 // Server serves the Kafka protocol for one broker: it owns the listeners and
 // connections, and hands decoded requests to the node.
 type Server struct {
-	cfg  Config
-	node *node.Node
-	log  *slog.Logger
-	m    *Metrics
+	cfg    Config
+	node   *node.Node
+	log    *slog.Logger
+	m      *Metrics
+	now    func() time.Time // Config.seams' clock, or time.Now
+	budget *budget          // Config.MaxQueuedRequestBytes
+	warns  *limitedLog      // warnings clients can trigger at will
 
 	// ctx is cancelled by Close; every connection's context derives from it,
 	// so long polls and blocked joins end.
-	ctx       context.Context
-	cancel    context.CancelFunc
+	ctx          context.Context
+	cancel       context.CancelFunc
+	housekeeping sync.Once // starts tickLoop, with the first Serve
+
 	mu        sync.Mutex
 	closed    bool
 	listeners map[net.Listener]struct{}
@@ -46,11 +51,17 @@ func NewServer(cfg Config, n *node.Node) (*Server, error) {
 		node:      n,
 		log:       cfg.Logger,
 		m:         cfg.Metrics,
+		now:       time.Now,
+		budget:    &budget{max: cfg.MaxQueuedRequestBytes},
 		ctx:       ctx,
 		cancel:    cancel,
 		listeners: make(map[net.Listener]struct{}),
 		conns:     make(map[*conn]struct{}),
 	}
+	if cfg.seams != nil && cfg.seams.now != nil {
+		s.now = cfg.seams.now
+	}
+	s.warns = newLimitedLog(s.log, warnInterval, s.now)
 	return s, nil
 }
 
@@ -65,6 +76,10 @@ func (s *Server) Serve(l net.Listener) error {
 		return nil
 	}
 	s.listeners[l] = struct{}{}
+	s.housekeeping.Do(func() {
+		s.wg.Add(1)
+		go s.tickLoop()
+	})
 	s.mu.Unlock()
 	defer func() {
 		s.mu.Lock()
@@ -85,7 +100,7 @@ func (s *Server) Serve(l net.Listener) error {
 			// Out of file descriptors and the like: wait and retry, as
 			// net/http does.
 			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
-			s.log.Warn("transport: accept failed, retrying", "err", err, "backoff", backoff)
+			s.warns.warn("transport: accept failed, retrying", "err", err, "backoff", backoff)
 			select {
 			case <-time.After(backoff):
 			case <-s.ctx.Done():
@@ -117,6 +132,7 @@ func (s *Server) Close() error {
 	}
 	s.mu.Unlock()
 	s.wg.Wait()
+	s.warns.flush(true)
 	return nil
 }
 
@@ -131,11 +147,11 @@ func (s *Server) startConn(nc net.Conn) {
 	if s.closed || (s.cfg.MaxConnections > 0 && len(s.conns) >= s.cfg.MaxConnections) {
 		full := !s.closed
 		s.mu.Unlock()
-		nc.Close()
 		if full {
-			s.log.Warn("transport: too many connections, closing a new one", "remote", nc.RemoteAddr(), "max", s.cfg.MaxConnections)
+			s.warns.warn("transport: too many connections, closing a new one", "remote", nc.RemoteAddr(), "max", s.cfg.MaxConnections)
 			s.m.connRejected()
 		}
+		nc.Close()
 		return
 	}
 	c := newConn(s, nc)
@@ -153,6 +169,56 @@ func (s *Server) startConn(nc net.Conn) {
 	}()
 }
 
+// tickLoop does the server's periodic work until Close: closing idle
+// connections, and logging the counts of suppressed warnings. It ticks
+// every MaxIdle/10 or every second, whichever is more often.
+func (s *Server) tickLoop() {
+	defer s.wg.Done()
+	tick := (<-chan time.Time)(nil)
+	if s.cfg.seams != nil && s.cfg.seams.tick != nil {
+		tick = s.cfg.seams.tick
+	} else {
+		every := time.Second
+		if s.cfg.MaxIdle > 0 {
+			every = min(max(s.cfg.MaxIdle/10, time.Millisecond), time.Second)
+		}
+		t := time.NewTicker(every)
+		defer t.Stop()
+		tick = t.C
+	}
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-tick:
+			s.closeIdle(s.now())
+			s.warns.flush(false)
+		}
+	}
+}
+
+// closeIdle closes the connections that have been idle for MaxIdle at now.
+func (s *Server) closeIdle(now time.Time) {
+	if s.cfg.MaxIdle <= 0 {
+		return
+	}
+	type idle struct {
+		c *conn
+		d time.Duration
+	}
+	var close []idle
+	s.mu.Lock()
+	for c := range s.conns {
+		if d := c.idleFor(now); d >= s.cfg.MaxIdle {
+			close = append(close, idle{c, d})
+		}
+	}
+	s.mu.Unlock()
+	for _, i := range close {
+		i.c.closeIdle(i.d)
+	}
+}
+
 // ConnStats describes what each open connection holds (see Config's limits),
 // in no particular order.
 func (s *Server) ConnStats() []ConnStats {
@@ -164,6 +230,10 @@ func (s *Server) ConnStats() []ConnStats {
 	}
 	return out
 }
+
+// RequestBudget describes the broker-wide bound on request bytes
+// (Config.MaxQueuedRequestBytes).
+func (s *Server) RequestBudget() RequestBudgetStats { return s.budget.stats() }
 
 // code returns err's Kafka error code, logging errors that the table does not
 // know (they become UNKNOWN_SERVER_ERROR).

@@ -41,6 +41,9 @@ type brokerSettings struct {
 	MaxConnectionBytes         int64             `yaml:"max-connection-bytes"`
 	MaxFetchBytes              int32             `yaml:"max-fetch-bytes"`
 	FrameReadTimeout           time.Duration     `yaml:"frame-read-timeout"`
+	WriteTimeout               time.Duration     `yaml:"write-timeout"`
+	MaxIdle                    time.Duration     `yaml:"max-idle"`
+	MaxQueuedRequestBytes      int64             `yaml:"max-queued-request-bytes"`
 	DisableSendfile            bool              `yaml:"disable-sendfile"`
 	PluginDir                  string            `yaml:"plugin-dir"`
 	PluginCallTimeout          time.Duration     `yaml:"plugin-call-timeout"`
@@ -130,9 +133,12 @@ func newBrokerCmdWith(run func(context.Context, brokerSettings, io.Writer) error
 	f.IntVar(&s.MaxConnections, "max-connections", s.MaxConnections, "most client connections served at once (default 0: unlimited)")
 	f.Int32Var(&s.MaxRequestBytes, "max-request-bytes", s.MaxRequestBytes, "largest request `size` accepted; larger ones close the connection before anything is allocated")
 	f.IntVar(&s.MaxInFlightRequests, "max-in-flight-requests", s.MaxInFlightRequests, "requests a connection may have read and not yet answered; while that many are pending it is not read, so a client that stops reading is held back by TCP (default 0: 2)")
-	f.Int64Var(&s.MaxConnectionBytes, "max-connection-bytes", s.MaxConnectionBytes, "request `bytes` one connection may hold unanswered; a single larger request is read alone (default 0: 64 MiB)")
+	f.Int64Var(&s.MaxConnectionBytes, "max-connection-bytes", s.MaxConnectionBytes, "request `bytes` one connection may hold until they are handled; a single larger request is read alone (default 0: 64 MiB)")
 	f.Int32Var(&s.MaxFetchBytes, "max-fetch-bytes", s.MaxFetchBytes, "cap on the record `bytes` of one Fetch response, whatever the client asks; the first batch still goes whole (default 0: 55 MiB, Kafka's fetch.max.bytes)")
 	f.DurationVar(&s.FrameReadTimeout, "frame-read-timeout", s.FrameReadTimeout, "once a request's size has arrived, the rest must arrive within this or the connection closes (default 0: 1m; negative: no timeout)")
+	f.DurationVar(&s.WriteTimeout, "write-timeout", s.WriteTimeout, "each response must be written within this or the connection closes, releasing what it held: bounds a client that stops reading (default 0: 1m; negative: no timeout)")
+	f.DurationVar(&s.MaxIdle, "max-idle", s.MaxIdle, "a connection with nothing in flight that received nothing for this long is closed, as Kafka's connections.max.idle.ms (default 0: 10m; negative: never)")
+	f.Int64Var(&s.MaxQueuedRequestBytes, "max-queued-request-bytes", s.MaxQueuedRequestBytes, "request `bytes` all connections may hold together, as Kafka's queued.max.request.bytes; a connection whose next request does not fit is not read until it does; at least --max-request-bytes (default 0: 512 MiB; negative: no bound)")
 	f.BoolVar(&s.DisableSendfile, "disable-sendfile", s.DisableSendfile, "serve Fetch through a copy (read, then write) instead of sendfile, to compare the two")
 	f.StringVar(&s.PluginDir, "plugin-dir", s.PluginDir, "`dir`ectory searched for external plugins named in topic configs as weir-<kind>-<name> (default $WEIR_PLUGIN_DIR)")
 	f.DurationVar(&s.PluginCallTimeout, "plugin-call-timeout", s.PluginCallTimeout, "a plugin call taking longer kills the plugin as hung; it restarts on the next call (default 0: 5s)")
@@ -172,6 +178,9 @@ func (s *brokerSettings) merge(flags *pflag.FlagSet, configFile string, topicCon
 		set("max-connection-bytes", func() { s.MaxConnectionBytes = file.MaxConnectionBytes })
 		set("max-fetch-bytes", func() { s.MaxFetchBytes = file.MaxFetchBytes })
 		set("frame-read-timeout", func() { s.FrameReadTimeout = file.FrameReadTimeout })
+		set("write-timeout", func() { s.WriteTimeout = file.WriteTimeout })
+		set("max-idle", func() { s.MaxIdle = file.MaxIdle })
+		set("max-queued-request-bytes", func() { s.MaxQueuedRequestBytes = file.MaxQueuedRequestBytes })
 		set("disable-sendfile", func() { s.DisableSendfile = file.DisableSendfile })
 		set("plugin-dir", func() { s.PluginDir = file.PluginDir })
 		set("plugin-call-timeout", func() { s.PluginCallTimeout = file.PluginCallTimeout })
@@ -253,6 +262,9 @@ func runBroker(ctx context.Context, s brokerSettings, stderr io.Writer) error {
 		MaxConnectionBytes:         s.MaxConnectionBytes,
 		MaxFetchBytes:              s.MaxFetchBytes,
 		FrameReadTimeout:           s.FrameReadTimeout,
+		WriteTimeout:               s.WriteTimeout,
+		MaxIdle:                    s.MaxIdle,
+		MaxQueuedRequestBytes:      s.MaxQueuedRequestBytes,
 		DisableSendfile:            s.DisableSendfile,
 		PluginDir:                  s.PluginDir,
 		PluginCallTimeout:          s.PluginCallTimeout,

@@ -77,6 +77,9 @@ group-initial-rebalance-delay: 0s
 log-level: debug
 max-request-bytes: 1048576
 disable-sendfile: true
+write-timeout: 20s
+max-idle: 5m
+max-queued-request-bytes: 8388608
 `)
 	jsonFile := writeConfig(t, "weir.json", `{"data-dir": "/from/json", "default-partitions": 2,
 		"topic-config": {"segment.bytes": "1048576"}, "retention-check-interval": "30s", "offsets-retention": "1h"}`)
@@ -89,6 +92,7 @@ disable-sendfile: true
 		if s.DataDir != "/from/file" || s.Listen != "127.0.0.1:19092" || s.MetricsListen != "" || s.AutoCreateTopics ||
 			s.DefaultPartitions != 4 || s.GroupInitialRebalanceDelay != 0 || s.LogLevel != "debug" ||
 			s.MaxRequestBytes != 1<<20 || !s.DisableSendfile ||
+			s.WriteTimeout != 20*time.Second || s.MaxIdle != 5*time.Minute || s.MaxQueuedRequestBytes != 8<<20 ||
 			!maps.Equal(s.TopicConfig, map[string]string{"retention.ms": "60000", "weir.durable.acks": "true"}) {
 			t.Errorf("from the file: %+v", s)
 		}
@@ -99,12 +103,13 @@ disable-sendfile: true
 	t.Run("flags win", func(t *testing.T) {
 		s, err := resolve(t, "--config", yamlFile, "--data-dir", "/from/flag", "--auto-create-topics=true",
 			"--metrics-listen", "127.0.0.1:1", "--topic-config", "retention.ms=1", "--topic-config", "weir.flush.policy=messages:n=10,x=1",
-			"--max-request-bytes", "2048", "--disable-sendfile=false")
+			"--max-request-bytes", "2048", "--disable-sendfile=false", "--max-idle", "-1s", "--max-queued-request-bytes", "4096")
 		if err != nil {
 			t.Fatal(err)
 		}
 		if s.DataDir != "/from/flag" || !s.AutoCreateTopics || s.MetricsListen != "127.0.0.1:1" || s.DefaultPartitions != 4 ||
-			s.MaxRequestBytes != 2048 || s.DisableSendfile {
+			s.MaxRequestBytes != 2048 || s.DisableSendfile || s.MaxIdle != -time.Second || s.MaxQueuedRequestBytes != 4096 ||
+			s.WriteTimeout != 20*time.Second {
 			t.Errorf("flags should win over the file: %+v", s)
 		}
 		want := map[string]string{"retention.ms": "1", "weir.durable.acks": "true", "weir.flush.policy": "messages:n=10,x=1"}

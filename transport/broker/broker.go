@@ -80,6 +80,11 @@ func (b *Broker) start() error {
 		MaxConnectionBytes:  cfg.MaxConnectionBytes,
 		MaxFetchBytes:       cfg.MaxFetchBytes,
 		FrameReadTimeout:    cfg.FrameReadTimeout,
+		WriteTimeout:        cfg.WriteTimeout,
+		MaxIdle:             cfg.MaxIdle,
+
+		// Broker-wide (zero: transport's default).
+		MaxQueuedRequestBytes: cfg.MaxQueuedRequestBytes,
 	}, b.node)
 	if err != nil {
 		return fmt.Errorf("broker: %w", err)

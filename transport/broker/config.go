@@ -94,6 +94,20 @@ type Config struct {
 	// arrive within it or the connection is closed. Default 0:
 	// transport.DefaultFrameReadTimeout (1 min); negative: no timeout.
 	FrameReadTimeout time.Duration
+	// MaxQueuedRequestBytes bounds the request bytes of all connections
+	// together (Kafka's queued.max.request.bytes); a connection whose next
+	// request does not fit is not read until it does. At least
+	// MaxRequestBytes. Default 0: transport.DefaultMaxQueuedRequestBytes
+	// (512 MiB, or MaxRequestBytes if larger); negative: no bound.
+	MaxQueuedRequestBytes int64
+	// WriteTimeout: each response must be written within it or the
+	// connection is closed, releasing what the response held. Default 0:
+	// transport.DefaultWriteTimeout (1 min); negative: no timeout.
+	WriteTimeout time.Duration
+	// MaxIdle: a connection with nothing in flight that received nothing
+	// for this long is closed (Kafka's connections.max.idle.ms). Default 0:
+	// transport.DefaultMaxIdle (10 min); negative: never.
+	MaxIdle time.Duration
 	// DisableSendfile makes Fetch copy record bytes through a buffer instead
 	// of sending them from the segment file with sendfile (for benchmarks
 	// comparing the two; file systems other than the OS's always copy).
@@ -160,6 +174,9 @@ func (c Config) validate() (Config, error) {
 	}
 	if c.MaxFetchBytes < 0 {
 		return bad("MaxFetchBytes %d is negative", c.MaxFetchBytes)
+	}
+	if c.MaxQueuedRequestBytes > 0 && c.MaxQueuedRequestBytes < int64(c.MaxRequestBytes) {
+		return bad("MaxQueuedRequestBytes %d below MaxRequestBytes %d", c.MaxQueuedRequestBytes, c.MaxRequestBytes)
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

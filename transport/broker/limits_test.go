@@ -10,6 +10,7 @@ func TestLimitsConfig(t *testing.T) {
 		{DataDir: "d", MaxInFlightRequests: -1},
 		{DataDir: "d", MaxConnectionBytes: -1},
 		{DataDir: "d", MaxFetchBytes: -1},
+		{DataDir: "d", MaxQueuedRequestBytes: 1 << 20}, // below the default MaxRequestBytes
 	} {
 		if _, err := c.validate(); !errors.Is(err, ErrInvalidConfig) {
 			t.Errorf("validate(%+v) = %v, want ErrInvalidConfig", c, err)
@@ -17,5 +18,9 @@ func TestLimitsConfig(t *testing.T) {
 	}
 	if _, err := (Config{DataDir: "d", FrameReadTimeout: -1}).validate(); err != nil {
 		t.Errorf("a negative FrameReadTimeout (no timeout) refused: %v", err)
+	}
+	off := Config{DataDir: "d", WriteTimeout: -1, MaxIdle: -1, MaxQueuedRequestBytes: -1}
+	if _, err := off.validate(); err != nil {
+		t.Errorf("negative WriteTimeout, MaxIdle, MaxQueuedRequestBytes (off) refused: %v", err)
 	}
 }
