@@ -560,7 +560,7 @@ func freePorts(n int) ([]int, error) {
 	return ports, nil
 }
 
-// tailFile returns the last n lines of a file.
+// tailFile returns the last n lines of a file, without Java stack frames.
 func tailFile(path string, n int) string {
 	f, err := os.Open(path)
 	if err != nil {
@@ -571,6 +571,9 @@ func tailFile(path string, n int) string {
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
+		if strings.HasPrefix(sc.Text(), "\tat ") {
+			continue // Java stack frames: the exception line says enough here
+		}
 		lines = append(lines, sc.Text())
 		if len(lines) > 2*n {
 			lines = append(lines[:0], lines[len(lines)-n:]...)
