@@ -25,15 +25,20 @@ func (s *Store) forward(path string, ch <-chan gozk.Event) <-chan coord.Event {
 	go func() {
 		defer s.watches.Done()
 		defer close(out)
+		closed := coord.Event{Type: coord.EventNotWatching, Path: path, Err: coord.ErrClosed}
 		select {
 		case ev, ok := <-ch:
-			if !ok {
-				out <- coord.Event{Type: coord.EventNotWatching, Path: path, Err: coord.ErrClosed}
+			if !ok || s.isClosed() {
+				// An event that arrives once Close has begun (the server
+				// deletes the session's ephemerals while Close waits for
+				// its reply) is not passed on: after Close, every watch
+				// fires not-watching, as coord's Close promises.
+				out <- closed
 				return
 			}
 			out <- toEvent(path, ev)
 		case <-s.done:
-			out <- coord.Event{Type: coord.EventNotWatching, Path: path, Err: coord.ErrClosed}
+			out <- closed
 		}
 	}()
 	return out
