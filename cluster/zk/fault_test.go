@@ -218,6 +218,42 @@ func TestOutage(t *testing.T) {
 	}
 }
 
+// TestHungServer freezes ZooKeeper (SIGSTOP) with the connection open:
+// go-zookeeper would wait for the reply until it declares the connection
+// dead (2/3 of the session timeout), so only ctx bounds the request. The
+// write given up on is applied anyway once the server goes on: that is
+// what "outcome unknown" means.
+func TestHungServer(t *testing.T) {
+	c := zktest.Start(t, zktest.Options{})
+	s := open(t, c, nil)
+	ctx := ctxT(t)
+	if err := s.Create(ctx, "/n", []byte("before"), coord.Persistent); err != nil {
+		t.Fatal(err)
+	}
+	before := s.Session()
+	c.Servers[0].Pause()
+	const limit = 300 * time.Millisecond
+	rctx, cancel := context.WithTimeout(ctx, limit)
+	t0 := time.Now()
+	_, err := s.Set(rctx, "/n", []byte("during"), coord.AnyVersion)
+	took := time.Since(t0)
+	cancel()
+	c.Servers[0].Resume()
+	if !errors.Is(err, coord.ErrConnectionLoss) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Set to a hung server: %v, want connection loss (deadline exceeded)", err)
+	}
+	if took > limit+200*time.Millisecond {
+		t.Fatalf("Set took %v with a %v ctx", took, limit)
+	}
+	data, _, err := s.Get(ctx, "/n")
+	if err != nil || string(data) != "during" {
+		t.Fatalf("after the server resumed: Get = %q, %v; want the abandoned Set applied", data, err)
+	}
+	if after := s.Session(); after.ID != before.ID || after.State != coord.Connected {
+		t.Fatalf("session %v %#x after the pause, was %#x", after.State, after.ID, before.ID)
+	}
+}
+
 // TestEnsembleFailover kills the member the store is connected to: the store
 // moves to another member within the session, keeping its id and ephemeral.
 func TestEnsembleFailover(t *testing.T) {

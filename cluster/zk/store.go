@@ -132,8 +132,8 @@ func (s *Store) onEvent(ev gozk.Event) {
 		return
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.state == coord.Closed {
+		s.mu.Unlock()
 		return
 	}
 	prev := s.state
@@ -141,6 +141,7 @@ func (s *Store) onEvent(ev gozk.Event) {
 	case gozk.StateHasSession:
 		conn := s.connp.Load()
 		if conn == nil {
+			s.mu.Unlock()
 			return // Open reads the state once it has conn
 		}
 		s.setLocked(conn.SessionID(), coord.Connected)
@@ -149,13 +150,15 @@ func (s *Store) onEvent(ev gozk.Event) {
 	default: // disconnected, connecting, TCP-connected without a session yet
 		s.setLocked(s.id, coord.Connecting)
 	}
-	if s.state != prev {
+	state, id := s.state, s.id
+	s.mu.Unlock()
+	if state != prev {
 		level := slog.LevelInfo
-		if s.state == coord.Expired {
+		if state == coord.Expired {
 			level = slog.LevelWarn
 		}
-		s.log.Log(context.Background(), level, "zk: session "+s.state.String(),
-			"session", fmt.Sprintf("%#x", s.id), "server", ev.Server)
+		s.log.Log(context.Background(), level, "zk: session "+state.String(),
+			"session", fmt.Sprintf("%#x", id), "server", ev.Server)
 	}
 }
 

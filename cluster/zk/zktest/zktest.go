@@ -5,7 +5,8 @@
 // Start and StartEnsemble return once every member answers the "srvr"
 // four-letter word as serving (polled, with a deadline; never a guessed
 // sleep). Members can be stopped (SIGTERM, then SIGKILL after a deadline),
-// killed and started again on the same data, so a test can take ZooKeeper
+// killed, paused (SIGSTOP: connected but silent) and started again on the
+// same data, so a test can take ZooKeeper
 // away for a while and bring it back with its sessions and nodes. Everything
 // started is stopped by t.Cleanup, also when the test fails, and then the
 // member logs are printed. The JVM also dies with the test binary: it is
@@ -384,6 +385,38 @@ func (s *Server) Kill() {
 	}
 }
 
+// Pause freezes the member (SIGSTOP): its connections stay open and
+// nothing is answered, the way a server hung in a GC pause or a stalled
+// disk looks to clients. Resume (SIGCONT) lets it go on; Stop and Kill
+// resume it first.
+func (s *Server) Pause() {
+	s.tb.Helper()
+	if err := s.signal(syscall.SIGSTOP); err != nil {
+		s.tb.Fatalf("%v", err)
+	}
+}
+
+// Resume continues a paused member.
+func (s *Server) Resume() {
+	s.tb.Helper()
+	if err := s.signal(syscall.SIGCONT); err != nil {
+		s.tb.Fatalf("%v", err)
+	}
+}
+
+func (s *Server) signal(sig syscall.Signal) error {
+	s.mu.Lock()
+	p := s.proc
+	s.mu.Unlock()
+	if p == nil {
+		return fmt.Errorf("zktest: member %d is not running", s.ID)
+	}
+	if err := p.signal(sig); err != nil {
+		return fmt.Errorf("zktest: member %d: %v: %w", s.ID, sig, err)
+	}
+	return nil
+}
+
 // Restart is Stop then Start.
 func (s *Server) Restart() {
 	s.tb.Helper()
@@ -453,6 +486,7 @@ func (s *Server) stop(sig syscall.Signal) error {
 	if p == nil {
 		return nil
 	}
+	_ = p.signal(syscall.SIGCONT) // a paused JVM would not handle SIGTERM
 	_ = p.signal(sig)
 	select {
 	case <-p.exited:

@@ -94,6 +94,16 @@ func TestStandaloneStopStartKeepsData(t *testing.T) {
 	if err != nil || string(data) != "v" {
 		t.Fatalf("after stop, kill and restarts: Get = %q, %v", data, err)
 	}
+
+	s.Pause()
+	if reply, err := FourLetterWord(s.Addr, "srvr", 300*time.Millisecond); err == nil {
+		t.Fatalf("a paused server answered srvr: %q", reply)
+	}
+	s.Resume()
+	if mode, err := s.Mode(); err != nil || mode != "standalone" {
+		t.Fatalf("after Resume: Mode = %q, %v", mode, err)
+	}
+	s.Pause() // Stop, at cleanup, resumes it first
 }
 
 func TestEnsembleElectsAgainAfterLeaderKill(t *testing.T) {
