@@ -106,12 +106,13 @@ func (s *Store) ensureChroot(ctx context.Context) error {
 	cur := ""
 	for _, c := range splitPath(s.chroot) {
 		cur += "/" + c
+		p := cur
 		err := s.call(ctx, func() error {
-			_, err := s.conn.Create(cur, nil, gozk.FlagPersistent, worldACL)
+			_, err := s.conn.Create(p, nil, gozk.FlagPersistent, worldACL)
 			return err
 		})
 		if err != nil && err != gozk.ErrNodeExists {
-			return fmt.Errorf("zk: open: create chroot: %w", s.mapErr("create", cur, err))
+			return s.mapErr("open: create chroot", p, err)
 		}
 	}
 	return nil

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -23,6 +24,7 @@ func TestStore(t *testing.T) {
 	t.Run("Multi", func(t *testing.T) { testMulti(t, c) })
 	t.Run("Chroot", func(t *testing.T) { testChroot(t, c) })
 	t.Run("Close", func(t *testing.T) { testClose(t, c) })
+	t.Run("CloseDuringRequests", func(t *testing.T) { testCloseDuringRequests(t, c) })
 	t.Run("LibraryLogsAtDebug", func(t *testing.T) { testLogging(t, c) })
 	t.Run("SessionExpiry", func(t *testing.T) { testExpiry(t, c) })
 	t.Run("EphemeralUnknownOutcome", func(t *testing.T) { testUnknownOutcome(t, c) })
@@ -364,6 +366,53 @@ func testClose(t *testing.T, c *zktest.Cluster) {
 	if err := s.Close(); err != nil {
 		t.Errorf("second Close: %v", err)
 	}
+}
+
+// testCloseDuringRequests closes the store under busy callers: each call
+// ends with a result or ErrClosed, and every watch handed out fires once.
+func testCloseDuringRequests(t *testing.T, c *zktest.Cluster) {
+	s := open(t, c, nil)
+	ctx := ctxT(t)
+	if err := s.Create(ctx, "/n", nil, coord.Persistent); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	watches := make(chan (<-chan coord.Event), 1<<16)
+	started := make(chan struct{}, 8)
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			started <- struct{}{}
+			for {
+				_, _, w, err := s.GetW(ctx, "/n")
+				if err != nil {
+					if !errors.Is(err, coord.ErrClosed) {
+						t.Errorf("GetW during Close: %v", err)
+					}
+					return
+				}
+				watches <- w
+			}
+		}()
+	}
+	for range 8 {
+		<-started
+	}
+	eventually(t, 10*time.Second, "GetW calls did not get going", func() bool { return len(watches) >= 64 })
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	close(watches)
+	n := 0
+	for w := range watches {
+		if ev := event(t, w, 5*time.Second); ev.Type != coord.EventNotWatching || ev.Err != coord.ErrClosed {
+			t.Fatalf("watch at Close: %+v", ev)
+		}
+		n++
+	}
+	t.Logf("%d watches fired at Close", n)
 }
 
 func testLogging(t *testing.T, c *zktest.Cluster) {

@@ -21,11 +21,21 @@ import (
 // zxid seen, so changes made meanwhile still fire).
 func (s *Store) forward(path string, ch <-chan gozk.Event) <-chan coord.Event {
 	out := make(chan coord.Event, 1)
+	closed := coord.Event{Type: coord.EventNotWatching, Path: path, Err: coord.ErrClosed}
+	// Close marks the store closed under s.mu before it waits for the
+	// forwarders, so no Add can race with its Wait.
+	s.mu.Lock()
+	if s.isClosed() {
+		s.mu.Unlock()
+		out <- closed
+		close(out)
+		return out
+	}
 	s.watches.Add(1)
+	s.mu.Unlock()
 	go func() {
 		defer s.watches.Done()
 		defer close(out)
-		closed := coord.Event{Type: coord.EventNotWatching, Path: path, Err: coord.ErrClosed}
 		select {
 		case ev, ok := <-ch:
 			if !ok || s.isClosed() {
