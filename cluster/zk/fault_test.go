@@ -123,6 +123,34 @@ func testUnknownOutcome(t *testing.T, c *zktest.Cluster) {
 			}
 		})
 	}
+	// The create is applied in session A, its reply lost, and A expires
+	// before the client gets back (held off by a partition): the node went
+	// with A, so Create makes it again, in the new session.
+	t.Run("drop-reply-then-expiry", func(t *testing.T) {
+		tap := zktest.NewTap()
+		s := open(t, c, func(cfg *zk.Config) { cfg.Dialer = tap.Dial })
+		ctx := ctxT(t)
+		old, passwd, _ := tap.Session()
+		struck := tap.Arm(zktest.OpCreate, zktest.DropReply)
+		errc := make(chan error, 1)
+		go func() { errc <- s.Create(ctx, "/broker", []byte("b1"), coord.Ephemeral) }()
+		<-struck
+		tap.Partition()
+		if err := zktest.ExpireSession(c.Servers[0].Addr, old, passwd, 10*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		tap.Heal()
+		if err := <-errc; err != nil {
+			t.Fatalf("Create across a lost reply and an expiry: %v", err)
+		}
+		now := s.Session()
+		if now.ID == old {
+			t.Fatalf("still session %#x after its expiry", old)
+		}
+		if _, st, err := s.Get(ctx, "/broker"); err != nil || st.EphemeralOwner != now.ID {
+			t.Fatalf("Get = %+v, %v; want owner %#x", st, err, now.ID)
+		}
+	})
 	t.Run("owned-by-another-session", func(t *testing.T) {
 		tap := zktest.NewTap()
 		s := open(t, c, func(cfg *zk.Config) { cfg.Dialer = tap.Dial })
