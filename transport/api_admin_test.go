@@ -1,14 +1,15 @@
 package transport
 
 import (
-	"github.com/weir-broker/weir/core/groups"
 	"testing"
+
+	"github.com/weir-broker/weir/core/groups"
+	"github.com/weir-broker/weir/node"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/weir-broker/weir/core/record"
-	"github.com/weir-broker/weir/core/topics"
 )
 
 func listOffsetsReq(version int16, topic string, partition int32, ts int64) *kmsg.ListOffsetsRequest {
@@ -69,8 +70,8 @@ func TestListOffsets(t *testing.T) {
 }
 
 func TestMetadata(t *testing.T) {
-	b := startBroker(t, func(c *Config, _ *topics.Options) {
-		c.NodeID, c.AdvertisedHost, c.AdvertisedPort, c.ClusterID = 7, "broker.example", 19092, "cluster-x"
+	b := startBroker(t, func(_ *Config, n *node.Config) {
+		n.NodeID, n.Advertised = 7, "broker.example:19092"
 	})
 	tp := b.createTopic(t, "b-topic", 3, nil)
 	b.createTopic(t, "a-topic", 1, nil)
@@ -86,7 +87,7 @@ func TestMetadata(t *testing.T) {
 		if len(resp.Brokers) != 1 || resp.Brokers[0].NodeID != 7 || resp.Brokers[0].Host != "broker.example" || resp.Brokers[0].Port != 19092 {
 			t.Fatalf("v%d brokers: %+v", v, resp.Brokers)
 		}
-		if v >= 2 && (resp.ClusterID == nil || *resp.ClusterID != "cluster-x") {
+		if v >= 2 && (resp.ClusterID == nil || *resp.ClusterID != b.node.ClusterID() || *resp.ClusterID == "") {
 			t.Fatalf("v%d cluster ID %v", v, resp.ClusterID)
 		}
 		if v >= 1 && resp.ControllerID != 7 {
@@ -170,7 +171,7 @@ func TestCreateAndDeleteTopics(t *testing.T) {
 	if st := resp.Topics[1]; st.NumPartitions != 1 {
 		t.Fatalf("defaults: %d partitions", st.NumPartitions)
 	}
-	if tp, ok := b.topics.Topic("ok"); !ok || len(tp.Partitions) != 4 {
+	if tp, err := b.node.Topic("ok"); err != nil || len(tp.Partitions) != 4 {
 		t.Fatal("topic ok not in the registry")
 	}
 	// Again: exists. Validate only: nothing created.
@@ -180,7 +181,7 @@ func TestCreateAndDeleteTopics(t *testing.T) {
 	if resp := create(4, true, topic("validated", 2, 1)); resp.Topics[0].ErrorCode != 0 {
 		t.Fatalf("validate only: error %d", resp.Topics[0].ErrorCode)
 	}
-	if _, ok := b.topics.Topic("validated"); ok {
+	if _, err := b.node.Topic("validated"); err == nil {
 		t.Fatal("validate only created the topic")
 	}
 	if resp := create(4, true, topic("validated", 2, 1, "retention.ms", "soon")); resp.Topics[0].ErrorCode != kerr.InvalidConfig.Code {
@@ -197,7 +198,7 @@ func TestCreateAndDeleteTopics(t *testing.T) {
 	}
 
 	// Delete by name (v5) and by ID (v6).
-	tp, _ := b.topics.Topic("defaults")
+	tp, _ := b.node.Topic("defaults")
 	del := rc.do(&kmsg.DeleteTopicsRequest{Version: 5, TopicNames: []string{"ok", "never"}}).(*kmsg.DeleteTopicsResponse)
 	if del.Topics[0].ErrorCode != 0 || del.Topics[1].ErrorCode != kerr.UnknownTopicOrPartition.Code {
 		t.Fatalf("delete by name: %+v", del.Topics)
@@ -207,7 +208,7 @@ func TestCreateAndDeleteTopics(t *testing.T) {
 		t.Fatalf("delete by ID: %+v", del.Topics)
 	}
 	for _, name := range []string{"ok", "defaults"} {
-		if _, ok := b.topics.Topic(name); ok {
+		if _, err := b.node.Topic(name); err == nil {
 			t.Fatalf("%s not deleted", name)
 		}
 	}
@@ -219,10 +220,10 @@ func TestDeleteTopicDropsCommittedOffsets(t *testing.T) {
 	b := startBroker(t)
 	b.createTopic(t, "gone", 1, nil)
 	tp := groups.TopicPartition{Topic: "gone", Partition: 0}
-	if _, err := b.groups.Commit("g", "", nil, -1, []groups.OffsetCommit{{TopicPartition: tp, Offset: 42, LeaderEpoch: -1}}); err != nil {
+	if _, err := b.coord(t).Commit("g", "", nil, -1, []groups.OffsetCommit{{TopicPartition: tp, Offset: 42, LeaderEpoch: -1}}); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := b.groups.Fetch("g", []groups.TopicPartition{tp}); err != nil || got[tp].Offset != 42 {
+	if got, err := b.coord(t).Fetch("g", []groups.TopicPartition{tp}); err != nil || got[tp].Offset != 42 {
 		t.Fatalf("committed before delete: %+v, %v", got, err)
 	}
 	rc := b.dial(t)
@@ -231,7 +232,7 @@ func TestDeleteTopicDropsCommittedOffsets(t *testing.T) {
 		t.Fatalf("delete: %+v", del.Topics)
 	}
 	b.createTopic(t, "gone", 1, nil)
-	if got, err := b.groups.Fetch("g", []groups.TopicPartition{tp}); err != nil {
+	if got, err := b.coord(t).Fetch("g", []groups.TopicPartition{tp}); err != nil {
 		t.Fatal(err)
 	} else if c, ok := got[tp]; ok && c.Offset >= 0 {
 		t.Fatalf("re-created topic inherited committed offset %d", c.Offset)

@@ -5,11 +5,11 @@ package transport
 // v1 added ValidateOnly and error messages; v4 lets NumPartitions and
 // ReplicationFactor be -1 for the broker's defaults; v5 made it flexible and
 // answers with the partition count, replication factor and configs created;
-// v7 answers with the topic ID. One node serves replication factor 1 only,
-// and a replica assignment may name this node only.
+// v7 answers with the topic ID. What replication factors and assignments
+// are possible is the node's to decide.
 //
-// ValidateOnly checks everything Create would (name, partitions, replicas and
-// configs) without creating anything.
+// ValidateOnly checks everything a creation would (name, partitions, replicas
+// and configs) without creating anything.
 
 import (
 	"context"
@@ -17,10 +17,10 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/weir-broker/weir/core/topics"
+	"github.com/weir-broker/weir/node"
 )
 
-func handleCreateTopics(_ context.Context, s *Server, r *request) (kmsg.Response, error) {
+func handleCreateTopics(ctx context.Context, s *Server, r *request) (kmsg.Response, error) {
 	req := r.body.(*kmsg.CreateTopicsRequest)
 	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
 
@@ -34,66 +34,43 @@ func handleCreateTopics(_ context.Context, s *Server, r *request) (kmsg.Response
 		st.Default()
 		st.Topic = rt.Topic
 		var (
-			t   *topics.Topic
+			t   node.TopicInfo
 			err error
 		)
 		if seen[rt.Topic] > 1 {
 			err = errDuplicateTopic
 		} else {
-			t, err = s.createTopic(rt, req.ValidateOnly)
+			t, err = s.node.CreateTopic(ctx, createRequest(rt, req.ValidateOnly))
 		}
 		if err != nil {
 			st.ErrorCode = s.code(err)
 			st.ErrorMessage = errorMessage(err)
 			continue
 		}
-		if t == nil { // validated only
-			st.NumPartitions, st.ReplicationFactor = rt.NumPartitions, 1
+		st.NumPartitions, st.ReplicationFactor = int32(len(t.Partitions)), t.ReplicationFactor()
+		if req.ValidateOnly {
 			continue
 		}
 		st.TopicID = t.ID
-		st.NumPartitions = int32(len(t.Partitions))
-		st.ReplicationFactor = 1
 		st.Configs = topicConfigs(t.Configs, rt.Configs)
 	}
 	return resp, nil
 }
 
-// createTopic checks what a single node can serve, then creates the topic
-// (or, validating only, returns nil).
-func (s *Server) createTopic(rt kmsg.CreateTopicsRequestTopic, validateOnly bool) (*topics.Topic, error) {
-	if rt.ReplicationFactor != -1 && rt.ReplicationFactor != 1 && len(rt.ReplicaAssignment) == 0 {
-		return nil, errReplicationFactor
-	}
-	partitions := rt.NumPartitions
-	if len(rt.ReplicaAssignment) > 0 {
-		if rt.NumPartitions != -1 || rt.ReplicationFactor != -1 {
-			return nil, errReplicaAssignment
-		}
-		for _, ra := range rt.ReplicaAssignment {
-			if len(ra.Replicas) != 1 || ra.Replicas[0] != s.cfg.NodeID || ra.Partition < 0 || int(ra.Partition) >= len(rt.ReplicaAssignment) {
-				return nil, errReplicaAssignment
-			}
-		}
-		partitions = int32(len(rt.ReplicaAssignment))
-	}
-	if partitions == 0 || partitions < -1 {
-		return nil, topics.ErrInvalidPartitions
-	}
-	configs := make(map[string]string, len(rt.Configs))
+// createRequest turns one topic of a CreateTopics request into the node's
+// terms.
+func createRequest(rt kmsg.CreateTopicsRequestTopic, validateOnly bool) node.CreateTopic {
+	ct := node.CreateTopic{Name: rt.Topic, Partitions: rt.NumPartitions, ReplicationFactor: rt.ReplicationFactor,
+		ValidateOnly: validateOnly, Configs: make(map[string]string, len(rt.Configs))}
 	for _, c := range rt.Configs {
 		if c.Value != nil {
-			configs[c.Name] = *c.Value
+			ct.Configs[c.Name] = *c.Value
 		}
 	}
-	if validateOnly {
-		return nil, s.topics.ValidateCreate(rt.Topic, partitions, configs)
+	for _, ra := range rt.ReplicaAssignment {
+		ct.Assignment = append(ct.Assignment, node.ReplicaAssignment{Partition: ra.Partition, Replicas: ra.Replicas})
 	}
-	t, err := s.topics.Create(rt.Topic, partitions, configs)
-	if err == nil {
-		s.log.Info("transport: created topic", "topic", t.Name, "partitions", len(t.Partitions))
-	}
-	return t, err
+	return ct
 }
 
 // topicConfigs lists a topic's effective configs, sorted by name, as

@@ -19,7 +19,11 @@ func handleDeleteGroups(_ context.Context, s *Server, r *request) (kmsg.Response
 	for _, g := range req.Groups {
 		rg := kmsg.NewDeleteGroupsResponseGroup()
 		rg.Group = g
-		rg.ErrorCode = s.code(s.groups.Delete(g))
+		coord, err := s.node.GroupCoordinator(g)
+		if err == nil {
+			err = coord.Delete(g)
+		}
+		rg.ErrorCode = s.code(err)
 		resp.Groups = append(resp.Groups, rg)
 	}
 	return resp, nil

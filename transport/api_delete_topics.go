@@ -3,16 +3,17 @@ package transport
 // DeleteTopics: v0-v6.
 //
 // v4 made it flexible, v5 added error messages, v6 names topics by name or by
-// ID. Deleting a topic closes its partitions' logs and removes their files
-// (the topic registry does both; readers holding Slices finish first).
+// ID. What deleting a topic removes is the node's to decide.
 
 import (
 	"context"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/weir-broker/weir/node"
 )
 
-func handleDeleteTopics(_ context.Context, s *Server, r *request) (kmsg.Response, error) {
+func handleDeleteTopics(ctx context.Context, s *Server, r *request) (kmsg.Response, error) {
 	req := r.body.(*kmsg.DeleteTopicsRequest)
 	resp := req.ResponseKind().(*kmsg.DeleteTopicsResponse)
 
@@ -33,33 +34,27 @@ func handleDeleteTopics(_ context.Context, s *Server, r *request) (kmsg.Response
 		case rt.Topic != nil:
 			name = *rt.Topic
 		case rt.TopicID != [16]byte{}:
-			t := s.topicByID(rt.TopicID)
-			if t == nil {
-				st.ErrorCode = s.code(errUnknownTopicID)
-				st.ErrorMessage = errorMessage(errUnknownTopicID)
+			t, err := s.node.TopicByID(rt.TopicID)
+			if err != nil {
+				st.ErrorCode = s.code(err)
+				st.ErrorMessage = errorMessage(err)
 				continue
 			}
 			name = t.Name
 			st.Topic = &name
 		default:
-			st.ErrorCode = s.code(errUnknownTopicID)
-			st.ErrorMessage = errorMessage(errUnknownTopicID)
+			st.ErrorCode = s.code(node.ErrUnknownTopicID)
+			st.ErrorMessage = errorMessage(node.ErrUnknownTopicID)
 			continue
 		}
-		if t, ok := s.topics.Topic(name); ok {
-			st.TopicID = t.ID
+		id, err := s.node.DeleteTopic(ctx, name)
+		if id != [16]byte{} {
+			st.TopicID = id
 		}
-		if err := s.topics.Delete(name); err != nil {
+		if err != nil {
 			st.ErrorCode = s.code(err)
 			st.ErrorMessage = errorMessage(err)
-			continue
 		}
-		// Kafka drops a deleted topic's committed offsets, so a topic created
-		// again under the name starts without them.
-		if err := s.groups.RemoveTopic(name); err != nil {
-			s.log.Warn("transport: dropping committed offsets of a deleted topic", "topic", name, "err", err)
-		}
-		s.log.Info("transport: deleted topic", "topic", name)
 	}
 	return resp, nil
 }

@@ -23,7 +23,11 @@ func handleDescribeGroups(_ context.Context, s *Server, r *request) (kmsg.Respon
 		g := &resp.Groups[i]
 		g.Default()
 		g.Group = name
-		d, err := s.groups.Describe(name)
+		var d groups.Description
+		coord, err := s.node.GroupCoordinator(name)
+		if err == nil {
+			d, err = coord.Describe(name)
+		}
 		if errors.Is(err, groups.ErrGroupIDNotFound) {
 			g.State = "Dead"
 			g.Members = []kmsg.DescribeGroupsResponseGroupMember{}

@@ -10,8 +10,8 @@ package transport
 // every response has session ID 0, which tells clients to send full requests,
 // and a request naming a session gets FETCH_SESSION_ID_NOT_FOUND.
 //
-// A partition is read up to its high watermark (the log end, on one node);
-// the response waits up to MaxWait for MinBytes, woken by the partitions' logs
+// A partition is read up to its high watermark (the node says what that is);
+// the response waits up to MaxWait for MinBytes, woken by the partitions
 // when something is appended, not by polling.
 
 import (
@@ -43,7 +43,7 @@ func handleFetch(ctx context.Context, s *Server, r *request) (rawResponse, error
 			fp := &ft.parts[j]
 			fp.index, fp.offset, fp.maxBytes = rp.Partition, rp.FetchOffset, int64(rp.PartitionMaxBytes)
 			fp.hw, fp.logStart = -1, -1
-			p, err := s.topics.Partition(rt.Topic, rp.Partition)
+			p, err := s.node.Partition(rt.Topic, rp.Partition)
 			if err != nil {
 				fp.errCode = s.code(err)
 				continue
@@ -70,7 +70,7 @@ func handleFetch(ctx context.Context, s *Server, r *request) (rawResponse, error
 		if failed || total >= int64(req.MinBytes) || ctx.Err() != nil || !time.Now().Before(deadline) {
 			return resp, nil
 		}
-		// Take every log's wake-up channel, then check that nothing was
+		// Take every partition's wake-up channel, then check that nothing was
 		// appended since the read: an append after this point closes a
 		// channel, one before it moved the log end.
 		var moved bool
@@ -102,32 +102,31 @@ func (r *fetchResponse) read(s *Server, maxBytes int64) (total int64, failed boo
 				failed = true
 				continue
 			}
-			l := fp.p.Log
-			fp.hw, fp.logStart = l.EndOffset(), l.StartOffset()
+			fp.hw, fp.lso, fp.logStart = fp.p.HighWatermark(), fp.p.LastStableOffset(), fp.p.LogStartOffset()
 			limit := min(fp.maxBytes, remaining)
 			if total > 0 && limit <= 0 {
 				continue
 			}
-			sl, err := l.Read(fp.offset, max(limit, 1), fp.hw)
+			recs, err := fp.p.Read(fp.offset, limit, fp.hw)
 			if err != nil {
 				fp.errCode = s.code(err)
 				failed = true
 				continue
 			}
-			if total > 0 && sl.Size > limit {
-				sl.Release()
+			if total > 0 && recs.Len() > limit {
+				recs.Release()
 				continue
 			}
-			fp.slice = sl
-			total += sl.Size
-			remaining -= sl.Size
+			fp.records = recs
+			total += recs.Len()
+			remaining -= recs.Len()
 		}
 	}
 	return total, failed
 }
 
-// waitChannels appends each partition log's wake-up channel to chans and
-// reports whether some log has grown past the high watermark read.
+// waitChannels appends each partition's wake-up channel to chans and reports
+// whether some high watermark has moved since it was read.
 func (r *fetchResponse) waitChannels(chans []<-chan struct{}) ([]<-chan struct{}, bool) {
 	moved := false
 	for _, t := range r.topics {
@@ -135,8 +134,8 @@ func (r *fetchResponse) waitChannels(chans []<-chan struct{}) ([]<-chan struct{}
 			if p.p == nil {
 				continue
 			}
-			chans = append(chans, p.p.Log.Wait())
-			if p.p.Log.EndOffset() != p.hw {
+			chans = append(chans, p.p.Wait())
+			if p.p.HighWatermark() != p.hw {
 				moved = true
 			}
 		}

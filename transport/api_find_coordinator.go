@@ -4,9 +4,7 @@ package transport
 //
 // librdkafka needs v0 served to enable consumer groups. v1 added the key type
 // (0 group, 1 transaction), v3 made it flexible, v4 batches keys (kgo uses
-// it). On one node the coordinator of every group is this node; transaction
-// keys are answered the same way, and the transactional requests that would
-// follow are refused (weir has no transactions).
+// it). Which broker coordinates a key is the node's answer.
 
 import (
 	"context"
@@ -17,17 +15,12 @@ import (
 func handleFindCoordinator(_ context.Context, s *Server, r *request) (kmsg.Response, error) {
 	req := r.body.(*kmsg.FindCoordinatorRequest)
 	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
-	host, port := s.advertisedAddr()
-
-	var err error
-	if req.CoordinatorType != 0 && req.CoordinatorType != 1 {
-		err = errCoordinatorType
-	}
 	if req.Version < 4 {
+		b, err := s.node.FindCoordinator(req.CoordinatorType, req.CoordinatorKey)
 		resp.ErrorCode = s.code(err)
 		resp.ErrorMessage = errorMessage(err)
 		if err == nil {
-			resp.NodeID, resp.Host, resp.Port = s.cfg.NodeID, host, port
+			resp.NodeID, resp.Host, resp.Port = b.ID, b.Host, b.Port
 		} else {
 			resp.NodeID = -1
 		}
@@ -38,10 +31,11 @@ func handleFindCoordinator(_ context.Context, s *Server, r *request) (kmsg.Respo
 		c := &resp.Coordinators[i]
 		c.Default()
 		c.Key = key
+		b, err := s.node.FindCoordinator(req.CoordinatorType, key)
 		c.ErrorCode = s.code(err)
 		c.ErrorMessage = errorMessage(err)
 		if err == nil {
-			c.NodeID, c.Host, c.Port = s.cfg.NodeID, host, port
+			c.NodeID, c.Host, c.Port = b.ID, b.Host, b.Port
 		} else {
 			c.NodeID = -1
 		}

@@ -15,6 +15,10 @@ import (
 func handleHeartbeat(_ context.Context, s *Server, r *request) (kmsg.Response, error) {
 	req := r.body.(*kmsg.HeartbeatRequest)
 	resp := req.ResponseKind().(*kmsg.HeartbeatResponse)
-	resp.ErrorCode = s.code(s.groups.Heartbeat(req.Group, req.MemberID, req.InstanceID, req.Generation))
+	coord, err := s.node.GroupCoordinator(req.Group)
+	if err == nil {
+		err = coord.Heartbeat(req.Group, req.MemberID, req.InstanceID, req.Generation)
+	}
+	resp.ErrorCode = s.code(err)
 	return resp, nil
 }

@@ -47,7 +47,11 @@ func handleJoinGroup(ctx context.Context, s *Server, r *request) (kmsg.Response,
 		s.log.Debug("transport: join group", "group", req.Group, "member", req.MemberID, "reason", *req.Reason)
 	}
 
-	res, err := s.groups.Join(ctx, jr)
+	var res groups.JoinResult
+	coord, err := s.node.GroupCoordinator(req.Group)
+	if err == nil {
+		res, err = coord.Join(ctx, jr)
+	}
 	resp.ErrorCode = s.code(err)
 	resp.MemberID = res.MemberID
 	if resp.MemberID == "" {

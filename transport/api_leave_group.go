@@ -30,7 +30,11 @@ func handleLeaveGroup(_ context.Context, s *Server, r *request) (kmsg.Response, 
 			}
 		}
 	}
-	perMember, err := s.groups.Leave(req.Group, members)
+	var perMember []error
+	coord, err := s.node.GroupCoordinator(req.Group)
+	if err == nil {
+		perMember, err = coord.Leave(req.Group, members)
+	}
 	resp.ErrorCode = s.code(err)
 	if req.Version < 3 {
 		if err == nil && len(perMember) > 0 {

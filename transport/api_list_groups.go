@@ -16,7 +16,7 @@ func handleListGroups(_ context.Context, s *Server, r *request) (kmsg.Response, 
 	req := r.body.(*kmsg.ListGroupsRequest)
 	resp := req.ResponseKind().(*kmsg.ListGroupsResponse)
 	resp.Groups = []kmsg.ListGroupsResponseGroup{}
-	for _, l := range s.groups.List() {
+	for _, l := range s.node.ListGroups() {
 		if len(req.StatesFilter) > 0 && !containsFold(req.StatesFilter, l.State) {
 			continue
 		}

@@ -7,8 +7,8 @@ package transport
 // per-partition timestamp (ignored); v2-v4 a retention time (ignored: the
 // broker-wide offsets retention applies); v6 leader epochs; v7 instance IDs; v8
 // made it flexible. Generation -1 with no member commits for a group that has
-// no members (the "simple" consumer). Offsets for unknown partitions are
-// refused with UNKNOWN_TOPIC_OR_PARTITION and the others are still committed.
+// no members (the "simple" consumer). The node refuses offsets for unknown
+// partitions (UNKNOWN_TOPIC_OR_PARTITION) and still commits the others.
 
 import (
 	"context"
@@ -26,13 +26,7 @@ func handleOffsetCommit(_ context.Context, s *Server, r *request) (kmsg.Response
 	if req.Version == 0 {
 		generation, member = -1, ""
 	}
-	// Response partitions in request order; commits refers to the ones sent
-	// to the coordinator.
-	type ref struct{ t, p int }
-	var (
-		commits []groups.OffsetCommit
-		refs    []ref
-	)
+	var commits []groups.OffsetCommit
 	resp.Topics = make([]kmsg.OffsetCommitResponseTopic, len(req.Topics))
 	for i, rt := range req.Topics {
 		st := &resp.Topics[i]
@@ -42,10 +36,6 @@ func handleOffsetCommit(_ context.Context, s *Server, r *request) (kmsg.Response
 			sp := &st.Partitions[j]
 			sp.Default()
 			sp.Partition = rp.Partition
-			if _, err := s.topics.Partition(rt.Topic, rp.Partition); err != nil {
-				sp.ErrorCode = s.code(err)
-				continue
-			}
 			epoch := rp.LeaderEpoch
 			if req.Version < 6 {
 				epoch = -1
@@ -56,20 +46,17 @@ func handleOffsetCommit(_ context.Context, s *Server, r *request) (kmsg.Response
 				LeaderEpoch:    epoch,
 				Metadata:       rp.Metadata,
 			})
-			refs = append(refs, ref{i, j})
 		}
 	}
 	if len(commits) == 0 {
 		return resp, nil
 	}
-	perPartition, err := s.groups.Commit(req.Group, member, req.InstanceID, generation, commits)
-	for k, ref := range refs {
-		sp := &resp.Topics[ref.t].Partitions[ref.p]
-		switch {
-		case err != nil:
-			sp.ErrorCode = s.code(err)
-		case k < len(perPartition):
-			sp.ErrorCode = s.code(perPartition[k])
+	perCommit, _ := s.node.CommitOffsets(req.Group, member, req.InstanceID, generation, commits)
+	k := 0
+	for i := range resp.Topics {
+		for j := range resp.Topics[i].Partitions {
+			resp.Topics[i].Partitions[j].ErrorCode = s.code(perCommit[k])
+			k++
 		}
 	}
 	return resp, nil

@@ -83,7 +83,11 @@ func (s *Server) fetchOffsets(group string, asked []groupTopic) ([]kmsg.OffsetFe
 			}
 		}
 	}
-	committed, err := s.groups.Fetch(group, parts)
+	var committed map[groups.TopicPartition]groups.Committed
+	coord, err := s.node.GroupCoordinator(group)
+	if err == nil {
+		committed, err = coord.Fetch(group, parts)
+	}
 	if err != nil {
 		out := make([]kmsg.OffsetFetchResponseGroupTopic, len(asked))
 		for i, t := range asked {

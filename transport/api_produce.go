@@ -10,117 +10,68 @@ package transport
 // KAFKA-18659). librdkafka still sends v7.
 //
 // v3 is the first version carrying record batches v2 (and the transactional
-// ID, which must be null: weir has no transactions); v7 is the first that may
-// carry zstd; v9 made the request flexible; v10 only adds tagged fields the
-// broker sets when it is not the leader, which on one node it always is.
+// ID, which the node refuses: weir has no transactions); v7 is the first that
+// may carry zstd; v9 made the request flexible; v10 only adds tagged fields the
+// broker sets when it is not the leader.
 //
 // acks 0 gets no response at all (and, as in Kafka, a failed acks-0 request
-// closes the connection so the producer notices); acks 1 and -1 (all in-sync
-// replicas: on one node, the leader) answer after the append, and after the
-// covering fsync on topics with durable acks (the topics package waits).
-// Partitions with durable acks are appended concurrently so that one request's
-// partitions share fsync rounds instead of queueing for them.
+// closes the connection so the producer notices); acks 1 and -1 answer once
+// the node says the write is done (see node.Node.Produce: auto-creation,
+// min.insync.replicas and durable acks are its decisions).
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/weir-broker/weir/core/topics"
+	"github.com/weir-broker/weir/node"
 )
 
 func handleProduce(ctx context.Context, s *Server, r *request) (kmsg.Response, error) {
 	req := r.body.(*kmsg.ProduceRequest)
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
 
-	var reqErr error
-	switch {
-	case r.version < 3:
-		reqErr = errOldMessageFormat
-	case req.TransactionID != nil:
-		reqErr = errTransactions
-	case req.Acks != 0 && req.Acks != 1 && req.Acks != -1:
-		reqErr = errInvalidAcks
+	pr := node.ProduceRequest{TransactionalID: req.TransactionID, Acks: req.Acks,
+		Timeout: time.Duration(req.TimeoutMillis) * time.Millisecond}
+	n := 0
+	for _, rt := range req.Topics {
+		n += len(rt.Partitions)
+	}
+	pr.Partitions = make([]node.ProducePartition, 0, n)
+	for _, rt := range req.Topics {
+		for _, rp := range rt.Partitions {
+			pr.Partitions = append(pr.Partitions, node.ProducePartition{Topic: rt.Topic, Partition: rp.Partition, Records: rp.Records})
+		}
+	}
+	if r.version < 3 {
+		for i := range pr.Partitions {
+			pr.Partitions[i].Err = errOldMessageFormat
+			pr.Partitions[i].BaseOffset, pr.Partitions[i].LogAppendTime, pr.Partitions[i].LogStartOffset = -1, -1, -1
+		}
+	} else {
+		s.node.Produce(ctx, &pr)
 	}
 
-	var (
-		wg     sync.WaitGroup
-		failed bool
-		dctx   context.Context // for durable appends: ctx within the request's timeout
-		cancel context.CancelFunc
-
-		panicMu  sync.Mutex
-		panicked []any
-	)
+	failed := false
 	resp.Topics = make([]kmsg.ProduceResponseTopic, len(req.Topics))
+	k := 0
 	for i, rt := range req.Topics {
 		st := &resp.Topics[i]
 		st.Topic = rt.Topic
 		st.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(rt.Partitions))
-		for j, rp := range rt.Partitions {
+		for j := range rt.Partitions {
+			w := &pr.Partitions[k]
+			k++
 			sp := &st.Partitions[j]
 			sp.Default()
-			sp.Partition = rp.Partition
-			sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = -1, -1, -1
-			if reqErr != nil {
-				sp.ErrorCode = s.code(reqErr)
+			sp.Partition = w.Partition
+			sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = w.BaseOffset, w.LogAppendTime, w.LogStartOffset
+			if w.Err != nil {
+				sp.ErrorCode = s.code(w.Err)
 				failed = true
-				continue
 			}
-			p, err := s.producePartition(rt.Topic, rp.Partition)
-			if err != nil {
-				sp.ErrorCode = s.code(err)
-				failed = true
-				continue
-			}
-			if req.Acks == -1 && p.MinInsyncReplicas > 1 {
-				sp.ErrorCode = s.code(errNotEnoughReplicas)
-				failed = true
-				continue
-			}
-			if !p.DurableAcks {
-				s.appendTo(ctx, p, rp.Records, sp)
-				continue
-			}
-			// Durable: wait for the fsync concurrently with the request's
-			// other partitions, within the request's timeout.
-			if dctx == nil {
-				dctx, cancel = ctx, func() {}
-				if req.TimeoutMillis > 0 {
-					dctx, cancel = context.WithTimeout(ctx, time.Duration(req.TimeoutMillis)*time.Millisecond)
-				}
-			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				// A panic here is handed to the serving goroutine, whose
-				// recovery closes just this connection.
-				defer func() {
-					if p := recover(); p != nil {
-						panicMu.Lock()
-						panicked = append(panicked, p)
-						panicMu.Unlock()
-					}
-				}()
-				s.appendTo(dctx, p, rp.Records, sp)
-			}()
-		}
-	}
-	wg.Wait()
-	if cancel != nil {
-		cancel()
-	}
-	if len(panicked) > 0 {
-		panic(panicked[0])
-	}
-
-	for _, st := range resp.Topics {
-		for _, sp := range st.Partitions {
-			failed = failed || sp.ErrorCode != 0
 		}
 	}
 	if req.Acks == 0 {
@@ -130,45 +81,4 @@ func handleProduce(ctx context.Context, s *Server, r *request) (kmsg.Response, e
 		return nil, nil
 	}
 	return resp, nil
-}
-
-// appendTo appends one partition's records and fills its response.
-func (s *Server) appendTo(ctx context.Context, p *topics.Partition, records []byte, sp *kmsg.ProduceResponseTopicPartition) {
-	res, err := p.Append(ctx, records)
-	sp.LogStartOffset = p.Log.StartOffset()
-	if err != nil {
-		sp.ErrorCode = s.code(err)
-		s.log.Debug("transport: produce failed", "topic", p.Topic, "partition", p.Index, "err", err)
-		return
-	}
-	sp.BaseOffset = res.BaseOffset
-	sp.LogAppendTime = res.LogAppendTime
-}
-
-// producePartition finds a partition to produce to, creating its topic first
-// when auto-creation is on.
-func (s *Server) producePartition(topic string, partition int32) (*topics.Partition, error) {
-	p, err := s.topics.Partition(topic, partition)
-	if errors.Is(err, topics.ErrUnknownTopic) && s.cfg.AutoCreateTopics {
-		if _, err := s.autoCreate(topic); err != nil {
-			return nil, err
-		}
-		p, err = s.topics.Partition(topic, partition)
-	}
-	return p, err
-}
-
-// autoCreate creates topic with the registry's default partition count and
-// configs; a concurrent creation of the same topic counts as success.
-func (s *Server) autoCreate(topic string) (*topics.Topic, error) {
-	t, err := s.topics.Create(topic, -1, nil)
-	if errors.Is(err, topics.ErrTopicExists) {
-		if t, ok := s.topics.Topic(topic); ok {
-			return t, nil
-		}
-	}
-	if err == nil {
-		s.log.Info("transport: auto-created topic", "topic", topic, "partitions", len(t.Partitions))
-	}
-	return t, err
 }

@@ -32,7 +32,11 @@ func handleSyncGroup(ctx context.Context, s *Server, r *request) (kmsg.Response,
 			sr.Assignments[a.MemberID] = a.MemberAssignment
 		}
 	}
-	res, err := s.groups.Sync(ctx, sr)
+	var res groups.SyncResult
+	coord, err := s.node.GroupCoordinator(req.Group)
+	if err == nil {
+		res, err = coord.Sync(ctx, sr)
+	}
 	resp.ErrorCode = s.code(err)
 	resp.MemberAssignment = []byte{}
 	if err != nil {

@@ -27,20 +27,18 @@ func BenchmarkFetchPath(b *testing.B) {
 			}
 			br := startBroker(b, opts...)
 			br.createTopic(b, "bench", 1, nil)
-			p, err := br.topics.Partition("bench", 0)
+			p, err := br.node.Partition("bench", 0)
 			if err != nil {
 				b.Fatal(err)
 			}
 			one := batchOf(b, 100, 1000, 0) // ~100 KB batches
-			for p.Log.Size() < 64<<20 {
-				if _, err := p.Append(b.Context(), append([]byte(nil), one...)); err != nil {
-					b.Fatal(err)
-				}
+			for p.Stats().Size < 64<<20 {
+				br.produce(b, "bench", 0, append([]byte(nil), one...))
 			}
 			rc := br.dial(b)
 			req := fetchReq(11, 0, 1, 8<<20, "bench", map[int32]int64{0: 0})
 			req.Topics[0].Partitions[0].PartitionMaxBytes = 8 << 20
-			end := p.Log.EndOffset()
+			end := p.Stats().LogEndOffset
 
 			var size [4]byte
 			var served int64

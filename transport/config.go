@@ -15,9 +15,6 @@ const DefaultMaxRequestBytes = 100 << 20
 // Produce.
 const DefaultMaxControlRequestBytes = 4 << 20
 
-// DefaultClusterID is the cluster ID reported when Config.ClusterID is empty.
-const DefaultClusterID = "weir"
-
 // Defaults of the per-connection limits and the fetch cap.
 const (
 	// DefaultMaxInFlightRequests: one request served, one read ahead.
@@ -35,17 +32,6 @@ const (
 // Config configures a Server. The zero value is valid: validate fills the
 // defaults named on each field.
 type Config struct {
-	// NodeID is this broker's node ID in Metadata and FindCoordinator.
-	// Default 0.
-	NodeID int32
-	// AdvertisedHost is the host clients are told to connect to. Default: the
-	// host of the first listener passed to Serve.
-	AdvertisedHost string
-	// AdvertisedPort is the port clients are told to connect to. Default: the
-	// port of the first listener passed to Serve.
-	AdvertisedPort int32
-	// ClusterID is reported in Metadata. Default DefaultClusterID.
-	ClusterID string
 	// MaxRequestBytes: a request frame larger than this closes the connection
 	// before anything is allocated for it. Default DefaultMaxRequestBytes
 	// (100 MiB, Kafka's socket.request.max.bytes).
@@ -90,10 +76,6 @@ type Config struct {
 	// connections, between requests, have no timeout. Default
 	// DefaultFrameReadTimeout (1 min); negative: no timeout.
 	FrameReadTimeout time.Duration
-	// AutoCreateTopics creates unknown topics named in Metadata (when the
-	// client allows it) and Produce requests, with the registry's default
-	// partition count and configs. Default false.
-	AutoCreateTopics bool
 	// DisableSendfile makes Fetch copy record bytes through a buffer (ReadAt,
 	// then write) even when the segment is an OS file that could be sent with
 	// sendfile. Default false; benchmarks set it to compare the two paths.
@@ -142,15 +124,6 @@ func (c *Config) validate() error {
 	}
 	if c.FrameReadTimeout == 0 {
 		c.FrameReadTimeout = DefaultFrameReadTimeout
-	}
-	if c.NodeID < 0 {
-		return fmt.Errorf("%w: NodeID %d is negative", ErrConfig, c.NodeID)
-	}
-	if c.AdvertisedPort < 0 || c.AdvertisedPort > 65535 {
-		return fmt.Errorf("%w: AdvertisedPort %d out of range", ErrConfig, c.AdvertisedPort)
-	}
-	if c.ClusterID == "" {
-		c.ClusterID = DefaultClusterID
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))

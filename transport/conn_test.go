@@ -12,7 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/weir-broker/weir/core/record"
-	"github.com/weir-broker/weir/core/topics"
+	"github.com/weir-broker/weir/node"
 )
 
 // batch builds one uncompressed batch of n records with values "<prefix>-i".
@@ -114,7 +114,7 @@ func TestApiVersionsUnknownVersion(t *testing.T) {
 // Each bad input closes only its own connection: a fresh one is served, and
 // data produced before is intact.
 func TestBadInputClosesConnection(t *testing.T) {
-	b := startBroker(t, func(c *Config, _ *topics.Options) { c.MaxRequestBytes = 1 << 20 })
+	b := startBroker(t, func(c *Config, _ *node.Config) { c.MaxRequestBytes = 1 << 20 })
 	b.createTopic(t, "t", 1, nil)
 	good := b.dial(t)
 	if resp := good.do(produceReq(7, -1, "t", 0, batch(t, "before", 3))).(*kmsg.ProduceResponse); resp.Topics[0].Partitions[0].ErrorCode != 0 {
@@ -172,11 +172,11 @@ func TestBadInputClosesConnection(t *testing.T) {
 	}
 
 	// Nothing was lost or added: the partition holds the 3 records.
-	p, err := b.topics.Partition("t", 0)
+	p, err := b.node.Partition("t", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if end := p.Log.EndOffset(); end != 3 {
+	if end := p.Stats().LogEndOffset; end != 3 {
 		t.Fatalf("log end %d after bad input, want 3", end)
 	}
 }
@@ -231,8 +231,8 @@ func TestCorruptBatchAppendsNothing(t *testing.T) {
 			t.Fatalf("%d bytes: error %d, want CORRUPT_MESSAGE", len(records), code)
 		}
 	}
-	p, _ := b.topics.Partition("t", 0)
-	if end := p.Log.EndOffset(); end != 0 {
+	p, _ := b.node.Partition("t", 0)
+	if end := p.Stats().LogEndOffset; end != 0 {
 		t.Fatalf("log end %d after corrupt batches, want 0", end)
 	}
 	// The same connection goes on.
@@ -266,8 +266,8 @@ func TestPipelinedInOrder(t *testing.T) {
 	for i, req := range reqs {
 		rc.recv(req, int32(100+i))
 	}
-	p, _ := b.topics.Partition("t", 0)
-	if end := p.Log.EndOffset(); end != 7 {
+	p, _ := b.node.Partition("t", 0)
+	if end := p.Stats().LogEndOffset; end != 7 {
 		t.Fatalf("log end %d, want 7", end)
 	}
 }
@@ -280,8 +280,8 @@ func TestProduceAcksZero(t *testing.T) {
 	rc.send(produceReq(7, 0, "t", 0, batch(t, "a", 2)))
 	// The next answer is the metadata request's.
 	rc.do(&kmsg.MetadataRequest{Version: 4})
-	p, _ := b.topics.Partition("t", 0)
-	if end := p.Log.EndOffset(); end != 2 {
+	p, _ := b.node.Partition("t", 0)
+	if end := p.Stats().LogEndOffset; end != 2 {
 		t.Fatalf("log end %d, want 2", end)
 	}
 	rc.send(produceReq(7, 0, "unknown", 0, batch(t, "a", 2)))
@@ -337,8 +337,8 @@ func TestProduceErrors(t *testing.T) {
 		t.Fatalf("duplicate: error %d at %d, want 0 at %d", dup.ErrorCode, dup.BaseOffset, first.BaseOffset)
 	}
 	check("gap", produceReq(7, -1, "t", 0, idem(5)), kerr.OutOfOrderSequenceNumber.Code)
-	p, _ := b.topics.Partition("t", 0)
-	if end := p.Log.EndOffset(); end != first.BaseOffset+1 {
+	p, _ := b.node.Partition("t", 0)
+	if end := p.Stats().LogEndOffset; end != first.BaseOffset+1 {
 		t.Fatalf("log end %d, want %d", end, first.BaseOffset+1)
 	}
 }
@@ -360,8 +360,8 @@ func TestProduceDurableAcks(t *testing.T) {
 		if sp.ErrorCode != 0 || sp.BaseOffset != 0 {
 			t.Fatalf("partition %d: error %d at %d", i, sp.ErrorCode, sp.BaseOffset)
 		}
-		p, _ := b.topics.Partition("d", sp.Partition)
-		if flushed, end := p.Log.FlushedOffset(), p.Log.EndOffset(); flushed != end || end == 0 {
+		p, _ := b.node.Partition("d", sp.Partition)
+		if flushed, end := p.Stats().FlushedOffset, p.Stats().LogEndOffset; flushed != end || end == 0 {
 			t.Fatalf("partition %d: answered with flushed %d of %d", i, flushed, end)
 		}
 	}

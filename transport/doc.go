@@ -1,10 +1,10 @@
-// Package transport speaks the Kafka wire protocol for a single-node broker:
-// framing, request and response headers, one handler per API, and the Fetch
-// response writer that sends record bytes from segment files with sendfile.
-// It turns requests into calls on the topic registry (core/topics) and the
-// group coordinator (core/groups), and their errors into Kafka error codes;
-// nothing below it knows about the network, and it never touches files except
-// to send a Slice the log handed it.
+// Package transport speaks the Kafka wire protocol: framing, request and
+// response headers, one handler per API, and the Fetch response writer that
+// sends record bytes from segment files with sendfile. It is wire only: each
+// handler decodes a request, calls the node (package node), which makes every
+// decision, and encodes the answer, turning errors into Kafka error codes;
+// nothing below it knows about the network, and it never touches logs or
+// files except to send the node.Records the node handed it.
 //
 // # Framing and ordering
 //
@@ -41,8 +41,8 @@
 //
 // # Fetch without copies
 //
-// partlog.Log.Read returns a Slice: a byte range of whole batches in one
-// segment file, up to the high watermark (the log end, on one node). The
+// node.Partition.Read returns Records: a byte range of whole batches in one
+// segment file, up to the high watermark the node reports. The
 // Fetch response is written by hand (fetch_writer.go): every field but the
 // record bytes is known up front, so the size prefix is exact; the fields go
 // out through a pooled buffer, and the record bytes go from the file to the
@@ -62,6 +62,6 @@
 // # Metrics
 //
 // Metrics (optional) counts requests and latency per API, bytes in and out
-// and open connections, and reads every partition's offsets, size and fsync
-// count from the registry when scraped.
+// and open connections, in the registry it is given (the node's, whose own
+// collectors report every partition).
 package transport

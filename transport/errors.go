@@ -7,10 +7,15 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/weir-broker/weir/core/groups"
+	"github.com/weir-broker/weir/core/logs"
 	"github.com/weir-broker/weir/core/partlog"
+	"github.com/weir-broker/weir/core/producers"
+	"github.com/weir-broker/weir/core/recompress"
 	"github.com/weir-broker/weir/core/record"
 	"github.com/weir-broker/weir/core/segment"
+	"github.com/weir-broker/weir/core/topicconfig"
 	"github.com/weir-broker/weir/core/topics"
+	"github.com/weir-broker/weir/node"
 )
 
 var (
@@ -19,16 +24,9 @@ var (
 
 	// The transport's own reasons to refuse a request; each has its code in
 	// errorTable.
-	errTransactions      = errors.New("transport: transactions are not supported")
-	errNotEnoughReplicas = errors.New("transport: acks=all needs more in-sync replicas (min.insync.replicas) than one node has")
-	errOldMessageFormat  = errors.New("transport: message format v0/v1 (Produce v0-v2) is not supported")
-	errInvalidAcks       = errors.New("transport: acks must be 0, 1 or -1")
-	errReplicationFactor = errors.New("transport: a single node serves replication factor 1 only")
-	errReplicaAssignment = errors.New("transport: replicas may only be assigned to this node")
-	errDuplicateTopic    = errors.New("transport: topic named twice in one request")
-	errUnknownTopicID    = errors.New("transport: unknown topic ID")
-	errFetchSession      = errors.New("transport: fetch sessions are not supported")
-	errCoordinatorType   = errors.New("transport: unknown coordinator type")
+	errOldMessageFormat = errors.New("transport: message format v0/v1 (Produce v0-v2) is not supported")
+	errDuplicateTopic   = errors.New("transport: topic named twice in one request")
+	errFetchSession     = errors.New("transport: fetch sessions are not supported")
 )
 
 // errorTable is the one place where errors become Kafka error codes: the first
@@ -52,16 +50,16 @@ var errorTable = []struct {
 	{topics.ErrUnknownTopic, kerr.UnknownTopicOrPartition},
 	{topics.ErrUnknownPartition, kerr.UnknownTopicOrPartition},
 	{topics.ErrTopicExists, kerr.TopicAlreadyExists},
-	{topics.ErrInvalidTopic, kerr.InvalidTopicException},
+	{logs.ErrInvalidTopic, kerr.InvalidTopicException},
 	{topics.ErrInvalidPartitions, kerr.InvalidPartitions},
-	{topics.ErrInvalidConfig, kerr.InvalidConfig},
-	{topics.ErrOutOfOrderSequence, kerr.OutOfOrderSequenceNumber},
-	{topics.ErrInvalidProducerEpoch, kerr.InvalidProducerEpoch},
-	{topics.ErrUnknownProducerID, kerr.UnknownProducerID},
-	{topics.ErrDuplicateSequence, kerr.DuplicateSequenceNumber},
+	{topicconfig.ErrInvalidConfig, kerr.InvalidConfig},
+	{producers.ErrOutOfOrderSequence, kerr.OutOfOrderSequenceNumber},
+	{producers.ErrInvalidProducerEpoch, kerr.InvalidProducerEpoch},
+	{producers.ErrUnknownProducerID, kerr.UnknownProducerID},
+	{producers.ErrDuplicateSequence, kerr.DuplicateSequenceNumber},
 	// A closed registry: the broker is shutting down (retriable).
 	{topics.ErrClosed, kerr.NotLeaderForPartition},
-	{topics.ErrUnsupportedCompression, kerr.UnsupportedCompressionType},
+	{recompress.ErrUnsupportedCompression, kerr.UnsupportedCompressionType},
 
 	// Groups.
 	{groups.ErrUnknownMemberID, kerr.UnknownMemberID},
@@ -78,17 +76,19 @@ var errorTable = []struct {
 	{groups.ErrOffsetMetadataTooLarge, kerr.OffsetMetadataTooLarge},
 	{groups.ErrInvalidCommitSize, kerr.InvalidCommitOffsetSize},
 
+	// The node's decisions.
+	{node.ErrTransactionsNotSupported, kerr.InvalidRequest},
+	{node.ErrNotEnoughReplicas, kerr.NotEnoughReplicas},
+	{node.ErrInvalidAcks, kerr.InvalidRequiredAcks},
+	{node.ErrInvalidReplicationFactor, kerr.InvalidReplicationFactor},
+	{node.ErrInvalidReplicaAssignment, kerr.InvalidReplicaAssignment},
+	{node.ErrUnknownTopicID, kerr.UnknownTopicID},
+	{node.ErrInvalidCoordinatorType, kerr.InvalidRequest},
+
 	// The transport's own.
-	{errTransactions, kerr.InvalidRequest},
-	{errNotEnoughReplicas, kerr.NotEnoughReplicas},
 	{errOldMessageFormat, kerr.UnsupportedForMessageFormat},
-	{errInvalidAcks, kerr.InvalidRequiredAcks},
-	{errReplicationFactor, kerr.InvalidReplicationFactor},
-	{errReplicaAssignment, kerr.InvalidReplicaAssignment},
 	{errDuplicateTopic, kerr.InvalidRequest},
-	{errUnknownTopicID, kerr.UnknownTopicID},
 	{errFetchSession, kerr.FetchSessionIDNotFound},
-	{errCoordinatorType, kerr.InvalidRequest},
 
 	// A request cut short: its timeout passed, or the connection or server
 	// is closing (then nobody reads the answer anyway).

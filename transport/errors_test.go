@@ -10,9 +10,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/weir-broker/weir/core/groups"
+	"github.com/weir-broker/weir/core/logs"
 	"github.com/weir-broker/weir/core/partlog"
+	"github.com/weir-broker/weir/core/producers"
 	"github.com/weir-broker/weir/core/record"
+	"github.com/weir-broker/weir/core/topicconfig"
 	"github.com/weir-broker/weir/core/topics"
+	"github.com/weir-broker/weir/node"
 )
 
 func TestErrorTable(t *testing.T) {
@@ -29,13 +33,13 @@ func TestErrorTable(t *testing.T) {
 		{topics.ErrUnknownTopic, kerr.UnknownTopicOrPartition},
 		{topics.ErrUnknownPartition, kerr.UnknownTopicOrPartition},
 		{topics.ErrTopicExists, kerr.TopicAlreadyExists},
-		{topics.ErrInvalidTopic, kerr.InvalidTopicException},
+		{logs.ErrInvalidTopic, kerr.InvalidTopicException},
 		{topics.ErrInvalidPartitions, kerr.InvalidPartitions},
-		{topics.ErrInvalidConfig, kerr.InvalidConfig},
-		{topics.ErrOutOfOrderSequence, kerr.OutOfOrderSequenceNumber},
-		{topics.ErrInvalidProducerEpoch, kerr.InvalidProducerEpoch},
-		{topics.ErrUnknownProducerID, kerr.UnknownProducerID},
-		{topics.ErrDuplicateSequence, kerr.DuplicateSequenceNumber},
+		{topicconfig.ErrInvalidConfig, kerr.InvalidConfig},
+		{producers.ErrOutOfOrderSequence, kerr.OutOfOrderSequenceNumber},
+		{producers.ErrInvalidProducerEpoch, kerr.InvalidProducerEpoch},
+		{producers.ErrUnknownProducerID, kerr.UnknownProducerID},
+		{producers.ErrDuplicateSequence, kerr.DuplicateSequenceNumber},
 		{topics.ErrClosed, kerr.NotLeaderForPartition},
 		{groups.ErrUnknownMemberID, kerr.UnknownMemberID},
 		{groups.ErrIllegalGeneration, kerr.IllegalGeneration},
@@ -50,11 +54,13 @@ func TestErrorTable(t *testing.T) {
 		{groups.ErrCoordinatorNotAvailable, kerr.CoordinatorNotAvailable},
 		{groups.ErrOffsetMetadataTooLarge, kerr.OffsetMetadataTooLarge},
 		{groups.ErrInvalidCommitSize, kerr.InvalidCommitOffsetSize},
-		{errTransactions, kerr.InvalidRequest},
-		{errInvalidAcks, kerr.InvalidRequiredAcks},
-		{errReplicationFactor, kerr.InvalidReplicationFactor},
-		{errReplicaAssignment, kerr.InvalidReplicaAssignment},
-		{errUnknownTopicID, kerr.UnknownTopicID},
+		{node.ErrTransactionsNotSupported, kerr.InvalidRequest},
+		{node.ErrInvalidAcks, kerr.InvalidRequiredAcks},
+		{node.ErrNotEnoughReplicas, kerr.NotEnoughReplicas},
+		{node.ErrInvalidReplicationFactor, kerr.InvalidReplicationFactor},
+		{node.ErrInvalidReplicaAssignment, kerr.InvalidReplicaAssignment},
+		{node.ErrUnknownTopicID, kerr.UnknownTopicID},
+		{node.ErrInvalidCoordinatorType, kerr.InvalidRequest},
 		{errFetchSession, kerr.FetchSessionIDNotFound},
 		{context.DeadlineExceeded, kerr.RequestTimedOut},
 	}

@@ -6,9 +6,7 @@ import (
 	"io"
 	"sync"
 
-	"github.com/weir-broker/weir/core/partlog"
-	"github.com/weir-broker/weir/core/topics"
-	"github.com/weir-broker/weir/core/vfs"
+	"github.com/weir-broker/weir/node"
 )
 
 // The Fetch response is written by hand so that record bytes go from the
@@ -29,8 +27,8 @@ import (
 //	    records int32 length + bytes               whole batches from one segment
 //
 // Everything but the record bytes is known before writing starts, so the size
-// prefix is exact; the record bytes are the Slice's [Pos, Pos+Size) of a file
-// that only grows at its end, and the Slice's reference keeps the file open.
+// prefix is exact; the record bytes are a node.Records range of a segment
+// file that only grows at its end, and the Records keep the file open.
 
 // fetchBufSize is the pooled buffer for headers and for the copy path's
 // chunks: the fetch path allocates nothing per byte served.
@@ -58,12 +56,13 @@ type fetchTopic struct {
 type fetchPart struct {
 	index    int32
 	errCode  int16
-	hw       int64 // high watermark = last stable offset = log end, on one node
+	hw       int64 // high watermark
+	lso      int64 // last stable offset
 	logStart int64
-	slice    partlog.Slice // zero when no records
+	records  node.Records // empty when no records
 
 	// What the request asked for, for re-reads while long polling.
-	p        *topics.Partition // nil: errCode says why
+	p        *node.Partition // nil: errCode says why
 	offset   int64
 	maxBytes int64
 }
@@ -87,7 +86,7 @@ func (r *fetchResponse) size() int64 {
 	for _, t := range r.topics {
 		n += 2 + int64(len(t.name)) + 4
 		for _, p := range t.parts {
-			n += part + p.slice.Size
+			n += part + p.records.Len()
 		}
 	}
 	return n
@@ -96,8 +95,7 @@ func (r *fetchResponse) size() int64 {
 func (r *fetchResponse) release() {
 	for _, t := range r.topics {
 		for i := range t.parts {
-			t.parts[i].slice.Release()
-			t.parts[i].slice = partlog.Slice{}
+			t.parts[i].records.Release()
 		}
 	}
 }
@@ -144,7 +142,7 @@ func (r *fetchResponse) writeTo(c *conn, corr int32) (err error) {
 			b = binary.BigEndian.AppendUint32(b, uint32(p.index))
 			b = binary.BigEndian.AppendUint16(b, uint16(p.errCode))
 			b = binary.BigEndian.AppendUint64(b, uint64(p.hw))
-			b = binary.BigEndian.AppendUint64(b, uint64(p.hw)) // last stable offset
+			b = binary.BigEndian.AppendUint64(b, uint64(p.lso))
 			if r.version >= 5 {
 				b = binary.BigEndian.AppendUint64(b, uint64(p.logStart))
 			}
@@ -152,10 +150,10 @@ func (r *fetchResponse) writeTo(c *conn, corr int32) (err error) {
 			if r.version >= 11 {
 				b = binary.BigEndian.AppendUint32(b, 0xffffffff) // no preferred read replica
 			}
-			b = binary.BigEndian.AppendUint32(b, uint32(p.slice.Size))
+			b = binary.BigEndian.AppendUint32(b, uint32(p.records.Len()))
 			w.buf = b
-			if p.slice.Size > 0 {
-				if err := w.records(&p.slice); err != nil {
+			if p.records.Len() > 0 {
+				if err := w.records(&p.records); err != nil {
 					return err
 				}
 			}
@@ -174,7 +172,7 @@ func (r *fetchResponse) writeTo(c *conn, corr int32) (err error) {
 func (r *fetchResponse) hasOSFile() bool {
 	for _, t := range r.topics {
 		for _, p := range t.parts {
-			if _, ok := p.slice.File.(vfs.OSFiler); ok && p.slice.Size > 0 {
+			if _, _, ok := p.records.OSFile(); ok {
 				return true
 			}
 		}
@@ -197,16 +195,16 @@ func (w *fetchWriter) flush() error {
 	return err
 }
 
-// records sends a Slice's bytes: sendfile from an OS file, else chunks read
+// records sends a range's bytes: sendfile from an OS file, else chunks read
 // into the buffer's free space.
-func (w *fetchWriter) records(sl *partlog.Slice) error {
-	if of, ok := sl.File.(vfs.OSFiler); ok && w.c.raw != nil {
+func (w *fetchWriter) records(recs *node.Records) error {
+	if f, fpos, ok := recs.OSFile(); ok && w.c.raw != nil {
 		if err := w.flush(); err != nil {
 			return err
 		}
-		return sendfile(w.c.raw, of.OSFile(), sl.Pos, sl.Size)
+		return sendfile(w.c.raw, f, fpos, recs.Len())
 	}
-	pos, end := sl.Pos, sl.Pos+sl.Size
+	pos, end := int64(0), recs.Len()
 	for pos < end {
 		if len(w.buf) == cap(w.buf) {
 			if err := w.flush(); err != nil {
@@ -217,12 +215,12 @@ func (w *fetchWriter) records(sl *partlog.Slice) error {
 		if n := end - pos; int64(len(free)) > n {
 			free = free[:n]
 		}
-		n, err := sl.File.ReadAt(free, pos)
+		n, err := recs.ReadAt(free, pos)
 		if n < len(free) {
 			if err == nil || err == io.EOF {
 				err = io.ErrUnexpectedEOF
 			}
-			return fmt.Errorf("%w: reading records of %s at %d: %v", errClose, sl.File.Name(), pos, err)
+			return fmt.Errorf("%w: reading records of %s at %d: %v", errClose, recs.Name(), pos, err)
 		}
 		w.buf = w.buf[:len(w.buf)+n]
 		pos += int64(n)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/weir-broker/weir/core/partlog"
 	"github.com/weir-broker/weir/core/vfs"
+	"github.com/weir-broker/weir/node"
 )
 
 // openLog opens a partition log and appends batches of n records of size
@@ -121,11 +122,11 @@ func fetchFrom(t testing.TB, version int16, l *partlog.Log, maxBytes int64) *fet
 		version: version,
 		topics: []fetchTopic{
 			{name: "topic-a", parts: []fetchPart{
-				{index: 0, hw: l.EndOffset(), logStart: l.StartOffset(), slice: sl},
-				{index: 3, hw: l.EndOffset(), logStart: l.StartOffset(), slice: empty},
+				{index: 0, hw: l.EndOffset(), lso: l.EndOffset(), logStart: l.StartOffset(), records: node.NewRecords(sl)},
+				{index: 3, hw: l.EndOffset(), lso: l.EndOffset(), logStart: l.StartOffset(), records: node.NewRecords(empty)},
 			}},
 			{name: "b", parts: []fetchPart{
-				{index: 1, errCode: kerr.UnknownTopicOrPartition.Code, hw: -1, logStart: -1},
+				{index: 1, errCode: kerr.UnknownTopicOrPartition.Code, hw: -1, lso: -1, logStart: -1},
 			}},
 		},
 	}
@@ -143,13 +144,13 @@ func kmsgEquivalent(t testing.TB, r *fetchResponse) *kmsg.FetchResponse {
 		for _, fp := range ft.parts {
 			kp := kmsg.NewFetchResponseTopicPartition()
 			kp.Partition, kp.ErrorCode = fp.index, fp.errCode
-			kp.HighWatermark, kp.LastStableOffset, kp.LogStartOffset = fp.hw, fp.hw, fp.logStart
+			kp.HighWatermark, kp.LastStableOffset, kp.LogStartOffset = fp.hw, fp.lso, fp.logStart
 			kp.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
 			kp.PreferredReadReplica = -1
 			kp.RecordBatches = []byte{}
-			if fp.slice.Size > 0 {
-				b, err := fp.slice.Bytes()
-				if err != nil {
+			if fp.records.Len() > 0 {
+				b := make([]byte, fp.records.Len())
+				if _, err := fp.records.ReadAt(b, 0); err != nil {
 					t.Fatal(err)
 				}
 				kp.RecordBatches = b
@@ -223,7 +224,10 @@ func TestFetchWriterPathsMatchKmsg(t *testing.T) {
 
 func fileOffset(t testing.TB, r *fetchResponse) int64 {
 	t.Helper()
-	f := r.topics[0].parts[0].slice.File.(vfs.OSFiler).OSFile()
+	f, _, ok := r.topics[0].parts[0].records.OSFile()
+	if !ok {
+		t.Fatal("records not on an OS file")
+	}
 	off, err := f.Seek(0, io.SeekCurrent)
 	if err != nil {
 		t.Fatal(err)
@@ -247,7 +251,7 @@ func TestFetchWriterAllocsIndependentOfSize(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				r := &fetchResponse{version: 11, topics: []fetchTopic{{name: "t", parts: []fetchPart{{slice: sl}}}}}
+				r := &fetchResponse{version: 11, topics: []fetchTopic{{name: "t", parts: []fetchPart{{records: node.NewRecords(sl)}}}}}
 				if err := r.writeTo(c, 1); err != nil {
 					t.Fatal(err)
 				}
@@ -272,13 +276,13 @@ func TestFetchWriterManyPartitions(t *testing.T) {
 		for ti := range 3 {
 			ft := fetchTopic{name: fmt.Sprintf("topic-%d", ti)}
 			for p := range 3000 {
-				fp := fetchPart{index: int32(p), hw: 5, logStart: 0}
+				fp := fetchPart{index: int32(p), hw: 5, lso: 5, logStart: 0}
 				if p%1000 == 7 {
 					sl, err := l.Read(0, 1<<20, partlog.NoLimit)
 					if err != nil {
 						t.Fatal(err)
 					}
-					fp.slice = sl
+					fp.records = node.NewRecords(sl)
 				}
 				ft.parts = append(ft.parts, fp)
 			}

@@ -11,9 +11,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/weir-broker/weir/core/groups"
-	"github.com/weir-broker/weir/core/topics"
 	"github.com/weir-broker/weir/core/vfs"
+	"github.com/weir-broker/weir/node"
 )
 
 // discardConn is a net.Conn that keeps what is written to it, for driving the
@@ -49,24 +48,19 @@ func (d *discardConn) SetWriteDeadline(time.Time) error { return nil }
 func FuzzRequest(f *testing.F) {
 	mem := vfs.NewMem()
 	logs := &logRecorder{}
-	reg, err := topics.Open(topics.Options{FS: mem, Dir: "data"})
+	n, err := node.Open(node.Config{FS: mem, DataDir: "data", Advertised: "127.0.0.1:9092", AutoCreateTopics: true})
 	if err != nil {
 		f.Fatal(err)
 	}
-	coord, err := groups.Open(groups.Options{FS: mem, Dir: "data"})
-	if err != nil {
-		f.Fatal(err)
-	}
-	s, err := NewServer(Config{Logger: slog.New(logs), AutoCreateTopics: true}, reg, coord)
+	s, err := NewServer(Config{Logger: slog.New(logs)}, n)
 	if err != nil {
 		f.Fatal(err)
 	}
 	f.Cleanup(func() {
 		s.Close()
-		coord.Close()
-		reg.Close()
+		n.Close()
 	})
-	if _, err := reg.Create("t", 1, nil); err != nil {
+	if _, err := n.CreateTopic(context.Background(), node.CreateTopic{Name: "t", Partitions: 1, ReplicationFactor: -1}); err != nil {
 		f.Fatal(err)
 	}
 
@@ -109,9 +103,9 @@ func FuzzRequest(f *testing.F) {
 		if got, want := binary.BigEndian.Uint32(out[4:]), binary.BigEndian.Uint32(fr[4:]); got != want {
 			t.Fatalf("correlation ID %d, want %d", got, want)
 		}
-		if len(reg.Topics()) > 50 {
-			for _, tp := range reg.Topics() {
-				reg.Delete(tp.Name)
+		if ts := n.Topics(); len(ts) > 50 {
+			for _, tp := range ts {
+				n.DeleteTopic(context.Background(), tp.Name)
 			}
 		}
 	})

@@ -18,18 +18,17 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/weir-broker/weir/core/groups"
-	"github.com/weir-broker/weir/core/topics"
 	"github.com/weir-broker/weir/core/vfs"
+	"github.com/weir-broker/weir/node"
 )
 
-// testBroker is a Server on 127.0.0.1:0 with a registry and a coordinator in a
-// temporary directory, closed (in order) when the test ends.
+// testBroker is a Server on 127.0.0.1:0 with a node in a temporary
+// directory, closed (in order) when the test ends.
 type testBroker struct {
-	s      *Server
-	topics *topics.Registry
-	groups *groups.Coordinator
-	addr   string
-	logs   *logRecorder
+	s    *Server
+	node *node.Node
+	addr string
+	logs *logRecorder
 }
 
 // logRecorder keeps the server's log records; every test fails if the server
@@ -66,30 +65,30 @@ func (l *logRecorder) find(substr string) []string {
 	return out
 }
 
-type brokerOpt func(*Config, *topics.Options)
+type brokerOpt func(*Config, *node.Config)
 
 func startBroker(t testing.TB, opts ...brokerOpt) *testBroker {
 	t.Helper()
 	dir := t.TempDir()
 	logs := &logRecorder{}
 	cfg := Config{Logger: slog.New(logs)}
-	to := topics.Options{FS: vfs.Default, Dir: dir}
-	for _, o := range opts {
-		o(&cfg, &to)
-	}
-	reg, err := topics.Open(to)
-	if err != nil {
-		t.Fatal(err)
-	}
-	coord, err := groups.Open(groups.Options{FS: to.FS, Dir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := NewServer(cfg, reg, coord)
-	if err != nil {
-		t.Fatal(err)
-	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc := node.Config{FS: vfs.Default, DataDir: dir, Advertised: l.Addr().String(), Logger: cfg.Logger}
+	for _, o := range opts {
+		o(&cfg, &nc)
+	}
+	n, err := node.Open(nc)
+	if err != nil {
+		l.Close()
+		t.Fatal(err)
+	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = NewMetrics(n.Metrics())
+	}
+	s, err := NewServer(cfg, n)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,27 +104,35 @@ func startBroker(t testing.TB, opts ...brokerOpt) *testBroker {
 		for _, m := range logs.find("panic") {
 			t.Errorf("server logged: %s", m)
 		}
-		if err := coord.Close(); err != nil {
-			t.Error(err)
-		}
-		if err := reg.Close(); err != nil {
+		if err := n.Close(); err != nil {
 			t.Error(err)
 		}
 	})
-	return &testBroker{s: s, topics: reg, groups: coord, addr: l.Addr().String(), logs: logs}
+	return &testBroker{s: s, node: n, addr: l.Addr().String(), logs: logs}
 }
 
-func withMemFS(c *Config, o *topics.Options)      { o.FS = vfs.NewMem() }
-func withAutoCreate(c *Config, o *topics.Options) { c.AutoCreateTopics = true }
-func withCopyPath(c *Config, o *topics.Options)   { c.DisableSendfile = true }
+func withMemFS(c *Config, o *node.Config)      { o.FS = vfs.NewMem() }
+func withAutoCreate(c *Config, o *node.Config) { o.AutoCreateTopics = true }
+func withCopyPath(c *Config, o *node.Config)   { c.DisableSendfile = true }
 
-func (b *testBroker) createTopic(t testing.TB, name string, partitions int32, configs map[string]string) *topics.Topic {
+func (b *testBroker) createTopic(t testing.TB, name string, partitions int32, configs map[string]string) node.TopicInfo {
 	t.Helper()
-	tp, err := b.topics.Create(name, partitions, configs)
+	tp, err := b.node.CreateTopic(context.Background(), node.CreateTopic{Name: name, Partitions: partitions,
+		ReplicationFactor: -1, Configs: configs})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return tp
+}
+
+// stats returns a partition's state, failing the test if there is none.
+func (b *testBroker) stats(t testing.TB, topic string, partition int32) node.PartitionStats {
+	t.Helper()
+	p, err := b.node.Partition(topic, partition)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p.Stats()
 }
 
 // rawConn is a protocol-level client: it writes frames and reads responses
@@ -253,4 +260,27 @@ func (b *testBroker) checkAlive(t testing.TB) {
 		t.Fatalf("ApiVersions on a fresh connection: error %d, %d keys", resp.ErrorCode, len(resp.ApiKeys))
 	}
 	rc.c.Close()
+}
+
+// coord returns the group coordinator of the node (every group's, on one
+// node).
+func (b *testBroker) coord(t testing.TB) *groups.Coordinator {
+	t.Helper()
+	c, err := b.node.GroupCoordinator("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// produce appends records to a partition through the node (acks=1), failing
+// the test on error.
+func (b *testBroker) produce(t testing.TB, topic string, partition int32, records []byte) int64 {
+	t.Helper()
+	req := node.ProduceRequest{Acks: 1, Partitions: []node.ProducePartition{{Topic: topic, Partition: partition, Records: records}}}
+	b.node.Produce(context.Background(), &req)
+	if err := req.Partitions[0].Err; err != nil {
+		t.Fatal(err)
+	}
+	return req.Partitions[0].BaseOffset
 }

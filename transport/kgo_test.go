@@ -132,7 +132,7 @@ func TestKgoAutoCreate(t *testing.T) {
 	if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte("x")}).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := b.topics.Topic("auto"); !ok {
+	if _, err := b.node.Topic("auto"); err != nil {
 		t.Fatal("topic not created")
 	}
 	// A produce request alone creates its topic too (with the default
@@ -142,7 +142,7 @@ func TestKgoAutoCreate(t *testing.T) {
 	if code := resp.Topics[0].Partitions[0].ErrorCode; code != 0 {
 		t.Fatalf("produce to a new topic: error %d", code)
 	}
-	if tp, ok := b.topics.Topic("auto-by-produce"); !ok || len(tp.Partitions) != 1 {
+	if tp, err := b.node.Topic("auto-by-produce"); err != nil || len(tp.Partitions) != 1 {
 		t.Fatal("produce did not create its topic")
 	}
 	resp = rc.do(produceReq(7, 1, "bad name!", 0, batch(t, "x", 1))).(*kmsg.ProduceResponse)

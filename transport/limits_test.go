@@ -2,7 +2,6 @@ package transport
 
 import (
 	"bytes"
-	"context"
 	"encoding/binary"
 	"errors"
 	"net"
@@ -14,7 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/weir-broker/weir/core/record"
-	"github.com/weir-broker/weir/core/topics"
+	"github.com/weir-broker/weir/node"
 )
 
 // Tests of the per-connection limits: a client that stops reading, or stops
@@ -57,15 +56,11 @@ func statsOf(st []ConnStats, c net.Conn) (ConnStats, bool) {
 // closing the stalled client frees everything the connection held.
 func TestClientThatStopsReading(t *testing.T) {
 	const inflight = 3
-	b := startBroker(t, func(c *Config, _ *topics.Options) {
+	b := startBroker(t, func(c *Config, _ *node.Config) {
 		c.MaxInFlightRequests = inflight
 		c.MaxConnectionBytes = 4 << 10
 	})
 	b.createTopic(t, "t", 1, nil)
-	p, err := b.topics.Partition("t", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
 	big := make([]record.Record, 64)
 	for i := range big {
 		big[i] = record.Record{Value: bytes.Repeat([]byte{byte(i)}, 4000), Timestamp: 1_700_000_000_000}
@@ -74,9 +69,7 @@ func TestClientThatStopsReading(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.Append(context.Background(), batch); err != nil {
-		t.Fatal(err)
-	}
+	b.produce(t, "t", 0, batch)
 
 	// 32 MiB of requests: more than the kernel buffers of both ends hold
 	// (tcp_wmem and tcp_rmem top out at a few MiB), however many the broker
@@ -149,7 +142,7 @@ func TestClientThatStopsReading(t *testing.T) {
 // stops after a few bytes of it holds only what it sent, not the announced
 // size, and is closed after FrameReadTimeout.
 func TestClientStalledMidFrame(t *testing.T) {
-	b := startBroker(t, func(c *Config, _ *topics.Options) { c.FrameReadTimeout = 200 * time.Millisecond })
+	b := startBroker(t, func(c *Config, _ *node.Config) { c.FrameReadTimeout = 200 * time.Millisecond })
 	rc := b.dial(t)
 	const size = 50 << 20 // a Produce: up to MaxRequestBytes
 	var hdr [4 + 2]byte
@@ -179,7 +172,7 @@ func TestClientStalledMidFrame(t *testing.T) {
 // connection may still hold waits, unread, until the earlier one is
 // answered; then both are answered in order.
 func TestConnectionBytesLimit(t *testing.T) {
-	b := startBroker(t, func(c *Config, _ *topics.Options) {
+	b := startBroker(t, func(c *Config, _ *node.Config) {
 		c.MaxInFlightRequests = 3
 		c.MaxConnectionBytes = 1000
 	})
@@ -224,16 +217,13 @@ func TestConnectionBytesLimit(t *testing.T) {
 // MaxFetchBytes caps a response below what the request allows; the first
 // batch still goes whole.
 func TestMaxFetchBytes(t *testing.T) {
-	b := startBroker(t, func(c *Config, _ *topics.Options) { c.MaxFetchBytes = 3000 })
+	b := startBroker(t, func(c *Config, _ *node.Config) { c.MaxFetchBytes = 3000 })
 	b.createTopic(t, "t", 1, nil)
-	p, _ := b.topics.Partition("t", 0)
 	var sizes []int
 	for i := range 4 {
 		bt := batchOf(t, 1, 2000, int64(i))
 		sizes = append(sizes, len(bt))
-		if _, err := p.Append(context.Background(), bt); err != nil {
-			t.Fatal(err)
-		}
+		b.produce(t, "t", 0, bt)
 	}
 	rc := b.dial(t)
 	for _, tc := range []struct {
@@ -246,12 +236,9 @@ func TestMaxFetchBytes(t *testing.T) {
 		}
 	}
 	// A cap below the first batch still serves it whole.
-	b2 := startBroker(t, func(c *Config, _ *topics.Options) { c.MaxFetchBytes = 100 })
+	b2 := startBroker(t, func(c *Config, _ *node.Config) { c.MaxFetchBytes = 100 })
 	b2.createTopic(t, "t", 1, nil)
-	p2, _ := b2.topics.Partition("t", 0)
-	if _, err := p2.Append(context.Background(), batchOf(t, 1, 2000, 0)); err != nil {
-		t.Fatal(err)
-	}
+	b2.produce(t, "t", 0, batchOf(t, 1, 2000, 0))
 	resp := b2.dial(t).do(fetchReq(4, 0, 0, 1<<20, "t", map[int32]int64{0: 0})).(*kmsg.FetchResponse)
 	if got := len(resp.Topics[0].Partitions[0].RecordBatches); got != sizes[0] {
 		t.Fatalf("fetch under a 100-byte cap: %d record bytes, want the first batch whole (%d)", got, sizes[0])
@@ -261,7 +248,7 @@ func TestMaxFetchBytes(t *testing.T) {
 // With MaxInFlightRequests 1 (Kafka's behaviour) pipelined requests are still
 // all answered, in order.
 func TestOneInFlight(t *testing.T) {
-	b := startBroker(t, func(c *Config, _ *topics.Options) { c.MaxInFlightRequests = 1 })
+	b := startBroker(t, func(c *Config, _ *node.Config) { c.MaxInFlightRequests = 1 })
 	rc := b.dial(t)
 	var out []byte
 	for i := range 50 {

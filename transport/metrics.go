@@ -1,14 +1,10 @@
 package transport
 
 import (
-	"strconv"
-	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/weir-broker/weir/core/topics"
 )
 
 // Metrics holds the server's Prometheus collectors:
@@ -19,20 +15,16 @@ import (
 //	weir_received_bytes_total, weir_sent_bytes_total
 //	weir_connections                             open connections
 //	weir_connections_rejected_total              closed at once for MaxConnections
-//	weir_partition_log_start_offset{topic,partition}, weir_partition_log_end_offset,
-//	weir_partition_flushed_offset, weir_partition_size_bytes, weir_partition_fsyncs_total
 //
-// The partition metrics are read from the topic registry at scrape time.
-// A nil *Metrics counts nothing.
+// (The node registers the partition metrics.) A nil *Metrics counts nothing.
 type Metrics struct {
-	requests  [numKeys]prometheus.Counter
-	failures  [numKeys]prometheus.Counter
-	latency   [numKeys]prometheus.Observer
-	bytesIn   prometheus.Counter
-	bytesOut  prometheus.Counter
-	conns     prometheus.Gauge
-	rejected  prometheus.Counter
-	partition *partitionCollector
+	requests [numKeys]prometheus.Counter
+	failures [numKeys]prometheus.Counter
+	latency  [numKeys]prometheus.Observer
+	bytesIn  prometheus.Counter
+	bytesOut prometheus.Counter
+	conns    prometheus.Gauge
+	rejected prometheus.Counter
 }
 
 // NewMetrics creates the collectors and registers them with reg (when not
@@ -62,7 +54,6 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		rejected: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "weir_connections_rejected_total", Help: "Connections closed at once because MaxConnections were open.",
 		}),
-		partition: newPartitionCollector(),
 	}
 	// Resolve every served API's series once, so that counting a request
 	// neither hashes labels nor allocates.
@@ -73,7 +64,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		m.latency[a.key] = latency.WithLabelValues(name)
 	}
 	if reg != nil {
-		reg.MustRegister(requests, failures, latency, m.bytesIn, m.bytesOut, m.conns, m.rejected, m.partition)
+		reg.MustRegister(requests, failures, latency, m.bytesIn, m.bytesOut, m.conns, m.rejected)
 	}
 	return m
 }
@@ -116,54 +107,5 @@ func (m *Metrics) connClosed() {
 func (m *Metrics) connRejected() {
 	if m != nil {
 		m.rejected.Inc()
-	}
-}
-
-// watch makes the partition metrics report reg's partitions.
-func (m *Metrics) watch(reg *topics.Registry) {
-	m.partition.reg.Store(reg)
-}
-
-// partitionCollector reports every partition's log offsets, size and fsyncs
-// at scrape time, straight from the registry's logs.
-type partitionCollector struct {
-	reg                               atomic.Pointer[topics.Registry]
-	start, end, flushed, size, fsyncs *prometheus.Desc
-}
-
-func newPartitionCollector() *partitionCollector {
-	labels := []string{"topic", "partition"}
-	return &partitionCollector{
-		start:   prometheus.NewDesc("weir_partition_log_start_offset", "First offset still in the partition's log.", labels, nil),
-		end:     prometheus.NewDesc("weir_partition_log_end_offset", "Offset the next record appended to the partition will get.", labels, nil),
-		flushed: prometheus.NewDesc("weir_partition_flushed_offset", "Every offset below it is fsynced.", labels, nil),
-		size:    prometheus.NewDesc("weir_partition_size_bytes", "Bytes of the partition's segments.", labels, nil),
-		fsyncs:  prometheus.NewDesc("weir_partition_fsyncs_total", "Fsync rounds of the partition's log (group commits, rolls, closes).", labels, nil),
-	}
-}
-
-func (pc *partitionCollector) Describe(ch chan<- *prometheus.Desc) {
-	ch <- pc.start
-	ch <- pc.end
-	ch <- pc.flushed
-	ch <- pc.size
-	ch <- pc.fsyncs
-}
-
-func (pc *partitionCollector) Collect(ch chan<- prometheus.Metric) {
-	reg := pc.reg.Load()
-	if reg == nil {
-		return
-	}
-	for _, t := range reg.Topics() {
-		for _, p := range t.Partitions {
-			l := p.Log
-			labels := []string{t.Name, strconv.Itoa(int(p.Index))}
-			ch <- prometheus.MustNewConstMetric(pc.start, prometheus.GaugeValue, float64(l.StartOffset()), labels...)
-			ch <- prometheus.MustNewConstMetric(pc.end, prometheus.GaugeValue, float64(l.EndOffset()), labels...)
-			ch <- prometheus.MustNewConstMetric(pc.flushed, prometheus.GaugeValue, float64(l.FlushedOffset()), labels...)
-			ch <- prometheus.MustNewConstMetric(pc.size, prometheus.GaugeValue, float64(l.Size()), labels...)
-			ch <- prometheus.MustNewConstMetric(pc.fsyncs, prometheus.CounterValue, float64(l.Syncs()), labels...)
-		}
 	}
 }

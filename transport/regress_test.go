@@ -6,6 +6,7 @@ package transport
 import (
 	"context"
 	"encoding/binary"
+	"math"
 	"runtime"
 	"strings"
 	"sync"
@@ -17,9 +18,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/weir-broker/weir/core/groups"
-	"github.com/weir-broker/weir/core/partlog"
-	"github.com/weir-broker/weir/core/topics"
 	"github.com/weir-broker/weir/core/vfs"
+	"github.com/weir-broker/weir/node"
 )
 
 // A long poll at the end of a topic deleted while it waits answers at once
@@ -43,7 +43,7 @@ func TestFetchAnswersWhenTopicDeletedDuringLongPoll(t *testing.T) {
 	corr := rc.send(req)
 	<-started
 	start := time.Now()
-	if err := b.topics.Delete("t"); err != nil {
+	if _, err := b.node.DeleteTopic(context.Background(), "t"); err != nil {
 		t.Fatal(err)
 	}
 	resp := rc.recv(req, corr).(*kmsg.FetchResponse)
@@ -62,14 +62,14 @@ func TestFetchAnswersWhenTopicDeletedDuringLongPoll(t *testing.T) {
 func TestReadClosedLogErrorCode(t *testing.T) {
 	b := startBroker(t)
 	b.createTopic(t, "t", 1, nil)
-	p, err := b.topics.Partition("t", 0)
+	p, err := b.node.Partition("t", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := b.topics.Delete("t"); err != nil {
+	if _, err := b.node.DeleteTopic(context.Background(), "t"); err != nil {
 		t.Fatal(err)
 	}
-	_, rerr := p.Log.Read(0, 1<<20, partlog.NoLimit)
+	_, rerr := p.Read(0, 1<<20, math.MaxInt64)
 	if got := errorCode(rerr); got != kerr.NotLeaderForPartition.Code {
 		t.Fatalf("read of a deleted log: %v -> code %d", rerr, got)
 	}
@@ -79,7 +79,7 @@ func TestReadClosedLogErrorCode(t *testing.T) {
 // MaxConnections slot) at once, not when the poll's MaxWait ends.
 func TestClosedConnFreedDuringLongPoll(t *testing.T) {
 	waiting := setFetchHook(t)
-	b := startBroker(t, func(c *Config, _ *topics.Options) { c.MaxConnections = 1 })
+	b := startBroker(t, func(c *Config, _ *node.Config) { c.MaxConnections = 1 })
 	b.createTopic(t, "t", 1, nil)
 	a := b.dial(t)
 	a.send(fetchReq(11, 60*time.Second, 1, 1<<20, "t", map[int32]int64{0: 0}))
@@ -144,7 +144,7 @@ func (s gatedSyncFS) OpenReadWrite(name string) (vfs.File, error) {
 // REQUEST_TIMED_OUT when the timeout passes; the fsync goes on.
 func TestDurableAckRespectsRequestTimeout(t *testing.T) {
 	gate := &sync.RWMutex{}
-	b := startBroker(t, func(c *Config, o *topics.Options) { o.FS = gatedSyncFS{vfs.NewMem(), gate} })
+	b := startBroker(t, func(c *Config, o *node.Config) { o.FS = gatedSyncFS{vfs.NewMem(), gate} })
 	b.createTopic(t, "d", 1, map[string]string{"weir.durable.acks": "true"})
 	gate.Lock() // the disk stalls
 	release := time.AfterFunc(15*time.Second, gate.Unlock)
@@ -178,7 +178,7 @@ func TestMinInsyncReplicas(t *testing.T) {
 // frame is allocated: a hostile control request cannot make the broker
 // decode (and amplify) a Produce-sized body.
 func TestControlRequestSizeBound(t *testing.T) {
-	b := startBroker(t, func(c *Config, _ *topics.Options) { c.MaxControlRequestBytes = 64 << 10 })
+	b := startBroker(t, func(c *Config, _ *node.Config) { c.MaxControlRequestBytes = 64 << 10 })
 	b.createTopic(t, "t", 1, nil)
 	big := b.dial(t)
 	// A Metadata frame announcing 100 KiB: refused after its key, before the body.
@@ -198,11 +198,11 @@ func TestDeleteGroups(t *testing.T) {
 	b := startBroker(t)
 	b.createTopic(t, "t", 1, nil)
 	tp := groups.TopicPartition{Topic: "t", Partition: 0}
-	if _, err := b.groups.Commit("done", "", nil, -1, []groups.OffsetCommit{{TopicPartition: tp, Offset: 7, LeaderEpoch: -1}}); err != nil {
+	if _, err := b.coord(t).Commit("done", "", nil, -1, []groups.OffsetCommit{{TopicPartition: tp, Offset: 7, LeaderEpoch: -1}}); err != nil {
 		t.Fatal(err)
 	}
 	// A group with a member (joined, rebalance complete) is not empty.
-	if _, err := b.groups.Join(context.Background(), groups.JoinRequest{Group: "busy", ProtocolType: "consumer",
+	if _, err := b.coord(t).Join(context.Background(), groups.JoinRequest{Group: "busy", ProtocolType: "consumer",
 		Protocols: []groups.Protocol{{Name: "range"}}, SessionTimeout: 30 * time.Second, RebalanceTimeout: 30 * time.Second}); err != nil {
 		t.Fatal(err)
 	}
@@ -214,7 +214,7 @@ func TestDeleteGroups(t *testing.T) {
 			t.Errorf("%s: error %d, want %d", g.Group, g.ErrorCode, want[i])
 		}
 	}
-	if got, err := b.groups.Fetch("done", []groups.TopicPartition{tp}); err != nil {
+	if got, err := b.coord(t).Fetch("done", []groups.TopicPartition{tp}); err != nil {
 		t.Fatal(err)
 	} else if c, ok := got[tp]; ok && c.Offset >= 0 {
 		t.Fatalf("deleted group kept committed offset %d", c.Offset)

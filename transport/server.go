@@ -6,33 +6,24 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 
-	"github.com/weir-broker/weir/core/groups"
-	"github.com/weir-broker/weir/core/topics"
+	"github.com/weir-broker/weir/node"
 )
 
 // Server serves the Kafka protocol for one broker: it owns the listeners and
-// connections, and hands decoded requests to the topic registry and the group
-// coordinator.
+// connections, and hands decoded requests to the node.
 type Server struct {
-	cfg    Config
-	topics *topics.Registry
-	groups *groups.Coordinator
-	log    *slog.Logger
-	m      *Metrics
+	cfg  Config
+	node *node.Node
+	log  *slog.Logger
+	m    *Metrics
 
 	// ctx is cancelled by Close; every connection's context derives from it,
 	// so long polls and blocked joins end.
-	ctx    context.Context
-	cancel context.CancelFunc
-	// adv is where clients are told to connect: Config's, or the first
-	// listener's address.
-	adv atomic.Pointer[advertised]
-
+	ctx       context.Context
+	cancel    context.CancelFunc
 	mu        sync.Mutex
 	closed    bool
 	listeners map[net.Listener]struct{}
@@ -40,25 +31,19 @@ type Server struct {
 	wg        sync.WaitGroup // one per connection
 }
 
-type advertised struct {
-	host string
-	port int32
-}
-
-// NewServer returns a server for the registry and the coordinator, which stay
-// owned by the caller: Close closes neither.
-func NewServer(cfg Config, reg *topics.Registry, coord *groups.Coordinator) (*Server, error) {
+// NewServer returns a server for the node, which stays owned by the caller:
+// Close does not close it.
+func NewServer(cfg Config, n *node.Node) (*Server, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	if reg == nil || coord == nil {
-		return nil, fmt.Errorf("%w: a topic registry and a group coordinator are required", ErrConfig)
+	if n == nil {
+		return nil, fmt.Errorf("%w: a node is required", ErrConfig)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{
 		cfg:       cfg,
-		topics:    reg,
-		groups:    coord,
+		node:      n,
 		log:       cfg.Logger,
 		m:         cfg.Metrics,
 		ctx:       ctx,
@@ -66,18 +51,12 @@ func NewServer(cfg Config, reg *topics.Registry, coord *groups.Coordinator) (*Se
 		listeners: make(map[net.Listener]struct{}),
 		conns:     make(map[*conn]struct{}),
 	}
-	if cfg.AdvertisedHost != "" && cfg.AdvertisedPort != 0 {
-		s.adv.Store(&advertised{cfg.AdvertisedHost, cfg.AdvertisedPort})
-	}
-	if s.m != nil {
-		s.m.watch(reg)
-	}
 	return s, nil
 }
 
 // Serve accepts connections on l until Close, then returns nil; it returns
 // another error only when l fails for good. Serve may be called for several
-// listeners; the first one's address is advertised unless Config names one.
+// listeners.
 func (s *Server) Serve(l net.Listener) error {
 	s.mu.Lock()
 	if s.closed {
@@ -87,7 +66,6 @@ func (s *Server) Serve(l net.Listener) error {
 	}
 	s.listeners[l] = struct{}{}
 	s.mu.Unlock()
-	s.advertiseFrom(l.Addr())
 	defer func() {
 		s.mu.Lock()
 		delete(s.listeners, l)
@@ -146,34 +124,6 @@ func (s *Server) isClosed() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.closed
-}
-
-// advertiseFrom fills the advertised host and port missing from Config from a
-// listener's address, once.
-func (s *Server) advertiseFrom(addr net.Addr) {
-	if s.adv.Load() != nil {
-		return
-	}
-	host, port := s.cfg.AdvertisedHost, s.cfg.AdvertisedPort
-	if h, p, err := net.SplitHostPort(addr.String()); err == nil {
-		if host == "" {
-			host = h
-		}
-		if port == 0 {
-			if n, err := strconv.ParseInt(p, 10, 32); err == nil {
-				port = int32(n)
-			}
-		}
-	}
-	s.adv.CompareAndSwap(nil, &advertised{host, port})
-}
-
-// advertisedAddr is the host and port given to clients.
-func (s *Server) advertisedAddr() (string, int32) {
-	if a := s.adv.Load(); a != nil {
-		return a.host, a.port
-	}
-	return s.cfg.AdvertisedHost, s.cfg.AdvertisedPort
 }
 
 func (s *Server) startConn(nc net.Conn) {

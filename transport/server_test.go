@@ -8,11 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/weir-broker/weir/core/topics"
+	"github.com/weir-broker/weir/node"
 )
 
 func TestConfigValidation(t *testing.T) {
@@ -20,21 +18,21 @@ func TestConfigValidation(t *testing.T) {
 	for _, cfg := range []Config{
 		{MaxRequestBytes: 5},
 		{MaxConnections: -1},
-		{NodeID: -2},
-		{AdvertisedPort: 70000},
+		{MaxInFlightRequests: -1},
+		{MaxFetchBytes: -3},
 	} {
-		if _, err := NewServer(cfg, b.topics, b.groups); !errors.Is(err, ErrConfig) {
+		if _, err := NewServer(cfg, b.node); !errors.Is(err, ErrConfig) {
 			t.Errorf("%+v: %v, want ErrConfig", cfg, err)
 		}
 	}
-	if _, err := NewServer(Config{}, nil, b.groups); !errors.Is(err, ErrConfig) {
-		t.Errorf("nil registry: %v", err)
+	if _, err := NewServer(Config{}, nil); !errors.Is(err, ErrConfig) {
+		t.Errorf("nil node: %v", err)
 	}
-	s, err := NewServer(Config{}, b.topics, b.groups)
+	s, err := NewServer(Config{}, b.node)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.cfg.MaxRequestBytes != DefaultMaxRequestBytes || s.cfg.ClusterID != DefaultClusterID || s.log == nil {
+	if s.cfg.MaxRequestBytes != DefaultMaxRequestBytes || s.log == nil {
 		t.Fatalf("defaults not filled: %+v", s.cfg)
 	}
 	// Serve after Close returns at once.
@@ -60,7 +58,7 @@ func TestAdvertisedFromListener(t *testing.T) {
 }
 
 func TestMaxConnections(t *testing.T) {
-	b := startBroker(t, func(c *Config, _ *topics.Options) { c.MaxConnections = 2 })
+	b := startBroker(t, func(c *Config, _ *node.Config) { c.MaxConnections = 2 })
 	first, second := b.dial(t), b.dial(t)
 	first.do(apiVersionsReq(3))
 	second.do(apiVersionsReq(3))
@@ -82,9 +80,8 @@ func TestMaxConnections(t *testing.T) {
 }
 
 func TestMetrics(t *testing.T) {
-	reg := prometheus.NewRegistry()
-	m := NewMetrics(reg)
-	b := startBroker(t, func(c *Config, _ *topics.Options) { c.Metrics = m })
+	b := startBroker(t)
+	reg := b.node.Metrics()
 	b.createTopic(t, "t", 2, nil)
 	rc := b.dial(t)
 	rc.do(produceReq(7, 1, "t", 1, batch(t, "m", 5)))

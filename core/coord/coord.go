@@ -70,6 +70,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 )
 
 // AnyVersion, as the version of Set, Delete or Check, matches every version.
@@ -77,12 +78,15 @@ const AnyVersion int32 = -1
 
 // Stat describes a node.
 type Stat struct {
-	// Czxid orders creations: it increases with every node created in the
-	// store (ZooKeeper's creation zxid). The czxid of a broker's
-	// registration is its broker epoch (KIP-380): a broker that bounced has
-	// a larger one.
+	// Czxid orders creations: a node created after another has a larger
+	// czxid (ZooKeeper's creation zxid), except that the nodes one Multi
+	// creates share one (a transaction takes one zxid). The czxid of a
+	// broker's registration is its broker epoch (KIP-380): a broker that
+	// bounced has a larger one.
 	Czxid int64
-	// Mzxid orders changes: it increases with every write.
+	// Mzxid orders changes: it is the zxid of the node's last data change
+	// (its creation or a Set), larger after every Set. A change of the
+	// node's children does not move it.
 	Mzxid int64
 	// Version counts Sets of the node's data, from 0 at creation.
 	Version int32
@@ -228,15 +232,17 @@ type Store interface {
 	// ErrNoNode, ErrBadVersion, ErrNotEmpty.
 	Delete(ctx context.Context, path string, version int32) error
 	// Multi applies ops atomically, in order: either all succeed (each
-	// operation's result is returned) or none is applied and the error is a
-	// *MultiError naming the first operation that failed and why.
+	// operation's result is returned, a SetOp's Stat as of that operation)
+	// or none is applied and the error wraps a *MultiError (errors.As)
+	// naming the first operation that failed and why.
 	Multi(ctx context.Context, ops ...Op) ([]OpResult, error)
 
 	// Session returns the session's current state.
 	Session() Session
 	// Close ends the session (its ephemeral nodes are deleted, its watches
-	// fire with EventNotWatching/ErrClosed) and releases the store. Later
-	// calls fail with ErrClosed; Close again returns nil.
+	// fire with EventNotWatching/ErrClosed, watches of its own ephemeral
+	// nodes too) and releases the store. Later calls fail with ErrClosed;
+	// Close again returns nil.
 	Close() error
 }
 
@@ -326,12 +332,15 @@ var (
 )
 
 // ValidatePath checks a path: absolute, '/'-separated, no trailing slash
-// (except the root "/"), no empty, "." or ".." component, no NUL.
+// (except the root "/"), no empty, "." or ".." component, no NUL, valid
+// UTF-8 (ZooKeeper's paths are strings, and the file store's file is JSON:
+// other bytes would not come back as they went in).
 func ValidatePath(path string) error {
 	if path == "/" {
 		return nil
 	}
-	if !strings.HasPrefix(path, "/") || strings.HasSuffix(path, "/") || strings.ContainsRune(path, 0) {
+	if !strings.HasPrefix(path, "/") || strings.HasSuffix(path, "/") || strings.ContainsRune(path, 0) ||
+		!utf8.ValidString(path) {
 		return fmt.Errorf("%w: %q", ErrInvalidPath, path)
 	}
 	for _, c := range strings.Split(path[1:], "/") {

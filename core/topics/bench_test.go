@@ -39,9 +39,9 @@ func BenchmarkAppend(b *testing.B) {
 			b.ReportAllocs()
 			seq := int32(0)
 			for b.Loop() {
-				if p.Log.EndOffset() > 500_000 {
+				if p.Log().EndOffset() > 500_000 {
 					b.StopTimer()
-					if err := p.Log.Truncate(0); err != nil {
+					if err := p.Log().Truncate(0); err != nil {
 						b.Fatal(err)
 					}
 					// Truncate forgets nothing in the producer state;
@@ -61,7 +61,7 @@ func BenchmarkAppend(b *testing.B) {
 				}
 				var err error
 				if mode == "log" {
-					_, err = p.Log.Append(ctx, buf, 0)
+					_, err = p.Log().Append(ctx, buf, 0)
 				} else {
 					_, err = p.Append(ctx, buf)
 				}

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/weir-broker/weir/core/logs"
 	"github.com/weir-broker/weir/core/vfs"
 	"github.com/weir-broker/weir/core/vfs/errorfs"
 )
@@ -90,7 +91,7 @@ func TestCrashSafety(t *testing.T) {
 			delete(model.topics, name)
 			delete(model.ids, name)
 			for k := range model.data {
-				if t, _, _ := parseDirName(k); t == name {
+				if t, _, _ := logs.ParseDirName(k); t == name {
 					delete(model.data, k)
 				}
 			}
@@ -121,10 +122,10 @@ func TestCrashSafety(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			if err := p.Log.Flush(res.NextOffset); err != nil {
+			if err := p.Log().Flush(res.NextOffset); err != nil {
 				return err
 			}
-			model.data[dirName(topic, part)] = res.NextOffset
+			model.data[logs.DirName(topic, part)] = res.NextOffset
 			return nil
 		}}
 	}
@@ -194,16 +195,16 @@ func checkCrashClone(t *testing.T, what string, mem *vfs.MemFS, before, after cr
 			id, known = aid, true
 		}
 		for _, p := range tp.Partitions {
-			mid, ok, err := readPartitionMeta(mem, p.Log.Dir())
+			mid, ok, err := logs.ReadMarker(mem, p.Log().Dir())
 			if err != nil || !ok || mid != tp.ID {
-				t.Errorf("%s: %s marker %x %v %v, topic id %x", what, p.Log.Dir(), mid, ok, err, tp.ID)
+				t.Errorf("%s: %s marker %x %v %v, topic id %x", what, p.Log().Dir(), mid, ok, err, tp.ID)
 			}
-			end, durable := before.data[dirName(tp.Name, p.Index)]
+			end, durable := before.data[logs.DirName(tp.Name, p.Index)]
 			if !known || tp.ID != id || !durable {
 				continue
 			}
-			if p.Log.EndOffset() < end {
-				t.Errorf("%s: %s ends at %d, %d were durable", what, p.Log.Dir(), p.Log.EndOffset(), end)
+			if p.Log().EndOffset() < end {
+				t.Errorf("%s: %s ends at %d, %d were durable", what, p.Log().Dir(), p.Log().EndOffset(), end)
 			}
 		}
 	}
@@ -212,7 +213,7 @@ func checkCrashClone(t *testing.T, what string, mem *vfs.MemFS, before, after cr
 		t.Fatal(err)
 	}
 	for _, n := range names {
-		topic, p, ok := parseDirName(n)
+		topic, p, ok := logs.ParseDirName(n)
 		if !ok {
 			if !slices.Contains([]string{metaFile}, n) {
 				t.Errorf("%s: unexpected entry %s", what, n)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/weir-broker/weir/core/partlog"
+	"github.com/weir-broker/weir/core/topicconfig"
 	"github.com/weir-broker/weir/core/vfs"
 	"github.com/weir-broker/weir/core/vfs/errorfs"
 )
@@ -30,7 +31,7 @@ func TestIdempotentRetryAfterPostPublishFailureIsDuplicate(t *testing.T) {
 	}))
 	r := open(t, fs, "/d", func(o *Options) { o.Clock = clock })
 	defer r.Close()
-	tp, err := r.Create("t", 1, map[string]string{ConfigSegmentBytes: "1024"})
+	tp, err := r.Create("t", 1, map[string]string{topicconfig.SegmentBytes: "1024"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,14 +39,14 @@ func TestIdempotentRetryAfterPostPublishFailureIsDuplicate(t *testing.T) {
 	seq := int32(0)
 	for {
 		b := idem(t, 7, 0, seq, 4)
-		if p.Log.Size()+int64(len(b)) > 1024 {
+		if p.Log().Size()+int64(len(b)) > 1024 {
 			inj.K = inj.Count() // the seal after this roll fails writing an index
 		}
 		_, err = p.Append(ctx, b)
 		if err != nil {
 			break
 		}
-		if len(p.Log.Segments()) > 1 {
+		if len(p.Log().Segments()) > 1 {
 			t.Fatal("rolled without the seal failing")
 		}
 		seq += 4
@@ -53,18 +54,18 @@ func TestIdempotentRetryAfterPostPublishFailureIsDuplicate(t *testing.T) {
 	if !errors.Is(err, partlog.ErrFailed) {
 		t.Fatalf("append of seq %d: %v, want ErrFailed", seq, err)
 	}
-	end := p.Log.EndOffset()
+	end := p.Log().EndOffset()
 	inj.Clear()
 	clock.Advance(partlog.MaxRecoveryBackoff)
 	res, err := p.Append(ctx, idem(t, 7, 0, seq, 4)) // the client's retry
 	if err != nil {
 		t.Fatalf("retry of seq %d: %v", seq, err)
 	}
-	if !res.Duplicate || res.NextOffset != end || p.Log.EndOffset() != end {
-		t.Fatalf("retry of seq %d: %+v (log end %d), want a duplicate ending at %d", seq, res, p.Log.EndOffset(), end)
+	if !res.Duplicate || res.NextOffset != end || p.Log().EndOffset() != end {
+		t.Fatalf("retry of seq %d: %+v (log end %d), want a duplicate ending at %d", seq, res, p.Log().EndOffset(), end)
 	}
 	n := 0
-	for _, h := range readAll(t, p.Log) {
+	for _, h := range readAll(t, p.Log()) {
 		if h.ProducerID == 7 && h.BaseSequence == seq {
 			n++
 		}
@@ -115,17 +116,17 @@ func TestIdempotentAppendRefusedAcrossCut(t *testing.T) {
 	if _, err := p.Append(ctx, idem(t, 7, 0, 0, 4)); err != nil {
 		t.Fatal(err)
 	}
-	if p.Log.FlushedOffset() != 0 || p.Log.EndOffset() != 4 {
-		t.Fatalf("flushed %d end %d: the test needs unflushed records", p.Log.FlushedOffset(), p.Log.EndOffset())
+	if p.Log().FlushedOffset() != 0 || p.Log().EndOffset() != 4 {
+		t.Fatalf("flushed %d end %d: the test needs unflushed records", p.Log().FlushedOffset(), p.Log().EndOffset())
 	}
 	var hookErr error
 	cut := func() { // runs after the checks of the next append, before it reaches the log
 		inj.K = inj.Count()
-		if err := p.Log.Flush(p.Log.EndOffset()); !errors.Is(err, partlog.ErrFailed) {
+		if err := p.Log().Flush(p.Log().EndOffset()); !errors.Is(err, partlog.ErrFailed) {
 			hookErr = err
 			return
 		}
-		_, hookErr = p.Log.Recover()
+		_, hookErr = p.Log().Recover()
 	}
 	clock.hook.Store(&cut)
 	_, err = p.Append(ctx, idem(t, 7, 0, 4, 4))
@@ -138,8 +139,8 @@ func TestIdempotentAppendRefusedAcrossCut(t *testing.T) {
 	if !errors.Is(err, partlog.ErrFailed) || !errors.Is(err, partlog.ErrGenerationChanged) {
 		t.Fatalf("append checked in generation 0, made after a cut: %v; want ErrFailed and ErrGenerationChanged", err)
 	}
-	if p.Log.EndOffset() != 0 || p.Log.Generation() != 1 {
-		t.Fatalf("end %d generation %d, want 0 and 1 (the cut, nothing appended after it)", p.Log.EndOffset(), p.Log.Generation())
+	if p.Log().EndOffset() != 0 || p.Log().Generation() != 1 {
+		t.Fatalf("end %d generation %d, want 0 and 1 (the cut, nothing appended after it)", p.Log().EndOffset(), p.Log().Generation())
 	}
 	// The producer starts over from what the log holds: its first batch
 	// goes in again, at offset 0.

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/weir-broker/weir/core/partlog"
+	"github.com/weir-broker/weir/core/topicconfig"
 	"github.com/weir-broker/weir/core/vfs"
 	"github.com/weir-broker/weir/core/vfs/errorfs"
 )
@@ -36,7 +37,7 @@ func TestDurableAckAcrossFsyncFailure(t *testing.T) {
 	fs, inj := fsyncFault(mem)
 	r := open(t, fs, "/d", func(o *Options) { o.Clock = clock })
 	defer r.Close()
-	tp, err := r.Create("t", 1, map[string]string{ConfigDurableAcks: "true"})
+	tp, err := r.Create("t", 1, map[string]string{topicconfig.DurableAcks: "true"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,8 +60,8 @@ func TestDurableAckAcrossFsyncFailure(t *testing.T) {
 	if _, err := p.Append(ctx, batch(t, "refused", 1)); !errors.Is(err, partlog.ErrFailed) {
 		t.Fatalf("produce to a failed partition: %v", err)
 	}
-	if p.Log.EndOffset() != acked {
-		t.Fatalf("a failed partition serves up to %d, beyond the durable %d", p.Log.EndOffset(), acked)
+	if p.Log().EndOffset() != acked {
+		t.Fatalf("a failed partition serves up to %d, beyond the durable %d", p.Log().EndOffset(), acked)
 	}
 	inj.Clear()
 	clock.Advance(partlog.MaxRecoveryBackoff)
@@ -72,8 +73,8 @@ func TestDurableAckAcrossFsyncFailure(t *testing.T) {
 	if res.Duplicate || res.BaseOffset != acked {
 		t.Fatalf("retry of the cut batch: %+v; want it appended at %d", res, acked)
 	}
-	if p.Log.Recoveries() != 1 || p.Log.Generation() != 1 {
-		t.Fatalf("recoveries %d, generation %d; want 1 and 1", p.Log.Recoveries(), p.Log.Generation())
+	if p.Log().Recoveries() != 1 || p.Log().Generation() != 1 {
+		t.Fatalf("recoveries %d, generation %d; want 1 and 1", p.Log().Recoveries(), p.Log().Generation())
 	}
 	dup, err := p.Append(ctx, idem(t, 7, 0, 0, 2))
 	if err != nil || !dup.Duplicate || dup.BaseOffset != first.BaseOffset {
@@ -83,7 +84,7 @@ func TestDurableAckAcrossFsyncFailure(t *testing.T) {
 	if err != nil || next.BaseOffset != res.NextOffset {
 		t.Fatalf("producer goes on: %+v, %v; want offset %d", next, err, res.NextOffset)
 	}
-	hs := readAll(t, p.Log)
+	hs := readAll(t, p.Log())
 	var seqs []int32
 	for _, h := range hs {
 		seqs = append(seqs, h.BaseSequence)
@@ -91,8 +92,8 @@ func TestDurableAckAcrossFsyncFailure(t *testing.T) {
 	if len(hs) != 4 || seqs[0] != 0 || seqs[2] != 2 || seqs[3] != 4 {
 		t.Fatalf("log holds batches with sequences %v; want 0, (plain), 2, 4", seqs)
 	}
-	if p.Log.FlushedOffset() != p.Log.EndOffset() {
-		t.Fatalf("durable acks given with flushed %d < end %d", p.Log.FlushedOffset(), p.Log.EndOffset())
+	if p.Log().FlushedOffset() != p.Log().EndOffset() {
+		t.Fatalf("durable acks given with flushed %d < end %d", p.Log().FlushedOffset(), p.Log().EndOffset())
 	}
 }
 
@@ -112,7 +113,7 @@ func TestDuplicateOfCutBatch(t *testing.T) {
 	if _, err := p.Append(ctx, idem(t, 3, 0, 0, 1)); err != nil {
 		t.Fatal(err)
 	}
-	if err := p.Log.Flush(p.Log.EndOffset()); err != nil {
+	if err := p.Log().Flush(p.Log().EndOffset()); err != nil {
 		t.Fatal(err)
 	}
 	cut, err := p.Append(ctx, idem(t, 3, 0, 1, 1)) // acknowledged, not durable
@@ -120,18 +121,18 @@ func TestDuplicateOfCutBatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	inj.K = inj.Count()
-	if err := p.Log.Flush(p.Log.EndOffset()); !errors.Is(err, partlog.ErrFailed) {
+	if err := p.Log().Flush(p.Log().EndOffset()); !errors.Is(err, partlog.ErrFailed) {
 		t.Fatalf("flush: %v", err)
 	}
 	inj.Clear()
-	if _, err := p.Log.Recover(); err != nil {
+	if _, err := p.Log().Recover(); err != nil {
 		t.Fatal(err)
 	}
 	res, err := p.Append(ctx, idem(t, 3, 0, 1, 1))
 	if err != nil || res.Duplicate || res.BaseOffset != cut.BaseOffset {
 		t.Fatalf("retry of a cut batch: %+v, %v; want it appended again at %d", res, err, cut.BaseOffset)
 	}
-	if hs := readAll(t, p.Log); len(hs) != 2 || hs[1].BaseSequence != 1 {
+	if hs := readAll(t, p.Log()); len(hs) != 2 || hs[1].BaseSequence != 1 {
 		t.Fatalf("log holds %d batches: %+v", len(hs), hs)
 	}
 }

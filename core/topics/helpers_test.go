@@ -2,11 +2,14 @@ package topics
 
 import (
 	"context"
-	"fmt"
-	"github.com/weir-broker/weir/core/clock/clocktest"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/weir-broker/weir/core/clock/clocktest"
+	"github.com/weir-broker/weir/core/internal/logtest"
+	"github.com/weir-broker/weir/core/internal/testbatch"
+	"github.com/weir-broker/weir/core/logs"
 
 	"github.com/weir-broker/weir/core/partlog"
 	"github.com/weir-broker/weir/core/record"
@@ -46,59 +49,16 @@ func open(t *testing.T, fsys vfs.FS, dir string, mod ...func(*Options)) *Registr
 }
 
 // batch builds a non-idempotent batch of n records with values "<tag>-<i>".
-func batch(t testing.TB, tag string, n int) []byte {
-	t.Helper()
-	return build(t, record.DefaultBuildOptions(), tag, n)
-}
+func batch(t testing.TB, tag string, n int) []byte { return testbatch.Tagged(tag, n) }
 
 // idem builds a batch of n records from producer pid at epoch and base
 // sequence seq.
 func idem(t testing.TB, pid int64, epoch int16, seq int32, n int) []byte {
-	t.Helper()
-	o := record.DefaultBuildOptions()
-	o.ProducerID, o.ProducerEpoch, o.BaseSequence = pid, epoch, seq
-	return build(t, o, fmt.Sprintf("p%d-e%d-s%d", pid, epoch, seq), n)
+	return testbatch.Idempotent(pid, epoch, seq, n)
 }
 
-func build(t testing.TB, o record.BuildOptions, tag string, n int) []byte {
-	t.Helper()
-	recs := make([]record.Record, n)
-	for i := range recs {
-		recs[i] = record.Record{Value: []byte(fmt.Sprintf("%s-%d", tag, i)), Timestamp: 1_700_000_000_000 + int64(i)}
-	}
-	b, err := record.Build(o, recs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
-// readAll returns the headers and first record values of every batch in the log.
-func readAll(t testing.TB, l *partlog.Log) []record.Header {
-	t.Helper()
-	var hs []record.Header
-	for off := l.StartOffset(); off < l.EndOffset(); {
-		sl, err := l.Read(off, 1<<20, partlog.NoLimit)
-		if err != nil {
-			t.Fatalf("Read(%d): %v", off, err)
-		}
-		b, err := sl.Bytes()
-		sl.Release()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for len(b) > 0 {
-			h, n, err := record.Next(b, 0)
-			if err != nil {
-				t.Fatalf("batch at %d: %v", off, err)
-			}
-			hs = append(hs, h)
-			b = b[n:]
-		}
-		off = sl.NextOffset
-	}
-	return hs
-}
+// readAll returns the headers of every batch in the log.
+func readAll(t testing.TB, l *partlog.Log) []record.Header { return logtest.Headers(t, l) }
 
 func topicNames(r *Registry) []string {
 	var names []string
@@ -109,3 +69,16 @@ func topicNames(r *Registry) []string {
 }
 
 var partlogErrBatchTooLarge = partlog.ErrBatchTooLarge
+
+// newTestPartition creates topic "idem" of one partition with configs on a
+// fresh in-memory registry.
+func newTestPartition(t *testing.T, configs map[string]string) (*Registry, *logs.Partition) {
+	t.Helper()
+	r := open(t, vfs.NewMem(), "/d")
+	t.Cleanup(func() { r.Close() })
+	tp, err := r.Create("idem", 1, configs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r, tp.Partitions[0]
+}

@@ -8,87 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weir-broker/weir/core/logs"
+	"github.com/weir-broker/weir/core/producers"
 	"github.com/weir-broker/weir/core/record"
 	"github.com/weir-broker/weir/core/vfs"
 )
-
-// TestRebuildProducers: after a clean reopen and after a crash, the producers
-// of the active segment are remembered (retries get their original offsets),
-// those only in older segments are forgotten (UNKNOWN_PRODUCER_ID), and epochs
-// survive.
-func TestRebuildProducers(t *testing.T) {
-	for _, mode := range []string{"clean", "crash"} {
-		t.Run(mode, func(t *testing.T) {
-			mem := vfs.NewMem()
-			r := open(t, mem, "/d")
-			tp, err := r.Create("rb", 1, map[string]string{"segment.bytes": "1024"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			p := tp.Partitions[0]
-			mustAppend := func(b []byte) AppendResult {
-				t.Helper()
-				res, err := p.Append(ctx, b)
-				if err != nil || res.Duplicate {
-					t.Fatalf("append: %+v %v", res, err)
-				}
-				return res
-			}
-			// Producer 1 writes into the first segment only.
-			mustAppend(idem(t, 1, 0, 0, 2))
-			// Roll with plain batches until producer 1 is out of the active segment.
-			for i := 0; len(p.Log.Segments()) < 2; i++ {
-				mustAppend(batch(t, fmt.Sprint("fill", i), 10))
-			}
-			// Producer 2: seven batches (only the last 5 are remembered),
-			// producer 3: a batch at epoch 0, then epoch 2.
-			var p2 []AppendResult
-			for i := range 7 {
-				p2 = append(p2, mustAppend(idem(t, 2, 5, int32(i), 1)))
-			}
-			p3 := mustAppend(idem(t, 3, 0, 0, 1))
-			p3 = mustAppend(idem(t, 3, 2, 0, 4))
-			if len(p.Log.Segments()) != 2 {
-				t.Fatalf("%d segments; the test wants producers 2 and 3 in the second (active) one", len(p.Log.Segments()))
-			}
-			end := p.Log.EndOffset()
-			switch mode {
-			case "clean":
-				if err := r.Close(); err != nil {
-					t.Fatal(err)
-				}
-			case "crash":
-				if err := p.Log.Flush(end); err != nil {
-					t.Fatal(err)
-				}
-				clone := mem.CrashClone()
-				if err := r.Close(); err != nil {
-					t.Fatal(err)
-				}
-				mem = clone
-			}
-			r = open(t, mem, "/d")
-			defer r.Close()
-			p, _ = r.Partition("rb", 0)
-			if p.Log.EndOffset() != end {
-				t.Fatalf("reopened log ends at %d, want %d", p.Log.EndOffset(), end)
-			}
-			steps := []idemStep{
-				{name: "producer 2 retry of its 2nd (forgotten)", records: idem(t, 2, 5, 1, 1), err: ErrDuplicateSequence},
-				{name: "producer 2 retry of its last", records: idem(t, 2, 5, 6, 1), dup: true, base: p2[6].BaseOffset, next: p2[6].NextOffset},
-				{name: "producer 2 retry of its 5th last", records: idem(t, 2, 5, 2, 1), dup: true, base: p2[2].BaseOffset, next: p2[2].NextOffset},
-				{name: "producer 2 retry of its 3rd last", records: idem(t, 2, 5, 4, 1), dup: true, base: p2[4].BaseOffset, next: p2[4].NextOffset},
-				{name: "producer 2 old epoch", records: idem(t, 2, 4, 7, 1), err: ErrInvalidProducerEpoch},
-				{name: "producer 3 old epoch", records: idem(t, 3, 0, 1, 1), err: ErrInvalidProducerEpoch},
-				{name: "producer 3 retry", records: idem(t, 3, 2, 0, 4), dup: true, base: p3.BaseOffset, next: p3.NextOffset},
-				{name: "producer 1 forgotten", records: idem(t, 1, 0, 2, 1), err: ErrUnknownProducerID},
-				{name: "producer 2 goes on", records: idem(t, 2, 5, 7, 1), base: end, next: end + 1},
-				{name: "producer 1 starts over", records: idem(t, 1, 1, 0, 1), base: end + 1, next: end + 2},
-			}
-			runIdemSteps(t, p, steps)
-		})
-	}
-}
 
 // TestProducerExpiry: ApplyRetention forgets producers idle past
 // ProducerExpiry, and only those.
@@ -114,8 +38,8 @@ func TestProducerExpiry(t *testing.T) {
 	if err := r.ApplyRetention(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.Append(ctx, idem(t, 1, 0, 1, 1)); !errors.Is(err, ErrUnknownProducerID) {
-		t.Errorf("idle producer 1: %v, want ErrUnknownProducerID", err)
+	if _, err := p.Append(ctx, idem(t, 1, 0, 1, 1)); !errors.Is(err, producers.ErrUnknownProducerID) {
+		t.Errorf("idle producer 1: %v, want producers.ErrUnknownProducerID", err)
 	}
 	if _, err := p.Append(ctx, idem(t, 2, 0, 2, 1)); err != nil {
 		t.Errorf("active producer 2: %v", err)
@@ -150,7 +74,7 @@ func TestDurableAcks(t *testing.T) {
 							errs <- err
 							return
 						}
-						if f := p.Log.FlushedOffset(); f < res.NextOffset {
+						if f := p.Log().FlushedOffset(); f < res.NextOffset {
 							notCovered.Store(res.NextOffset, f)
 						}
 					}
@@ -169,7 +93,7 @@ func TestDurableAcks(t *testing.T) {
 			case !durable && n == 0:
 				t.Errorf("every non-durable append was already flushed: the test proves nothing")
 			}
-			t.Logf("%d appends, %d fsyncs", workers*each, p.Log.Syncs())
+			t.Logf("%d appends, %d fsyncs", workers*each, p.Log().Syncs())
 		})
 	}
 }
@@ -192,7 +116,7 @@ func TestConcurrentAppends(t *testing.T) {
 		wg.Go(func() {
 			for i := range batches {
 				b := idem(t, pid, 0, int32(i*3), 3)
-				var res [2]AppendResult
+				var res [2]logs.AppendResult
 				var errs [2]error
 				var inner sync.WaitGroup
 				for k := range 2 {
@@ -229,7 +153,7 @@ func TestConcurrentAppends(t *testing.T) {
 	}
 	next := map[int64]int32{}
 	plainSeen := 0
-	for _, h := range readAll(t, p.Log) {
+	for _, h := range readAll(t, p.Log()) {
 		if h.ProducerID == record.NoProducer {
 			plainSeen++
 			continue

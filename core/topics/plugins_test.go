@@ -9,8 +9,11 @@ import (
 	"hash/crc32"
 	"testing"
 
+	"github.com/weir-broker/weir/core/logs"
 	"github.com/weir-broker/weir/core/partlog"
+	"github.com/weir-broker/weir/core/recompress"
 	"github.com/weir-broker/weir/core/record"
+	"github.com/weir-broker/weir/core/topicconfig"
 	"github.com/weir-broker/weir/core/vfs"
 	"github.com/weir-broker/weir/plugins/codec"
 	"github.com/weir-broker/weir/plugins/flushpolicy"
@@ -23,7 +26,7 @@ func storedBatches(t *testing.T, r *Registry, topic string) [][]byte {
 	if !ok {
 		t.Fatalf("no topic %q", topic)
 	}
-	l := tp.Partitions[0].Log
+	l := tp.Partitions[0].Log()
 	var out [][]byte
 	for off := l.StartOffset(); off < l.EndOffset(); {
 		sl, err := l.Read(off, 1<<20, partlog.NoLimit)
@@ -100,7 +103,7 @@ func TestCompressionType(t *testing.T) {
 		{"lz4", codec.LZ4}, {"snappy", codec.Snappy},
 	} {
 		topic := "t-" + fmt.Sprint(len(r.Topics()))
-		if _, err := r.Create(topic, 1, map[string]string{ConfigCompressionType: tc.ctype}); err != nil {
+		if _, err := r.Create(topic, 1, map[string]string{topicconfig.CompressionType: tc.ctype}); err != nil {
 			t.Fatalf("%s: %v", tc.ctype, err)
 		}
 		p := mustPartition(t, r, topic)
@@ -137,7 +140,7 @@ func TestCompressionType(t *testing.T) {
 	}
 }
 
-func mustPartition(t *testing.T, r *Registry, topic string) *Partition {
+func mustPartition(t *testing.T, r *Registry, topic string) *logs.Partition {
 	t.Helper()
 	tp, ok := r.Topic(topic)
 	if !ok {
@@ -151,17 +154,17 @@ func mustPartition(t *testing.T, r *Registry, topic string) *Partition {
 func TestCompressionTypeErrors(t *testing.T) {
 	r := open(t, vfs.NewMem(), "/data")
 	defer r.Close()
-	if _, err := r.Create("bad", 1, map[string]string{ConfigCompressionType: "zsdt"}); !errors.Is(err, ErrInvalidConfig) {
+	if _, err := r.Create("bad", 1, map[string]string{topicconfig.CompressionType: "zsdt"}); !errors.Is(err, topicconfig.ErrInvalidConfig) {
 		t.Fatalf("compression.type=zsdt: %v", err)
 	}
-	if _, err := r.Create("t", 1, map[string]string{ConfigCompressionType: "gzip"}); err != nil {
+	if _, err := r.Create("t", 1, map[string]string{topicconfig.CompressionType: "gzip"}); err != nil {
 		t.Fatal(err)
 	}
 	p := mustPartition(t, r, "t")
 	custom := batch(t, "x", 1)
 	custom[22] |= 5 // attributes low byte: codec id 5
 	fixCRC(custom)
-	if _, err := p.Append(ctx, custom); !errors.Is(err, ErrUnsupportedCompression) {
+	if _, err := p.Append(ctx, custom); !errors.Is(err, recompress.ErrUnsupportedCompression) {
 		t.Fatalf("custom codec id into a gzip topic: %v", err)
 	}
 	garbage := batch(t, "y", 1)
@@ -170,7 +173,7 @@ func TestCompressionTypeErrors(t *testing.T) {
 	if _, err := p.Append(ctx, garbage); !errors.Is(err, record.ErrCorrupt) {
 		t.Fatalf("snappy batch whose section is not snappy: %v", err)
 	}
-	if end := p.Log.EndOffset(); end != 0 {
+	if end := p.Log().EndOffset(); end != 0 {
 		t.Fatalf("end offset %d after refused appends", end)
 	}
 }
@@ -200,16 +203,16 @@ func (f *flakyPlugins) Codec(spec string) (codec.Codec, error) {
 
 // TestPluginGoneAtReopen: a topic whose plugins cannot be built when the
 // registry reopens still opens, its data stays readable; appends fsync every
-// batch (flush policy) or fail with ErrCodecUnavailable (codec).
+// batch (flush policy) or fail with recompress.ErrCodecUnavailable (codec).
 func TestPluginGoneAtReopen(t *testing.T) {
 	fsys := vfs.NewMem()
 	pl := &flakyPlugins{}
 	withPlugins := func(o *Options) { o.Plugins = pl }
 	r := open(t, fsys, "/data", withPlugins)
-	if _, err := r.Create("z", 1, map[string]string{ConfigCompressionType: "zstd"}); err != nil {
+	if _, err := r.Create("z", 1, map[string]string{topicconfig.CompressionType: "zstd"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.Create("f", 1, map[string]string{ConfigFlushPolicy: "never"}); err != nil {
+	if _, err := r.Create("f", 1, map[string]string{topicconfig.FlushPolicy: "never"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := mustPartition(t, r, "z").Append(ctx, batch(t, "a", 2)); err != nil {
@@ -221,19 +224,19 @@ func TestPluginGoneAtReopen(t *testing.T) {
 	pl.broken = true
 	r = open(t, fsys, "/data", withPlugins)
 	defer r.Close()
-	if _, err := mustPartition(t, r, "z").Append(ctx, batch(t, "b", 1)); !errors.Is(err, ErrCodecUnavailable) {
+	if _, err := mustPartition(t, r, "z").Append(ctx, batch(t, "b", 1)); !errors.Is(err, recompress.ErrCodecUnavailable) {
 		t.Fatalf("append with the codec gone: %v", err)
 	}
 	if got := storedBatches(t, r, "z"); len(got) != 1 || fmt.Sprint(values(t, got[0])) != "[a-0 a-1]" {
 		t.Fatalf("data written before the restart: %d batches", len(got))
 	}
-	// The plugin comes back: within codecRetry appends still fail fast,
+	// The plugin comes back: within recompress.RetryInterval appends still fail fast,
 	// after it the codec is built again and appends work.
 	pl.broken = false
-	if _, err := mustPartition(t, r, "z").Append(ctx, batch(t, "b", 1)); !errors.Is(err, ErrCodecUnavailable) {
+	if _, err := mustPartition(t, r, "z").Append(ctx, batch(t, "b", 1)); !errors.Is(err, recompress.ErrCodecUnavailable) {
 		t.Fatalf("append right after the plugin came back (retry not due): %v", err)
 	}
-	r.o.Clock.(*fakeClock).Advance(codecRetry)
+	r.o.Clock.(*fakeClock).Advance(recompress.RetryInterval)
 	if _, err := mustPartition(t, r, "z").Append(ctx, batch(t, "b", 1)); err != nil {
 		t.Fatalf("append after the retry delay: %v", err)
 	}
@@ -242,8 +245,8 @@ func TestPluginGoneAtReopen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if fp.Log.FlushedOffset() < res.NextOffset {
-		t.Fatalf("flush policy gone: append not fsynced (flushed %d, end %d)", fp.Log.FlushedOffset(), res.NextOffset)
+	if fp.Log().FlushedOffset() < res.NextOffset {
+		t.Fatalf("flush policy gone: append not fsynced (flushed %d, end %d)", fp.Log().FlushedOffset(), res.NextOffset)
 	}
 }
 
@@ -272,7 +275,7 @@ func (p fixedCodecPlugins) Codec(string) (codec.Codec, error) { return p.c, nil 
 func TestRecompressCodecFailureIsNotCorruption(t *testing.T) {
 	for _, cause := range []error{codec.ErrPluginFailed, context.DeadlineExceeded} {
 		r := open(t, vfs.NewMem(), "/data", func(o *Options) { o.Plugins = fixedCodecPlugins{failingCodec{cause}} })
-		if _, err := r.Create("t", 1, map[string]string{ConfigCompressionType: "whatever"}); err != nil {
+		if _, err := r.Create("t", 1, map[string]string{topicconfig.CompressionType: "whatever"}); err != nil {
 			t.Fatal(err)
 		}
 		p := mustPartition(t, r, "t")
@@ -280,7 +283,7 @@ func TestRecompressCodecFailureIsNotCorruption(t *testing.T) {
 		if !errors.Is(err, cause) || errors.Is(err, record.ErrCorrupt) {
 			t.Errorf("codec failing with %v: append error %v", cause, err)
 		}
-		if p.Log.EndOffset() != 0 {
+		if p.Log().EndOffset() != 0 {
 			t.Errorf("codec failing with %v: something was appended", cause)
 		}
 		r.Close()

@@ -14,8 +14,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/weir-broker/weir/core/logs"
 	"github.com/weir-broker/weir/core/partlog"
+	"github.com/weir-broker/weir/core/recompress"
+	"github.com/weir-broker/weir/core/topicconfig"
 	"github.com/weir-broker/weir/core/vfs"
+	"github.com/weir-broker/weir/plugins/codec"
 	"github.com/weir-broker/weir/plugins/flushpolicy"
 )
 
@@ -57,8 +61,8 @@ type Options struct {
 	ProducerExpiry time.Duration
 	// Plugins builds the flush policies (weir.flush.policy) and codecs
 	// (compression.type) that configs name, including external plugins.
-	// Default: built-ins only (BuiltinPlugins).
-	Plugins Plugins
+	// Default: built-ins only (topicconfig.BuiltinPlugins).
+	Plugins topicconfig.Plugins
 }
 
 func (o Options) validate() (Options, error) {
@@ -81,7 +85,7 @@ func (o Options) validate() (Options, error) {
 		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	if o.Plugins == nil {
-		o.Plugins = BuiltinPlugins{}
+		o.Plugins = topicconfig.BuiltinPlugins{}
 	}
 	if o.ProducerExpiry == 0 {
 		o.ProducerExpiry = DefaultProducerExpiry
@@ -94,12 +98,16 @@ func (o Options) validate() (Options, error) {
 type Registry struct {
 	o        Options
 	defaults map[string]string // normalised Options.Defaults
+	logs     *logs.Manager
 
 	// metaMu serialises every change of weir-meta.json (Create, Delete,
 	// InitProducerID reservations, Close) and guards the producer-id counter.
 	metaMu   sync.Mutex
 	nextPID  int64 // the next id InitProducerID hands out
 	reserved int64 // ids below it are reserved on disk (nextProducerID in the file)
+	// deleting are topics being deleted whose directories may remain
+	// (weir-meta.json's "deleting"); written with every metadata change.
+	deleting []metaTopic
 
 	mu     sync.RWMutex // guards topics and closed; held only briefly
 	topics map[string]*Topic
@@ -116,53 +124,66 @@ type Topic struct {
 	// a group from one of the two, see the package doc). Keys set nowhere are
 	// absent and mean Kafka's default.
 	Configs    map[string]string
-	Partitions []*Partition
+	Partitions []*logs.Partition
 
-	explicit map[string]string // what Create was given, persisted
+	explicit   map[string]string        // what Create was given, persisted
+	recompress *recompress.Recompressor // shared by the partitions; nil keeps batches as produced
 }
 
-// Open loads <Dir>/weir-meta.json (a missing file is an empty registry),
-// opens and recovers every partition log (creating those a crash left
-// missing), rebuilds idempotent-producer state from the active segments,
-// and deletes the partition directories of topics the metadata does not hold
-// (leftovers of an interrupted Delete).
+// Open loads <Dir>/weir-meta.json, finishes the deletions it records as
+// pending, opens and recovers every partition log (creating those a crash
+// left missing), and rebuilds idempotent-producer state from the active
+// segments. It never deletes data because something is missing: a partition
+// directory that no topic owns is set aside (renamed <dir>.<topic id>-stray)
+// and logged, and a missing weir-meta.json in a directory that holds
+// partition directories is ErrMissingMetadata, naming them.
 func Open(o Options) (*Registry, error) {
 	o, err := o.validate()
 	if err != nil {
 		return nil, err
 	}
-	defaults, err := normalizeConfigs(o.Defaults, o.Plugins)
+	defaults, err := topicconfig.Normalize(o.Defaults, o.Plugins)
 	if err != nil {
 		return nil, fmt.Errorf("topics: Options.Defaults: %w", err)
 	}
-	r := &Registry{o: o, defaults: defaults, topics: map[string]*Topic{}}
-	if err := o.FS.MkdirAll(o.Dir, 0o755); err != nil {
-		return nil, fmt.Errorf("topics: %w", err)
-	}
-	if err := o.FS.Remove(filepath.Join(o.Dir, metaTmpFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("topics: %w", err)
-	}
-	m, err := readMeta(o.FS, o.Dir)
+	lm, err := logs.NewManager(logs.Options{FS: o.FS, Dir: o.Dir, Clock: o.Clock, Logger: o.Logger})
 	if err != nil {
 		return nil, err
 	}
+	r := &Registry{o: o, defaults: defaults, logs: lm, topics: map[string]*Topic{}}
+	if err := o.FS.Remove(filepath.Join(o.Dir, metaTmpFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("topics: %w", err)
+	}
+	m, exists, err := readMeta(o.FS, o.Dir)
+	if err != nil {
+		return nil, err
+	}
+	if !exists {
+		if err := r.refuseWithoutMeta(); err != nil {
+			return nil, err
+		}
+	}
 	r.nextPID, r.reserved = m.NextProducerID, m.NextProducerID
+	r.deleting = m.Deleting
+	if err := r.finishDeletes(); err != nil {
+		return nil, err
+	}
 	owned := map[string]bool{}
 	for _, mt := range m.Topics {
 		for i := range mt.Partitions {
-			owned[dirName(mt.Name, i)] = true
+			owned[logs.DirName(mt.Name, i)] = true
 		}
 	}
-	if err := r.removeLeftovers(func(name string) bool { return !owned[name] }); err != nil {
+	if err := r.logs.SetAside(func(name string) bool { return !owned[name] }); err != nil {
 		return nil, err
 	}
 	for _, mt := range m.Topics {
-		explicit, err := normalizeConfigs(mt.Configs, nil)
+		explicit, err := topicconfig.Normalize(mt.Configs, nil)
 		if err != nil {
 			_ = r.closeAll()
 			return nil, fmt.Errorf("%w: %s: topic %q: %w", ErrCorruptMetadata, metaFile, mt.Name, err)
 		}
-		id, _ := parseID(mt.ID) // checked by readMeta
+		id, _ := logs.ParseTopicID(mt.ID) // checked by readMeta
 		t, err := r.openTopic(mt.Name, id, mt.Partitions, explicit)
 		if err != nil {
 			_ = r.closeAll()
@@ -178,125 +199,104 @@ func Open(o Options) (*Registry, error) {
 	return r, nil
 }
 
-// removeLeftovers deletes the weir partition directories (see
-// isWeirPartitionDir) whose names stale accepts, and fsyncs the data
-// directory if it deleted any. Directories that are not weir's are left alone.
-func (r *Registry) removeLeftovers(stale func(name string) bool) error {
-	names, err := r.o.FS.List(r.o.Dir)
+// refuseWithoutMeta returns ErrMissingMetadata naming the partition
+// directories (with a partition.metadata marker) found in a data directory
+// that has no weir-meta.json, or nil when there are none.
+func (r *Registry) refuseWithoutMeta() error {
+	found, err := r.logs.PartitionDirs()
 	if err != nil {
-		return fmt.Errorf("topics: %w", err)
+		return err
 	}
-	removed := false
-	for _, n := range names {
-		if _, _, ok := parseDirName(n); !ok || !stale(n) {
+	if len(found) == 0 {
+		return nil
+	}
+	shown := found
+	if len(shown) > 10 {
+		shown = append(shown[:10:10], fmt.Sprintf("and %d more", len(found)-10))
+	}
+	return fmt.Errorf("%w: %s has no %s but holds %d partition directories (%s): restore %s, or move the directories away",
+		ErrMissingMetadata, r.o.Dir, metaFile, len(found), strings.Join(shown, ", "), metaFile)
+}
+
+// finishDeletes removes the partition directories of the topics the
+// metadata says are being deleted (those whose marker names the deleted
+// topic's id, or that are empty), then drops them from the metadata. The
+// caller holds metaMu, or is Open.
+func (r *Registry) finishDeletes() error {
+	if len(r.deleting) == 0 {
+		return nil
+	}
+	var errs []error
+	var left []metaTopic
+	for _, d := range r.deleting {
+		id, _ := logs.ParseTopicID(d.ID) // checked by readMeta
+		if err := r.logs.Remove(d.Name, id, d.Partitions); err != nil {
+			errs = append(errs, err)
+			left = append(left, d)
 			continue
 		}
-		dir := filepath.Join(r.o.Dir, n)
-		st, err := r.o.FS.Stat(dir)
-		if err != nil {
-			return fmt.Errorf("topics: %w", err)
-		}
-		if !st.IsDir() {
-			continue
-		}
-		ours, err := isWeirPartitionDir(r.o.FS, dir)
-		if err != nil {
-			return fmt.Errorf("topics: %w", err)
-		}
-		if !ours {
-			r.o.Logger.Warn("directory looks like a partition but has no partition.metadata; left alone", "dir", dir)
-			continue
-		}
-		if err := r.o.FS.RemoveAll(dir); err != nil {
-			return fmt.Errorf("topics: remove leftover %s: %w", n, err)
-		}
-		r.o.Logger.Info("removed partition directory of a deleted topic", "dir", dir)
-		removed = true
+		r.o.Logger.Info("finished deleting topic", "topic", d.Name)
 	}
-	if removed {
-		if err := r.o.FS.SyncDir(r.o.Dir); err != nil {
-			return fmt.Errorf("topics: %w", err)
-		}
+	if len(left) == len(r.deleting) {
+		return errors.Join(errs...)
 	}
-	return nil
+	old := r.deleting
+	r.deleting = left
+	if err := r.writeMetaLocked(nil, ""); err != nil {
+		r.deleting = old
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
 }
 
 // openTopic opens (creating where missing) the partitions of a topic. On
 // error it closes what it opened.
 func (r *Registry) openTopic(name string, id [16]byte, partitions int32, explicit map[string]string) (*Topic, error) {
-	eff := resolveConfigs(explicit, r.defaults)
-	tc, err := parseConfigs(eff, r.o.Plugins)
+	eff := topicconfig.Resolve(explicit, r.defaults)
+	tc, err := topicconfig.Parse(eff, r.o.Plugins)
 	if err != nil {
 		return nil, fmt.Errorf("topics: topic %q: %w", name, err)
 	}
-	tc.recompress = r.topicCodec(eff, tc.log.MaxBatchBytes)
-	t := &Topic{Name: name, ID: id, Configs: eff, explicit: explicit, Partitions: make([]*Partition, 0, partitions)}
+	rc := r.topicCodec(tc)
+	t := &Topic{Name: name, ID: id, Configs: eff, explicit: explicit, recompress: rc, Partitions: make([]*logs.Partition, 0, partitions)}
 	for i := range partitions {
-		p, err := r.openPartition(t, i, tc)
+		p, err := r.openPartition(t, i, tc, rc)
 		if err != nil {
 			closeTopic(t)
-			return nil, fmt.Errorf("topics: open %s: %w", dirName(name, i), err)
+			return nil, fmt.Errorf("topics: open %s: %w", logs.DirName(name, i), err)
 		}
 		t.Partitions = append(t.Partitions, p)
 	}
 	return t, nil
 }
 
-func (r *Registry) openPartition(t *Topic, i int32, tc topicConfig) (*Partition, error) {
-	fsys := r.o.FS
-	dir := filepath.Join(r.o.Dir, dirName(t.Name, i))
-	if err := fsys.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
-	}
-	id, ok, err := readPartitionMeta(fsys, dir)
-	switch {
-	case err != nil:
-		return nil, err
-	case !ok:
-		// New, or a crash came before the marker was durable; in both
-		// cases no log data can be here yet (the marker is written first).
-		if err := writePartitionMeta(fsys, dir, t.ID); err != nil {
-			return nil, err
-		}
-	case id != t.ID:
-		return nil, fmt.Errorf("%w: %s belongs to topic id %s, %s says %s", ErrCorruptMetadata, partitionMetaFile,
-			hex.EncodeToString(id[:]), metaFile, hex.EncodeToString(t.ID[:]))
-	}
-	cfg := tc.log
-	if tc.policy != nil {
-		if cfg.FlushPolicy, err = tc.policy(); err != nil {
+func (r *Registry) openPartition(t *Topic, i int32, tc topicconfig.Config, rc *recompress.Recompressor) (*logs.Partition, error) {
+	pc := logs.PartitionConfig{Log: tc.Log, DurableAcks: tc.DurableAcks, MinInsyncReplicas: tc.MinInsyncReplicas, Recompress: rc}
+	if tc.Policy != nil {
+		var err error
+		if pc.Log.FlushPolicy, err = tc.Policy(); err != nil {
 			// A plugin that is gone must not keep the broker from
 			// opening: fsync every append instead, the safe direction.
 			r.o.Logger.Error("flush policy unavailable; fsyncing every append", "topic", t.Name, "partition", i,
-				"policy", t.Configs[ConfigFlushPolicy], "err", err)
-			cfg.FlushPolicy = flushpolicy.EveryBatch()
+				"policy", t.Configs[topicconfig.FlushPolicy], "err", err)
+			pc.Log.FlushPolicy = flushpolicy.EveryBatch()
 		}
 	}
-	cfg.Clock = r.o.Clock
-	cfg.Logger = r.o.Logger.With("topic", t.Name, "partition", i)
-	l, rep, err := partlog.Open(fsys, dir, cfg)
-	if err != nil {
-		return nil, err
+	p, err := r.logs.Open(t.Name, i, t.ID, pc)
+	if errors.Is(err, logs.ErrForeignPartition) {
+		err = fmt.Errorf("%w: %s: %w", ErrCorruptMetadata, metaFile, err)
 	}
-	p := newPartition(t.Name, i, l, tc, r.o.Clock)
-	batches, err := p.rebuildProducers()
-	if err != nil {
-		_ = l.Close()
-		return nil, fmt.Errorf("rebuild producer state: %w", err)
-	}
-	r.o.Logger.Debug("partition opened", "topic", t.Name, "partition", i, "clean", rep.Clean,
-		"start", l.StartOffset(), "end", l.EndOffset(), "producers", p.prod.count(), "producer_batches", batches)
-	return p, nil
+	return p, err
 }
 
 func closeTopic(t *Topic) error {
 	var errs []error
-	if len(t.Partitions) > 0 && t.Partitions[0].recompress != nil {
-		defer t.Partitions[0].recompress.close() // after the logs: appends may still be using it
+	if t.recompress != nil {
+		defer t.recompress.Close() // after the logs: appends may still be using it
 	}
 	for _, p := range t.Partitions {
-		if err := p.Log.Close(); err != nil && !errors.Is(err, partlog.ErrClosed) {
-			errs = append(errs, fmt.Errorf("topics: close %s: %w", dirName(t.Name, p.Index), err))
+		if err := p.Close(); err != nil && !errors.Is(err, partlog.ErrClosed) {
+			errs = append(errs, fmt.Errorf("topics: close %s: %w", logs.DirName(t.Name, p.Index), err))
 		}
 	}
 	return errors.Join(errs...)
@@ -313,7 +313,7 @@ func (r *Registry) closeAll() error {
 
 // Create creates a topic with partitions partitions (-1: DefaultPartitions)
 // and the given configs (Kafka names; nil for none). It returns
-// ErrInvalidTopic, ErrInvalidPartitions, ErrInvalidConfig or ErrTopicExists
+// logs.ErrInvalidTopic, ErrInvalidPartitions, topicconfig.ErrInvalidConfig or ErrTopicExists
 // (wrapped) before changing anything. The metadata is written first, then the
 // partition directories; a crash in between leaves a topic whose missing
 // partitions the next Open creates.
@@ -334,26 +334,26 @@ func (r *Registry) Create(name string, partitions int32, configs map[string]stri
 	case exists:
 		return nil, fmt.Errorf("%w: %q", ErrTopicExists, name)
 	}
-	// Directories of this name are leftovers of a Delete that could not
-	// remove them: clear them before the metadata claims the name, so the
-	// new topic starts empty.
-	if err := r.removeLeftovers(func(n string) bool { t, _, _ := parseDirName(n); return t == name }); err != nil {
+	// Directories of this name belong to no topic (a deletion that could
+	// not remove them): set them aside before the metadata claims the name,
+	// so the new topic starts empty and their data is kept.
+	if err := r.logs.SetAside(func(n string) bool { t, _, _ := logs.ParseDirName(n); return t == name }); err != nil {
 		return nil, err
 	}
 	for i := range partitions {
-		dir := filepath.Join(r.o.Dir, dirName(name, i))
-		switch _, err := r.o.FS.Stat(dir); {
-		case err == nil:
-			return nil, fmt.Errorf("%w: %q: %s exists and is not a weir partition directory", ErrInvalidTopic, name, dir)
-		case !errors.Is(err, fs.ErrNotExist):
-			return nil, fmt.Errorf("topics: %w", err)
+		switch exists, err := r.logs.Exists(name, i); {
+		case err != nil:
+			return nil, err
+		case exists:
+			return nil, fmt.Errorf("%w: %q: %s exists in %s and is not a weir partition directory",
+				logs.ErrInvalidTopic, name, logs.DirName(name, i), r.o.Dir)
 		}
 	}
 	id, err := newID()
 	if err != nil {
 		return nil, err
 	}
-	stub := &Topic{Name: name, ID: id, Partitions: make([]*Partition, partitions), explicit: explicit}
+	stub := &Topic{Name: name, ID: id, Partitions: make([]*logs.Partition, partitions), explicit: explicit}
 	if err := r.commitMeta(stub, ""); err != nil {
 		return nil, err
 	}
@@ -367,13 +367,10 @@ func (r *Registry) Create(name string, partitions int32, configs map[string]stri
 	}
 	if err != nil {
 		// Undo: the metadata must not keep a topic the caller was told
-		// failed. If this fails too, the next Open finishes the job or
-		// brings the topic back whole.
-		uerr := r.writeMetaLocked(nil, "")
-		if uerr == nil {
-			uerr = r.removeLeftovers(func(n string) bool { t, _, _ := parseDirName(n); return t == name })
-		}
-		if uerr != nil {
+		// failed. It records the topic as being deleted, so that if the
+		// removal fails too, the next Open finishes it (or, if this write
+		// fails, brings the topic back whole).
+		if uerr := r.deleteDirs(stub, ""); uerr != nil {
 			err = errors.Join(err, fmt.Errorf("topics: undoing create of %q: %w", name, uerr))
 		}
 		return nil, err
@@ -386,7 +383,7 @@ func (r *Registry) Create(name string, partitions int32, configs map[string]stri
 }
 
 // ValidateCreate runs Create's checks without creating anything (for
-// CreateTopics with validate_only): ErrInvalidTopic, ErrInvalidPartitions,
+// CreateTopics with validate_only): logs.ErrInvalidTopic, ErrInvalidPartitions,
 // ErrInvalidConfig, ErrTopicExists or ErrClosed, wrapped. Create can still
 // fail on I/O, or lose a race with another Create of the name.
 func (r *Registry) ValidateCreate(name string, partitions int32, configs map[string]string) error {
@@ -407,7 +404,7 @@ func (r *Registry) ValidateCreate(name string, partitions int32, configs map[str
 // checkCreate validates Create's arguments, returning the partition count
 // (-1 resolved) and the normalised configs.
 func (r *Registry) checkCreate(name string, partitions int32, configs map[string]string) (int32, map[string]string, error) {
-	if err := ValidateName(name); err != nil {
+	if err := logs.ValidateName(name); err != nil {
 		return 0, nil, err
 	}
 	if partitions == -1 {
@@ -416,7 +413,7 @@ func (r *Registry) checkCreate(name string, partitions int32, configs map[string
 	if partitions < 1 || partitions > MaxPartitions {
 		return 0, nil, fmt.Errorf("%w: %d for topic %q, want 1..%d", ErrInvalidPartitions, partitions, name, MaxPartitions)
 	}
-	explicit, err := normalizeConfigs(configs, r.o.Plugins)
+	explicit, err := topicconfig.Normalize(configs, r.o.Plugins)
 	if err != nil {
 		return 0, nil, fmt.Errorf("topic %q: %w", name, err)
 	}
@@ -440,22 +437,51 @@ func (r *Registry) Delete(name string) error {
 	case !ok:
 		return fmt.Errorf("%w: %q", ErrUnknownTopic, name)
 	}
-	if err := r.commitMeta(nil, name); err != nil {
-		return err
+	err := r.deleteDirs(t, name)
+	if !errors.Is(err, errMetaNotWritten) {
+		r.o.Logger.Info("topic deleted", "topic", name, "err", err)
 	}
-	r.mu.Lock()
-	delete(r.topics, name)
-	r.mu.Unlock()
-	errs := []error{closeTopic(t)}
-	for _, p := range t.Partitions {
-		if err := r.o.FS.RemoveAll(p.Log.Dir()); err != nil {
-			errs = append(errs, fmt.Errorf("topics: delete %s: %w", dirName(name, p.Index), err))
+	return err
+}
+
+// errMetaNotWritten: deleteDirs could not record the deletion; nothing
+// changed.
+var errMetaNotWritten = errors.New("topics: deletion not recorded")
+
+// deleteDirs deletes topic t's partitions. First the metadata records t as
+// being deleted (and no longer lists it when remove names it), the explicit
+// instruction that lets the next Open finish after a crash; then the logs
+// are closed (appends racing with it fail with partlog.ErrClosed) and their
+// directories removed; then the record is dropped. The caller holds metaMu.
+func (r *Registry) deleteDirs(t *Topic, remove string) error {
+	d := metaTopic{Name: t.Name, ID: hex.EncodeToString(t.ID[:]), Partitions: int32(len(t.Partitions))}
+	r.deleting = append(r.deleting, d)
+	if err := r.commitMeta(nil, remove); err != nil {
+		r.deleting = r.deleting[:len(r.deleting)-1]
+		if rerr := r.writeMetaLocked(nil, ""); rerr != nil {
+			err = errors.Join(err, rerr)
 		}
+		return fmt.Errorf("%w: %w", errMetaNotWritten, err)
 	}
-	if err := r.o.FS.SyncDir(r.o.Dir); err != nil {
-		errs = append(errs, fmt.Errorf("topics: delete %q: %w", name, err))
+	if remove != "" {
+		r.mu.Lock()
+		delete(r.topics, remove)
+		r.mu.Unlock()
 	}
-	r.o.Logger.Info("topic deleted", "topic", name)
+	var errs []error
+	if t.Partitions[0] != nil { // a Create's stub has no open partitions
+		errs = append(errs, closeTopic(t))
+	}
+	if err := r.logs.Remove(t.Name, t.ID, int32(len(t.Partitions))); err != nil {
+		// The record stays: the next Open (or deletion) tries again.
+		return errors.Join(append(errs, err)...)
+	}
+	r.deleting = slices.DeleteFunc(r.deleting, func(m metaTopic) bool {
+		return m.Name == d.Name && m.ID == d.ID
+	})
+	if err := r.writeMetaLocked(nil, ""); err != nil {
+		errs = append(errs, err) // the record stays on disk; Open finishes
+	}
 	return errors.Join(errs...)
 }
 
@@ -489,7 +515,8 @@ func (r *Registry) writeMetaLocked(add *Topic, remove string) error {
 		ts = append(ts, add)
 	}
 	slices.SortFunc(ts, func(a, b *Topic) int { return strings.Compare(a.Name, b.Name) })
-	m := metaJSON{Version: metaVersion, NextProducerID: r.reserved, Topics: make([]metaTopic, len(ts))}
+	m := metaJSON{Version: metaVersion, NextProducerID: r.reserved, Topics: make([]metaTopic, len(ts)),
+		Deleting: slices.Clone(r.deleting)}
 	for i, t := range ts {
 		m.Topics[i] = metaTopic{Name: t.Name, ID: hex.EncodeToString(t.ID[:]), Partitions: int32(len(t.Partitions)),
 			Configs: maps.Clone(t.explicit)}
@@ -522,7 +549,7 @@ func (r *Registry) Topics() []*Topic {
 
 // Partition returns partition p of topic: ErrUnknownTopic or
 // ErrUnknownPartition (wrapped) when there is none, ErrClosed after Close.
-func (r *Registry) Partition(topic string, p int32) (*Partition, error) {
+func (r *Registry) Partition(topic string, p int32) (*logs.Partition, error) {
 	r.mu.RLock()
 	t, ok := r.topics[topic]
 	closed := r.closed
@@ -549,11 +576,8 @@ func (r *Registry) ApplyRetention() error {
 	}
 	for _, t := range r.Topics() {
 		for _, p := range t.Partitions {
-			if _, err := p.Log.ApplyRetention(); err != nil && !errors.Is(err, partlog.ErrClosed) {
-				errs = append(errs, fmt.Errorf("topics: retention of %s: %w", dirName(t.Name, p.Index), err))
-			}
-			if before >= 0 {
-				p.prod.expire(before)
+			if err := p.ApplyRetention(before); err != nil && !errors.Is(err, partlog.ErrClosed) {
+				errs = append(errs, fmt.Errorf("topics: retention of %s: %w", logs.DirName(t.Name, p.Index), err))
 			}
 		}
 	}
@@ -604,4 +628,18 @@ func (r *Registry) InitProducerID() (id int64, epoch int16, err error) {
 	id = r.nextPID
 	r.nextPID++
 	return id, 0, nil
+}
+
+// topicCodec returns the recompressor a topic's configs ask for (one for all
+// its partitions), or nil to keep batches as produced.
+func (r *Registry) topicCodec(tc topicconfig.Config) *recompress.Recompressor {
+	if tc.Compression == "" {
+		return nil
+	}
+	spec, plugins := tc.Compression, r.o.Plugins
+	maxBatch := tc.Log.MaxBatchBytes
+	if maxBatch == 0 {
+		maxBatch = partlog.DefaultMaxBatchBytes
+	}
+	return recompress.New(spec, func() (codec.Codec, error) { return plugins.Codec(spec) }, r.o.Clock.Now, maxBatch)
 }

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weir-broker/weir/core/logs"
+	"github.com/weir-broker/weir/core/topicconfig"
 	"github.com/weir-broker/weir/core/vfs"
 )
 
@@ -40,9 +42,9 @@ func TestCreateDeleteReopen(t *testing.T) {
 				want error
 			}{
 				{"a", 1, nil, ErrTopicExists},
-				{"new", 1, map[string]string{"segment.ms": "0"}, ErrInvalidConfig},
+				{"new", 1, map[string]string{"segment.ms": "0"}, topicconfig.ErrInvalidConfig},
 				{"new", 0, nil, ErrInvalidPartitions},
-				{"new!", 1, nil, ErrInvalidTopic},
+				{"new!", 1, nil, logs.ErrInvalidTopic},
 				{"new", -1, map[string]string{"segment.ms": "10"}, nil},
 			} {
 				if err := r.ValidateCreate(tc.name, tc.n, tc.cfg); !errors.Is(err, tc.want) || (tc.want == nil) != (err == nil) {
@@ -60,11 +62,11 @@ func TestCreateDeleteReopen(t *testing.T) {
 					t.Errorf("Create(c, %d) = %v, want ErrInvalidPartitions", n, err)
 				}
 			}
-			if _, err := r.Create("c/d", 1, nil); !errors.Is(err, ErrInvalidTopic) {
-				t.Errorf("Create(c/d) = %v, want ErrInvalidTopic", err)
+			if _, err := r.Create("c/d", 1, nil); !errors.Is(err, logs.ErrInvalidTopic) {
+				t.Errorf("Create(c/d) = %v, want logs.ErrInvalidTopic", err)
 			}
-			if _, err := r.Create("c", 1, map[string]string{"nope": "1"}); !errors.Is(err, ErrInvalidConfig) {
-				t.Errorf("Create with unknown config = %v, want ErrInvalidConfig", err)
+			if _, err := r.Create("c", 1, map[string]string{"nope": "1"}); !errors.Is(err, topicconfig.ErrInvalidConfig) {
+				t.Errorf("Create with unknown config = %v, want topicconfig.ErrInvalidConfig", err)
 			}
 			if _, ok := r.Topic("c"); ok {
 				t.Error("a failed Create left topic c")
@@ -89,8 +91,8 @@ func TestCreateDeleteReopen(t *testing.T) {
 			if err != nil || res.BaseOffset != 0 || res.NextOffset != 3 || res.LogAppendTime != -1 || res.Duplicate {
 				t.Fatalf("Append = %+v, %v", res, err)
 			}
-			if p.Log.FlushedOffset() < 3 {
-				t.Errorf("durable topic: FlushedOffset %d after append to 3", p.Log.FlushedOffset())
+			if p.Log().FlushedOffset() < 3 {
+				t.Errorf("durable topic: FlushedOffset %d after append to 3", p.Log().FlushedOffset())
 			}
 			if err := r.Delete("b"); err != nil {
 				t.Fatal(err)
@@ -133,7 +135,7 @@ func TestCreateDeleteReopen(t *testing.T) {
 				t.Errorf("reopened configs %v, want %v", a2.Configs, wantCfg)
 			}
 			p, _ = r.Partition("a", 1)
-			if hs := readAll(t, p.Log); len(hs) != 1 || hs[0].NextOffset() != 3 {
+			if hs := readAll(t, p.Log()); len(hs) != 1 || hs[0].NextOffset() != 3 {
 				t.Errorf("reopened a-1 holds %d batches", len(hs))
 			}
 			// Re-create after delete starts empty with a new id.
@@ -144,8 +146,8 @@ func TestCreateDeleteReopen(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if a3.ID == a.ID || a3.Partitions[1].Log.EndOffset() != 0 || len(a3.Configs) != 1 {
-				t.Errorf("re-created a: id %x (old %x), end %d, configs %v", a3.ID, a.ID, a3.Partitions[1].Log.EndOffset(), a3.Configs)
+			if a3.ID == a.ID || a3.Partitions[1].Log().EndOffset() != 0 || len(a3.Configs) != 1 {
+				t.Errorf("re-created a: id %x (old %x), end %d, configs %v", a3.ID, a.ID, a3.Partitions[1].Log().EndOffset(), a3.Configs)
 			}
 		})
 	}
@@ -171,7 +173,7 @@ func TestOpenOptions(t *testing.T) {
 		t.Errorf("negative DefaultPartitions: %v", err)
 	}
 	_, err := Open(Options{FS: vfs.NewMem(), Dir: "/d", Defaults: map[string]string{"segment.bytes": "10"}})
-	if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "segment.bytes") {
+	if !errors.Is(err, topicconfig.ErrInvalidConfig) || !strings.Contains(err.Error(), "segment.bytes") {
 		t.Errorf("bad default: %v", err)
 	}
 	r := open(t, vfs.NewMem(), "/d", func(o *Options) { o.DefaultPartitions = 4 })
@@ -200,7 +202,7 @@ func TestCorruptMetadata(t *testing.T) {
 			if err := mem.MkdirAll("/d", 0o755); err != nil {
 				t.Fatal(err)
 			}
-			if err := writeSynced(mem, "/d/weir-meta.json", []byte(tc.content)); err != nil {
+			if err := vfs.WriteFileSynced(mem, "/d/weir-meta.json", []byte(tc.content)); err != nil {
 				t.Fatal(err)
 			}
 			if _, err := Open(Options{FS: mem, Dir: "/d"}); !errors.Is(err, ErrCorruptMetadata) {
@@ -241,12 +243,12 @@ func TestLeftoverDirs(t *testing.T) {
 			}
 			// Foreign directories that look like partitions, and an empty one.
 			mustMkdir(t, fsys, filepath.Join(dir, "foreign-0"))
-			if err := writeSynced(fsys, filepath.Join(dir, "foreign-0", "data"), []byte("keep me")); err != nil {
+			if err := vfs.WriteFileSynced(fsys, filepath.Join(dir, "foreign-0", "data"), []byte("keep me")); err != nil {
 				t.Fatal(err)
 			}
 			mustMkdir(t, fsys, filepath.Join(dir, "notatopic"))
 			mustMkdir(t, fsys, filepath.Join(dir, "empty-3"))
-			if err := writeSynced(fsys, filepath.Join(dir, "file-0"), []byte("a file")); err != nil {
+			if err := vfs.WriteFileSynced(fsys, filepath.Join(dir, "file-0"), []byte("a file")); err != nil {
 				t.Fatal(err)
 			}
 
@@ -269,15 +271,15 @@ func TestLeftoverDirs(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if g.ID == gone.ID || g.Partitions[1].Log.EndOffset() != 0 {
-				t.Errorf("re-created gone: id %x (old %x), end %d", g.ID, gone.ID, g.Partitions[1].Log.EndOffset())
+			if g.ID == gone.ID || g.Partitions[1].Log().EndOffset() != 0 {
+				t.Errorf("re-created gone: id %x (old %x), end %d", g.ID, gone.ID, g.Partitions[1].Log().EndOffset())
 			}
 			// A topic whose directory is foreign cannot be created.
-			if _, err := r.Create("foreign", 1, nil); !errors.Is(err, ErrInvalidTopic) {
-				t.Errorf("Create(foreign) = %v, want ErrInvalidTopic", err)
+			if _, err := r.Create("foreign", 1, nil); !errors.Is(err, logs.ErrInvalidTopic) {
+				t.Errorf("Create(foreign) = %v, want logs.ErrInvalidTopic", err)
 			}
-			if _, err := r.Create("file", 1, nil); !errors.Is(err, ErrInvalidTopic) {
-				t.Errorf("Create(file) = %v, want ErrInvalidTopic", err)
+			if _, err := r.Create("file", 1, nil); !errors.Is(err, logs.ErrInvalidTopic) {
+				t.Errorf("Create(file) = %v, want logs.ErrInvalidTopic", err)
 			}
 			if _, ok := r.Topic("foreign"); ok {
 				t.Error("failed Create left a topic")
@@ -311,8 +313,8 @@ func TestLeftoverDirs(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if g.Partitions[0].Log.EndOffset() != 0 {
-				t.Errorf("Create reused stale data: end %d", g.Partitions[0].Log.EndOffset())
+			if g.Partitions[0].Log().EndOffset() != 0 {
+				t.Errorf("Create reused stale data: end %d", g.Partitions[0].Log().EndOffset())
 			}
 			if _, err := fsys.Stat(filepath.Join(dir, "gone-1")); !errors.Is(err, fs.ErrNotExist) {
 				t.Errorf("stale gone-1 survived Create: %v", err)
@@ -339,20 +341,20 @@ func TestForeignTopicID(t *testing.T) {
 	if err := r.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if err := writePartitionMeta(mem, "/d/a-0", [16]byte{1, 2, 3}); err != nil {
+	if err := logs.WriteMarker(mem, "/d/a-0", [16]byte{1, 2, 3}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := Open(Options{FS: mem, Dir: "/d"}); !errors.Is(err, ErrCorruptMetadata) {
 		t.Errorf("Open = %v, want ErrCorruptMetadata", err)
 	}
 	// A torn marker is rewritten: no log data can exist without a marker.
-	if err := writeSynced(mem, "/d/a-0/partition.metadata", []byte("vers")); err != nil {
+	if err := vfs.WriteFileSynced(mem, "/d/a-0/partition.metadata", []byte("vers")); err != nil {
 		t.Fatal(err)
 	}
 	r = open(t, mem, "/d")
 	defer r.Close()
 	a, _ := r.Topic("a")
-	if id, ok, err := readPartitionMeta(mem, "/d/a-0"); err != nil || !ok || id != a.ID {
+	if id, ok, err := logs.ReadMarker(mem, "/d/a-0"); err != nil || !ok || id != a.ID {
 		t.Errorf("marker after Open: %x %v %v, want %x", id, ok, err, a.ID)
 	}
 }
@@ -372,7 +374,7 @@ func TestInitProducerID(t *testing.T) {
 		}
 		seen[id], last = true, id
 	}
-	m, err := readMeta(mem, "/d")
+	m, _, err := readMeta(mem, "/d")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -405,7 +407,7 @@ func TestApplyRetention(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if n := len(p.Log.Segments()); n < 3 {
+	if n := len(p.Log().Segments()); n < 3 {
 		t.Fatalf("%d segments, want several", n)
 	}
 	// Segments age by their records' timestamps (fixed in 2023 by the test
@@ -415,10 +417,10 @@ func TestApplyRetention(t *testing.T) {
 	if err := r.ApplyRetention(); err != nil {
 		t.Fatal(err)
 	}
-	if n := len(p.Log.Segments()); n != 1 {
+	if n := len(p.Log().Segments()); n != 1 {
 		t.Errorf("%d segments after retention, want 1 (the active one)", n)
 	}
-	if n := p.prod.count(); n != 0 {
+	if n := p.ProducerCount(); n != 0 {
 		t.Errorf("%d producers remembered after 100 idle years", n)
 	}
 }

@@ -82,3 +82,22 @@ func ReadFile(fs FS, name string) ([]byte, error) {
 	}
 	return buf[:n], nil
 }
+
+// WriteFileSynced creates (or truncates) name with contents b and fsyncs it;
+// not its directory, which the caller fsyncs once it has made all its
+// entries.
+func WriteFileSynced(fs FS, name string, b []byte) error {
+	f, err := fs.Create(name)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(b); err != nil {
+		_ = f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		_ = f.Close()
+		return err
+	}
+	return f.Close()
+}

@@ -11,8 +11,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
-
-	"github.com/weir-broker/weir/core/topics"
+	"github.com/weir-broker/weir/core/topicconfig"
 )
 
 // Run runs the experiment once: a fresh broker, topics with the
@@ -76,9 +75,9 @@ func run(ctx context.Context, cfg Config) (*Outcome, *checkInput, error) {
 		configs = map[string]string{}
 	}
 	if w.FlushPolicy != "" {
-		configs[topics.ConfigFlushPolicy] = w.FlushPolicy
+		configs[topicconfig.FlushPolicy] = w.FlushPolicy
 	}
-	configs[topics.ConfigDurableAcks] = strconv.FormatBool(w.DurableAcks)
+	configs[topicconfig.DurableAcks] = strconv.FormatBool(w.DurableAcks)
 	ps, err := newProducers(ctx, t.addr(), names, w, cfg.Codec, cfg.Seed)
 	if err != nil {
 		return nil, nil, err

@@ -34,7 +34,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/weir-broker/weir/core/topics"
+	"github.com/weir-broker/weir/core/topicconfig"
 	"github.com/weir-broker/weir/harness/durability"
 	"github.com/weir-broker/weir/harness/env"
 	"github.com/weir-broker/weir/harness/load"
@@ -342,9 +342,9 @@ func (r *runner) runPoint(ctx context.Context, section string, p spec.Point) (pt
 
 	if r.spec.Target.IsEmbedded() {
 		if w.FlushPolicy != "" {
-			cfg.TopicConfigs[topics.ConfigFlushPolicy] = w.FlushPolicy
+			cfg.TopicConfigs[topicconfig.FlushPolicy] = w.FlushPolicy
 		}
-		cfg.TopicConfigs[topics.ConfigDurableAcks] = strconv.FormatBool(w.DurableAcks)
+		cfg.TopicConfigs[topicconfig.DurableAcks] = strconv.FormatBool(w.DurableAcks)
 		dir := filepath.Join(r.workDir, fmt.Sprintf("point-%03d", index))
 		defer os.RemoveAll(dir)
 		var flags []string

@@ -4,44 +4,28 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
-	"strconv"
 	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/weir-broker/weir/core/groups"
-	"github.com/weir-broker/weir/core/topics"
-	pluginhost "github.com/weir-broker/weir/plugins/host"
+	"github.com/weir-broker/weir/node"
 	"github.com/weir-broker/weir/transport"
 )
 
-// groupsDir is where the group coordinator keeps committed offsets, below the
-// data directory. Its name cannot be a partition directory's (<topic>-<n>).
-const groupsDir = "__groups"
-
-// Broker is a running single-node broker. Its methods are safe for concurrent
-// use.
+// Broker is a running broker: a node served over the Kafka protocol. Its
+// methods are safe for concurrent use.
 type Broker struct {
-	cfg    Config
-	id     identity
-	logger *slog.Logger
+	cfg Config
 
-	registry    *topics.Registry
-	plugins     *pluginhost.Host // external plugins the topics use
-	coordinator *groups.Coordinator
+	node        *node.Node
 	server      *transport.Server
 	listener    net.Listener
 	metricsHTTP *http.Server
 	metricsAddr string
-	retention   *retentionLoop
 
 	serving   bool          // server.Serve was started
 	serveDone chan struct{} // closed when server.Serve returned
@@ -52,21 +36,16 @@ type Broker struct {
 	closeErr  error
 }
 
-// Start opens the registry (recovering every partition log) and the group
-// coordinator in cfg.DataDir, starts listening on cfg.Listen (and
-// cfg.MetricsListen) and serves until Close. Errors wrap ErrInvalidConfig, the
-// registry's or coordinator's errors, or the listener's.
+// Start listens on cfg.Listen (so that the advertised address is known),
+// opens the node in cfg.DataDir (recovering every partition log), starts the
+// metrics endpoint (cfg.MetricsListen) and serves until Close. Errors wrap
+// ErrInvalidConfig, the node's errors, or the listener's.
 func Start(cfg Config) (*Broker, error) {
 	cfg, err := cfg.validate()
 	if err != nil {
 		return nil, err
 	}
-	b := &Broker{
-		cfg:       cfg,
-		logger:    cfg.Logger,
-		serveDone: make(chan struct{}),
-		closing:   make(chan struct{}),
-	}
+	b := &Broker{cfg: cfg, serveDone: make(chan struct{}), closing: make(chan struct{})}
 	if err := b.start(); err != nil {
 		b.stop()
 		return nil, err
@@ -76,46 +55,7 @@ func Start(cfg Config) (*Broker, error) {
 
 func (b *Broker) start() error {
 	cfg := b.cfg
-	begin := time.Now()
-	if err := cfg.FS.MkdirAll(cfg.DataDir, 0o755); err != nil {
-		return fmt.Errorf("broker: data directory: %w", err)
-	}
-	id, err := loadIdentity(cfg.FS, cfg.DataDir, cfg.NodeID)
-	if err != nil {
-		return err
-	}
-	b.id = id
-
-	b.plugins = pluginhost.New(pluginhost.Config{
-		Dir:         cfg.PluginDir,
-		CallTimeout: cfg.PluginCallTimeout,
-		Logger:      b.logger.With("component", "plugins"),
-	})
-	b.registry, err = topics.Open(topics.Options{
-		Plugins:           b.plugins,
-		FS:                cfg.FS,
-		Dir:               cfg.DataDir,
-		Defaults:          cfg.TopicDefaults,
-		DefaultPartitions: cfg.DefaultPartitions,
-		Clock:             cfg.Clock,
-		Logger:            b.logger.With("component", "topics"),
-	})
-	if err != nil {
-		return fmt.Errorf("broker: open topics: %w", err)
-	}
-	b.coordinator, err = groups.Open(groups.Options{
-		FS:                    cfg.FS,
-		Dir:                   filepath.Join(cfg.DataDir, groupsDir),
-		Clock:                 cfg.Clock,
-		Logger:                b.logger.With("component", "groups"),
-		MinSessionTimeout:     cfg.GroupMinSessionTimeout,
-		MaxSessionTimeout:     cfg.GroupMaxSessionTimeout,
-		InitialRebalanceDelay: cfg.GroupInitialRebalanceDelay,
-	})
-	if err != nil {
-		return fmt.Errorf("broker: open groups: %w", err)
-	}
-
+	var err error
 	b.listener, err = net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("broker: listen: %w", err)
@@ -124,34 +64,23 @@ func (b *Broker) start() error {
 	if advertised == "" {
 		advertised = advertise(b.listener.Addr().String())
 	}
-	host, port, err := splitHostPort(advertised)
+	b.node, err = node.Open(cfg.nodeConfig(advertised))
 	if err != nil {
-		return fmt.Errorf("%w: advertised address %q: %v", ErrInvalidConfig, advertised, err)
+		return err
 	}
-
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(
-		collectors.NewGoCollector(),
-		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-	)
 	b.server, err = transport.NewServer(transport.Config{
-		NodeID:           cfg.NodeID,
-		AdvertisedHost:   host,
-		AdvertisedPort:   port,
-		ClusterID:        id.ClusterID,
-		MaxRequestBytes:  cfg.MaxRequestBytes,
-		MaxConnections:   cfg.MaxConnections,
-		AutoCreateTopics: cfg.AutoCreateTopics,
-		DisableSendfile:  cfg.DisableSendfile,
-		Logger:           b.logger.With("component", "transport"),
-		Metrics:          transport.NewMetrics(reg),
+		MaxRequestBytes: cfg.MaxRequestBytes,
+		MaxConnections:  cfg.MaxConnections,
+		DisableSendfile: cfg.DisableSendfile,
+		Logger:          cfg.Logger.With("component", "transport"),
+		Metrics:         transport.NewMetrics(b.node.Metrics()),
 
 		// Per-connection limits (zero: transport's defaults).
 		MaxInFlightRequests: cfg.MaxInFlightRequests,
 		MaxConnectionBytes:  cfg.MaxConnectionBytes,
 		MaxFetchBytes:       cfg.MaxFetchBytes,
 		FrameReadTimeout:    cfg.FrameReadTimeout,
-	}, b.registry, b.coordinator)
+	}, b.node)
 	if err != nil {
 		return fmt.Errorf("broker: %w", err)
 	}
@@ -162,12 +91,13 @@ func (b *Broker) start() error {
 			return fmt.Errorf("broker: metrics listen: %w", err)
 		}
 		b.metricsAddr = ml.Addr().String()
+		reg := b.node.Metrics()
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 		b.metricsHTTP = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 		go func() {
 			if err := b.metricsHTTP.Serve(ml); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				b.logger.Error("metrics endpoint stopped", "err", err)
+				cfg.Logger.Error("metrics endpoint stopped", "err", err)
 			}
 		}()
 	}
@@ -179,17 +109,11 @@ func (b *Broker) start() error {
 		select {
 		case <-b.closing:
 		default:
-			b.logger.Error("protocol server stopped", "err", b.serveErr)
+			cfg.Logger.Error("protocol server stopped", "err", b.serveErr)
 		}
 	}()
-
-	b.retention = startRetentionLoop(cfg.Clock, cfg.RetentionCheckInterval, b.applyRetention,
-		b.logger.With("component", "retention"))
-
-	b.logger.Info("broker started",
-		"listen", b.listener.Addr().String(), "advertised", advertised, "metrics", b.metricsAddr,
-		"data_dir", cfg.DataDir, "cluster_id", id.ClusterID, "node_id", cfg.NodeID,
-		"topics", len(b.registry.Topics()), "took", time.Since(begin).Round(time.Millisecond))
+	cfg.Logger.Info("broker started", "listen", b.listener.Addr().String(), "advertised", advertised,
+		"metrics", b.metricsAddr, "node_id", cfg.NodeID)
 	return nil
 }
 
@@ -202,14 +126,11 @@ func (b *Broker) Addr() string { return b.listener.Addr().String() }
 func (b *Broker) MetricsAddr() string { return b.metricsAddr }
 
 // ClusterID returns the cluster id kept in the data directory.
-func (b *Broker) ClusterID() string { return b.id.ClusterID }
+func (b *Broker) ClusterID() string { return b.node.ClusterID() }
 
-// Registry returns the broker's topic registry, for tests and tools that
-// inspect what is stored. Callers must not close it.
-func (b *Broker) Registry() *topics.Registry { return b.registry }
-
-// Plugins returns the host of the external plugins the topics use.
-func (b *Broker) Plugins() *pluginhost.Host { return b.plugins }
+// Node returns the node the broker serves, for tests and tools that inspect
+// it. Callers must not close it.
+func (b *Broker) Node() *node.Node { return b.node }
 
 // Done is closed when the broker stopped serving: after Close, or when the
 // protocol server failed on its own (Err tells why).
@@ -242,21 +163,20 @@ func (b *Broker) Close() error {
 		begin := time.Now()
 		b.closeErr = b.stop()
 		if b.closeErr != nil {
-			b.logger.Error("broker stopped with errors", "err", b.closeErr)
+			b.cfg.Logger.Error("broker stopped with errors", "err", b.closeErr)
 		} else {
-			b.logger.Info("broker stopped", "took", time.Since(begin).Round(time.Millisecond))
+			b.cfg.Logger.Info("broker stopped", "took", time.Since(begin).Round(time.Millisecond))
 		}
 	})
 	return b.closeErr
 }
 
-// stop releases whatever start got as far as opening, in dependency order.
+// stop releases whatever start got as far as opening, in dependency order:
+// the protocol server first (no handler calls the node any more), then the
+// metrics endpoint, then the node.
 func (b *Broker) stop() error {
 	close(b.closing)
 	var errs []error
-	if b.retention != nil {
-		b.retention.stop()
-	}
 	if b.server != nil {
 		if err := b.server.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("broker: close server: %w", err))
@@ -274,19 +194,9 @@ func (b *Broker) stop() error {
 		}
 		cancel()
 	}
-	if b.coordinator != nil {
-		if err := b.coordinator.Close(); err != nil {
-			errs = append(errs, fmt.Errorf("broker: close groups: %w", err))
-		}
-	}
-	if b.registry != nil {
-		if err := b.registry.Close(); err != nil {
-			errs = append(errs, fmt.Errorf("broker: close topics: %w", err))
-		}
-	}
-	if b.plugins != nil { // after the logs, which call their flush policies until closed
-		if err := b.plugins.Close(); err != nil {
-			errs = append(errs, fmt.Errorf("broker: stop plugins: %w", err))
+	if b.node != nil {
+		if err := b.node.Close(); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
@@ -305,35 +215,4 @@ func advertise(bound string) string {
 		}
 	}
 	return net.JoinHostPort(host, port)
-}
-
-// splitHostPort splits host:port and checks that the port is a valid TCP
-// port (1..65535).
-func splitHostPort(addr string) (string, int32, error) {
-	host, portStr, err := net.SplitHostPort(addr)
-	if err != nil {
-		return "", 0, err
-	}
-	if host == "" {
-		return "", 0, errors.New("empty host")
-	}
-	port, err := strconv.ParseUint(portStr, 10, 16)
-	if err != nil || port == 0 {
-		return "", 0, fmt.Errorf("bad port %q", portStr)
-	}
-	return host, int32(port), nil
-}
-
-// applyRetention is one retention pass: old segments of every partition, then
-// the committed offsets of groups empty for longer than OffsetsRetention.
-func (b *Broker) applyRetention() error {
-	err := b.registry.ApplyRetention()
-	if b.cfg.OffsetsRetention > 0 {
-		expired, eerr := b.coordinator.ExpireOffsets(b.cfg.OffsetsRetention)
-		if len(expired) > 0 {
-			b.logger.Info("expired committed offsets of empty groups", "groups", len(expired))
-		}
-		err = errors.Join(err, eerr)
-	}
-	return err
 }

@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -127,96 +126,6 @@ func TestConfigValidate(t *testing.T) {
 				t.Errorf("Start = %v, want ErrInvalidConfig", err)
 			}
 		})
-	}
-}
-
-func TestIdentityIsKept(t *testing.T) {
-	fsys := vfs.NewMem()
-	if err := fsys.MkdirAll("/d", 0o755); err != nil {
-		t.Fatal(err)
-	}
-	id, err := loadIdentity(fsys, "/d", 3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(id.ClusterID) != 22 || id.NodeID != 3 {
-		t.Errorf("identity %+v, want a 22-character cluster id and node 3", id)
-	}
-	// Durable: a power cut right after keeps it.
-	again, err := loadIdentity(fsys.CrashClone(), "/d", 3)
-	if err != nil || again != id {
-		t.Errorf("after a crash: %+v, %v; want %+v", again, err, id)
-	}
-	if _, err := loadIdentity(fsys, "/d", 4); !errors.Is(err, ErrNodeMismatch) {
-		t.Errorf("another node id: %v, want ErrNodeMismatch", err)
-	}
-
-	f, err := fsys.Create("/d/" + metaFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.Write([]byte("version=1\nno equals sign\n"))
-	f.Close()
-	if _, err := loadIdentity(fsys, "/d", 3); err == nil || !strings.Contains(err.Error(), "key=value") {
-		t.Errorf("malformed file: %v, want an error", err)
-	}
-}
-
-func TestRetentionLoop(t *testing.T) {
-	clock := newFakeClock()
-	var passes atomic.Int32
-	fail := errors.New("disk on fire")
-	r := startRetentionLoop(clock, time.Minute, func() error {
-		if passes.Add(1) == 2 {
-			return fail // logged; the loop goes on
-		}
-		return nil
-	}, testLogger(t))
-
-	clock.Advance(time.Minute - time.Millisecond)
-	if n := passes.Load(); n != 0 {
-		t.Fatalf("%d passes before the interval", n)
-	}
-	for want := int32(1); want <= 3; want++ {
-		clock.Advance(time.Minute)
-		if n := passes.Load(); n != want {
-			t.Fatalf("after %d intervals: %d passes", want, n)
-		}
-	}
-	r.stop()
-	if clock.Pending() != 0 {
-		t.Errorf("%d timers pending after stop", clock.Pending())
-	}
-	clock.Advance(time.Hour)
-	if n := passes.Load(); n != 3 {
-		t.Errorf("%d passes after stop, want 3", n)
-	}
-}
-
-func TestRetentionLoopStopWaitsForPass(t *testing.T) {
-	clock := newFakeClock()
-	started, release := make(chan struct{}), make(chan struct{})
-	r := startRetentionLoop(clock, time.Minute, func() error {
-		close(started)
-		<-release
-		return nil
-	}, testLogger(t))
-	go clock.Advance(time.Minute)
-	<-started
-	stopped := make(chan struct{})
-	go func() {
-		r.stop()
-		close(stopped)
-	}()
-	select {
-	case <-stopped:
-		t.Fatal("stop returned while a pass was running")
-	case <-time.After(50 * time.Millisecond):
-	}
-	close(release)
-	<-stopped
-	if clock.Pending() != 0 {
-		t.Errorf("the pass scheduled another after stop")
 	}
 }
 
@@ -356,19 +265,19 @@ func TestRetentionRunsOnTheClock(t *testing.T) {
 	if got := committed(); got != 10 {
 		t.Fatalf("committed offset %d, want 10", got)
 	}
-	part, err := b.Registry().Partition(topic, 0)
+	part, err := b.Node().Partition(topic, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if part.Log.StartOffset() != 0 {
-		t.Fatalf("start offset %d before any retention pass", part.Log.StartOffset())
+	if part.Stats().LogStartOffset != 0 {
+		t.Fatalf("start offset %d before any retention pass", part.Stats().LogStartOffset)
 	}
 	clock.Advance(time.Minute) // the pass runs in this goroutine
-	start, size := part.Log.StartOffset(), part.Log.Size()
+	start, size := part.Stats().LogStartOffset, part.Stats().Size
 	if start == 0 || size > 8192+4096 {
 		t.Errorf("after a retention pass: start offset %d, size %d; want old segments deleted down to ~8 KiB", start, size)
 	}
-	if got := consume(t, b.Addr(), topic, int(part.Log.EndOffset()-start)); !strings.HasPrefix(got[0], fmt.Sprintf("%04d", start)) {
+	if got := consume(t, b.Addr(), topic, int(part.Stats().LogEndOffset-start)); !strings.HasPrefix(got[0], fmt.Sprintf("%04d", start)) {
 		t.Errorf("first record after retention %.8q, want offset %d", got[0], start)
 	}
 	if got := committed(); got != -1 {

@@ -1,31 +1,29 @@
 package broker
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
 	"net"
 	"time"
 
-	"github.com/weir-broker/weir/core/partlog"
+	"github.com/weir-broker/weir/core/clock"
 	"github.com/weir-broker/weir/core/vfs"
+	"github.com/weir-broker/weir/node"
 )
 
-// Errors returned by Start.
-var (
-	// ErrInvalidConfig: a Config field is out of range; the message names it.
-	ErrInvalidConfig = errors.New("broker: invalid config")
-)
+// ErrInvalidConfig (returned by Start): a Config field is out of range; the
+// message names it. It is the node's, which checks most fields.
+var ErrInvalidConfig = node.ErrInvalidConfig
 
 // Defaults used when a Config field is zero.
 const (
 	DefaultListen                 = "127.0.0.1:9092"
-	DefaultRetentionCheckInterval = 5 * time.Minute    // Kafka log.retention.check.interval.ms
-	DefaultOffsetsRetention       = 7 * 24 * time.Hour // Kafka offsets.retention.minutes
-	DefaultGroupMinSessionTimeout = 6 * time.Second    // Kafka group.min.session.timeout.ms
-	DefaultGroupMaxSessionTimeout = 30 * time.Minute   // Kafka group.max.session.timeout.ms
-	DefaultMaxRequestBytes        = 100 << 20          // Kafka socket.request.max.bytes
+	DefaultRetentionCheckInterval = node.DefaultRetentionCheckInterval
+	DefaultOffsetsRetention       = node.DefaultOffsetsRetention
+	DefaultGroupMinSessionTimeout = node.DefaultGroupMinSessionTimeout
+	DefaultGroupMaxSessionTimeout = node.DefaultGroupMaxSessionTimeout
+	DefaultMaxRequestBytes        = 100 << 20 // Kafka socket.request.max.bytes
 )
 
 // Config configures a broker. Only DataDir is required; validate fills the
@@ -113,8 +111,8 @@ type Config struct {
 	// FS is the file system everything is stored on. Default vfs.Default.
 	FS vfs.FS
 	// Clock drives retention and the logs' flush deadlines. Default
-	// partlog.SystemClock.
-	Clock partlog.Clock
+	// clock.System.
+	Clock clock.Clock
 	// Logger receives the broker's logs. Default: discarded.
 	Logger *slog.Logger
 }
@@ -135,7 +133,7 @@ func (c Config) validate() (Config, error) {
 		return bad("Listen %q: %v", c.Listen, err)
 	}
 	if c.Advertised != "" {
-		if _, _, err := splitHostPort(c.Advertised); err != nil {
+		if _, _, err := node.SplitHostPort(c.Advertised); err != nil {
 			return bad("Advertised %q: %v", c.Advertised, err)
 		}
 	}
@@ -145,36 +143,6 @@ func (c Config) validate() (Config, error) {
 		}
 	}
 	c.TopicDefaults = maps.Clone(c.TopicDefaults)
-	switch {
-	case c.DefaultPartitions == 0:
-		c.DefaultPartitions = 1
-	case c.DefaultPartitions < 0:
-		return bad("DefaultPartitions %d is negative", c.DefaultPartitions)
-	}
-	switch {
-	case c.RetentionCheckInterval == 0:
-		c.RetentionCheckInterval = DefaultRetentionCheckInterval
-	case c.RetentionCheckInterval < 0:
-		return bad("RetentionCheckInterval %v is negative", c.RetentionCheckInterval)
-	}
-	if c.OffsetsRetention == 0 {
-		c.OffsetsRetention = DefaultOffsetsRetention
-	}
-	if c.GroupMinSessionTimeout == 0 {
-		c.GroupMinSessionTimeout = DefaultGroupMinSessionTimeout
-	}
-	if c.GroupMaxSessionTimeout == 0 {
-		c.GroupMaxSessionTimeout = DefaultGroupMaxSessionTimeout
-	}
-	if c.GroupMinSessionTimeout < 0 || c.GroupMaxSessionTimeout < c.GroupMinSessionTimeout {
-		return bad("group session timeouts: min %v, max %v", c.GroupMinSessionTimeout, c.GroupMaxSessionTimeout)
-	}
-	if c.GroupInitialRebalanceDelay < 0 {
-		return bad("GroupInitialRebalanceDelay %v is negative", c.GroupInitialRebalanceDelay)
-	}
-	if c.NodeID < 0 {
-		return bad("NodeID %d is negative", c.NodeID)
-	}
 	switch {
 	case c.MaxRequestBytes == 0:
 		c.MaxRequestBytes = DefaultMaxRequestBytes
@@ -193,14 +161,39 @@ func (c Config) validate() (Config, error) {
 	if c.MaxFetchBytes < 0 {
 		return bad("MaxFetchBytes %d is negative", c.MaxFetchBytes)
 	}
-	if c.FS == nil {
-		c.FS = vfs.Default
-	}
-	if c.Clock == nil {
-		c.Clock = partlog.SystemClock{}
-	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
+	// The node checks and fills the rest; the address it advertises is known
+	// only once the listener is bound, so a stand-in passes its check here.
+	nc, err := c.nodeConfig("localhost:1").Validate()
+	if err != nil {
+		return Config{}, err
+	}
+	c.DefaultPartitions, c.RetentionCheckInterval, c.OffsetsRetention = nc.DefaultPartitions, nc.RetentionCheckInterval, nc.OffsetsRetention
+	c.GroupMinSessionTimeout, c.GroupMaxSessionTimeout = nc.GroupMinSessionTimeout, nc.GroupMaxSessionTimeout
+	c.FS, c.Clock = nc.FS, nc.Clock
 	return c, nil
+}
+
+// nodeConfig is the node's part of c.
+func (c Config) nodeConfig(advertised string) node.Config {
+	return node.Config{
+		DataDir:                    c.DataDir,
+		NodeID:                     c.NodeID,
+		Advertised:                 advertised,
+		TopicDefaults:              c.TopicDefaults,
+		DefaultPartitions:          c.DefaultPartitions,
+		AutoCreateTopics:           c.AutoCreateTopics,
+		RetentionCheckInterval:     c.RetentionCheckInterval,
+		OffsetsRetention:           c.OffsetsRetention,
+		GroupMinSessionTimeout:     c.GroupMinSessionTimeout,
+		GroupMaxSessionTimeout:     c.GroupMaxSessionTimeout,
+		GroupInitialRebalanceDelay: c.GroupInitialRebalanceDelay,
+		PluginDir:                  c.PluginDir,
+		PluginCallTimeout:          c.PluginCallTimeout,
+		FS:                         c.FS,
+		Clock:                      c.Clock,
+		Logger:                     c.Logger,
+	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/weir-broker/weir/core/partlog"
 	"github.com/weir-broker/weir/core/vfs"
 	"github.com/weir-broker/weir/core/vfs/errorfs"
+	"github.com/weir-broker/weir/node"
 )
 
 // TestProduceAcrossDiskFault runs a broker on a file system whose partition
@@ -46,7 +47,7 @@ func TestProduceAcrossDiskFault(t *testing.T) {
 			cfg.TopicDefaults = map[string]string{"weir.durable.acks": "true"}
 			b := start(t, cfg)
 			ctx := ctxFor(t)
-			if _, err := b.Registry().Create("fault", 1, nil); err != nil {
+			if _, err := b.Node().CreateTopic(ctx, node.CreateTopic{Name: "fault", Partitions: 1, ReplicationFactor: -1}); err != nil {
 				t.Fatal(err)
 			}
 
@@ -69,7 +70,7 @@ func TestProduceAcrossDiskFault(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			p, err := b.Registry().Partition("fault", 0)
+			p, err := b.Node().Partition("fault", 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -81,7 +82,7 @@ func TestProduceAcrossDiskFault(t *testing.T) {
 				}
 				clock.Advance(partlog.MaxRecoveryBackoff) // recovery attempts meet the fault
 			}
-			if p.Log.Err() == nil {
+			if p.Stats().Err == nil {
 				t.Fatal("the partition log has not failed")
 			}
 
@@ -110,7 +111,7 @@ func TestProduceAcrossDiskFault(t *testing.T) {
 			if err := produce(once, "after"); err != nil {
 				t.Fatalf("produce after the fault cleared: %v", err)
 			}
-			if p.Log.Recoveries() == 0 {
+			if p.Stats().Recoveries == 0 {
 				t.Fatal("no recovery was recorded")
 			}
 
@@ -118,7 +119,7 @@ func TestProduceAcrossDiskFault(t *testing.T) {
 			if strings.Join(got, ",") != strings.Join(acked, ",") {
 				t.Fatalf("consumed %v, want the acknowledged %v", got, acked)
 			}
-			if end := p.Log.EndOffset(); end != int64(len(acked)) {
+			if end := p.Stats().LogEndOffset; end != int64(len(acked)) {
 				t.Fatalf("log ends at %d with %d acknowledged records: offsets skipped or records kept that failed", end, len(acked))
 			}
 		})

@@ -91,7 +91,7 @@ func TestBrokerExternalPlugins(t *testing.T) {
 
 	// Both plugins run as the broker's subprocesses; kill the codec.
 	var pid, policyPid int
-	for _, p := range b.Plugins().Processes() {
+	for _, p := range b.Node().Plugins().Processes() {
 		switch filepath.Base(p.Path) {
 		case "weir-codec-s2":
 			pid = p.Pid
@@ -100,10 +100,10 @@ func TestBrokerExternalPlugins(t *testing.T) {
 		}
 	}
 	if policyPid == 0 {
-		t.Fatalf("no running weir-flushpolicy-ratelimit among the broker's plugins: %+v", b.Plugins().Processes())
+		t.Fatalf("no running weir-flushpolicy-ratelimit among the broker's plugins: %+v", b.Node().Plugins().Processes())
 	}
 	if pid == 0 {
-		t.Fatalf("no running weir-codec-s2 among the broker's plugins: %+v", b.Plugins().Processes())
+		t.Fatalf("no running weir-codec-s2 among the broker's plugins: %+v", b.Node().Plugins().Processes())
 	}
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -126,7 +126,7 @@ func TestBrokerExternalPlugins(t *testing.T) {
 		}
 	}
 	var newPid int
-	for _, p := range b.Plugins().Processes() {
+	for _, p := range b.Node().Plugins().Processes() {
 		if filepath.Base(p.Path) == "weir-codec-s2" {
 			newPid = p.Pid
 		}

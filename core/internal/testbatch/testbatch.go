@@ -62,3 +62,31 @@ func Split(b []byte) ([][]byte, error) {
 	}
 	return out, nil
 }
+
+// Tagged returns one uncompressed, non-idempotent batch of n records with
+// values "<tag>-<i>" and timestamps from 1_700_000_000_000 on. It panics on a
+// build error (a test bug).
+func Tagged(tag string, n int) []byte {
+	return Build(record.DefaultBuildOptions(), tag, n)
+}
+
+// Idempotent returns a batch of n records from producer pid at epoch,
+// starting at sequence seq, with values "p<pid>-e<epoch>-s<seq>-<i>".
+func Idempotent(pid int64, epoch int16, seq int32, n int) []byte {
+	o := record.DefaultBuildOptions()
+	o.ProducerID, o.ProducerEpoch, o.BaseSequence = pid, epoch, seq
+	return Build(o, fmt.Sprintf("p%d-e%d-s%d", pid, epoch, seq), n)
+}
+
+// Build returns a batch built with o of n records with values "<tag>-<i>".
+func Build(o record.BuildOptions, tag string, n int) []byte {
+	recs := make([]record.Record, n)
+	for i := range recs {
+		recs[i] = record.Record{Value: []byte(fmt.Sprintf("%s-%d", tag, i)), Timestamp: 1_700_000_000_000 + int64(i)}
+	}
+	b, err := record.Build(o, recs)
+	if err != nil {
+		panic(fmt.Sprintf("testbatch: %v", err))
+	}
+	return b
+}

@@ -1,4 +1,4 @@
-package topics
+package logs
 
 import (
 	"fmt"
@@ -35,16 +35,16 @@ func legalNameByte(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-'
 }
 
-// dirName is the directory of a partition below the data directory, as Kafka
+// DirName is the directory of a partition below the data directory, as Kafka
 // names it: "<topic>-<partition>". The mapping is one-to-one because the
 // partition part has no '-'.
-func dirName(topic string, p int32) string {
+func DirName(topic string, p int32) string {
 	return topic + "-" + strconv.FormatInt(int64(p), 10)
 }
 
-// parseDirName splits "<topic>-<partition>" and reports whether name has that
+// ParseDirName splits "<topic>-<partition>" and reports whether name has that
 // shape with a valid topic name and a canonical non-negative int32.
-func parseDirName(name string) (string, int32, bool) {
+func ParseDirName(name string) (string, int32, bool) {
 	i := strings.LastIndexByte(name, '-')
 	if i < 0 {
 		return "", 0, false

@@ -1,32 +1,32 @@
-package broker
+package node
 
 import (
 	"log/slog"
 	"sync"
 	"time"
 
-	"github.com/weir-broker/weir/core/partlog"
+	"github.com/weir-broker/weir/core/clock"
 )
 
 // retentionLoop calls apply every interval on a clock until stopped. Each
 // pass is scheduled when the previous one ends, so passes never overlap and a
 // slow pass delays the next instead of piling up.
 type retentionLoop struct {
-	clock    partlog.Clock
+	clk      clock.Clock
 	interval time.Duration
 	apply    func() error
 	logger   *slog.Logger
 
 	mu      sync.Mutex
-	timer   partlog.Timer
+	timer   clock.Timer
 	stopped bool
 	running sync.WaitGroup // a pass in progress
 }
 
-func startRetentionLoop(clock partlog.Clock, interval time.Duration, apply func() error, logger *slog.Logger) *retentionLoop {
-	r := &retentionLoop{clock: clock, interval: interval, apply: apply, logger: logger}
+func startRetentionLoop(clk clock.Clock, interval time.Duration, apply func() error, logger *slog.Logger) *retentionLoop {
+	r := &retentionLoop{clk: clk, interval: interval, apply: apply, logger: logger}
 	r.mu.Lock()
-	r.timer = clock.AfterFunc(interval, r.pass)
+	r.timer = clk.AfterFunc(interval, r.pass)
 	r.mu.Unlock()
 	return r
 }
@@ -41,16 +41,16 @@ func (r *retentionLoop) pass() {
 	r.mu.Unlock()
 	defer r.running.Done()
 
-	start := r.clock.Now()
+	start := r.clk.Now()
 	if err := r.apply(); err != nil {
 		r.logger.Error("retention pass failed", "err", err)
 	} else {
-		r.logger.Debug("retention pass done", "took", r.clock.Now().Sub(start))
+		r.logger.Debug("retention pass done", "took", r.clk.Now().Sub(start))
 	}
 
 	r.mu.Lock()
 	if !r.stopped {
-		r.timer = r.clock.AfterFunc(r.interval, r.pass)
+		r.timer = r.clk.AfterFunc(r.interval, r.pass)
 	}
 	r.mu.Unlock()
 }

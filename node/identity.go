@@ -1,4 +1,4 @@
-package broker
+package node
 
 import (
 	"bufio"
@@ -22,7 +22,7 @@ const metaFile = "meta.properties"
 
 // ErrNodeMismatch: the data directory was written by a broker with another
 // node id.
-var ErrNodeMismatch = errors.New("broker: data directory belongs to another node")
+var ErrNodeMismatch = errors.New("node: data directory belongs to another node")
 
 // identity is what meta.properties records.
 type identity struct {
@@ -40,7 +40,7 @@ func loadIdentity(fsys vfs.FS, dir string, nodeID int32) (identity, error) {
 	case err == nil:
 		id := identity{ClusterID: props["cluster.id"], NodeID: nodeID}
 		if id.ClusterID == "" {
-			return identity{}, fmt.Errorf("broker: %s has no cluster.id", name)
+			return identity{}, fmt.Errorf("node: %s has no cluster.id", name)
 		}
 		if n, err := strconv.ParseInt(props["node.id"], 10, 32); err != nil || int32(n) != nodeID {
 			return identity{}, fmt.Errorf("%w: %s says node.id=%q, this broker is node %d", ErrNodeMismatch, name, props["node.id"], nodeID)
@@ -52,7 +52,7 @@ func loadIdentity(fsys vfs.FS, dir string, nodeID int32) (identity, error) {
 
 	var raw [16]byte
 	if _, err := rand.Read(raw[:]); err != nil {
-		return identity{}, fmt.Errorf("broker: cluster id: %w", err)
+		return identity{}, fmt.Errorf("node: cluster id: %w", err)
 	}
 	id := identity{ClusterID: base64.RawURLEncoding.EncodeToString(raw[:]), NodeID: nodeID}
 	content := fmt.Sprintf("# weir broker identity, written on first start\nversion=1\ncluster.id=%s\nnode.id=%d\n", id.ClusterID, id.NodeID)
@@ -70,11 +70,11 @@ func readProperties(fsys vfs.FS, name string) (map[string]string, error) {
 	defer f.Close()
 	size, err := f.Size()
 	if err != nil {
-		return nil, fmt.Errorf("broker: %s: %w", name, err)
+		return nil, fmt.Errorf("node: %s: %w", name, err)
 	}
 	buf := make([]byte, size)
 	if _, err := f.ReadAt(buf, 0); err != nil && !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("broker: read %s: %w", name, err)
+		return nil, fmt.Errorf("node: read %s: %w", name, err)
 	}
 	props := make(map[string]string)
 	sc := bufio.NewScanner(bytes.NewReader(buf))
@@ -85,7 +85,7 @@ func readProperties(fsys vfs.FS, name string) (map[string]string, error) {
 		}
 		k, v, ok := strings.Cut(line, "=")
 		if !ok {
-			return nil, fmt.Errorf("broker: %s: line %q is not key=value", name, line)
+			return nil, fmt.Errorf("node: %s: line %q is not key=value", name, line)
 		}
 		props[strings.TrimSpace(k)] = strings.TrimSpace(v)
 	}
@@ -96,7 +96,7 @@ func writeFileAtomic(fsys vfs.FS, name string, data []byte) error {
 	tmp := name + ".tmp"
 	f, err := fsys.Create(tmp)
 	if err != nil {
-		return fmt.Errorf("broker: create %s: %w", tmp, err)
+		return fmt.Errorf("node: create %s: %w", tmp, err)
 	}
 	_, err = f.Write(data)
 	if err == nil {
@@ -112,7 +112,7 @@ func writeFileAtomic(fsys vfs.FS, name string, data []byte) error {
 		err = fsys.SyncDir(filepath.Dir(name))
 	}
 	if err != nil {
-		return fmt.Errorf("broker: write %s: %w", name, err)
+		return fmt.Errorf("node: write %s: %w", name, err)
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package topics
+package topicconfig
 
 import (
 	"context"
@@ -28,12 +28,12 @@ func TestNormalizeConfigs(t *testing.T) {
 		{"weir.durable.acks": "true"}, {"weir.durable.acks": "FALSE"},
 	}
 	for _, m := range ok {
-		if _, err := normalizeConfigs(m, BuiltinPlugins{}); err != nil {
-			t.Errorf("normalizeConfigs(%v, BuiltinPlugins{}) = %v, want ok", m, err)
+		if _, err := Normalize(m, BuiltinPlugins{}); err != nil {
+			t.Errorf("Normalize(%v, BuiltinPlugins{}) = %v, want ok", m, err)
 		}
 	}
 	for _, tc := range []struct{ key, value string }{
-		{"cleanup.policy", "delete"},
+		{"cleanup.Policy", "delete"},
 		{"retention.MS", "1"},
 		{"retention.ms", "-2"},
 		{"retention.ms", "1h"},
@@ -56,7 +56,7 @@ func TestNormalizeConfigs(t *testing.T) {
 		{"weir.durable.acks", "yes"},
 		{"weir.durable.acks", "1"},
 	} {
-		_, err := normalizeConfigs(map[string]string{tc.key: tc.value}, BuiltinPlugins{})
+		_, err := Normalize(map[string]string{tc.key: tc.value}, BuiltinPlugins{})
 		if !errors.Is(err, ErrInvalidConfig) {
 			t.Errorf("%s=%q: got %v, want ErrInvalidConfig", tc.key, tc.value, err)
 			continue
@@ -65,7 +65,7 @@ func TestNormalizeConfigs(t *testing.T) {
 			t.Errorf("%s=%q: error %q does not name the key and value", tc.key, tc.value, err)
 		}
 	}
-	m, err := normalizeConfigs(map[string]string{"flush.ms": " 1000 "}, BuiltinPlugins{})
+	m, err := Normalize(map[string]string{"flush.ms": " 1000 "}, BuiltinPlugins{})
 	if err != nil || m["flush.ms"] != "1000" {
 		t.Errorf("values are not trimmed: %v %v", m, err)
 	}
@@ -94,16 +94,16 @@ func TestParseConfigs(t *testing.T) {
 		{map[string]string{"weir.durable.acks": "True"}, partlog.Config{}, true},
 		{map[string]string{"compression.type": "gzip"}, partlog.Config{}, false},
 	} {
-		m, err := normalizeConfigs(tc.configs, BuiltinPlugins{})
+		m, err := Normalize(tc.configs, BuiltinPlugins{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := parseConfigs(m, BuiltinPlugins{})
+		got, err := Parse(m, BuiltinPlugins{})
 		if err != nil {
 			t.Fatalf("%v: %v", tc.configs, err)
 		}
-		if got.log != tc.want || got.durableAcks != tc.durable {
-			t.Errorf("%v: got %+v durable=%v, want %+v durable=%v", tc.configs, got.log, got.durableAcks, tc.want, tc.durable)
+		if got.Log != tc.want || got.DurableAcks != tc.durable {
+			t.Errorf("%v: got %+v durable=%v, want %+v durable=%v", tc.configs, got.Log, got.DurableAcks, tc.want, tc.durable)
 		}
 	}
 }
@@ -142,22 +142,22 @@ func TestFlushPolicyConfig(t *testing.T) {
 			def: map[string]string{"weir.flush.policy": "every-batch"}, by: 50 * time.Millisecond},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ex, _ := normalizeConfigs(tc.explicit, BuiltinPlugins{})
-			def, _ := normalizeConfigs(tc.def, BuiltinPlugins{})
-			tcfg, err := parseConfigs(resolveConfigs(ex, def), BuiltinPlugins{})
+			ex, _ := Normalize(tc.explicit, BuiltinPlugins{})
+			def, _ := Normalize(tc.def, BuiltinPlugins{})
+			tcfg, err := Parse(Resolve(ex, def), BuiltinPlugins{})
 			if err != nil {
 				t.Fatal(err)
 			}
 			if tc.none {
-				if tcfg.policy != nil {
+				if tcfg.Policy != nil {
 					t.Fatal("got a flush policy, want the log's default")
 				}
 				return
 			}
-			if tcfg.policy == nil {
+			if tcfg.Policy == nil {
 				t.Fatal("no flush policy")
 			}
-			p, err := tcfg.policy()
+			p, err := tcfg.Policy()
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -184,7 +184,7 @@ func TestFlushPolicyConfig(t *testing.T) {
 func TestResolveConfigs(t *testing.T) {
 	def := map[string]string{"retention.ms": "1000", "compression.type": "lz4", "flush.ms": "10", "weir.flush.policy": "never"}
 	ex := map[string]string{"retention.ms": "2000", "flush.messages": "5"}
-	got := resolveConfigs(ex, def)
+	got := Resolve(ex, def)
 	want := map[string]string{"retention.ms": "2000", "compression.type": "lz4", "flush.messages": "5"}
 	if len(got) != len(want) {
 		t.Fatalf("got %v, want %v", got, want)
@@ -194,7 +194,7 @@ func TestResolveConfigs(t *testing.T) {
 			t.Errorf("%s = %q, want %q (got %v)", k, got[k], v, got)
 		}
 	}
-	got = resolveConfigs(map[string]string{"segment.ms": "5"}, def)
+	got = Resolve(map[string]string{"segment.ms": "5"}, def)
 	if got["flush.ms"] != "10" || got["weir.flush.policy"] != "never" || got["segment.ms"] != "5" {
 		t.Errorf("defaults' flush keys lost: %v", got)
 	}

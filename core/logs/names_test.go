@@ -1,4 +1,4 @@
-package topics
+package logs
 
 import (
 	"errors"
@@ -43,15 +43,15 @@ func TestDirName(t *testing.T) {
 		topic string
 		p     int32
 	}{{"a", 0}, {"a-1", 0}, {"a", 10}, {"a-b-c", 2147483647}, {"-", 3}} {
-		d := dirName(tc.topic, tc.p)
-		topic, p, ok := parseDirName(d)
+		d := DirName(tc.topic, tc.p)
+		topic, p, ok := ParseDirName(d)
 		if !ok || topic != tc.topic || p != tc.p {
-			t.Errorf("parseDirName(%q) = %q, %d, %v; want %q, %d", d, topic, p, ok, tc.topic, tc.p)
+			t.Errorf("ParseDirName(%q) = %q, %d, %v; want %q, %d", d, topic, p, ok, tc.topic, tc.p)
 		}
 	}
 	for _, bad := range []string{"a", "a-", "-0", "a-01", "a-+1", "a--1x", "a-2147483648", "a/b-0", "weir-meta.json", "..-0"} {
-		if _, _, ok := parseDirName(bad); ok {
-			t.Errorf("parseDirName(%q) accepted", bad)
+		if _, _, ok := ParseDirName(bad); ok {
+			t.Errorf("ParseDirName(%q) accepted", bad)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package topics
+package topicconfig
 
 import (
 	"context"
@@ -12,28 +12,29 @@ import (
 	"github.com/weir-broker/weir/core/partlog"
 	"github.com/weir-broker/weir/core/record"
 	"github.com/weir-broker/weir/core/segment"
+	"github.com/weir-broker/weir/plugins/codec"
 	"github.com/weir-broker/weir/plugins/flushpolicy"
 	"github.com/weir-broker/weir/plugins/spec"
 )
 
 // Topic config keys: Kafka's names, plus two of weir's own.
 const (
-	ConfigRetentionMs        = "retention.ms"         // -1 (forever) or >= 0; default 7 days
-	ConfigRetentionBytes     = "retention.bytes"      // any; negative: unlimited (default -1)
-	ConfigSegmentBytes       = "segment.bytes"        // 1024..2^31-1; default 1 GiB
-	ConfigSegmentMs          = "segment.ms"           // >= 1; default 7 days
-	ConfigMaxMessageBytes    = "max.message.bytes"    // 61..2^31-1; default 1048588
-	ConfigIndexIntervalBytes = "index.interval.bytes" // 0..2^31-1; default 4096
-	ConfigFlushMessages      = "flush.messages"       // >= 1; default 2^63-1 (never)
-	ConfigFlushMs            = "flush.ms"             // >= 0; default 2^63-1 (never)
-	ConfigCompressionType    = "compression.type"     // producer|uncompressed|gzip|snappy|lz4|zstd; default producer
-	ConfigFlushPolicy        = "weir.flush.policy"    // a flushpolicy spec; wins over flush.*
-	ConfigDurableAcks        = "weir.durable.acks"    // true|false; default false
-	ConfigMinInsyncReplicas  = "min.insync.replicas"  // >= 1; default 1 (one node: above 1, acks=all fails)
+	RetentionMs        = "retention.ms"         // -1 (forever) or >= 0; default 7 days
+	RetentionBytes     = "retention.bytes"      // any; negative: unlimited (default -1)
+	SegmentBytes       = "segment.bytes"        // 1024..2^31-1; default 1 GiB
+	SegmentMs          = "segment.ms"           // >= 1; default 7 days
+	MaxMessageBytes    = "max.message.bytes"    // 61..2^31-1; default 1048588
+	IndexIntervalBytes = "index.interval.bytes" // 0..2^31-1; default 4096
+	FlushMessages      = "flush.messages"       // >= 1; default 2^63-1 (never)
+	FlushMs            = "flush.ms"             // >= 0; default 2^63-1 (never)
+	CompressionType    = "compression.type"     // producer|uncompressed|gzip|snappy|lz4|zstd; default producer
+	FlushPolicy        = "weir.flush.policy"    // a flushpolicy spec; wins over flush.*
+	DurableAcks        = "weir.durable.acks"    // true|false; default false
+	MinInsyncReplicas  = "min.insync.replicas"  // >= 1; default 1 (one node: above 1, acks=all fails)
 )
 
-// ConfigKeys lists every key a topic accepts, sorted.
-func ConfigKeys() []string {
+// Keys lists every key a topic accepts, sorted.
+func Keys() []string {
 	keys := make([]string, 0, len(configCheckers))
 	for k := range configCheckers {
 		keys = append(keys, k)
@@ -53,34 +54,34 @@ const (
 var CompressionTypes = []string{CompressionProducer, CompressionUncompressed, "gzip", "snappy", "lz4", "zstd"}
 
 // flushKeys decide the flush policy together; they come as a group from the
-// most specific layer that sets any of them (see resolveConfigs).
-var flushKeys = []string{ConfigFlushMessages, ConfigFlushMs, ConfigFlushPolicy}
+// most specific layer that sets any of them (see Resolve).
+var flushKeys = []string{FlushMessages, FlushMs, FlushPolicy}
 
 // kafkaNever is Kafka's "no limit" default of flush.messages and flush.ms.
 const kafkaNever = math.MaxInt64
 
 // configCheckers validate one value each (already trimmed).
 var configCheckers = map[string]func(string) error{
-	ConfigRetentionMs:        intRange(-1, math.MaxInt64),
-	ConfigRetentionBytes:     intRange(math.MinInt64, math.MaxInt64),
-	ConfigSegmentBytes:       intRange(1024, segment.MaxSize),
-	ConfigSegmentMs:          intRange(1, math.MaxInt64),
-	ConfigMaxMessageBytes:    intRange(record.MinBatchSize, segment.MaxSize),
-	ConfigIndexIntervalBytes: intRange(0, math.MaxInt32),
-	ConfigFlushMessages:      intRange(1, math.MaxInt64),
-	ConfigFlushMs:            intRange(0, math.MaxInt64),
-	ConfigCompressionType:    nil, // pluginCheckers
-	ConfigFlushPolicy:        nil, // pluginCheckers
-	ConfigDurableAcks: func(v string) error {
+	RetentionMs:        intRange(-1, math.MaxInt64),
+	RetentionBytes:     intRange(math.MinInt64, math.MaxInt64),
+	SegmentBytes:       intRange(1024, segment.MaxSize),
+	SegmentMs:          intRange(1, math.MaxInt64),
+	MaxMessageBytes:    intRange(record.MinBatchSize, segment.MaxSize),
+	IndexIntervalBytes: intRange(0, math.MaxInt32),
+	FlushMessages:      intRange(1, math.MaxInt64),
+	FlushMs:            intRange(0, math.MaxInt64),
+	CompressionType:    nil, // pluginCheckers
+	FlushPolicy:        nil, // pluginCheckers
+	DurableAcks: func(v string) error {
 		_, err := parseBool(v)
 		return err
 	},
-	ConfigMinInsyncReplicas: intRange(1, math.MaxInt32),
+	MinInsyncReplicas: intRange(1, math.MaxInt32),
 }
 
 // pluginCheckers validate the values that name plugins, by building one.
 var pluginCheckers = map[string]func(v string, pl Plugins) error{
-	ConfigCompressionType: func(v string, pl Plugins) error {
+	CompressionType: func(v string, pl Plugins) error {
 		if v == CompressionProducer || v == CompressionUncompressed {
 			return nil
 		}
@@ -89,15 +90,15 @@ var pluginCheckers = map[string]func(v string, pl Plugins) error{
 			return fmt.Errorf("must be %s, %s or a codec spec (%s, or a plugin): %w",
 				CompressionProducer, CompressionUncompressed, strings.Join(CompressionTypes[2:], ", "), err)
 		}
-		closePlugin(c)
+		ClosePlugin(c)
 		return nil
 	},
-	ConfigFlushPolicy: func(v string, pl Plugins) error {
+	FlushPolicy: func(v string, pl Plugins) error {
 		p, err := pl.FlushPolicy(v)
 		if err != nil {
 			return err
 		}
-		closePlugin(p)
+		ClosePlugin(p)
 		return nil
 	},
 }
@@ -128,14 +129,14 @@ func parseBool(v string) (bool, error) {
 	return false, fmt.Errorf("must be true or false")
 }
 
-// normalizeConfigs validates every key and value of m and returns a copy with
+// Normalize validates every key and value of m and returns a copy with
 // the values trimmed of white space (as Kafka parses them). Errors wrap
 // ErrInvalidConfig and name the key and value; with several bad keys the
 // first in sorted order is reported. Values naming plugins are checked by
 // building one with pl; with pl nil (configs already accepted once, read back
 // from the metadata) only their syntax is checked, so a plugin that is gone
 // does not keep the registry from opening.
-func normalizeConfigs(m map[string]string, pl Plugins) (map[string]string, error) {
+func Normalize(m map[string]string, pl Plugins) (map[string]string, error) {
 	out := make(map[string]string, len(m))
 	keys := make([]string, 0, len(m))
 	for k := range m {
@@ -145,7 +146,7 @@ func normalizeConfigs(m map[string]string, pl Plugins) (map[string]string, error
 	for _, k := range keys {
 		check, ok := configCheckers[k]
 		if !ok {
-			return nil, fmt.Errorf("%w: %s=%q: unknown key (known: %s)", ErrInvalidConfig, k, m[k], strings.Join(ConfigKeys(), ", "))
+			return nil, fmt.Errorf("%w: %s=%q: unknown key (known: %s)", ErrInvalidConfig, k, m[k], strings.Join(Keys(), ", "))
 		}
 		v := strings.TrimSpace(m[k])
 		var err error
@@ -166,12 +167,12 @@ func normalizeConfigs(m map[string]string, pl Plugins) (map[string]string, error
 	return out, nil
 }
 
-// resolveConfigs merges a topic's explicit configs over the broker defaults
+// Resolve merges a topic's explicit configs over the broker defaults
 // (both already normalised): explicit keys win, except that the flush keys
 // (flush.messages, flush.ms, weir.flush.policy) come as a group from the topic
 // if it sets any of them, and from the defaults otherwise, so a topic's
 // flush.ms is not overridden by a broker-wide weir.flush.policy.
-func resolveConfigs(explicit, defaults map[string]string) map[string]string {
+func Resolve(explicit, defaults map[string]string) map[string]string {
 	eff := make(map[string]string, len(explicit)+len(defaults))
 	topicFlush := false
 	for _, k := range flushKeys {
@@ -191,23 +192,31 @@ func resolveConfigs(explicit, defaults map[string]string) map[string]string {
 	return eff
 }
 
-// topicConfig is what a topic's effective configs mean to its partitions.
-type topicConfig struct {
-	log         partlog.Config // FlushPolicy, Clock and Logger left for the caller
-	policy      func() (flushpolicy.Policy, error)
-	recompress  *recompressor // nil: keep batches as produced
-	durableAcks bool
-	minISR      int32
+// Config is what a topic's effective configs mean to its partitions.
+type Config struct {
+	// Log is the partition logs' configuration; FlushPolicy, Clock and
+	// Logger are left for the caller.
+	Log partlog.Config
+	// Policy builds a partition's flush policy (one per partition); nil
+	// leaves it to the log's default (never: the OS writes back).
+	Policy func() (flushpolicy.Policy, error)
+	// Compression is the codec spec batches are recompressed to
+	// (compression.type), "" to keep them as produced.
+	Compression string
+	// DurableAcks (weir.durable.acks): acks wait for the covering fsync.
+	DurableAcks bool
+	// MinInsyncReplicas (min.insync.replicas), at least 1.
+	MinInsyncReplicas int32
 }
 
-// parseConfigs maps effective configs (validated by normalizeConfigs) onto a
+// Parse maps effective configs (validated by Normalize) onto a
 // partition log's settings. Kafka values partlog cannot express exactly are
 // mapped to the nearest meaning: retention.ms=0 and retention.bytes=0 ("keep
 // nothing but the active segment") become 1 ns and 1 byte, since partlog reads
 // 0 as "default"; index.interval.bytes=0 becomes 1 (an entry per batch);
 // millisecond values too large for a time.Duration (~292 years) mean forever.
-func parseConfigs(eff map[string]string, pl Plugins) (topicConfig, error) {
-	var tc topicConfig
+func Parse(eff map[string]string, pl Plugins) (Config, error) {
+	var tc Config
 	num := func(k string) (int64, bool) {
 		v, ok := eff[k]
 		if !ok {
@@ -216,58 +225,64 @@ func parseConfigs(eff map[string]string, pl Plugins) (topicConfig, error) {
 		n, _ := strconv.ParseInt(v, 10, 64) // validated
 		return n, true
 	}
-	if ms, ok := num(ConfigRetentionMs); ok {
+	if ms, ok := num(RetentionMs); ok {
 		switch {
 		case ms < 0:
-			tc.log.RetentionAge = -1
+			tc.Log.RetentionAge = -1
 		case ms == 0:
-			tc.log.RetentionAge = time.Nanosecond
+			tc.Log.RetentionAge = time.Nanosecond
 		default:
-			tc.log.RetentionAge = msDuration(ms, -1)
+			tc.Log.RetentionAge = msDuration(ms, -1)
 		}
 	}
-	if b, ok := num(ConfigRetentionBytes); ok {
+	if b, ok := num(RetentionBytes); ok {
 		switch {
 		case b < 0:
-			tc.log.RetentionBytes = -1
+			tc.Log.RetentionBytes = -1
 		case b == 0:
-			tc.log.RetentionBytes = 1
+			tc.Log.RetentionBytes = 1
 		default:
-			tc.log.RetentionBytes = b
+			tc.Log.RetentionBytes = b
 		}
 	}
-	if b, ok := num(ConfigSegmentBytes); ok {
-		tc.log.SegmentBytes = b
+	if b, ok := num(SegmentBytes); ok {
+		tc.Log.SegmentBytes = b
 	}
-	if ms, ok := num(ConfigSegmentMs); ok {
-		tc.log.SegmentAge = msDuration(ms, math.MaxInt64)
+	if ms, ok := num(SegmentMs); ok {
+		tc.Log.SegmentAge = msDuration(ms, math.MaxInt64)
 	}
-	if b, ok := num(ConfigMaxMessageBytes); ok {
-		tc.log.MaxBatchBytes = int(b)
+	if b, ok := num(MaxMessageBytes); ok {
+		tc.Log.MaxBatchBytes = int(b)
 	}
-	if b, ok := num(ConfigIndexIntervalBytes); ok {
-		tc.log.IndexIntervalBytes = max(b, 1)
+	if b, ok := num(IndexIntervalBytes); ok {
+		tc.Log.IndexIntervalBytes = max(b, 1)
 	}
-	if v, ok := eff[ConfigDurableAcks]; ok {
-		tc.durableAcks, _ = parseBool(v)
+	if v, ok := eff[DurableAcks]; ok {
+		tc.DurableAcks, _ = parseBool(v)
 	}
-	tc.minISR = 1
-	if n, ok := num(ConfigMinInsyncReplicas); ok {
-		tc.minISR = int32(n)
+	tc.MinInsyncReplicas = 1
+	if n, ok := num(MinInsyncReplicas); ok {
+		tc.MinInsyncReplicas = int32(n)
 	}
-	if spec, ok := eff[ConfigFlushPolicy]; ok {
-		tc.policy = func() (flushpolicy.Policy, error) { return pl.FlushPolicy(spec) }
+	if c, ok := eff[CompressionType]; ok && c != CompressionProducer {
+		tc.Compression = c
+		if c == CompressionUncompressed {
+			tc.Compression = codec.None.String()
+		}
+	}
+	if spec, ok := eff[FlushPolicy]; ok {
+		tc.Policy = func() (flushpolicy.Policy, error) { return pl.FlushPolicy(spec) }
 		return tc, nil
 	}
 	var specs []func() flushpolicy.Policy
-	if n, ok := num(ConfigFlushMessages); ok && n != kafkaNever {
+	if n, ok := num(FlushMessages); ok && n != kafkaNever {
 		if n == 1 {
 			specs = append(specs, flushpolicy.EveryBatch)
 		} else {
 			specs = append(specs, func() flushpolicy.Policy { return flushpolicy.EveryMessages(n) })
 		}
 	}
-	if ms, ok := num(ConfigFlushMs); ok && ms != kafkaNever {
+	if ms, ok := num(FlushMs); ok && ms != kafkaNever {
 		if ms == 0 {
 			specs = append(specs, flushpolicy.EveryBatch)
 		} else {
@@ -277,9 +292,9 @@ func parseConfigs(eff map[string]string, pl Plugins) (topicConfig, error) {
 	}
 	switch len(specs) {
 	case 1:
-		tc.policy = func() (flushpolicy.Policy, error) { return specs[0](), nil }
+		tc.Policy = func() (flushpolicy.Policy, error) { return specs[0](), nil }
 	case 2:
-		tc.policy = func() (flushpolicy.Policy, error) { return eitherPolicy{specs[0](), specs[1]()}, nil }
+		tc.Policy = func() (flushpolicy.Policy, error) { return eitherPolicy{specs[0](), specs[1]()}, nil }
 	}
 	return tc, nil
 }

@@ -1,4 +1,12 @@
-package topics
+// Package recompress rewrites a topic's incoming batches under the codec its
+// compression.type names, as Kafka's broker does: a batch already under the
+// target codec id is kept byte for byte; the others are decompressed
+// (bounded, against decompression bombs), checked record by record and
+// recompressed keeping every header field (record.Recompress). The codec may
+// be an external plugin: it is built on first use and, while building fails,
+// retried at most every 5 s, so a plugin that comes back is picked up without
+// a restart, and appends fail with ErrCodecUnavailable meanwhile.
+package recompress
 
 import (
 	"context"
@@ -10,66 +18,37 @@ import (
 
 	"github.com/weir-broker/weir/core/record"
 	"github.com/weir-broker/weir/plugins/codec"
-	"github.com/weir-broker/weir/plugins/flushpolicy"
 )
-
-// Plugins builds the flush policies and codecs that topic configs name by
-// spec: a built-in ("interval:ms=50", "zstd:level=4") or an external plugin
-// (a path, or a name in the plugin directory). *host.Host (plugins/host)
-// implements it; BuiltinPlugins knows the built-ins only.
-//
-// FlushPolicy returns a new policy per call (one per partition). Codec may
-// return a shared codec (codecs are safe for concurrent use). What either
-// returns may implement io.Closer; the registry closes what it only built to
-// validate a config.
-type Plugins interface {
-	FlushPolicy(spec string) (flushpolicy.Policy, error)
-	Codec(spec string) (codec.Codec, error)
-}
-
-// BuiltinPlugins resolves specs to compiled-in implementations only.
-type BuiltinPlugins struct{}
-
-// FlushPolicy implements Plugins with flushpolicy.New.
-func (BuiltinPlugins) FlushPolicy(spec string) (flushpolicy.Policy, error) {
-	return flushpolicy.New(spec)
-}
-
-// Codec implements Plugins with codec.New.
-func (BuiltinPlugins) Codec(spec string) (codec.Codec, error) { return codec.New(spec) }
-
-func closePlugin(v any) {
-	if c, ok := v.(io.Closer); ok {
-		_ = c.Close()
-	}
-}
 
 // ErrUnsupportedCompression: a topic with a compression.type must recompress a
 // batch whose codec the broker cannot decompress (a custom id 5-7 that is not
 // the topic's own codec). Kafka: UNSUPPORTED_COMPRESSION_TYPE.
-var ErrUnsupportedCompression = errors.New("topics: unsupported compression type")
+var ErrUnsupportedCompression = errors.New("recompress: unsupported compression type")
 
 // ErrCodecUnavailable: the topic's compression.type names a codec that could
 // not be built (a plugin missing since the topic was created); its appends
 // fail until it is back, other topics are unaffected.
-var ErrCodecUnavailable = errors.New("topics: codec unavailable")
+var ErrCodecUnavailable = errors.New("recompress: codec unavailable")
+
+// ErrClosed: the recompressor was closed (its topic is closing).
+var ErrClosed = errors.New("recompress: closed")
 
 // MaxDecompressedBatch bounds what recompression decompresses from one batch,
 // so a small compressed batch cannot make the broker allocate without limit
 // (a decompression bomb): 64 MiB or 64 times max.message.bytes, the larger.
 const maxDecompressedFloor = 64 << 20
 
-// codecRetry is how long a topic whose codec could not be built waits before
+// RetryInterval is how long a topic whose codec could not be built waits before
 // trying again: a plugin that failed to start (a timeout on a busy machine, a
 // binary being replaced) comes back without a broker restart, and a missing
 // one is not restarted on every produce.
-const codecRetry = 5 * time.Second
+const RetryInterval = 5 * time.Second
 
-// recompressor rewrites a partition's incoming batches under the topic's
+// Recompressor rewrites a partition's incoming batches under the topic's
 // codec (compression.type other than producer). It is shared by the topic's
-// partitions; the codec is built on first use and, while building fails,
-// retried at most every codecRetry.
-type recompressor struct {
+// partitions and safe for concurrent use; the codec is built on first use
+// and, while building fails, retried at most every RetryInterval.
+type Recompressor struct {
 	spec    string // as configured, for errors
 	build   func() (codec.Codec, error)
 	now     func() time.Time
@@ -82,28 +61,16 @@ type recompressor struct {
 	retryAt time.Time
 }
 
-// topicCodec returns the recompressor for a topic's effective configs, or nil
-// for compression.type=producer (or unset).
-func (r *Registry) topicCodec(eff map[string]string, maxBatch int) *recompressor {
-	spec, ok := eff[ConfigCompressionType]
-	if !ok || spec == CompressionProducer {
-		return nil
-	}
-	build := spec
-	if spec == CompressionUncompressed {
-		build = codec.None.String()
-	}
-	return &recompressor{
-		spec:    spec,
-		build:   func() (codec.Codec, error) { return r.o.Plugins.Codec(build) },
-		now:     r.o.Clock.Now,
-		maxSize: max(maxDecompressedFloor, 64*maxBatch),
-	}
+// New returns the recompressor to codec spec (as compression.type names it,
+// for errors), whose codec build makes, for a topic whose batches may be up
+// to maxBatch bytes; now is the clock of build retries.
+func New(spec string, build func() (codec.Codec, error), now func() time.Time, maxBatch int) *Recompressor {
+	return &Recompressor{spec: spec, build: build, now: now, maxSize: max(maxDecompressedFloor, 64*maxBatch)}
 }
 
 // codec returns the target codec, building it if it is not built yet and no
 // recent attempt failed.
-func (rc *recompressor) codec() (codec.Codec, error) {
+func (rc *Recompressor) codec() (codec.Codec, error) {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	if rc.to != nil {
@@ -118,21 +85,24 @@ func (rc *recompressor) codec() (codec.Codec, error) {
 	}
 	c, err := rc.build()
 	if err != nil {
-		rc.err = fmt.Errorf("%w: %s=%q: %w", ErrCodecUnavailable, ConfigCompressionType, rc.spec, err)
-		rc.retryAt = now.Add(codecRetry)
+		rc.err = fmt.Errorf("%w: compression.type=%q: %w", ErrCodecUnavailable, rc.spec, err)
+		rc.retryAt = now.Add(RetryInterval)
 		return nil, rc.err
 	}
 	rc.to, rc.err = c, nil
 	return c, nil
 }
 
-// close releases the codec (an external plugin's instance).
-func (rc *recompressor) close() {
+// Close releases the codec (an external plugin's instance); later Applies
+// fail with ErrClosed.
+func (rc *Recompressor) Close() {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	rc.closed = true
 	if rc.to != nil {
-		closePlugin(rc.to)
+		if c, ok := rc.to.(io.Closer); ok {
+			_ = c.Close()
+		}
 		rc.to = nil
 	}
 }
@@ -148,10 +118,12 @@ var standardCodecs = sync.OnceValue(func() map[codec.ID]codec.Codec {
 	return m
 })
 
-// apply returns records with every batch not already under the target codec
+// Apply returns records with every batch not already under the target codec
 // recompressed (batches that are stay byte for byte, as Kafka keeps them), or
-// records itself when nothing needed it.
-func (rc *recompressor) apply(ctx context.Context, records []byte) ([]byte, error) {
+// records itself when nothing needed it. Errors: ErrCodecUnavailable,
+// ErrUnsupportedCompression, record.ErrCorrupt for a section that does not
+// decompress to the batch's records, or the codec's own.
+func (rc *Recompressor) Apply(ctx context.Context, records []byte) ([]byte, error) {
 	to, err := rc.codec()
 	if err != nil {
 		return nil, err

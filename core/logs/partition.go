@@ -1,4 +1,4 @@
-package topics
+package logs
 
 import (
 	"context"
@@ -7,7 +7,10 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/weir-broker/weir/core/clock"
 	"github.com/weir-broker/weir/core/partlog"
+	"github.com/weir-broker/weir/core/producers"
+	"github.com/weir-broker/weir/core/recompress"
 	"github.com/weir-broker/weir/core/record"
 )
 
@@ -15,13 +18,14 @@ import (
 // node is leader of every partition from epoch 0 on.
 const leaderEpoch = 0
 
-// Partition is one partition of a topic. Reads, offsets and waits go straight
-// to Log; appends go through Append, which adds the idempotent-producer checks
-// and durable acks.
+// Partition is one partition's log with what every append to it needs: the
+// idempotent-producer state (package producers), recompression (package
+// recompress) and durable acks. Reads, offsets and waits go to Log; appends
+// go through Append. It knows nothing of leaders, replicas or the network.
 type Partition struct {
 	Topic string
 	Index int32
-	Log   *partlog.Log
+	log   *partlog.Log
 	// DurableAcks (weir.durable.acks): Append returns only after the fsync
 	// that covers the appended batches.
 	DurableAcks bool
@@ -30,15 +34,15 @@ type Partition struct {
 	// with NOT_ENOUGH_REPLICAS, as Kafka's would with one replica left.
 	MinInsyncReplicas int32
 
-	maxBatch   int           // the log's MaxBatchBytes, to validate batches Append does not pass to the log
-	recompress *recompressor // compression.type other than producer; nil keeps batches as produced
-	clock      partlog.Clock
+	maxBatch   int                      // the log's MaxBatchBytes, to validate batches Append does not pass to the log
+	recompress *recompress.Recompressor // compression.type other than producer; nil keeps batches as produced
+	clock      clock.Clock
 
 	// prod is rebuilt from the log when the log's generation moves on (a
 	// recovery or Truncate cut records it remembers). Idempotent appends
 	// hold prodMu shared; the rebuild holds it alone.
 	prodMu  sync.RWMutex
-	prod    producers
+	prod    producers.Table
 	prodGen int64 // the log generation prod was built for
 }
 
@@ -53,13 +57,34 @@ type AppendResult struct {
 	LogAppendTime int64
 }
 
-func newPartition(topic string, i int32, l *partlog.Log, tc topicConfig, clock partlog.Clock) *Partition {
-	mb := tc.log.MaxBatchBytes
+func newPartition(topic string, i int32, l *partlog.Log, pc PartitionConfig, clk clock.Clock) *Partition {
+	mb := pc.Log.MaxBatchBytes
 	if mb == 0 {
 		mb = partlog.DefaultMaxBatchBytes
 	}
-	return &Partition{Topic: topic, Index: i, Log: l, DurableAcks: tc.durableAcks, MinInsyncReplicas: max(tc.minISR, 1), maxBatch: mb, recompress: tc.recompress, clock: clock}
+	return &Partition{Topic: topic, Index: i, log: l, DurableAcks: pc.DurableAcks, MinInsyncReplicas: max(pc.MinInsyncReplicas, 1),
+		maxBatch: mb, recompress: pc.Recompress, clock: clk}
 }
+
+// Log is the partition's log, for reads, offsets and waits (appends go
+// through Append).
+func (p *Partition) Log() *partlog.Log { return p.log }
+
+// Close closes the log cleanly (sealed, with its clean-shutdown marker).
+func (p *Partition) Close() error { return p.log.Close() }
+
+// ApplyRetention applies the log's retention and forgets idempotent producers
+// whose last append was before expireBefore (unix ms; negative: none).
+func (p *Partition) ApplyRetention(expireBefore int64) error {
+	_, err := p.log.ApplyRetention()
+	if expireBefore >= 0 {
+		p.prod.Expire(expireBefore)
+	}
+	return err
+}
+
+// ProducerCount is the number of idempotent producers the partition knows.
+func (p *Partition) ProducerCount() int { return p.prod.Count() }
 
 // Append validates and appends one produce request's records (whole Kafka v2
 // batches) for this partition, rewriting their base offsets and leader epochs
@@ -73,15 +98,15 @@ func newPartition(topic string, i int32, l *partlog.Log, tc topicConfig, clock p
 //   - a retry of a remembered batch (same epoch and sequence range) appends
 //     nothing and returns the original offsets with Duplicate set;
 //   - an older epoch is ErrInvalidProducerEpoch;
-//   - a newer epoch must start at sequence 0, else ErrOutOfOrderSequence;
+//   - a newer epoch must start at sequence 0, else producers.ErrOutOfOrderSequence;
 //   - an unknown producer must start at sequence 0, else ErrUnknownProducerID;
 //   - otherwise the batch must follow the last sequence (wrapping after
-//     MaxInt32): a gap or overlap is ErrOutOfOrderSequence, and a batch lying
+//     MaxInt32): a gap or overlap is producers.ErrOutOfOrderSequence, and a batch lying
 //     wholly before the last sequence but older than the remembered batches is
 //     ErrDuplicateSequence (it was appended; its offsets are forgotten).
 //
 // A request mixing duplicates with new batches (real clients send one batch
-// per partition) is ErrOutOfOrderSequence. The check, the append and the
+// per partition) is producers.ErrOutOfOrderSequence. The check, the append and the
 // update of the producer's state happen under that producer's lock;
 // non-idempotent batches take no lock here beyond the log's own.
 //
@@ -107,7 +132,7 @@ func newPartition(topic string, i int32, l *partlog.Log, tc topicConfig, clock p
 func (p *Partition) Append(ctx context.Context, records []byte) (AppendResult, error) {
 	if p.recompress != nil {
 		var err error
-		if records, err = p.recompress.apply(ctx, records); err != nil {
+		if records, err = p.recompress.Apply(ctx, records); err != nil {
 			return AppendResult{}, p.wrap(err)
 		}
 	}
@@ -119,7 +144,7 @@ func (p *Partition) Append(ctx context.Context, records []byte) (AppendResult, e
 	if idempotent {
 		res, r, err = p.appendIdempotent(ctx, records, hs)
 	} else {
-		r, err = p.Log.Append(ctx, records, leaderEpoch)
+		r, err = p.log.Append(ctx, records, leaderEpoch)
 		res = AppendResult{BaseOffset: r.BaseOffset, NextOffset: r.NextOffset}
 	}
 	if err != nil {
@@ -128,7 +153,7 @@ func (p *Partition) Append(ctx context.Context, records []byte) (AppendResult, e
 	if p.DurableAcks && !r.Flushed {
 		// The wait ends with the request's timeout (REQUEST_TIMED_OUT); the
 		// fsync goes on.
-		if err := p.Log.FlushAppended(ctx, r); err != nil {
+		if err := p.log.FlushAppended(ctx, r); err != nil {
 			return AppendResult{}, p.wrap(err)
 		}
 	}
@@ -141,7 +166,7 @@ func (p *Partition) result(r AppendResult) AppendResult {
 }
 
 func (p *Partition) wrap(err error) error {
-	return fmt.Errorf("topics: append to %s: %w", dirName(p.Topic, p.Index), err)
+	return fmt.Errorf("logs: append to %s: %w", DirName(p.Topic, p.Index), err)
 }
 
 // scanHeaders parses the batch headers of records, reporting whether any
@@ -163,10 +188,10 @@ func scanHeaders(hs []record.Header, records []byte) ([]record.Header, bool) {
 
 // pending is a batch that passed the checks, to be recorded once appended.
 type pending struct {
-	entry *producerEntry
+	entry *producers.Entry
 	batch int // index in the request
 	epoch int16
-	meta  batchMeta
+	meta  producers.Batch
 }
 
 // appendIdempotent returns the result, and the log's view of what a durable
@@ -175,11 +200,11 @@ func (p *Partition) appendIdempotent(ctx context.Context, records []byte, hs []r
 	// A failed log recovers (or refuses) first: duplicates are answered
 	// without appending, and must not be while the log is failed, nor from
 	// state a recovery's cut has made stale.
-	if err := p.Log.RecoverIfDue(); err != nil {
+	if err := p.log.RecoverIfDue(); err != nil {
 		return AppendResult{}, partlog.AppendResult{}, err
 	}
 	p.prodMu.RLock()
-	if p.prodGen != p.Log.Generation() {
+	if p.prodGen != p.log.Generation() {
 		p.prodMu.RUnlock()
 		if err := p.resyncProducers(); err != nil {
 			return AppendResult{}, partlog.AppendResult{}, err
@@ -197,24 +222,24 @@ func (p *Partition) appendIdempotent(ctx context.Context, records []byte, hs []r
 		}
 	}
 	slices.Sort(ids)
-	var entBuf [4]*producerEntry
+	var entBuf [4]*producers.Entry
 	entries := entBuf[:0]
-	var stBuf [4]pstate
+	var stBuf [4]producers.State
 	states := stBuf[:0] // checks run on copies; committed after the append
 	for _, id := range ids {
-		e := p.prod.lock(id)
+		e := p.prod.Lock(id)
 		entries = append(entries, e)
-		states = append(states, e.st)
+		states = append(states, e.State)
 	}
 	unlock := func() {
 		for i, e := range entries {
-			p.prod.unlock(ids[i], e)
+			p.prod.Unlock(ids[i], e)
 		}
 	}
 
 	var pendBuf [4]pending
 	pend := pendBuf[:0]
-	var dups []batchMeta
+	var dups []producers.Batch
 	plain := 0
 	for i, h := range hs {
 		if h.ProducerID < 0 {
@@ -222,17 +247,17 @@ func (p *Partition) appendIdempotent(ctx context.Context, records []byte, hs []r
 			continue
 		}
 		k := slices.Index(ids, h.ProducerID)
-		v, meta, err := states[k].check(h)
+		v, meta, err := states[k].Check(h)
 		if err != nil {
 			unlock()
 			return AppendResult{}, partlog.AppendResult{}, p.rejected(records, err)
 		}
-		if v == duplicate {
+		if v == producers.Duplicate {
 			dups = append(dups, meta)
 			continue
 		}
-		meta = batchMeta{firstSeq: h.BaseSequence, lastSeq: lastSequence(h.BaseSequence, h.LastOffsetDelta)}
-		states[k].push(h.ProducerEpoch, meta)
+		meta = producers.Batch{FirstSeq: h.BaseSequence, LastSeq: producers.LastSequence(h.BaseSequence, h.LastOffsetDelta)}
+		states[k].Push(h.ProducerEpoch, meta)
 		pend = append(pend, pending{entry: entries[k], batch: i, epoch: h.ProducerEpoch, meta: meta})
 	}
 	now := p.clock.Now().UnixMilli()
@@ -240,20 +265,20 @@ func (p *Partition) appendIdempotent(ctx context.Context, records []byte, hs []r
 	case len(dups) > 0 && len(dups) < len(hs):
 		unlock()
 		return AppendResult{}, partlog.AppendResult{}, p.rejected(records, fmt.Errorf("%w: %d of %d batches are duplicates, %d new",
-			ErrOutOfOrderSequence, len(dups), len(hs), len(pend)+plain))
+			producers.ErrOutOfOrderSequence, len(dups), len(hs), len(pend)+plain))
 	case len(dups) > 0:
 		if err := p.validate(records); err != nil { // Kafka checks the CRC before deduplicating
 			unlock()
 			return AppendResult{}, partlog.AppendResult{}, err
 		}
-		res := AppendResult{BaseOffset: dups[0].base, NextOffset: dups[len(dups)-1].next, Duplicate: true}
+		res := AppendResult{BaseOffset: dups[0].Base, NextOffset: dups[len(dups)-1].Next, Duplicate: true}
 		for _, d := range dups {
-			res.NextOffset = max(res.NextOffset, d.next)
+			res.NextOffset = max(res.NextOffset, d.Next)
 		}
 		// The state holds what the log held at generation prodGen (or
 		// was appended since, which only makes this check stricter).
 		orig := partlog.AppendResult{BaseOffset: res.BaseOffset, NextOffset: res.NextOffset, Generation: p.prodGen}
-		if !p.Log.Survived(orig) {
+		if !p.log.Survived(orig) {
 			// The original was cut before its fsync (the rebuild that
 			// forgets it comes with the next append): the client's retry
 			// must append it again, so it gets a retriable error.
@@ -262,7 +287,7 @@ func (p *Partition) appendIdempotent(ctx context.Context, records []byte, hs []r
 				partlog.ErrFailed, partlog.ErrCut, res.BaseOffset, res.NextOffset)
 		}
 		for _, e := range entries {
-			e.used = now
+			e.Used = now
 		}
 		unlock()
 		return res, orig, nil
@@ -270,7 +295,7 @@ func (p *Partition) appendIdempotent(ctx context.Context, records []byte, hs []r
 
 	// Only in the generation the checks saw: a cut since (a recovery
 	// another appender made) may have removed batches they counted on.
-	r, err := p.Log.AppendInGeneration(ctx, records, leaderEpoch, p.prodGen)
+	r, err := p.log.AppendInGeneration(ctx, records, leaderEpoch, p.prodGen)
 	if err != nil && r.NextOffset <= r.BaseOffset {
 		unlock()
 		return AppendResult{}, partlog.AppendResult{}, err
@@ -286,14 +311,14 @@ func (p *Partition) appendIdempotent(ctx context.Context, records []byte, hs []r
 	for i, h := range hs {
 		for next < len(pend) && pend[next].batch == i {
 			pe := pend[next]
-			pe.meta.base, pe.meta.next = off, off+int64(h.LastOffsetDelta)+1
-			pe.entry.st.push(pe.epoch, pe.meta)
+			pe.meta.Base, pe.meta.Next = off, off+int64(h.LastOffsetDelta)+1
+			pe.entry.State.Push(pe.epoch, pe.meta)
 			next++
 		}
 		off += int64(h.LastOffsetDelta) + 1
 	}
 	for _, e := range entries {
-		e.used = now
+		e.Used = now
 	}
 	unlock()
 	if err != nil {
@@ -309,12 +334,10 @@ func (p *Partition) appendIdempotent(ctx context.Context, records []byte, hs []r
 func (p *Partition) resyncProducers() error {
 	p.prodMu.Lock()
 	defer p.prodMu.Unlock()
-	if p.prodGen == p.Log.Generation() {
+	if p.prodGen == p.log.Generation() {
 		return nil
 	}
-	p.prod.mu.Lock() // forget every producer; appenders are held off by prodMu
-	p.prod.m = nil
-	p.prod.mu.Unlock()
+	p.prod.Reset() // forget every producer; appenders are held off by prodMu
 	if _, err := p.rebuildProducers(); err != nil {
 		return fmt.Errorf("rebuild producer state after a cut: %w", err)
 	}
@@ -360,8 +383,8 @@ const headerWindow = 64 << 10
 // idempotent batches seen. What older segments held is forgotten; see the
 // package doc.
 func (p *Partition) rebuildProducers() (int, error) {
-	gen := p.Log.Generation()
-	segs := p.Log.Segments()
+	gen := p.log.Generation()
+	segs := p.log.Segments()
 	// The active segment, or the one before it while the active one is
 	// still empty (just rolled, or started anew after a cut).
 	last := len(segs) - 1
@@ -371,8 +394,8 @@ func (p *Partition) rebuildProducers() (int, error) {
 	now := p.clock.Now().UnixMilli()
 	seen := 0
 	buf := make([]byte, 0, headerWindow)
-	for off := segs[last].Base; off < p.Log.EndOffset(); {
-		sl, err := p.Log.Read(off, 4<<20, partlog.NoLimit)
+	for off := segs[last].Base; off < p.log.EndOffset(); {
+		sl, err := p.log.Read(off, 4<<20, partlog.NoLimit)
 		if err != nil {
 			return seen, err
 		}
@@ -412,13 +435,13 @@ func (p *Partition) scanSlice(sl *partlog.Slice, buf []byte, now int64) (int, er
 			return seen, fmt.Errorf("batch at %s:%d: %w", sl.File.Name(), pos, err)
 		}
 		if h.ProducerID >= 0 {
-			e := p.prod.lock(h.ProducerID)
-			if e.st.n == 0 || h.ProducerEpoch >= e.st.epoch {
-				e.st.push(h.ProducerEpoch, batchMeta{firstSeq: h.BaseSequence,
-					lastSeq: lastSequence(h.BaseSequence, h.LastOffsetDelta), base: h.BaseOffset, next: h.NextOffset()})
+			e := p.prod.Lock(h.ProducerID)
+			if !e.State.Known() || h.ProducerEpoch >= e.State.Epoch() {
+				e.State.Push(h.ProducerEpoch, producers.Batch{FirstSeq: h.BaseSequence,
+					LastSeq: producers.LastSequence(h.BaseSequence, h.LastOffsetDelta), Base: h.BaseOffset, Next: h.NextOffset()})
 			}
-			e.used = now
-			p.prod.unlock(h.ProducerID, e)
+			e.Used = now
+			p.prod.Unlock(h.ProducerID, e)
 			seen++
 		}
 		pos += int64(h.Size())

@@ -1,0 +1,141 @@
+package filestore
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"maps"
+	"slices"
+	"unicode/utf8"
+
+	"github.com/weir-broker/weir/core/coord/internal/tree"
+	"github.com/weir-broker/weir/core/vfs"
+)
+
+// File names in the directory.
+const (
+	FileName    = "weir-coord.json"
+	tmpFileName = FileName + ".tmp"
+	fileVersion = 1
+)
+
+// ErrCorrupt is wrapped by the error of Open when the file cannot be read
+// as a tree.
+var ErrCorrupt = errors.New("filestore: corrupt file")
+
+type fileJSON struct {
+	Version *int                `json:"version"`
+	Zxid    int64               `json:"zxid"`
+	Nodes   map[string]nodeJSON `json:"nodes"`
+}
+
+type nodeJSON struct {
+	Czxid    int64  `json:"czxid"`
+	Mzxid    int64  `json:"mzxid"`
+	Version  int32  `json:"version"`
+	Cversion int32  `json:"cversion"`
+	Data     string `json:"data,omitempty"`
+	Data64   []byte `json:"data64,omitempty"`
+}
+
+// encode renders the tree's persistent state in the file format.
+func encode(zxid int64, nodes []tree.Persisted) []byte {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	put := func(v any) {
+		if err := enc.Encode(v); err != nil {
+			panic(fmt.Sprintf("filestore: encode: %v", err)) // strings, numbers and byte slices always encode
+		}
+		b.Truncate(b.Len() - 1) // Encode's newline
+	}
+	fmt.Fprintf(&b, "{\n  \"version\": %d,\n  \"zxid\": %d,\n  \"nodes\": {", fileVersion, zxid)
+	for i, n := range nodes {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString("\n    ")
+		put(n.Path)
+		b.WriteString(": ")
+		nj := nodeJSON{Czxid: n.Czxid, Mzxid: n.Mzxid, Version: n.Version, Cversion: n.Cversion}
+		if utf8.Valid(n.Data) {
+			nj.Data = string(n.Data)
+		} else {
+			nj.Data64 = n.Data
+		}
+		put(nj)
+	}
+	b.WriteString("\n  }\n}\n")
+	return b.Bytes()
+}
+
+// decode parses and checks a file; its errors do not name the file.
+func decode(b []byte) (*tree.Tree, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	var f fileJSON
+	if err := dec.Decode(&f); err != nil {
+		return nil, err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, fmt.Errorf("bytes after the end at offset %d", dec.InputOffset())
+	}
+	if f.Version == nil {
+		return nil, errors.New("no version")
+	}
+	if *f.Version != fileVersion {
+		return nil, fmt.Errorf("version %d, this weir reads version %d", *f.Version, fileVersion)
+	}
+	nodes := make([]tree.Persisted, 0, len(f.Nodes))
+	for _, path := range slices.Sorted(maps.Keys(f.Nodes)) {
+		n := f.Nodes[path]
+		p := tree.Persisted{Path: path, Czxid: n.Czxid, Mzxid: n.Mzxid, Version: n.Version, Cversion: n.Cversion}
+		switch {
+		case n.Data != "" && n.Data64 != nil:
+			return nil, fmt.Errorf("node %s has both data and data64", path)
+		case n.Data64 != nil:
+			p.Data = n.Data64
+		case n.Data != "":
+			p.Data = []byte(n.Data)
+		}
+		nodes = append(nodes, p)
+	}
+	return tree.Load(f.Zxid, nodes)
+}
+
+// readTree loads the file; a missing file is an empty tree.
+func readTree(fsys vfs.FS, name string) (*tree.Tree, error) {
+	b, err := vfs.ReadFile(fsys, name)
+	if errors.Is(err, fs.ErrNotExist) {
+		return tree.New(), nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("filestore: read %s: %w", name, err)
+	}
+	t, err := decode(b)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrCorrupt, name, err)
+	}
+	return t, nil
+}
+
+// writeSynced creates name with contents b and fsyncs it (not its
+// directory).
+func writeSynced(fsys vfs.FS, name string, b []byte) error {
+	f, err := fsys.Create(name)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(b); err != nil {
+		_ = f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		_ = f.Close()
+		return err
+	}
+	return f.Close()
+}

@@ -1,0 +1,80 @@
+// Package logs is the log manager: it opens, creates, sets aside and removes
+// the partition logs of one data directory as it is told (it keeps no list of
+// what should exist: that is the metadata's), and each Partition it opens is a
+// partition log (core/partlog) with what every append to it needs:
+// idempotent-producer checks (core/producers), recompression
+// (core/recompress) and durable acks. It knows nothing of leaders, replicas
+// or the network.
+//
+// # Directories
+//
+//	<Dir>/<topic>-<partition>/
+//	    partition.metadata    "version: 1\ntopic_id: <hex>": marks the directory as weir's
+//	    00000000000000000000.log .index .timeindex recovery-point ...
+//
+// The marker is written (and fsynced) before any log file, so a directory
+// without one holds no data. A directory whose marker names another topic id
+// is refused (ErrForeignPartition) rather than served as the wrong topic's
+// data. Remove deletes a partition directory only if its marker names the
+// topic id it is asked to remove; SetAside renames directories nobody owns to
+// <dir>.<topic id>-stray, with their data; directories without a marker are
+// never touched.
+//
+// # Compression and plugins
+//
+// compression.type=producer (the default) keeps every batch byte for byte as
+// the producer compressed it, end to end. Any other value makes Append
+// recompress, as Kafka's broker does: "uncompressed", Kafka's codec names,
+// or, beyond Kafka, any codec spec the topic's plugins resolve ("zstd:level=4",
+// an external plugin; see core/recompress). A batch already under the target codec id is kept
+// as sent; the others are decompressed (bounded, against decompression
+// bombs), checked record by record and recompressed, keeping every header
+// field (record.Recompress). weir.flush.policy specs resolve through the same
+// plugins. Both are validated when a topic is created, by building one. If a
+// plugin is gone when a partition reopens, it still opens: its appends fsync
+// every batch (for a flush policy) or fail with recompress.ErrCodecUnavailable
+// (for a codec) until it is back.
+//
+// # Idempotent producers
+//
+// Producer ids come from the metadata (package topics reserves them in
+// blocks, so an id is never reused across restarts); epochs start at 0.
+//
+// Each partition remembers, per producer id, its epoch and its last 5 batches
+// (first and last sequence, first and next offset): Kafka's limit on a
+// producer's in-flight requests, so every retry a correct client can send is
+// among them. Append applies Kafka's rules (see its doc) and answers
+// a retry with the original offsets without appending. The check, the
+// append and the state update run under the producer's own lock: different
+// producers, and non-idempotent producers, append in parallel as partlog
+// allows; one producer's batches are serialised, as their sequences demand.
+// The transport must hand a connection's produce requests to Append in order.
+//
+// The state lives in memory. After a restart, Manager.Open rebuilds it from the batch
+// headers of each partition's active segment (headers only: nothing is
+// decompressed; about one 64 KiB read per 64 KiB of small batches). Producers
+// whose last batch lies in an older segment are forgotten, and so are retries
+// older than what the active segment holds. A forgotten producer's next batch
+// (sequence > 0) gets producers.ErrUnknownProducerID (UNKNOWN_PRODUCER_ID): franz-go
+// (v1.22, by default) then logs possible data loss, takes a new producer id
+// and resends with fresh sequences, so a request that was in flight across
+// the restart may be appended twice; other clients may instead fail the
+// producer. A producer is also forgotten after the registry's ProducerExpiry (default
+// 24 h, Kafka's producer.id.expiration.ms) without appends, when the broker
+// calls ApplyRetention. Kafka avoids the restart case with producer-state
+// snapshots taken at every segment roll; weir does not keep them yet.
+//
+// Deviations from Kafka, on purpose: a batch lying wholly before the producer's
+// last sequence but older than the 5 remembered batches is ErrDuplicateSequence
+// (DUPLICATE_SEQUENCE_NUMBER, which clients count as success: every sequence up
+// to the last was appended, since sequences are accepted only in order) where
+// Kafka answers OUT_OF_ORDER_SEQUENCE_NUMBER; and an unknown producer must
+// start at sequence 0 (Kafka, since KIP-360, accepts any sequence from a
+// producer whose state retention deleted).
+//
+// # Durable acks
+//
+// With weir.durable.acks=true, Append returns only after partlog.Log.Flush
+// covers the append: the ack means "on disk". Concurrent appenders share one
+// fsync (partlog's group commit), so throughput holds up under many producers.
+package logs

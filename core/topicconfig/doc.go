@@ -1,0 +1,30 @@
+// Package topicconfig is what a topic's configs mean: the keys a topic
+// accepts (Kafka's names, plus weir's own), their validation (Normalize), how
+// a topic's own configs combine with the broker defaults (Resolve), and what
+// they mean to a partition log (Parse). It also defines Plugins, the seam
+// through which configs naming flush policies and codecs are built.
+//
+// # Keys and values
+//
+// Topics take Kafka's config names: retention.ms, retention.bytes,
+// segment.bytes, segment.ms, max.message.bytes, index.interval.bytes,
+// flush.messages, flush.ms, compression.type; and weir's own
+// weir.flush.policy (a plugins/flushpolicy spec, say "messages:n=1000") and
+// weir.durable.acks (true|false). Unknown keys and out-of-range values are
+// refused with ErrInvalidConfig naming the key and value. A topic's metadata
+// keeps only what it set explicitly; the broker defaults fill the other keys
+// (Resolve) every time the topic is opened, so changing a broker default
+// changes the topics that do not override it. The effective result holds
+// keys set by the topic or by the defaults, nothing for keys left at Kafka's
+// default. The three flush
+// keys come as a group from the topic if it sets any of them, otherwise from
+// the defaults; within a group weir.flush.policy wins over flush.*, and
+// flush.messages with flush.ms fsyncs when either asks, as Kafka does.
+//
+// Where partlog cannot say exactly what Kafka means, the mapping takes the
+// nearest meaning: retention.ms=0 and retention.bytes=0 ("keep only the
+// active segment") become 1 ns and 1 byte; index.interval.bytes=0 becomes 1.
+// segment.bytes must be at least 1024 (Kafka allows 14) and
+// max.message.bytes at least 61, the smallest batch (Kafka allows 0, which
+// refuses every batch).
+package topicconfig

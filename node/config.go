@@ -1,0 +1,154 @@
+package node
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/weir-broker/weir/core/clock"
+	"github.com/weir-broker/weir/core/vfs"
+)
+
+// ErrInvalidConfig: a Config field is out of range; the message names it.
+var ErrInvalidConfig = errors.New("node: invalid config")
+
+// Defaults used when a Config field is zero.
+const (
+	DefaultRetentionCheckInterval = 5 * time.Minute    // Kafka log.retention.check.interval.ms
+	DefaultOffsetsRetention       = 7 * 24 * time.Hour // Kafka offsets.retention.minutes
+	DefaultGroupMinSessionTimeout = 6 * time.Second    // Kafka group.min.session.timeout.ms
+	DefaultGroupMaxSessionTimeout = 30 * time.Minute   // Kafka group.max.session.timeout.ms
+)
+
+// Config configures a node. DataDir and Advertised are required; Validate
+// fills the defaults named on each field.
+type Config struct {
+	// DataDir holds everything the node keeps (see the package doc). Created
+	// if missing.
+	DataDir string
+	// NodeID is this broker's id. Default 0.
+	NodeID int32
+	// Advertised is the host:port clients are told to connect to for this
+	// broker (Metadata, FindCoordinator).
+	Advertised string
+
+	// TopicDefaults are broker-wide topic configs (Kafka names, such as
+	// retention.ms or weir.durable.acks) that every topic inherits unless it
+	// sets its own.
+	TopicDefaults map[string]string
+	// DefaultPartitions is the partition count of auto-created topics and of
+	// CreateTopics asking for -1. Default 1.
+	DefaultPartitions int32
+	// AutoCreateTopics creates a topic the first time a client asks for it
+	// by name (Metadata, Produce), like Kafka's auto.create.topics.enable.
+	AutoCreateTopics bool
+
+	// RetentionCheckInterval is how often retention is applied to every
+	// partition. Default DefaultRetentionCheckInterval.
+	RetentionCheckInterval time.Duration
+	// OffsetsRetention: each retention pass also deletes the committed offsets
+	// of groups that have been empty (and seen no commit) for this long.
+	// Default DefaultOffsetsRetention; negative keeps them forever.
+	OffsetsRetention time.Duration
+	// GroupMinSessionTimeout and GroupMaxSessionTimeout bound the session
+	// timeouts that consumer group members may ask for. Defaults
+	// DefaultGroupMinSessionTimeout and DefaultGroupMaxSessionTimeout.
+	GroupMinSessionTimeout, GroupMaxSessionTimeout time.Duration
+	// GroupInitialRebalanceDelay is how long the first rebalance of an empty
+	// group waits for more members to join. Zero means no wait (Kafka's
+	// broker default is 3s, which `weir broker` uses; tests want 0).
+	GroupInitialRebalanceDelay time.Duration
+
+	// PluginDir is searched for external plugins named by topic configs
+	// (weir.flush.policy, compression.type) as weir-<kind>-<name>; specs
+	// may also give a plugin's path. Empty: paths and built-ins only.
+	PluginDir string
+	// PluginCallTimeout bounds each call into an external plugin; a plugin
+	// that outlives it is killed as hung and restarted on the next call.
+	// Default: the plugin host's (5 s).
+	PluginCallTimeout time.Duration
+
+	// FS is the file system everything is stored on. Default vfs.Default.
+	FS vfs.FS
+	// Clock drives retention, group timeouts and the logs' flush deadlines.
+	// Default clock.System.
+	Clock clock.Clock
+	// Logger receives the node's logs. Default: discarded.
+	Logger *slog.Logger
+}
+
+// Validate returns a copy of c with the defaults filled in, or an error
+// wrapping ErrInvalidConfig naming the first bad field.
+func (c Config) Validate() (Config, error) {
+	bad := func(format string, args ...any) (Config, error) {
+		return Config{}, fmt.Errorf("%w: %s", ErrInvalidConfig, fmt.Sprintf(format, args...))
+	}
+	if c.DataDir == "" {
+		return bad("DataDir is required")
+	}
+	if _, _, err := SplitHostPort(c.Advertised); err != nil {
+		return bad("Advertised %q: %v", c.Advertised, err)
+	}
+	c.TopicDefaults = maps.Clone(c.TopicDefaults)
+	switch {
+	case c.DefaultPartitions == 0:
+		c.DefaultPartitions = 1
+	case c.DefaultPartitions < 0:
+		return bad("DefaultPartitions %d is negative", c.DefaultPartitions)
+	}
+	switch {
+	case c.RetentionCheckInterval == 0:
+		c.RetentionCheckInterval = DefaultRetentionCheckInterval
+	case c.RetentionCheckInterval < 0:
+		return bad("RetentionCheckInterval %v is negative", c.RetentionCheckInterval)
+	}
+	if c.OffsetsRetention == 0 {
+		c.OffsetsRetention = DefaultOffsetsRetention
+	}
+	if c.GroupMinSessionTimeout == 0 {
+		c.GroupMinSessionTimeout = DefaultGroupMinSessionTimeout
+	}
+	if c.GroupMaxSessionTimeout == 0 {
+		c.GroupMaxSessionTimeout = DefaultGroupMaxSessionTimeout
+	}
+	if c.GroupMinSessionTimeout < 0 || c.GroupMaxSessionTimeout < c.GroupMinSessionTimeout {
+		return bad("group session timeouts: min %v, max %v", c.GroupMinSessionTimeout, c.GroupMaxSessionTimeout)
+	}
+	if c.GroupInitialRebalanceDelay < 0 {
+		return bad("GroupInitialRebalanceDelay %v is negative", c.GroupInitialRebalanceDelay)
+	}
+	if c.NodeID < 0 {
+		return bad("NodeID %d is negative", c.NodeID)
+	}
+	if c.FS == nil {
+		c.FS = vfs.Default
+	}
+	if c.Clock == nil {
+		c.Clock = clock.System{}
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c, nil
+}
+
+// SplitHostPort splits host:port and checks that the host is not empty and
+// the port is a valid TCP port (1..65535).
+func SplitHostPort(addr string) (string, int32, error) {
+	host, portStr, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", 0, err
+	}
+	if host == "" {
+		return "", 0, errors.New("empty host")
+	}
+	port, err := strconv.ParseUint(portStr, 10, 16)
+	if err != nil || port == 0 {
+		return "", 0, fmt.Errorf("bad port %q", portStr)
+	}
+	return host, int32(port), nil
+}

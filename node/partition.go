@@ -1,0 +1,179 @@
+package node
+
+import (
+	"os"
+
+	"github.com/weir-broker/weir/core/logs"
+	"github.com/weir-broker/weir/core/partlog"
+	"github.com/weir-broker/weir/core/record"
+	"github.com/weir-broker/weir/core/vfs"
+)
+
+// Partition is a partition this broker serves reads of (Fetch, ListOffsets).
+// It is a handle: cheap to take per request, valid while the topic exists
+// (reads of a deleted topic's partition fail with a retriable error).
+type Partition struct {
+	Topic string
+	Index int32
+	p     *logs.Partition
+}
+
+// Partition returns a partition to read from: ErrUnknownTopic or
+// ErrUnknownPartition (wrapped) when there is none.
+func (n *Node) Partition(topic string, index int32) (*Partition, error) {
+	p, err := n.registry.Partition(topic, index)
+	if err != nil {
+		return nil, err
+	}
+	return &Partition{Topic: topic, Index: index, p: p}, nil
+}
+
+// HasPartition reports whether the partition exists: nil, or why not.
+func (n *Node) HasPartition(topic string, index int32) error {
+	_, err := n.registry.Partition(topic, index)
+	return err
+}
+
+// HighWatermark is the offset consumers read up to: on one replica, the log
+// end.
+func (p *Partition) HighWatermark() int64 { return p.p.Log().EndOffset() }
+
+// LastStableOffset is the offset read_committed consumers read up to: with
+// no transactions, the high watermark.
+func (p *Partition) LastStableOffset() int64 { return p.HighWatermark() }
+
+// LogStartOffset is the first offset still in the log.
+func (p *Partition) LogStartOffset() int64 { return p.p.Log().StartOffset() }
+
+// LeaderEpoch is the partition's current leader epoch.
+func (p *Partition) LeaderEpoch() int32 { return 0 }
+
+// Wait returns a channel closed at the next append (or truncation, or close)
+// of the partition, for long polls: take it, check the high watermark, then
+// wait, and no append is missed.
+func (p *Partition) Wait() <-chan struct{} { return p.p.Log().Wait() }
+
+// Read returns whole batches from offset on, up to the high watermark hw the
+// caller read (at least one batch, even past maxBytes): ErrOffsetOutOfRange
+// outside [LogStartOffset, hw]; an empty result at hw. The caller releases
+// it.
+func (p *Partition) Read(offset, maxBytes, hw int64) (Records, error) {
+	sl, err := p.p.Log().Read(offset, max(maxBytes, 1), hw)
+	if err != nil {
+		return Records{}, err
+	}
+	return Records{sl: sl}, nil
+}
+
+// Timestamps of ListOffsets with special meanings.
+const (
+	ListEarliest = -2
+	ListLatest   = -1
+)
+
+// ListOffset answers one partition of ListOffsets: ListEarliest is the log
+// start, ListLatest the high watermark, any other timestamp the first batch
+// holding a record at or after it (offset -1 and timestamp -1 when there is
+// none, as in Kafka). The timestamp answered is the batch's first timestamp
+// when that qualifies, else its largest: weir indexes batches, not records.
+func (p *Partition) ListOffset(ts int64) (offset, timestamp int64, err error) {
+	l := p.p.Log()
+	switch ts {
+	case ListEarliest:
+		return l.StartOffset(), -1, nil
+	case ListLatest:
+		return p.HighWatermark(), -1, nil
+	}
+	off, ok, err := l.OffsetForTimestamp(ts)
+	if err != nil || !ok {
+		return -1, -1, err
+	}
+	// Read the batch's header for the timestamp to answer with.
+	sl, err := l.Read(off, record.HeaderSize, partlog.NoLimit)
+	if err != nil {
+		return off, ts, nil
+	}
+	defer sl.Release()
+	var hdr [record.HeaderSize]byte
+	if sl.Size < record.HeaderSize {
+		return off, ts, nil
+	}
+	if _, err := sl.File.ReadAt(hdr[:], sl.Pos); err != nil {
+		return off, ts, nil
+	}
+	h, err := record.ParseHeader(hdr[:])
+	switch {
+	case err != nil:
+		return off, ts, nil
+	case h.BaseTimestamp >= ts:
+		return off, h.BaseTimestamp, nil
+	default:
+		return off, h.MaxTimestamp, nil
+	}
+}
+
+// PartitionStats is a partition's state, for metrics and tests.
+type PartitionStats struct {
+	LogStartOffset int64
+	LogEndOffset   int64
+	HighWatermark  int64
+	FlushedOffset  int64 // every offset below is fsynced
+	Size           int64 // bytes of the partition's segments
+	Fsyncs         int64 // fsync rounds of the log
+	Recoveries     int64 // in-place recoveries after I/O errors
+	Err            error // non-nil while the log is failed (it recovers by itself)
+}
+
+// Stats returns the partition's state.
+func (p *Partition) Stats() PartitionStats {
+	l := p.p.Log()
+	return PartitionStats{LogStartOffset: l.StartOffset(), LogEndOffset: l.EndOffset(), HighWatermark: p.HighWatermark(),
+		FlushedOffset: l.FlushedOffset(), Size: l.Size(), Fsyncs: l.Syncs(), Recoveries: l.Recoveries(), Err: l.Err()}
+}
+
+// Records is a byte range of whole record batches in one segment file, ready
+// to be sent as they are. It holds the file open until Release, even if
+// retention deletes the segment meanwhile. The zero value is empty.
+type Records struct {
+	sl partlog.Slice
+}
+
+// NewRecords wraps a slice read from a partlog.Log directly, for tests and
+// tools that read a log without a node.
+func NewRecords(sl partlog.Slice) Records { return Records{sl: sl} }
+
+// Len is the number of bytes.
+func (r Records) Len() int64 { return r.sl.Size }
+
+// NextOffset is the offset after the last record of the range.
+func (r Records) NextOffset() int64 { return r.sl.NextOffset }
+
+// Name names the segment file, for error messages.
+func (r Records) Name() string {
+	if r.sl.File == nil {
+		return ""
+	}
+	return r.sl.File.Name()
+}
+
+// OSFile returns the operating-system file and the range's position in it,
+// for sendfile; ok is false when the records live on another file system
+// (vfs.MemFS) or the range is empty.
+func (r Records) OSFile() (f *os.File, pos int64, ok bool) {
+	of, isOS := r.sl.File.(vfs.OSFiler)
+	if !isOS || r.sl.Size == 0 {
+		return nil, 0, false
+	}
+	return of.OSFile(), r.sl.Pos, true
+}
+
+// ReadAt reads len(b) bytes of the range starting off bytes into it.
+func (r Records) ReadAt(b []byte, off int64) (int, error) {
+	return r.sl.File.ReadAt(b, r.sl.Pos+off)
+}
+
+// Release lets the file go; the Records are empty afterwards.
+func (r *Records) Release() {
+	r.sl.Release()
+	r.sl = partlog.Slice{}
+}

@@ -1,0 +1,145 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/weir-broker/weir/core/logs"
+	"github.com/weir-broker/weir/core/topics"
+)
+
+// ProduceRequest is one Produce request's writes.
+type ProduceRequest struct {
+	// TransactionalID must be nil: weir has no transactions.
+	TransactionalID *string
+	// Acks is 0 (no answer), 1 (the leader appended) or -1 (every in-sync
+	// replica has the records: on one replica, the leader).
+	Acks int16
+	// Timeout bounds the wait for durable acks (weir.durable.acks); zero or
+	// negative: the caller's ctx only.
+	Timeout time.Duration
+	// Partitions are the writes, answered in place.
+	Partitions []ProducePartition
+}
+
+// ProducePartition is one partition's write and, once Produce returns, its
+// result.
+type ProducePartition struct {
+	Topic     string
+	Partition int32
+	Records   []byte // whole record batches (v2), rewritten in place
+
+	Err            error
+	BaseOffset     int64 // -1 on error
+	LogAppendTime  int64 // -1: the records keep their CreateTime
+	LogStartOffset int64 // -1 when unknown
+}
+
+// Produce appends every partition's records and fills in its result. The
+// node decides what a produce needs: the topic exists (or is auto-created),
+// the partition's min.insync.replicas can be met for acks=-1, and topics with
+// durable acks wait for the fsync that covers their records, within Timeout.
+// Partitions with durable acks are appended concurrently, so that one
+// request's partitions share fsync rounds instead of queueing for them.
+func (n *Node) Produce(ctx context.Context, req *ProduceRequest) {
+	var reqErr error
+	switch {
+	case req.TransactionalID != nil:
+		reqErr = ErrTransactionsNotSupported
+	case req.Acks != 0 && req.Acks != 1 && req.Acks != -1:
+		reqErr = ErrInvalidAcks
+	}
+	var (
+		wg       sync.WaitGroup
+		dctx     context.Context // for durable appends: ctx within the request's timeout
+		cancel   context.CancelFunc
+		panicMu  sync.Mutex
+		panicked []any
+	)
+	for i := range req.Partitions {
+		w := &req.Partitions[i]
+		w.BaseOffset, w.LogAppendTime, w.LogStartOffset = -1, -1, -1
+		if reqErr != nil {
+			w.Err = reqErr
+			continue
+		}
+		p, err := n.producePartition(w.Topic, w.Partition)
+		if err != nil {
+			w.Err = err
+			continue
+		}
+		if req.Acks == -1 && p.MinInsyncReplicas > 1 {
+			w.Err = ErrNotEnoughReplicas
+			continue
+		}
+		if !p.DurableAcks {
+			n.appendTo(ctx, p, w)
+			continue
+		}
+		if dctx == nil {
+			dctx, cancel = ctx, func() {}
+			if req.Timeout > 0 {
+				dctx, cancel = context.WithTimeout(ctx, req.Timeout)
+			}
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			// A panic here is handed to the caller's goroutine, whose
+			// recovery (the transport's) closes just that connection.
+			defer func() {
+				if p := recover(); p != nil {
+					panicMu.Lock()
+					panicked = append(panicked, p)
+					panicMu.Unlock()
+				}
+			}()
+			n.appendTo(dctx, p, w)
+		}()
+	}
+	wg.Wait()
+	if cancel != nil {
+		cancel()
+	}
+	if len(panicked) > 0 {
+		panic(panicked[0])
+	}
+}
+
+// appendTo appends one partition's records and fills its result.
+func (n *Node) appendTo(ctx context.Context, p *logs.Partition, w *ProducePartition) {
+	res, err := p.Append(ctx, w.Records)
+	w.LogStartOffset = p.Log().StartOffset()
+	if err != nil {
+		w.Err = err
+		n.logger.Debug("produce failed", "topic", p.Topic, "partition", p.Index, "err", err)
+		return
+	}
+	w.BaseOffset = res.BaseOffset
+	w.LogAppendTime = res.LogAppendTime
+}
+
+// producePartition finds a partition to produce to, creating its topic first
+// when auto-creation is on.
+func (n *Node) producePartition(topic string, partition int32) (*logs.Partition, error) {
+	p, err := n.registry.Partition(topic, partition)
+	if errors.Is(err, topics.ErrUnknownTopic) && n.cfg.AutoCreateTopics {
+		if _, err := n.autoCreate(topic); err != nil {
+			return nil, err
+		}
+		p, err = n.registry.Partition(topic, partition)
+	}
+	return p, err
+}
+
+// InitProducerID hands out a new idempotent-producer id with epoch 0, never
+// reused (even across restarts). A transactional id is refused
+// (ErrTransactionsNotSupported).
+func (n *Node) InitProducerID(_ context.Context, transactionalID *string) (int64, int16, error) {
+	if transactionalID != nil {
+		return -1, -1, ErrTransactionsNotSupported
+	}
+	return n.registry.InitProducerID()
+}
