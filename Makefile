@@ -41,17 +41,21 @@ test: deps vet ## install test dependencies, vet, run every test with -race; und
 	@if [ "$${CI:-}" = true ]; then $(MAKE) --no-print-directory fuzz FUZZTIME=$(CI_FUZZTIME); fi
 
 # deps: what the tests need beyond Go, installed only when missing: kcat
-# (Debian package), which transport/e2e drives as a real librdkafka client.
+# (Debian package), which transport/e2e drives as a real librdkafka client,
+# and zookeeper (Debian package, 3.8), which cluster/zk's tests run.
 # Installing needs root and apt-get; without them deps says what is missing
-# and goes on, and the kcat tests skip (under CI=true they fail instead).
-deps: ## install what the tests need beyond Go when missing: kcat (apt-get, as root)
-	@if command -v kcat >/dev/null; then :; \
+# and goes on, and those tests skip (under CI=true they fail instead).
+deps: ## install what the tests need beyond Go when missing: kcat, zookeeper (apt-get, as root)
+	@missing=""; \
+	command -v kcat >/dev/null || missing="$$missing kcat"; \
+	[ -e /usr/share/java/zookeeper.jar ] || missing="$$missing zookeeper"; \
+	if [ -z "$$missing" ]; then :; \
 	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-		echo "== apt-get install kcat"; \
-		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq kcat; \
+		echo "== apt-get install$$missing"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
 	else \
-		echo "make deps: kcat is missing and cannot be installed here (needs root and apt-get):" \
-			"install the Debian package kcat, or the kcat tests will skip" >&2; \
+		echo "make deps: missing and cannot be installed here (needs root and apt-get):$$missing;" \
+			"install the Debian packages, or their tests will skip" >&2; \
 	fi
 
 bench: ## run benchmarks: PKG=./... BENCH=. COUNT=5 (benchstat-ready output)
