@@ -66,5 +66,3 @@ func topicNames(r *Registry) []string {
 	}
 	return names
 }
-
-var partlogErrBatchTooLarge = partlog.ErrBatchTooLarge
