@@ -30,10 +30,12 @@
 // as sent; the others are decompressed (bounded, against decompression
 // bombs), checked record by record and recompressed, keeping every header
 // field (record.Recompress). weir.flush.policy specs resolve through the same
-// plugins. Both are validated when a topic is created, by building one. If a
-// plugin is gone when a partition reopens, it still opens: its appends fsync
-// every batch (for a flush policy) or fail with recompress.ErrCodecUnavailable
-// (for a codec) until it is back.
+// plugins; ConfigFor builds a topic's PartitionConfig, codec and flush policy
+// included, from its configs. Both specs are validated when a topic is
+// created, by building one (topicconfig.Normalize). If a plugin is gone when
+// a partition reopens, it still opens: its appends fsync every batch (for a
+// flush policy) or fail with recompress.ErrCodecUnavailable (for a codec)
+// until it is back.
 //
 // # Idempotent producers
 //

@@ -13,6 +13,7 @@ import (
 	"github.com/weir-broker/weir/core/partlog"
 	"github.com/weir-broker/weir/core/recompress"
 	"github.com/weir-broker/weir/core/vfs"
+	"github.com/weir-broker/weir/plugins/flushpolicy"
 )
 
 var (
@@ -73,6 +74,11 @@ type PartitionConfig struct {
 	// Log configures the partition log; its Clock and Logger are the
 	// manager's.
 	Log partlog.Config
+	// FlushPolicy, when not nil, builds the partition's flush policy at
+	// Open, in place of Log.FlushPolicy. If it fails (a plugin that is
+	// gone), the partition still opens and fsyncs every append, the safe
+	// direction, and the error is logged.
+	FlushPolicy func() (flushpolicy.Policy, error)
 	// DurableAcks: Append returns only after the covering fsync.
 	DurableAcks bool
 	// MinInsyncReplicas (min.insync.replicas), at least 1.
@@ -109,6 +115,12 @@ func (m *Manager) Open(topic string, index int32, topicID [16]byte, pc Partition
 	cfg := pc.Log
 	cfg.Clock = m.o.Clock
 	cfg.Logger = m.o.Logger.With("topic", topic, "partition", index)
+	if pc.FlushPolicy != nil {
+		if cfg.FlushPolicy, err = pc.FlushPolicy(); err != nil {
+			cfg.Logger.Error("flush policy unavailable; fsyncing every append", "err", err)
+			cfg.FlushPolicy = flushpolicy.EveryBatch()
+		}
+	}
 	l, rep, err := partlog.Open(fsys, dir, cfg)
 	if err != nil {
 		return nil, err

@@ -9,7 +9,6 @@ import (
 	"github.com/weir-broker/weir/core/clock/clocktest"
 	"github.com/weir-broker/weir/core/internal/logtest"
 	"github.com/weir-broker/weir/core/internal/testbatch"
-	"github.com/weir-broker/weir/core/logs"
 
 	"github.com/weir-broker/weir/core/partlog"
 	"github.com/weir-broker/weir/core/record"
@@ -66,19 +65,4 @@ func topicNames(r *Registry) []string {
 		names = append(names, t.Name)
 	}
 	return names
-}
-
-var partlogErrBatchTooLarge = partlog.ErrBatchTooLarge
-
-// newTestPartition creates topic "idem" of one partition with configs on a
-// fresh in-memory registry.
-func newTestPartition(t *testing.T, configs map[string]string) (*Registry, *logs.Partition) {
-	t.Helper()
-	r := open(t, vfs.NewMem(), "/d")
-	t.Cleanup(func() { r.Close() })
-	tp, err := r.Create("idem", 1, configs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r, tp.Partitions[0]
 }

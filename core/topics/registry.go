@@ -19,8 +19,6 @@ import (
 	"github.com/weir-broker/weir/core/recompress"
 	"github.com/weir-broker/weir/core/topicconfig"
 	"github.com/weir-broker/weir/core/vfs"
-	"github.com/weir-broker/weir/plugins/codec"
-	"github.com/weir-broker/weir/plugins/flushpolicy"
 )
 
 // MaxPartitions bounds one topic's partition count. Every partition holds
@@ -253,14 +251,16 @@ func (r *Registry) finishDeletes() error {
 // error it closes what it opened.
 func (r *Registry) openTopic(name string, id [16]byte, partitions int32, explicit map[string]string) (*Topic, error) {
 	eff := topicconfig.Resolve(explicit, r.defaults)
-	tc, err := topicconfig.Parse(eff, r.o.Plugins)
+	pc, err := logs.ConfigFor(eff, r.o.Plugins, r.o.Clock)
 	if err != nil {
 		return nil, fmt.Errorf("topics: topic %q: %w", name, err)
 	}
-	rc := r.topicCodec(tc)
-	t := &Topic{Name: name, ID: id, Configs: eff, explicit: explicit, recompress: rc, Partitions: make([]*logs.Partition, 0, partitions)}
+	t := &Topic{Name: name, ID: id, Configs: eff, explicit: explicit, recompress: pc.Recompress, Partitions: make([]*logs.Partition, 0, partitions)}
 	for i := range partitions {
-		p, err := r.openPartition(t, i, tc, rc)
+		p, err := r.logs.Open(name, i, id, pc)
+		if errors.Is(err, logs.ErrForeignPartition) {
+			err = fmt.Errorf("%w: %s: %w", ErrCorruptMetadata, metaFile, err)
+		}
 		if err != nil {
 			closeTopic(t)
 			return nil, fmt.Errorf("topics: open %s: %w", logs.DirName(name, i), err)
@@ -268,25 +268,6 @@ func (r *Registry) openTopic(name string, id [16]byte, partitions int32, explici
 		t.Partitions = append(t.Partitions, p)
 	}
 	return t, nil
-}
-
-func (r *Registry) openPartition(t *Topic, i int32, tc topicconfig.Config, rc *recompress.Recompressor) (*logs.Partition, error) {
-	pc := logs.PartitionConfig{Log: tc.Log, DurableAcks: tc.DurableAcks, MinInsyncReplicas: tc.MinInsyncReplicas, Recompress: rc}
-	if tc.Policy != nil {
-		var err error
-		if pc.Log.FlushPolicy, err = tc.Policy(); err != nil {
-			// A plugin that is gone must not keep the broker from
-			// opening: fsync every append instead, the safe direction.
-			r.o.Logger.Error("flush policy unavailable; fsyncing every append", "topic", t.Name, "partition", i,
-				"policy", t.Configs[topicconfig.FlushPolicy], "err", err)
-			pc.Log.FlushPolicy = flushpolicy.EveryBatch()
-		}
-	}
-	p, err := r.logs.Open(t.Name, i, t.ID, pc)
-	if errors.Is(err, logs.ErrForeignPartition) {
-		err = fmt.Errorf("%w: %s: %w", ErrCorruptMetadata, metaFile, err)
-	}
-	return p, err
 }
 
 func closeTopic(t *Topic) error {
@@ -628,18 +609,4 @@ func (r *Registry) InitProducerID() (id int64, epoch int16, err error) {
 	id = r.nextPID
 	r.nextPID++
 	return id, 0, nil
-}
-
-// topicCodec returns the recompressor a topic's configs ask for (one for all
-// its partitions), or nil to keep batches as produced.
-func (r *Registry) topicCodec(tc topicconfig.Config) *recompress.Recompressor {
-	if tc.Compression == "" {
-		return nil
-	}
-	spec, plugins := tc.Compression, r.o.Plugins
-	maxBatch := tc.Log.MaxBatchBytes
-	if maxBatch == 0 {
-		maxBatch = partlog.DefaultMaxBatchBytes
-	}
-	return recompress.New(spec, func() (codec.Codec, error) { return plugins.Codec(spec) }, r.o.Clock.Now, maxBatch)
 }

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/weir-broker/weir/core/logs"
 	"github.com/weir-broker/weir/core/topicconfig"
@@ -389,38 +388,5 @@ func TestInitProducerID(t *testing.T) {
 	id, _, err := r.InitProducerID()
 	if err != nil || id <= last {
 		t.Errorf("after reopen InitProducerID = %d, %v; want > %d", id, err, last)
-	}
-}
-
-func TestApplyRetention(t *testing.T) {
-	mem := vfs.NewMem()
-	clock := newClock()
-	r := open(t, mem, "/d", func(o *Options) { o.Clock = clock })
-	defer r.Close()
-	tp, err := r.Create("r", 1, map[string]string{"segment.bytes": "1024", "retention.ms": "60000"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := tp.Partitions[0]
-	for i := range 20 {
-		if _, err := p.Append(ctx, idem(t, 9, 0, int32(i*10), 10)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if n := len(p.Log().Segments()); n < 3 {
-		t.Fatalf("%d segments, want several", n)
-	}
-	// Segments age by their records' timestamps (fixed in 2023 by the test
-	// batches) and the file times; MemFS stamps with time.Now, so move the
-	// clock far past both.
-	clock.Advance(100 * 365 * 24 * time.Hour)
-	if err := r.ApplyRetention(); err != nil {
-		t.Fatal(err)
-	}
-	if n := len(p.Log().Segments()); n != 1 {
-		t.Errorf("%d segments after retention, want 1 (the active one)", n)
-	}
-	if n := p.ProducerCount(); n != 0 {
-		t.Errorf("%d producers remembered after 100 idle years", n)
 	}
 }

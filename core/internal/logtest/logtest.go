@@ -5,6 +5,7 @@ package logtest
 import (
 	"testing"
 
+	"github.com/weir-broker/weir/core/internal/testbatch"
 	"github.com/weir-broker/weir/core/partlog"
 	"github.com/weir-broker/weir/core/record"
 )
@@ -13,6 +14,21 @@ import (
 func Headers(t testing.TB, l *partlog.Log) []record.Header {
 	t.Helper()
 	var hs []record.Header
+	for _, b := range Batches(t, l) {
+		h, err := record.ParseHeader(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hs = append(hs, h)
+	}
+	return hs
+}
+
+// Batches returns every batch in the log, whole (copied out of the log), in
+// order, each checked completely (testbatch.Split).
+func Batches(t testing.TB, l *partlog.Log) [][]byte {
+	t.Helper()
+	var out [][]byte
 	for off := l.StartOffset(); off < l.EndOffset(); {
 		sl, err := l.Read(off, 1<<20, partlog.NoLimit)
 		if err != nil {
@@ -23,15 +39,12 @@ func Headers(t testing.TB, l *partlog.Log) []record.Header {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for len(b) > 0 {
-			h, n, err := record.Next(b, 0)
-			if err != nil {
-				t.Fatalf("batch at %d: %v", off, err)
-			}
-			hs = append(hs, h)
-			b = b[n:]
+		bs, err := testbatch.Split(b)
+		if err != nil {
+			t.Fatalf("batches from %d: %v", off, err)
 		}
+		out = append(out, bs...)
 		off = sl.NextOffset
 	}
-	return hs
+	return out
 }

@@ -1,4 +1,4 @@
-package topics
+package logs
 
 import (
 	"errors"
@@ -8,6 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weir-broker/weir/core/clock/clocktest"
+	"github.com/weir-broker/weir/core/internal/logtest"
+	"github.com/weir-broker/weir/core/internal/testbatch"
 	"github.com/weir-broker/weir/core/partlog"
 	"github.com/weir-broker/weir/core/topicconfig"
 	"github.com/weir-broker/weir/core/vfs"
@@ -29,16 +32,11 @@ func TestIdempotentRetryAfterPostPublishFailureIsDuplicate(t *testing.T) {
 		}
 		return inj.MaybeError(op, path)
 	}))
-	r := open(t, fs, "/d", func(o *Options) { o.Clock = clock })
-	defer r.Close()
-	tp, err := r.Create("t", 1, map[string]string{topicconfig.SegmentBytes: "1024"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := tp.Partitions[0]
+	p := topicPartition(t, fs, clock, map[string]string{topicconfig.SegmentBytes: "1024"})
 	seq := int32(0)
+	var err error
 	for {
-		b := idem(t, 7, 0, seq, 4)
+		b := testbatch.Idempotent(7, 0, seq, 4)
 		if p.Log().Size()+int64(len(b)) > 1024 {
 			inj.K = inj.Count() // the seal after this roll fails writing an index
 		}
@@ -57,7 +55,7 @@ func TestIdempotentRetryAfterPostPublishFailureIsDuplicate(t *testing.T) {
 	end := p.Log().EndOffset()
 	inj.Clear()
 	clock.Advance(partlog.MaxRecoveryBackoff)
-	res, err := p.Append(ctx, idem(t, 7, 0, seq, 4)) // the client's retry
+	res, err := p.Append(ctx, testbatch.Idempotent(7, 0, seq, 4)) // the client's retry
 	if err != nil {
 		t.Fatalf("retry of seq %d: %v", seq, err)
 	}
@@ -65,7 +63,7 @@ func TestIdempotentRetryAfterPostPublishFailureIsDuplicate(t *testing.T) {
 		t.Fatalf("retry of seq %d: %+v (log end %d), want a duplicate ending at %d", seq, res, p.Log().EndOffset(), end)
 	}
 	n := 0
-	for _, h := range readAll(t, p.Log()) {
+	for _, h := range logtest.Headers(t, p.Log()) {
 		if h.ProducerID == 7 && h.BaseSequence == seq {
 			n++
 		}
@@ -74,14 +72,14 @@ func TestIdempotentRetryAfterPostPublishFailureIsDuplicate(t *testing.T) {
 		t.Fatalf("batch seq %d of idempotent producer 7 is in the log %d times", seq, n)
 	}
 	// The producer goes on with the next sequence.
-	if _, err := p.Append(ctx, idem(t, 7, 0, seq+4, 4)); err != nil {
+	if _, err := p.Append(ctx, testbatch.Idempotent(7, 0, seq+4, 4)); err != nil {
 		t.Fatalf("next batch: %v", err)
 	}
 }
 
 // hookClock runs a hook (once) on the first Now after it was armed.
 type hookClock struct {
-	*fakeClock
+	*clocktest.Clock
 	hook atomic.Pointer[func()]
 }
 
@@ -89,7 +87,7 @@ func (c *hookClock) Now() time.Time {
 	if h := c.hook.Swap(nil); h != nil {
 		(*h)()
 	}
-	return c.fakeClock.Now()
+	return c.Clock.Now()
 }
 
 // An idempotent append whose sequence checks ran in one generation is not
@@ -98,7 +96,7 @@ func (c *hookClock) Now() time.Time {
 // counted on. The append is refused with a retriable error, and the retry is
 // checked against the rebuilt state.
 func TestIdempotentAppendRefusedAcrossCut(t *testing.T) {
-	clock := &hookClock{fakeClock: newClock()}
+	clock := &hookClock{Clock: newClock()}
 	inj := &errorfs.FailAt{K: -1, Ops: []errorfs.Op{errorfs.OpSync}, Err: syscall.EIO}
 	fs := errorfs.Wrap(vfs.NewMem(), errorfs.InjectorFunc(func(op errorfs.Op, path string) error {
 		if !strings.HasSuffix(path, ".log") {
@@ -106,14 +104,8 @@ func TestIdempotentAppendRefusedAcrossCut(t *testing.T) {
 		}
 		return inj.MaybeError(op, path)
 	}))
-	r := open(t, fs, "/d", func(o *Options) { o.Clock = clock })
-	defer r.Close()
-	tp, err := r.Create("t", 1, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := tp.Partitions[0]
-	if _, err := p.Append(ctx, idem(t, 7, 0, 0, 4)); err != nil {
+	p := topicPartition(t, fs, clock, nil)
+	if _, err := p.Append(ctx, testbatch.Idempotent(7, 0, 0, 4)); err != nil {
 		t.Fatal(err)
 	}
 	if p.Log().FlushedOffset() != 0 || p.Log().EndOffset() != 4 {
@@ -129,7 +121,7 @@ func TestIdempotentAppendRefusedAcrossCut(t *testing.T) {
 		_, hookErr = p.Log().Recover()
 	}
 	clock.hook.Store(&cut)
-	_, err = p.Append(ctx, idem(t, 7, 0, 4, 4))
+	_, err := p.Append(ctx, testbatch.Idempotent(7, 0, 4, 4))
 	if hookErr != nil {
 		t.Fatalf("cutting the log: %v", hookErr)
 	}
@@ -144,7 +136,7 @@ func TestIdempotentAppendRefusedAcrossCut(t *testing.T) {
 	}
 	// The producer starts over from what the log holds: its first batch
 	// goes in again, at offset 0.
-	res, err := p.Append(ctx, idem(t, 7, 0, 0, 4))
+	res, err := p.Append(ctx, testbatch.Idempotent(7, 0, 0, 4))
 	if err != nil || res.Duplicate || res.BaseOffset != 0 {
 		t.Fatalf("re-send of seq 0 after the cut: %+v %v", res, err)
 	}

@@ -1,4 +1,4 @@
-package topics
+package logs
 
 import (
 	"bytes"
@@ -8,41 +8,66 @@ import (
 	"testing"
 	"time"
 
-	"github.com/weir-broker/weir/core/logs"
+	"github.com/weir-broker/weir/core/internal/logtest"
+	"github.com/weir-broker/weir/core/internal/testbatch"
 	"github.com/weir-broker/weir/core/producers"
 	"github.com/weir-broker/weir/core/record"
-	"github.com/weir-broker/weir/core/vfs"
+	"github.com/weir-broker/weir/core/topicconfig"
 )
 
-// TestProducerExpiry: ApplyRetention forgets producers idle past
-// ProducerExpiry, and only those.
+// TestProducerExpiry: ApplyRetention forgets producers idle since before
+// expireBefore (here an hour ago), and only those.
 func TestProducerExpiry(t *testing.T) {
 	clock := newClock()
-	r := open(t, vfs.NewMem(), "/d", func(o *Options) { o.Clock = clock; o.ProducerExpiry = time.Hour })
-	defer r.Close()
-	tp, err := r.Create("x", 1, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := tp.Partitions[0]
-	for _, b := range [][]byte{idem(t, 1, 0, 0, 1), idem(t, 2, 0, 0, 1)} {
+	p := topicPartition(t, nil, clock, nil)
+	for _, b := range [][]byte{testbatch.Idempotent(1, 0, 0, 1), testbatch.Idempotent(2, 0, 0, 1)} {
 		if _, err := p.Append(ctx, b); err != nil {
 			t.Fatal(err)
 		}
 	}
 	clock.Advance(40 * time.Minute)
-	if _, err := p.Append(ctx, idem(t, 2, 0, 1, 1)); err != nil {
+	if _, err := p.Append(ctx, testbatch.Idempotent(2, 0, 1, 1)); err != nil {
 		t.Fatal(err)
 	}
 	clock.Advance(30 * time.Minute)
-	if err := r.ApplyRetention(); err != nil {
+	if err := p.ApplyRetention(clock.Now().Add(-time.Hour).UnixMilli()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.Append(ctx, idem(t, 1, 0, 1, 1)); !errors.Is(err, producers.ErrUnknownProducerID) {
+	if _, err := p.Append(ctx, testbatch.Idempotent(1, 0, 1, 1)); !errors.Is(err, producers.ErrUnknownProducerID) {
 		t.Errorf("idle producer 1: %v, want producers.ErrUnknownProducerID", err)
 	}
-	if _, err := p.Append(ctx, idem(t, 2, 0, 2, 1)); err != nil {
+	if _, err := p.Append(ctx, testbatch.Idempotent(2, 0, 2, 1)); err != nil {
 		t.Errorf("active producer 2: %v", err)
+	}
+}
+
+// TestApplyRetention: ApplyRetention deletes the segments retention.ms has
+// expired, all but the active one, and forgets the producers idle for
+// longer than the broker's default expiry (Kafka's producer.id.expiration.ms,
+// 24 h).
+func TestApplyRetention(t *testing.T) {
+	clock := newClock()
+	p := topicPartition(t, nil, clock, map[string]string{topicconfig.SegmentBytes: "1024", topicconfig.RetentionMs: "60000"})
+	for i := range 20 {
+		if _, err := p.Append(ctx, testbatch.Idempotent(9, 0, int32(i*10), 10)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(p.Log().Segments()); n < 3 {
+		t.Fatalf("%d segments, want several", n)
+	}
+	// Segments age by their records' timestamps (fixed in 2023 by the test
+	// batches) and the file times; MemFS stamps with time.Now, so move the
+	// clock far past both.
+	clock.Advance(100 * 365 * 24 * time.Hour)
+	if err := p.ApplyRetention(clock.Now().Add(-24 * time.Hour).UnixMilli()); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(p.Log().Segments()); n != 1 {
+		t.Errorf("%d segments after retention, want 1 (the active one)", n)
+	}
+	if n := p.ProducerCount(); n != 0 {
+		t.Errorf("%d producers remembered after 100 idle years", n)
 	}
 }
 
@@ -52,7 +77,7 @@ func TestProducerExpiry(t *testing.T) {
 func TestDurableAcks(t *testing.T) {
 	for _, durable := range []bool{false, true} {
 		t.Run(fmt.Sprint("durable=", durable), func(t *testing.T) {
-			_, p := newTestPartition(t, map[string]string{"weir.durable.acks": fmt.Sprint(durable)})
+			p := topicPartition(t, nil, newClock(), map[string]string{topicconfig.DurableAcks: fmt.Sprint(durable)})
 			if p.DurableAcks != durable {
 				t.Fatalf("DurableAcks = %v", p.DurableAcks)
 			}
@@ -65,9 +90,9 @@ func TestDurableAcks(t *testing.T) {
 					for i := range each {
 						var b []byte
 						if w%2 == 0 {
-							b = idem(t, int64(w), 0, int32(2*i), 2)
+							b = testbatch.Idempotent(int64(w), 0, int32(2*i), 2)
 						} else {
-							b = batch(t, fmt.Sprint(w, "-", i), 2)
+							b = testbatch.Tagged(fmt.Sprint(w, "-", i), 2)
 						}
 						res, err := p.Append(ctx, b)
 						if err != nil {
@@ -102,7 +127,7 @@ func TestDurableAcks(t *testing.T) {
 // sent twice at once) and plain producers on one partition: every idempotent
 // batch lands once, in sequence order, and both sends get the same offsets.
 func TestConcurrentAppends(t *testing.T) {
-	_, p := newTestPartition(t, nil)
+	p := topicPartition(t, nil, newClock(), nil)
 	const producers, batches, plain = 4, 60, 3
 	var wg sync.WaitGroup
 	fail := make(chan error, 1)
@@ -115,8 +140,8 @@ func TestConcurrentAppends(t *testing.T) {
 	for pid := range int64(producers) {
 		wg.Go(func() {
 			for i := range batches {
-				b := idem(t, pid, 0, int32(i*3), 3)
-				var res [2]logs.AppendResult
+				b := testbatch.Idempotent(pid, 0, int32(i*3), 3)
+				var res [2]AppendResult
 				var errs [2]error
 				var inner sync.WaitGroup
 				for k := range 2 {
@@ -138,7 +163,7 @@ func TestConcurrentAppends(t *testing.T) {
 	for w := range plain {
 		wg.Go(func() {
 			for i := range batches {
-				if _, err := p.Append(ctx, batch(t, fmt.Sprint("plain", w, i), 1)); err != nil {
+				if _, err := p.Append(ctx, testbatch.Tagged(fmt.Sprint("plain", w, i), 1)); err != nil {
 					report(err)
 					return
 				}
@@ -153,7 +178,7 @@ func TestConcurrentAppends(t *testing.T) {
 	}
 	next := map[int64]int32{}
 	plainSeen := 0
-	for _, h := range readAll(t, p.Log()) {
+	for _, h := range logtest.Headers(t, p.Log()) {
 		if h.ProducerID == record.NoProducer {
 			plainSeen++
 			continue
@@ -170,76 +195,5 @@ func TestConcurrentAppends(t *testing.T) {
 	}
 	if plainSeen != plain*batches {
 		t.Errorf("%d plain batches, want %d", plainSeen, plain*batches)
-	}
-}
-
-// TestConcurrentRegistry races creates, deletes, lookups, producer ids and
-// retention.
-func TestConcurrentRegistry(t *testing.T) {
-	r := open(t, vfs.NewMem(), "/d")
-	defer r.Close()
-	var wg sync.WaitGroup
-	ids := make(chan int64, 4*200)
-	fail := make(chan error, 16)
-	for g := range 4 {
-		wg.Go(func() {
-			for i := range 200 {
-				id, _, err := r.InitProducerID()
-				if err != nil {
-					fail <- err
-					return
-				}
-				ids <- id
-				if i%20 == 0 {
-					name := fmt.Sprintf("t%d-%d", g, i)
-					if _, err := r.Create(name, 2, nil); err != nil {
-						fail <- err
-						return
-					}
-					p, err := r.Partition(name, 1)
-					if err != nil {
-						fail <- err
-						return
-					}
-					if _, err := p.Append(ctx, idem(t, id, 0, 0, 1)); err != nil {
-						fail <- err
-						return
-					}
-					if i%40 == 0 {
-						if err := r.Delete(name); err != nil {
-							fail <- err
-							return
-						}
-					}
-				}
-			}
-		})
-	}
-	wg.Go(func() {
-		for range 50 {
-			for _, tp := range r.Topics() {
-				_, _ = r.Partition(tp.Name, 0)
-			}
-			if err := r.ApplyRetention(); err != nil {
-				fail <- err
-				return
-			}
-		}
-	})
-	wg.Wait()
-	close(ids)
-	close(fail)
-	for err := range fail {
-		t.Fatal(err)
-	}
-	seen := map[int64]bool{}
-	for id := range ids {
-		if seen[id] {
-			t.Fatalf("producer id %d handed out twice", id)
-		}
-		seen[id] = true
-	}
-	if n := len(r.Topics()); n != 20 {
-		t.Errorf("%d topics, want 20", n)
 	}
 }

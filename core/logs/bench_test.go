@@ -1,10 +1,10 @@
-package topics
+package logs
 
 import (
 	"testing"
 
 	"github.com/weir-broker/weir/core/record"
-	"github.com/weir-broker/weir/core/vfs"
+	"github.com/weir-broker/weir/core/topicconfig"
 )
 
 // BenchmarkAppend measures what Partition.Append adds to partlog's append:
@@ -17,16 +17,7 @@ func BenchmarkAppend(b *testing.B) {
 	}
 	for _, mode := range []string{"log", "plain", "idempotent"} {
 		b.Run(mode, func(b *testing.B) {
-			r, err := Open(Options{FS: vfs.NewMem(), Dir: "/d", Clock: newClock()})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer r.Close()
-			tp, err := r.Create("bench", 1, map[string]string{"segment.bytes": "104857600"})
-			if err != nil {
-				b.Fatal(err)
-			}
-			p := tp.Partitions[0]
+			p := topicPartition(b, nil, newClock(), map[string]string{topicconfig.SegmentBytes: "104857600"})
 			o := record.DefaultBuildOptions()
 			if mode == "idempotent" {
 				o.ProducerID, o.ProducerEpoch = 7, 0

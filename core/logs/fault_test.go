@@ -1,4 +1,4 @@
-package topics
+package logs
 
 import (
 	"errors"
@@ -6,14 +6,16 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/weir-broker/weir/core/internal/logtest"
+	"github.com/weir-broker/weir/core/internal/testbatch"
 	"github.com/weir-broker/weir/core/partlog"
 	"github.com/weir-broker/weir/core/topicconfig"
 	"github.com/weir-broker/weir/core/vfs"
 	"github.com/weir-broker/weir/core/vfs/errorfs"
 )
 
-// fsyncFault fails fsyncs of partition log files (not the metadata) from the
-// K-th on, as armed.
+// fsyncFault fails fsyncs of the segment files (.log; not the marker or the
+// indexes) from the K-th on, as armed.
 func fsyncFault(mem vfs.FS) (vfs.FS, *errorfs.FailAt) {
 	inj := &errorfs.FailAt{K: -1, Ops: []errorfs.Op{errorfs.OpSync}, Err: syscall.EIO}
 	return errorfs.Wrap(mem, errorfs.InjectorFunc(func(op errorfs.Op, path string) error {
@@ -35,29 +37,23 @@ func TestDurableAckAcrossFsyncFailure(t *testing.T) {
 	clock := newClock()
 	mem := vfs.NewMem()
 	fs, inj := fsyncFault(mem)
-	r := open(t, fs, "/d", func(o *Options) { o.Clock = clock })
-	defer r.Close()
-	tp, err := r.Create("t", 1, map[string]string{topicconfig.DurableAcks: "true"})
+	p := topicPartition(t, fs, clock, map[string]string{topicconfig.DurableAcks: "true"})
+	first, err := p.Append(ctx, testbatch.Idempotent(7, 0, 0, 2))
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := tp.Partitions[0]
-	first, err := p.Append(ctx, idem(t, 7, 0, 0, 2))
-	if err != nil {
-		t.Fatal(err)
-	}
-	plain, err := p.Append(ctx, batch(t, "plain", 3))
+	plain, err := p.Append(ctx, testbatch.Tagged("plain", 3))
 	if err != nil {
 		t.Fatal(err)
 	}
 	acked := plain.NextOffset
 
 	inj.K = inj.Count()
-	retry := idem(t, 7, 0, 2, 2)
+	retry := testbatch.Idempotent(7, 0, 2, 2)
 	if _, err := p.Append(ctx, append([]byte(nil), retry...)); !errors.Is(err, partlog.ErrFailed) || !errors.Is(err, syscall.EIO) {
 		t.Fatalf("produce over a failing fsync: %v", err)
 	}
-	if _, err := p.Append(ctx, batch(t, "refused", 1)); !errors.Is(err, partlog.ErrFailed) {
+	if _, err := p.Append(ctx, testbatch.Tagged("refused", 1)); !errors.Is(err, partlog.ErrFailed) {
 		t.Fatalf("produce to a failed partition: %v", err)
 	}
 	if p.Log().EndOffset() != acked {
@@ -76,15 +72,15 @@ func TestDurableAckAcrossFsyncFailure(t *testing.T) {
 	if p.Log().Recoveries() != 1 || p.Log().Generation() != 1 {
 		t.Fatalf("recoveries %d, generation %d; want 1 and 1", p.Log().Recoveries(), p.Log().Generation())
 	}
-	dup, err := p.Append(ctx, idem(t, 7, 0, 0, 2))
+	dup, err := p.Append(ctx, testbatch.Idempotent(7, 0, 0, 2))
 	if err != nil || !dup.Duplicate || dup.BaseOffset != first.BaseOffset {
 		t.Fatalf("retry of a batch that survived: %+v, %v; want a duplicate at %d", dup, err, first.BaseOffset)
 	}
-	next, err := p.Append(ctx, idem(t, 7, 0, 4, 1))
+	next, err := p.Append(ctx, testbatch.Idempotent(7, 0, 4, 1))
 	if err != nil || next.BaseOffset != res.NextOffset {
 		t.Fatalf("producer goes on: %+v, %v; want offset %d", next, err, res.NextOffset)
 	}
-	hs := readAll(t, p.Log())
+	hs := logtest.Headers(t, p.Log())
 	var seqs []int32
 	for _, h := range hs {
 		seqs = append(seqs, h.BaseSequence)
@@ -103,20 +99,14 @@ func TestDurableAckAcrossFsyncFailure(t *testing.T) {
 func TestDuplicateOfCutBatch(t *testing.T) {
 	clock := newClock()
 	fs, inj := fsyncFault(vfs.NewMem())
-	r := open(t, fs, "/d", func(o *Options) { o.Clock = clock })
-	defer r.Close()
-	tp, err := r.Create("t", 1, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := tp.Partitions[0]
-	if _, err := p.Append(ctx, idem(t, 3, 0, 0, 1)); err != nil {
+	p := topicPartition(t, fs, clock, nil)
+	if _, err := p.Append(ctx, testbatch.Idempotent(3, 0, 0, 1)); err != nil {
 		t.Fatal(err)
 	}
 	if err := p.Log().Flush(p.Log().EndOffset()); err != nil {
 		t.Fatal(err)
 	}
-	cut, err := p.Append(ctx, idem(t, 3, 0, 1, 1)) // acknowledged, not durable
+	cut, err := p.Append(ctx, testbatch.Idempotent(3, 0, 1, 1)) // acknowledged, not durable
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,11 +118,11 @@ func TestDuplicateOfCutBatch(t *testing.T) {
 	if _, err := p.Log().Recover(); err != nil {
 		t.Fatal(err)
 	}
-	res, err := p.Append(ctx, idem(t, 3, 0, 1, 1))
+	res, err := p.Append(ctx, testbatch.Idempotent(3, 0, 1, 1))
 	if err != nil || res.Duplicate || res.BaseOffset != cut.BaseOffset {
 		t.Fatalf("retry of a cut batch: %+v, %v; want it appended again at %d", res, err, cut.BaseOffset)
 	}
-	if hs := readAll(t, p.Log()); len(hs) != 2 || hs[1].BaseSequence != 1 {
+	if hs := logtest.Headers(t, p.Log()); len(hs) != 2 || hs[1].BaseSequence != 1 {
 		t.Fatalf("log holds %d batches: %+v", len(hs), hs)
 	}
 }

@@ -1,4 +1,4 @@
-package topics
+package logs
 
 import (
 	"bytes"
@@ -9,8 +9,8 @@ import (
 	"hash/crc32"
 	"testing"
 
-	"github.com/weir-broker/weir/core/logs"
-	"github.com/weir-broker/weir/core/partlog"
+	"github.com/weir-broker/weir/core/internal/logtest"
+	"github.com/weir-broker/weir/core/internal/testbatch"
 	"github.com/weir-broker/weir/core/recompress"
 	"github.com/weir-broker/weir/core/record"
 	"github.com/weir-broker/weir/core/topicconfig"
@@ -18,38 +18,6 @@ import (
 	"github.com/weir-broker/weir/plugins/codec"
 	"github.com/weir-broker/weir/plugins/flushpolicy"
 )
-
-// storedBatches returns every stored batch of partition 0 of topic, whole.
-func storedBatches(t *testing.T, r *Registry, topic string) [][]byte {
-	t.Helper()
-	tp, ok := r.Topic(topic)
-	if !ok {
-		t.Fatalf("no topic %q", topic)
-	}
-	l := tp.Partitions[0].Log()
-	var out [][]byte
-	for off := l.StartOffset(); off < l.EndOffset(); {
-		sl, err := l.Read(off, 1<<20, partlog.NoLimit)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, err := sl.Bytes()
-		sl.Release()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for len(b) > 0 {
-			_, n, err := record.Next(b, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			out = append(out, bytes.Clone(b[:n]))
-			b = b[n:]
-		}
-		off = sl.NextOffset
-	}
-	return out
-}
 
 // values decodes a stored batch with the built-in codecs.
 func values(t *testing.T, b []byte) []string {
@@ -79,7 +47,7 @@ func compressed(t *testing.T, spec, tag string, n int) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := record.Recompress(nil, batch(t, tag, n), record.Codec(c.ID()), nil, func(s []byte) ([]byte, error) {
+	out, err := record.Recompress(nil, testbatch.Tagged(tag, n), record.Codec(c.ID()), nil, func(s []byte) ([]byte, error) {
 		resp, err := c.Compress(ctx, codec.CompressRequest{Records: s})
 		return resp.Compressed, err
 	})
@@ -93,27 +61,24 @@ func compressed(t *testing.T, spec, tag string, n int) []byte {
 // other codecs, keeps batches already under its own byte for byte, and
 // "producer" keeps everything as sent.
 func TestCompressionType(t *testing.T) {
-	r := open(t, vfs.NewMem(), "/data")
-	defer r.Close()
-	for _, tc := range []struct {
+	clock := newClock()
+	m := newManager(t, vfs.NewMem(), clock)
+	for i, tc := range []struct {
 		ctype string
 		want  codec.ID
 	}{
 		{"gzip", codec.Gzip}, {"zstd:level=4", codec.Zstd}, {"uncompressed", codec.None}, {"producer", codec.Snappy},
 		{"lz4", codec.LZ4}, {"snappy", codec.Snappy},
 	} {
-		topic := "t-" + fmt.Sprint(len(r.Topics()))
-		if _, err := r.Create(topic, 1, map[string]string{topicconfig.CompressionType: tc.ctype}); err != nil {
-			t.Fatalf("%s: %v", tc.ctype, err)
-		}
-		p := mustPartition(t, r, topic)
-		inputs := [][]byte{batch(t, "plain", 3), compressed(t, "snappy", "snappy", 2), compressed(t, "gzip", "gz", 1)}
+		topic := "t-" + fmt.Sprint(i)
+		p := openPartition(t, m, topic, topicConfig(t, clock, nil, map[string]string{topicconfig.CompressionType: tc.ctype}, false))
+		inputs := [][]byte{testbatch.Tagged("plain", 3), compressed(t, "snappy", "snappy", 2), compressed(t, "gzip", "gz", 1)}
 		for _, in := range inputs {
 			if _, err := p.Append(ctx, bytes.Clone(in)); err != nil {
 				t.Fatalf("%s: append: %v", tc.ctype, err)
 			}
 		}
-		got := storedBatches(t, r, topic)
+		got := logtest.Batches(t, p.Log())
 		if len(got) != 3 {
 			t.Fatalf("%s: %d batches stored", tc.ctype, len(got))
 		}
@@ -140,34 +105,21 @@ func TestCompressionType(t *testing.T) {
 	}
 }
 
-func mustPartition(t *testing.T, r *Registry, topic string) *logs.Partition {
-	t.Helper()
-	tp, ok := r.Topic(topic)
-	if !ok {
-		t.Fatalf("no topic %q", topic)
-	}
-	return tp.Partitions[0]
-}
-
-// TestCompressionTypeErrors: a bad compression.type is refused at Create; a
-// batch the broker cannot decompress (custom id, garbage) appends nothing.
+// TestCompressionTypeErrors: a bad compression.type is refused when the
+// topic's configs are validated; a batch the broker cannot decompress
+// (custom id, garbage) appends nothing.
 func TestCompressionTypeErrors(t *testing.T) {
-	r := open(t, vfs.NewMem(), "/data")
-	defer r.Close()
-	if _, err := r.Create("bad", 1, map[string]string{topicconfig.CompressionType: "zsdt"}); !errors.Is(err, topicconfig.ErrInvalidConfig) {
+	if _, err := topicconfig.Normalize(map[string]string{topicconfig.CompressionType: "zsdt"}, topicconfig.BuiltinPlugins{}); !errors.Is(err, topicconfig.ErrInvalidConfig) {
 		t.Fatalf("compression.type=zsdt: %v", err)
 	}
-	if _, err := r.Create("t", 1, map[string]string{topicconfig.CompressionType: "gzip"}); err != nil {
-		t.Fatal(err)
-	}
-	p := mustPartition(t, r, "t")
-	custom := batch(t, "x", 1)
+	p := topicPartition(t, nil, newClock(), map[string]string{topicconfig.CompressionType: "gzip"})
+	custom := testbatch.Tagged("x", 1)
 	custom[22] |= 5 // attributes low byte: codec id 5
 	fixCRC(custom)
 	if _, err := p.Append(ctx, custom); !errors.Is(err, recompress.ErrUnsupportedCompression) {
 		t.Fatalf("custom codec id into a gzip topic: %v", err)
 	}
-	garbage := batch(t, "y", 1)
+	garbage := testbatch.Tagged("y", 1)
 	garbage[22] |= byte(codec.Snappy)
 	fixCRC(garbage)
 	if _, err := p.Append(ctx, garbage); !errors.Is(err, record.ErrCorrupt) {
@@ -201,52 +153,53 @@ func (f *flakyPlugins) Codec(spec string) (codec.Codec, error) {
 	return codec.New(spec)
 }
 
-// TestPluginGoneAtReopen: a topic whose plugins cannot be built when the
-// registry reopens still opens, its data stays readable; appends fsync every
-// batch (flush policy) or fail with recompress.ErrCodecUnavailable (codec).
+// TestPluginGoneAtReopen: a topic whose plugins cannot be built when its
+// partitions reopen (through a new Manager on the same FS) still opens, its
+// data stays readable; appends fsync every batch (flush policy) or fail with
+// recompress.ErrCodecUnavailable (codec).
 func TestPluginGoneAtReopen(t *testing.T) {
 	fsys := vfs.NewMem()
+	clock := newClock()
 	pl := &flakyPlugins{}
-	withPlugins := func(o *Options) { o.Plugins = pl }
-	r := open(t, fsys, "/data", withPlugins)
-	if _, err := r.Create("z", 1, map[string]string{topicconfig.CompressionType: "zstd"}); err != nil {
+	zConfigs := map[string]string{topicconfig.CompressionType: "zstd"}
+	fConfigs := map[string]string{topicconfig.FlushPolicy: "never"}
+	m := newManager(t, fsys, clock)
+	z := openPartition(t, m, "z", topicConfig(t, clock, pl, zConfigs, false))
+	f := openPartition(t, m, "f", topicConfig(t, clock, pl, fConfigs, false))
+	if _, err := z.Append(ctx, testbatch.Tagged("a", 2)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.Create("f", 1, map[string]string{topicconfig.FlushPolicy: "never"}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := mustPartition(t, r, "z").Append(ctx, batch(t, "a", 2)); err != nil {
-		t.Fatal(err)
-	}
-	if err := r.Close(); err != nil {
-		t.Fatal(err)
+	for _, p := range []*Partition{z, f} {
+		if err := p.Close(); err != nil {
+			t.Fatal(err)
+		}
 	}
 	pl.broken = true
-	r = open(t, fsys, "/data", withPlugins)
-	defer r.Close()
-	if _, err := mustPartition(t, r, "z").Append(ctx, batch(t, "b", 1)); !errors.Is(err, recompress.ErrCodecUnavailable) {
+	m = newManager(t, fsys, clock)
+	z = openPartition(t, m, "z", topicConfig(t, clock, pl, zConfigs, true))
+	f = openPartition(t, m, "f", topicConfig(t, clock, pl, fConfigs, true))
+	if _, err := z.Append(ctx, testbatch.Tagged("b", 1)); !errors.Is(err, recompress.ErrCodecUnavailable) {
 		t.Fatalf("append with the codec gone: %v", err)
 	}
-	if got := storedBatches(t, r, "z"); len(got) != 1 || fmt.Sprint(values(t, got[0])) != "[a-0 a-1]" {
+	if got := logtest.Batches(t, z.Log()); len(got) != 1 || fmt.Sprint(values(t, got[0])) != "[a-0 a-1]" {
 		t.Fatalf("data written before the restart: %d batches", len(got))
 	}
 	// The plugin comes back: within recompress.RetryInterval appends still fail fast,
 	// after it the codec is built again and appends work.
 	pl.broken = false
-	if _, err := mustPartition(t, r, "z").Append(ctx, batch(t, "b", 1)); !errors.Is(err, recompress.ErrCodecUnavailable) {
+	if _, err := z.Append(ctx, testbatch.Tagged("b", 1)); !errors.Is(err, recompress.ErrCodecUnavailable) {
 		t.Fatalf("append right after the plugin came back (retry not due): %v", err)
 	}
-	r.o.Clock.(*fakeClock).Advance(recompress.RetryInterval)
-	if _, err := mustPartition(t, r, "z").Append(ctx, batch(t, "b", 1)); err != nil {
+	clock.Advance(recompress.RetryInterval)
+	if _, err := z.Append(ctx, testbatch.Tagged("b", 1)); err != nil {
 		t.Fatalf("append after the retry delay: %v", err)
 	}
-	fp := mustPartition(t, r, "f")
-	res, err := fp.Append(ctx, batch(t, "c", 1))
+	res, err := f.Append(ctx, testbatch.Tagged("c", 1))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if fp.Log().FlushedOffset() < res.NextOffset {
-		t.Fatalf("flush policy gone: append not fsynced (flushed %d, end %d)", fp.Log().FlushedOffset(), res.NextOffset)
+	if f.Log().FlushedOffset() < res.NextOffset {
+		t.Fatalf("flush policy gone: append not fsynced (flushed %d, end %d)", f.Log().FlushedOffset(), res.NextOffset)
 	}
 }
 
@@ -274,18 +227,17 @@ func (p fixedCodecPlugins) Codec(string) (codec.Codec, error) { return p.c, nil 
 // is appended.
 func TestRecompressCodecFailureIsNotCorruption(t *testing.T) {
 	for _, cause := range []error{codec.ErrPluginFailed, context.DeadlineExceeded} {
-		r := open(t, vfs.NewMem(), "/data", func(o *Options) { o.Plugins = fixedCodecPlugins{failingCodec{cause}} })
-		if _, err := r.Create("t", 1, map[string]string{topicconfig.CompressionType: "whatever"}); err != nil {
-			t.Fatal(err)
-		}
-		p := mustPartition(t, r, "t")
-		_, err := p.Append(ctx, batch(t, "a", 1))
+		clock := newClock()
+		pl := fixedCodecPlugins{failingCodec{cause}}
+		p := openPartition(t, newManager(t, vfs.NewMem(), clock), "t",
+			topicConfig(t, clock, pl, map[string]string{topicconfig.CompressionType: "whatever"}, false))
+		_, err := p.Append(ctx, testbatch.Tagged("a", 1))
 		if !errors.Is(err, cause) || errors.Is(err, record.ErrCorrupt) {
 			t.Errorf("codec failing with %v: append error %v", cause, err)
 		}
 		if p.Log().EndOffset() != 0 {
 			t.Errorf("codec failing with %v: something was appended", cause)
 		}
-		r.Close()
+		p.Close()
 	}
 }
