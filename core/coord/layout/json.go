@@ -8,6 +8,7 @@ import (
 	"io"
 	"slices"
 	"strconv"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -89,13 +90,18 @@ func (o object) context() string {
 // name is how errors call key.
 func (o object) name(key string) string { return o.where + strconv.Quote(key) }
 
-// show abbreviates a raw value for an error message.
+// show abbreviates a raw value for an error message: as it is when it is
+// printable, quoted otherwise.
 func show(raw []byte) string {
 	const max = 40
+	more := ""
 	if len(raw) > max {
-		return strconv.Quote(string(raw[:max])) + "..."
+		raw, more = raw[:max], "..."
 	}
-	return strconv.Quote(string(raw))
+	if !utf8.Valid(raw) || bytes.ContainsFunc(raw, func(r rune) bool { return !unicode.IsPrint(r) }) || len(raw) == 0 {
+		return strconv.Quote(string(raw)) + more
+	}
+	return string(raw) + more
 }
 
 func (o object) has(key string) bool { _, ok := o.m[key]; return ok }
