@@ -1,11 +1,13 @@
 package layout_test
 
 import (
+	"maps"
 	"testing"
 
 	"github.com/weir-broker/weir/core/coord"
 	"github.com/weir-broker/weir/core/coord/layout"
 	"github.com/weir-broker/weir/core/coord/memstore"
+	"github.com/weir-broker/weir/core/meta"
 )
 
 func TestElect(t *testing.T) {
@@ -48,6 +50,68 @@ func TestElect(t *testing.T) {
 	}
 	if id, epoch, _, err = layout.ReadController(ctx(t), c); err != nil || id != 2 || epoch != 2 {
 		t.Fatalf("controller %d epoch %d, %v", id, epoch, err)
+	}
+}
+
+// TestFencing is the deterministic fencing test: a controller deposed
+// without noticing (its session expired and it came back with a new one;
+// or an operator deleted /controller to force a move) writes nothing once
+// another is elected: every write fails with ErrFenced, and the tree and
+// its zxid do not move.
+func TestFencing(t *testing.T) {
+	for _, how := range []string{"session expired", "controller node deleted"} {
+		t.Run(how, func(t *testing.T) {
+			srv, ss := cluster(3)
+			a, b, admin := ss[0], ss[1], ss[2]
+			old, err := layout.Elect(ctx(t), a, 1, 0)
+			must(t, err)
+			must(t, layout.CreateTopic(ctx(t), admin, topic("t", []int32{1, 2}, []int32{2, 1})))
+			st := meta.PartitionState{Leader: 1, ISR: []int32{1, 2}, ControllerEpoch: old.Epoch}
+			if v, err := layout.WriteState(ctx(t), a, old, "t", 0, st, true); err != nil || v != 0 {
+				t.Fatalf("the controller's own write: %d, %v", v, err)
+			}
+
+			switch how {
+			case "session expired":
+				srv.Expire(a)
+				srv.Reconnect(a) // a new session: the old controller is back, unaware
+			case "controller node deleted":
+				must(t, admin.Delete(ctx(t), layout.ControllerPath, coord.AnyVersion))
+			}
+			cur, err := layout.Elect(ctx(t), b, 2, 0)
+			must(t, err)
+			if cur.Epoch != 2 {
+				t.Fatalf("new controllership %+v", cur)
+			}
+
+			// unchanged runs the deposed controller's writes and checks
+			// that the tree and its zxid did not move.
+			unchanged := func(writes func()) {
+				t.Helper()
+				before, zxid := dump(t, admin), srv.Zxid()
+				writes()
+				if after := dump(t, admin); !maps.Equal(before, after) || srv.Zxid() != zxid {
+					t.Fatalf("the deposed controller changed the tree:\nbefore %v\nafter  %v", before, after)
+				}
+			}
+			st.Version, st.Leader, st.LeaderEpoch = 0, 2, 1
+			unchanged(func() {
+				_, err = layout.WriteState(ctx(t), a, old, "t", 0, st, false)
+				wantErr(t, err, errs(layout.ErrFenced), "t-0", "epoch 1")
+				_, err = layout.WriteState(ctx(t), a, old, "t", 1, st, true)
+				wantErr(t, err, errs(layout.ErrFenced))
+			})
+			must(t, layout.RequestDeletion(ctx(t), admin, "t"))
+			unchanged(func() {
+				wantErr(t, layout.DeleteTopic(ctx(t), a, old, "t"), errs(layout.ErrFenced))
+				wantErr(t, layout.Resign(ctx(t), a, old), errs(layout.ErrFenced))
+			})
+
+			// The current controller's writes go through.
+			if v, err := layout.WriteState(ctx(t), b, cur, "t", 0, st, false); err != nil || v != 1 {
+				t.Fatalf("the current controller's write: %d, %v", v, err)
+			}
+		})
 	}
 }
 
