@@ -79,7 +79,7 @@ func Elect(ctx context.Context, s coord.Store, id int32, nowMs int64) (Controlle
 		default:
 			return fail(err)
 		}
-		c, won, rerr := readBack(ctx, s, id)
+		c, owner, won, rerr := readBack(ctx, s, id)
 		switch {
 		case rerr != nil && errors.Is(err, coord.ErrConnectionLoss):
 			return fail(fmt.Errorf("%w (reading back: %w)", err, rerr))
@@ -88,7 +88,8 @@ func Elect(ctx context.Context, s coord.Store, id int32, nowMs int64) (Controlle
 		case won:
 			return c, nil
 		case c.ID >= 0:
-			return fail(fmt.Errorf("%w: broker %d is controller (%s)", coord.ErrNodeExists, c.ID, ControllerPath))
+			return fail(fmt.Errorf("%w: broker %d is controller (%s of session %#x; this is session %#x)",
+				coord.ErrNodeExists, c.ID, ControllerPath, owner, s.Session().ID))
 		}
 		// No controller: the lost Multi was not applied (or its session
 		// ended since, taking /controller with it). Run again.
@@ -98,27 +99,29 @@ func Elect(ctx context.Context, s coord.Store, id int32, nowMs int64) (Controlle
 // readBack reads /controller after an election whose outcome is unknown:
 // won when it is owned by this session and names id (its epoch is then
 // the current /controller_epoch: nobody else can have been elected while
-// it stood). c.ID is the controller's id, -1 when there is none.
-func readBack(ctx context.Context, s coord.Store, id int32) (c Controllership, won bool, err error) {
+// it stood). c.ID is the controller's id, -1 when there is none; owner
+// its session.
+func readBack(ctx context.Context, s coord.Store, id int32) (c Controllership, owner int64, won bool, err error) {
 	data, st, err := s.Get(ctx, ControllerPath)
 	if errors.Is(err, coord.ErrNoNode) {
-		return Controllership{ID: -1}, false, nil
+		return Controllership{ID: -1}, 0, false, nil
 	}
 	if err != nil {
-		return c, false, err
+		return c, 0, false, err
 	}
 	c.ID, err = DecodeController(ControllerPath, data)
 	if err != nil {
-		return c, false, err
+		return c, 0, false, err
 	}
-	if c.ID != id || st.EphemeralOwner == 0 || st.EphemeralOwner != s.Session().ID {
-		return c, false, nil
+	owner = st.EphemeralOwner
+	if c.ID != id || owner == 0 || owner != s.Session().ID {
+		return c, owner, false, nil
 	}
 	epoch, version, err := readEpoch(ctx, s, false)
 	if err != nil {
-		return c, false, err
+		return c, owner, false, err
 	}
-	return Controllership{ID: id, Epoch: epoch, EpochVersion: version}, true, nil
+	return Controllership{ID: id, Epoch: epoch, EpochVersion: version}, owner, true, nil
 }
 
 // readEpoch reads /controller_epoch and its version; a missing node is
