@@ -134,4 +134,14 @@
 //     once); other failures wait for Tick.
 //   - Not here (yet): preferred-leader election and auto.leader.rebalance,
 //     controlled shutdown, reassignment, KIP-704's leader_recovery_state.
+//
+// # Topic creation
+//
+// Assign places a new topic's replicas as Kafka's rack-unaware
+// assignReplicasToBrokers does (server-common/src/main/java/org/apache/kafka/
+// admin/AdminUtils.java, assignReplicasToBrokersRackUnaware and replicaIndex;
+// the brokers sorted by id as AdminZkClient.getBrokerMetadatas does), and
+// ValidateAssignment checks an explicit one. Both are pure functions for
+// whichever broker handles CreateTopics; the controller then creates the
+// states.
 package controller
