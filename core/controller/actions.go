@@ -18,7 +18,11 @@ type Action interface {
 
 // Write is an Action that changes the store: *CreateState, *UpdateState or
 // *DeleteTopic. Every write must be fenced by the controller epoch (the
-// CheckOp of /controller_epoch in the same Multi).
+// CheckOp of /controller_epoch in the same Multi). Each names the topic
+// incarnation (topic ID) it is for: a loop that also makes the write
+// conditional on the topic still having that ID (a CheckOp on
+// /brokers/topics/<name> at the version it read with that ID) keeps a
+// write meant for a deleted topic off a new topic of the same name.
 type Write interface {
 	Action
 	// TopicName is the topic the write is about.
@@ -31,6 +35,7 @@ type Write interface {
 // conflict. Applied's version is the new record's, 0.
 type CreateState struct {
 	Topic     string
+	TopicID   [16]byte // the incarnation of Topic the write is for
 	Partition int32
 	// State is the record to write; its Version is -1 (not known until
 	// written).
@@ -42,6 +47,7 @@ type CreateState struct {
 // Applied's version is the record's new one (Version+1).
 type UpdateState struct {
 	Topic     string
+	TopicID   [16]byte // the incarnation of Topic the write is for
 	Partition int32
 	// State is the record to write; its Version is -1 (not known until
 	// written).
@@ -54,6 +60,7 @@ type UpdateState struct {
 // (/config/topics/<Name>) and, last, the request (/admin/delete_topics/<Name>).
 type DeleteTopic struct {
 	Name string
+	ID   [16]byte // the incarnation to delete
 }
 
 // Reread asks for Topic to be read again (assignment, configs, states with
@@ -95,14 +102,15 @@ func sameWrite(a, b Write) bool {
 	switch a := a.(type) {
 	case *CreateState:
 		b, ok := b.(*CreateState)
-		return ok && a.Topic == b.Topic && a.Partition == b.Partition && a.State.Equal(b.State)
+		return ok && a.Topic == b.Topic && a.TopicID == b.TopicID && a.Partition == b.Partition &&
+			a.State.Equal(b.State)
 	case *UpdateState:
 		b, ok := b.(*UpdateState)
-		return ok && a.Topic == b.Topic && a.Partition == b.Partition && a.Version == b.Version &&
-			a.State.Equal(b.State)
+		return ok && a.Topic == b.Topic && a.TopicID == b.TopicID && a.Partition == b.Partition &&
+			a.Version == b.Version && a.State.Equal(b.State)
 	case *DeleteTopic:
 		b, ok := b.(*DeleteTopic)
-		return ok && a.Name == b.Name
+		return ok && a.Name == b.Name && a.ID == b.ID
 	}
 	return false
 }

@@ -37,9 +37,13 @@ func (c Config) validate() error {
 // clock and starts no goroutine; it is not safe for concurrent use (one loop
 // owns it). See the package doc for the model and the rules.
 type Controller struct {
-	cfg     Config
-	live    map[int32]meta.Broker
-	topics  map[string]*topic
+	cfg    Config
+	live   map[int32]meta.Broker
+	topics map[string]*topic
+	// gone are the IDs of topic incarnations known to be gone (deleted by
+	// this controller, removed, or replaced by another incarnation of the
+	// name): a late read of one is ignored.
+	gone    map[[16]byte]bool
 	deposed bool
 }
 
@@ -86,7 +90,8 @@ func New(cfg Config) (*Controller, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	return &Controller{cfg: cfg, live: map[int32]meta.Broker{}, topics: map[string]*topic{}}, nil
+	return &Controller{cfg: cfg, live: map[int32]meta.Broker{}, topics: map[string]*topic{},
+		gone: map[[16]byte]bool{}}, nil
 }
 
 // SetBrokers replaces the live brokers with live (/brokers/ids as read, by
@@ -145,9 +150,21 @@ func (c *Controller) SetBrokers(live map[int32]meta.Broker) error {
 // (a lower version, or none) is ignored, so a read that lags behind a write
 // this controller saw applied does not undo it. A state written by a newer
 // controller (a larger ControllerEpoch) deposes this one (Deposed).
+//
+// Topic IDs tell incarnations of a name apart: a read with another ID than
+// the one known is a new incarnation, and the old ID is gone from then on;
+// a read of an incarnation known to be gone (replaced, removed, or deleted
+// by this controller) is ignored, so a late read cannot bring a deleted
+// topic back. This needs the loop to feed the reads of one topic in the
+// order it took them (later reads may overtake the outcomes of writes,
+// which versions sort out, but not earlier reads). Topics without an ID
+// (the zero ID, written before Kafka 2.8) are one incarnation.
 func (c *Controller) SetTopic(t *meta.Topic) error {
 	if err := validTopic(t); err != nil {
 		return err
+	}
+	if t.ID != ([16]byte{}) && c.gone[t.ID] {
+		return nil
 	}
 	nt := t.Clone()
 	for len(nt.States) < len(nt.Assignment) {
@@ -173,6 +190,7 @@ func (c *Controller) SetTopic(t *meta.Topic) error {
 		// Another incarnation of the name: what was acked or bounced was
 		// about the old one. Writes in flight stay in flight (they are
 		// about the same records).
+		c.forget(tp.t.ID)
 		tp.acked = map[int32]bool{}
 		for p := range tp.parts {
 			tp.parts[p].bounced = nil
@@ -218,7 +236,17 @@ func validTopic(t *meta.Topic) error {
 // RemoveTopic forgets a topic that is gone from the store. Outcomes of its
 // writes still in flight are then answered with ErrUnknownWrite.
 func (c *Controller) RemoveTopic(name string) {
-	delete(c.topics, name)
+	if tp := c.topics[name]; tp != nil {
+		c.forget(tp.t.ID)
+		delete(c.topics, name)
+	}
+}
+
+// forget records that the topic incarnation id is gone.
+func (c *Controller) forget(id [16]byte) {
+	if id != ([16]byte{}) {
+		c.gone[id] = true
+	}
 }
 
 // DeletionAcked records that broker removed its logs of topic (which is
@@ -238,7 +266,7 @@ func (c *Controller) Applied(w Write, newVersion int32) error {
 		return err
 	}
 	if _, ok := w.(*DeleteTopic); ok {
-		delete(c.topics, w.TopicName())
+		c.RemoveTopic(w.TopicName())
 		return nil
 	}
 	pt := &tp.parts[p]
@@ -377,7 +405,7 @@ func (c *Controller) readyTopic(tp *topic, out []Action) []Action {
 	}
 	if tp.t.Deleting {
 		if !tp.deleteHeld && !tp.anyInflight() && c.deletionAcked(tp) {
-			tp.deleting = &DeleteTopic{Name: name}
+			tp.deleting = &DeleteTopic{Name: name, ID: tp.t.ID}
 			out = append(out, cloneWrite(tp.deleting))
 		}
 		return out
@@ -394,14 +422,14 @@ func (c *Controller) readyTopic(tp *topic, out []Action) []Action {
 			if !ok {
 				continue // no live replica: wait (Kafka leaves it a NewPartition)
 			}
-			w = &CreateState{Topic: name, Partition: int32(p), State: s}
+			w = &CreateState{Topic: name, TopicID: tp.t.ID, Partition: int32(p), State: s}
 		} else {
 			s, ok := nextState(tp.t.Assignment[p], *st, c.isLive, pt.bounced, unclean, c.cfg.ControllerEpoch)
 			if !ok {
 				pt.bounced = nil
 				continue
 			}
-			w = &UpdateState{Topic: name, Partition: int32(p), State: s, Version: st.Version}
+			w = &UpdateState{Topic: name, TopicID: tp.t.ID, Partition: int32(p), State: s, Version: st.Version}
 		}
 		pt.inflight, pt.sentBounces = w, slices.Clone(pt.bounced)
 		out = append(out, cloneWrite(w))

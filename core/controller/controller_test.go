@@ -232,6 +232,16 @@ var scripts = []struct {
 		{feedSnapshot("t"), nil},
 		{settled("t"), nil},
 	}},
+	{name: "a late read of a deleted topic does not bring it back, nor touch its successor", steps: []step{
+		{all(live(1, 2), newTopic("t", r(1, 2))), []string{"create t/0 leader=1 epoch=0 isr=[1 2] ce=5"}},
+		{all(apply, snapshot("t"), askDelete("t"), ack("t", 1), ack("t", 2)), []string{"delete t"}},
+		{apply, nil},
+		{feedSnapshot("t"), nil}, // taken before the deletion, fed after
+		{all(settled("t"), newTopic("t", r(2, 1))), []string{"create t/0 leader=2 epoch=0 isr=[2 1] ce=5"}},
+		{all(apply, feedSnapshot("t")), nil},
+		{all(settled("t"), live(1)), []string{"update t/0@0 leader=1 epoch=1 isr=[1] ce=5"}},
+		{all(apply, settled("t")), nil},
+	}},
 	{name: "a topic removed from the store is forgotten with its writes", steps: []step{
 		{all(live(1), newTopic("t", r(1))), []string{"create t/0 leader=1 epoch=0 isr=[1] ce=5"}},
 		{func(h *harness) {

@@ -22,13 +22,18 @@
 //     each partition's state record with its version, whether
 //     /admin/delete_topics names it), and feed them: SetBrokers, then
 //     SetTopic per topic. On every watch event it reads again and feeds
-//     what changed.
+//     what changed, the reads of one topic in the order it took them. ISR
+//     changes that leaders make must reach it too (Kafka's ISR change
+//     notifications, or watches on the state records): the controller
+//     would otherwise learn of them only through conflicts, and not at all
+//     for a partition it has no reason to write.
 //  2. After any input it calls Ready and executes each action: a write
 //     (CreateState, UpdateState, DeleteTopic) in one Multi with a CheckOp on
-//     /controller_epoch (so a deposed controller writes nothing), reporting
-//     Applied or Failed with the store's error; a Reread by reading the
-//     topic again and feeding SetTopic (or RemoveTopic if it is gone).
-//     Writes may run concurrently and settle in any order.
+//     /controller_epoch (so a deposed controller writes nothing) and,
+//     preferably, one that the topic still has the write's topic ID,
+//     reporting Applied or Failed with the store's error; a Reread by
+//     reading the topic again and feeding SetTopic (or RemoveTopic if it is
+//     gone). Writes may run concurrently and settle in any order.
 //  3. It calls Tick every second or so: writes that failed for a reason
 //     other than a conflict are retried then.
 //  4. When Deposed reports true, or a write is fenced, it resigns and drops
@@ -62,6 +67,12 @@
 // Tick. A write whose outcome is unknown (a lost connection) is recomputed
 // and retried, and if it had been applied the retry conflicts and the
 // re-read settles it, so no outcome needs guessing.
+//
+// Topic IDs tell incarnations of a name apart. The controller remembers the
+// incarnations it knows are gone (deleted, removed, or replaced by a new
+// one) and ignores late reads of them, so a read taken before a deletion
+// cannot bring the topic back, or aim its writes at a new topic of the same
+// name.
 //
 // # The rules, and where they come from
 //

@@ -24,6 +24,8 @@ type harness struct {
 	brokers map[int32]meta.Broker
 	store   map[string]*meta.Topic
 	pending []Action
+	// topicIDs numbers topic incarnations: each creation gets a new ID.
+	topicIDs byte
 }
 
 func newHarness(t *testing.T, cfg Config) *harness {
@@ -154,7 +156,8 @@ func newTopic(name string, assignment ...[]int32) func(*harness) {
 // finds when it starts) and feeds it.
 func stored(name string, assignment [][]int32, states ...*meta.PartitionState) func(*harness) {
 	return func(h *harness) {
-		t := &meta.Topic{Name: name, ID: [16]byte{byte(len(name)), name[0]}, Assignment: assignment,
+		h.topicIDs++
+		t := &meta.Topic{Name: name, ID: [16]byte{h.topicIDs}, Assignment: assignment,
 			States: make([]*meta.PartitionState, len(assignment))}
 		copy(t.States, states)
 		h.store[name] = t
