@@ -148,7 +148,8 @@ func (c *Controller) SetBrokers(live map[int32]meta.Broker) error {
 // time, a changed assignment (partitions added) or configs, and a deletion
 // request. For the same topic (same ID) a state older than the one known
 // (a lower version, or none) is ignored, so a read that lags behind a write
-// this controller saw applied does not undo it. A state written by a newer
+// this controller saw applied does not undo it; so are missing partitions
+// (partitions are only ever added). A state written by a newer
 // controller (a larger ControllerEpoch) deposes this one (Deposed).
 //
 // Topic IDs tell incarnations of a name apart: a read with another ID than
@@ -181,6 +182,12 @@ func (c *Controller) SetTopic(t *meta.Topic) error {
 		return nil
 	}
 	if tp.t.ID == nt.ID {
+		// Partitions are added, never removed: a read with fewer than known
+		// was taken before some were added.
+		for p := len(nt.Assignment); p < len(tp.t.Assignment); p++ {
+			nt.Assignment = append(nt.Assignment, slices.Clone(tp.t.Assignment[p]))
+			nt.States = append(nt.States, tp.t.States[p])
+		}
 		for p := range min(len(nt.States), len(tp.t.States)) {
 			if old := tp.t.States[p]; old != nil && (nt.States[p] == nil || nt.States[p].Version < old.Version) {
 				nt.States[p] = old

@@ -220,8 +220,11 @@ var scripts = []struct {
 	{name: "partitions added later are created, the others left alone", steps: []step{
 		{all(live(1, 2), newTopic("t", r(1, 2))), []string{"create t/0 leader=1 epoch=0 isr=[1 2] ce=5"}},
 		{apply, nil},
-		{addPartitions("t", r(2, 1), r(3)), []string{"create t/1 leader=2 epoch=0 isr=[2 1] ce=5"}},
+		{all(snapshot("t"), addPartitions("t", r(2, 1), r(3))), []string{"create t/1 leader=2 epoch=0 isr=[2 1] ce=5"}},
+		{feedSnapshot("t"), nil}, // a read from before the partitions were added
 		{all(apply, settled("t"), deposed(false)), nil},
+		{live(1, 2, 3), []string{"create t/2 leader=3 epoch=0 isr=[3] ce=5"}},
+		{all(apply, settled("t")), nil},
 	}},
 	{name: "a read older than an applied write does not undo it", steps: []step{
 		{all(live(1, 2), newTopic("t", r(1, 2))), []string{"create t/0 leader=1 epoch=0 isr=[1 2] ce=5"}},
