@@ -50,10 +50,17 @@ type Controller struct {
 // topic is what the controller knows of one topic.
 type topic struct {
 	// t is the topic as last read, with the controller's applied writes
-	// folded in. len(t.States) == len(t.Assignment) == len(parts).
+	// folded in. len(t.States) == len(t.Assignment) <= len(parts): parts
+	// beyond the assignment are of an incarnation that had more
+	// partitions, kept while they have a write in flight.
 	t      *meta.Topic
 	reread rereadState
 	parts  []part
+	// removed: the topic is gone (RemoveTopic, or deleted), and the entry
+	// is kept only for its writes in flight, so that a new topic of the
+	// same name never gets a second write on a record while one is in
+	// flight. It goes when they settle.
+	removed bool
 	// acked are the brokers that reported their logs of the topic deleted.
 	acked map[int32]bool
 	// deleting is the DeleteTopic in flight; deleteHeld says the last one
@@ -127,7 +134,7 @@ func (c *Controller) SetBrokers(live map[int32]meta.Broker) error {
 	}
 	slices.Sort(bounced)
 	for _, tp := range c.topics {
-		for p := range tp.parts {
+		for p := range tp.t.Assignment {
 			if tp.t.States[p] == nil {
 				continue // no state yet: nothing the broker led or followed
 			}
@@ -181,7 +188,7 @@ func (c *Controller) SetTopic(t *meta.Topic) error {
 		c.topics[t.Name] = &topic{t: nt, parts: make([]part, len(nt.Assignment)), acked: map[int32]bool{}}
 		return nil
 	}
-	if tp.t.ID == nt.ID {
+	if tp.t.ID == nt.ID && !tp.removed {
 		// Partitions are added, never removed: a read with fewer than known
 		// was taken before some were added.
 		for p := len(nt.Assignment); p < len(tp.t.Assignment); p++ {
@@ -198,19 +205,27 @@ func (c *Controller) SetTopic(t *meta.Topic) error {
 		// about the old one. Writes in flight stay in flight (they are
 		// about the same records).
 		c.forget(tp.t.ID)
-		tp.acked = map[int32]bool{}
+		tp.acked, tp.removed = map[int32]bool{}, false
 		for p := range tp.parts {
 			tp.parts[p].bounced = nil
 		}
 	}
-	if n := len(nt.Assignment); n <= len(tp.parts) {
-		tp.parts = tp.parts[:n]
-	} else {
-		tp.parts = append(tp.parts, make([]part, n-len(tp.parts))...)
-	}
 	tp.t = nt
 	tp.reread = rereadNone
+	tp.trim()
 	return nil
+}
+
+// trim sizes parts to the assignment, keeping parts beyond it that still
+// have a write in flight.
+func (tp *topic) trim() {
+	n := len(tp.t.Assignment)
+	for len(tp.parts) > n && tp.parts[len(tp.parts)-1].inflight == nil {
+		tp.parts = tp.parts[:len(tp.parts)-1]
+	}
+	for len(tp.parts) < n {
+		tp.parts = append(tp.parts, part{})
+	}
 }
 
 func validTopic(t *meta.Topic) error {
@@ -240,12 +255,21 @@ func validTopic(t *meta.Topic) error {
 	return nil
 }
 
-// RemoveTopic forgets a topic that is gone from the store. Outcomes of its
-// writes still in flight are then answered with ErrUnknownWrite.
+// RemoveTopic forgets a topic that is gone from the store. Its writes still
+// in flight stay in flight (a new topic of the name gets no write on a
+// record that has one) until their outcomes come, which are then ignored.
 func (c *Controller) RemoveTopic(name string) {
-	if tp := c.topics[name]; tp != nil {
+	if tp := c.topics[name]; tp != nil && !tp.removed {
 		c.forget(tp.t.ID)
-		delete(c.topics, name)
+		tp.removed = true
+		c.drop(tp)
+	}
+}
+
+// drop deletes a removed topic's entry once nothing of it is in flight.
+func (c *Controller) drop(tp *topic) {
+	if tp.removed && tp.deleting == nil && !tp.anyInflight() {
+		delete(c.topics, tp.t.Name)
 	}
 }
 
@@ -259,31 +283,41 @@ func (c *Controller) forget(id [16]byte) {
 // DeletionAcked records that broker removed its logs of topic (which is
 // being deleted). Acks of an unknown topic are ignored.
 func (c *Controller) DeletionAcked(topic string, broker int32) {
-	if tp := c.topics[topic]; tp != nil {
+	if tp := c.topics[topic]; tp != nil && !tp.removed {
 		tp.acked[broker] = true
 	}
 }
 
 // Applied reports that write w (as Ready handed it out) succeeded; for a
 // state write, newVersion is the record's version now. A DeleteTopic that
-// succeeded forgets the topic.
+// succeeded forgets the topic (the incarnation it deleted).
 func (c *Controller) Applied(w Write, newVersion int32) error {
 	tp, p, err := c.inflight(w)
 	if err != nil {
 		return err
 	}
-	if _, ok := w.(*DeleteTopic); ok {
-		c.RemoveTopic(w.TopicName())
+	if d, ok := w.(*DeleteTopic); ok {
+		// A read of a new incarnation of the name may have come first.
+		c.forget(d.ID)
+		tp.deleting = nil
+		if tp.t.ID == d.ID {
+			c.RemoveTopic(d.Name)
+		}
+		c.drop(tp)
 		return nil
 	}
 	pt := &tp.parts[p]
-	s := writtenState(pt.inflight)
-	s.Version = newVersion
-	if old := tp.t.States[p]; old == nil || old.Version < newVersion {
-		tp.t.States[p] = &s
+	if !tp.removed && p < len(tp.t.States) {
+		s := writtenState(pt.inflight)
+		s.Version = newVersion
+		if old := tp.t.States[p]; old == nil || old.Version < newVersion {
+			tp.t.States[p] = &s
+		}
+		pt.bounced = slices.DeleteFunc(pt.bounced, func(b int32) bool { return slices.Contains(pt.sentBounces, b) })
 	}
-	pt.bounced = slices.DeleteFunc(pt.bounced, func(b int32) bool { return slices.Contains(pt.sentBounces, b) })
 	pt.inflight, pt.sentBounces = nil, nil
+	tp.trim()
+	c.drop(tp)
 	return nil
 }
 
@@ -301,17 +335,19 @@ func (c *Controller) Failed(w Write, err error) error {
 		return ierr
 	}
 	conflict := isConflict(err)
-	if conflict {
+	if conflict && !tp.removed {
 		tp.reread = rereadWanted
 	}
 	if _, ok := w.(*DeleteTopic); ok {
 		tp.deleting = nil
 		tp.deleteHeld = !conflict
-		return nil
+	} else {
+		pt := &tp.parts[p]
+		pt.inflight, pt.sentBounces = nil, nil
+		pt.held = !conflict
+		tp.trim()
 	}
-	pt := &tp.parts[p]
-	pt.inflight, pt.sentBounces = nil, nil
-	pt.held = !conflict
+	c.drop(tp)
 	return nil
 }
 
@@ -378,7 +414,7 @@ func (c *Controller) Deposed() bool { return c.deposed }
 // Topic returns a copy of what the controller knows of a topic (states as
 // read or as written by its applied writes), or nil.
 func (c *Controller) Topic(name string) *meta.Topic {
-	if tp := c.topics[name]; tp != nil {
+	if tp := c.topics[name]; tp != nil && !tp.removed {
 		return tp.t.Clone()
 	}
 	return nil
@@ -402,6 +438,9 @@ func (c *Controller) Ready() []Action {
 }
 
 func (c *Controller) readyTopic(tp *topic, out []Action) []Action {
+	if tp.removed {
+		return out
+	}
 	name := tp.t.Name
 	if tp.reread == rereadWanted {
 		out = append(out, &Reread{Topic: name})
@@ -418,7 +457,7 @@ func (c *Controller) readyTopic(tp *topic, out []Action) []Action {
 		return out
 	}
 	unclean := uncleanFor(tp.t.Configs, c.cfg.UncleanLeaderElection)
-	for p := range tp.parts {
+	for p := range tp.t.Assignment {
 		pt := &tp.parts[p]
 		if pt.inflight != nil || pt.held {
 			continue

@@ -245,14 +245,60 @@ var scripts = []struct {
 		{all(settled("t"), live(1)), []string{"update t/0@0 leader=1 epoch=1 isr=[1] ce=5"}},
 		{all(apply, settled("t")), nil},
 	}},
-	{name: "a topic removed from the store is forgotten with its writes", steps: []step{
+	{name: "a new incarnation read before the old one's deletion is reported stays", steps: []step{
+		{all(live(1), newTopic("t", r(1)), apply, askDelete("t"), ack("t", 1)), []string{"delete t"}},
+		{func(h *harness) {
+			h.t.Helper()
+			del := h.pending[0].(Write)
+			if _, err := h.write(del); err != nil {
+				h.t.Fatal(err)
+			}
+			newTopic("t", r(1), r(1))(h) // re-created and read at once
+			h.must(h.c.Applied(del, 0))
+			h.pending = nil
+		}, []string{"create t/0 leader=1 epoch=0 isr=[1] ce=5", "create t/1 leader=1 epoch=0 isr=[1] ce=5"}},
+		{all(apply, settled("t")), nil},
+	}},
+	{name: "a removed topic's writes in flight keep a new topic of the name off their records", steps: []step{
 		{all(live(1), newTopic("t", r(1))), []string{"create t/0 leader=1 epoch=0 isr=[1] ce=5"}},
 		{func(h *harness) {
 			delete(h.store, "t")
 			h.feed("t")
-			err := h.c.Applied(h.pending[0].(Write), 0)
-			wantErrIs(h.t, "Applied after RemoveTopic", err, ErrUnknownWrite)
+		}, nil},
+		{newTopic("t", r(1), r(1)), []string{"create t/1 leader=1 epoch=0 isr=[1] ce=5"}}, // not t/0 yet
+		{fail("create t/0", coord.ErrNoNode), []string{"reread t"}},                       // fenced by topic ID
+		{reread("t"), []string{"create t/0 leader=1 epoch=0 isr=[1] ce=5"}},
+		{all(apply, settled("t")), nil},
+	}},
+	{name: "a new incarnation with fewer partitions keeps the others' writes in flight", steps: []step{
+		{all(live(1), newTopic("t", r(1), r(1))), []string{
+			"create t/0 leader=1 epoch=0 isr=[1] ce=5",
+			"create t/1 leader=1 epoch=0 isr=[1] ce=5"}},
+		{func(h *harness) {
+			delete(h.store, "t")
+			h.feed("t")
+		}, nil},
+		{newTopic("t", r(1)), nil},
+		{addPartitions("t", r(1)), nil}, // t/1's record still has a write in flight
+		{all(fail("create t/0", coord.ErrNoNode), fail("create t/1", coord.ErrNoNode)), []string{"reread t"}},
+		{reread("t"), []string{
+			"create t/0 leader=1 epoch=0 isr=[1] ce=5",
+			"create t/1 leader=1 epoch=0 isr=[1] ce=5"}},
+		{all(apply, settled("t")), nil},
+	}},
+	{name: "a removed topic is forgotten once its writes settle", steps: []step{
+		{all(live(1), newTopic("t", r(1))), []string{"create t/0 leader=1 epoch=0 isr=[1] ce=5"}},
+		{func(h *harness) {
+			delete(h.store, "t")
+			h.feed("t")
+			if h.c.Topic("t") != nil {
+				h.t.Fatal("a removed topic is still known")
+			}
+			h.must(h.c.Applied(h.pending[0].(Write), 0)) // accepted, ignored
 			h.pending = nil
+			if len(h.c.topics) != 0 {
+				h.t.Fatalf("the removed topic's entry stays: %v", h.c.topics)
+			}
 		}, nil},
 		{live(), nil},
 	}},

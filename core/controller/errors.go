@@ -21,7 +21,6 @@ var (
 	// input is ignored.
 	ErrInvalidInput = errors.New("controller: invalid input")
 	// ErrUnknownWrite: Applied or Failed named a write that is not in flight
-	// (never handed out, already settled, or of a topic removed since). The
-	// outcome is ignored.
+	// (never handed out, or already settled). The outcome is ignored.
 	ErrUnknownWrite = errors.New("controller: unknown write")
 )
