@@ -1,7 +1,6 @@
 package controller
 
 import (
-	"errors"
 	"fmt"
 	"maps"
 	"math/rand/v2"
@@ -54,6 +53,7 @@ type sim struct {
 	store    map[string]*meta.Topic
 	topicIDs byte
 	inflight []flight
+	reports  []report        // outcomes of writes done, not yet reported
 	lagging  []*meta.Topic   // reads taken earlier, delivered late
 	epochs   map[pkey]int32  // the highest leader epoch each partition had
 	busy     map[string]bool // "<topic>/<p>" and "<topic>" with a write in flight
@@ -109,7 +109,7 @@ func (s *sim) failover() {
 	c, err := New(s.cfg)
 	s.must(err)
 	// The old controller's loop took the late reads: they die with it.
-	s.c, s.busy, s.lagging = c, map[string]bool{}, nil
+	s.c, s.busy, s.lagging, s.reports = c, map[string]bool{}, nil, nil
 	s.must(c.SetBrokers(maps.Clone(s.live)))
 	for _, name := range slices.Sorted(maps.Keys(s.store)) {
 		s.must(c.SetTopic(s.store[name].Clone()))
@@ -206,6 +206,13 @@ func (s *sim) step() {
 	case n < 52:
 		s.logf("controller fails over")
 		s.failover()
+	case n < 58:
+		if len(s.reports) > 0 {
+			i := s.rng.IntN(len(s.reports))
+			r := s.reports[i]
+			s.reports = slices.Delete(s.reports, i, i+1)
+			s.report(r)
+		}
 	default:
 		if len(s.inflight) > 0 {
 			s.execute(s.rng.IntN(len(s.inflight)))
@@ -481,54 +488,60 @@ func (s *sim) execute(i int) {
 		return
 	}
 	w := f.a.(Write)
-	s.settled(w)
 	s.unclean = f.unclean
-	if s.faults {
-		switch n := s.rng.IntN(20); {
-		case n < 2:
-			s.logf("%v: lost, not applied", w)
-			s.outcome(w, s.c.Failed(w, fmt.Errorf("multi: %w", coord.ErrConnectionLoss)))
-			return
-		case n < 3:
-			if _, err := s.write(w); err == nil {
-				s.logf("%v: applied, but reported lost", w)
-				s.outcome(w, s.c.Failed(w, fmt.Errorf("multi: %w", coord.ErrConnectionLoss)))
-				return
-			}
+	lost := fmt.Errorf("multi: %w", coord.ErrConnectionLoss)
+	var r report
+	switch n := s.rng.IntN(20); {
+	case s.faults && n < 2:
+		s.logf("%v: lost, not applied", w)
+		r = report{f: f, err: lost}
+	case s.faults && n < 3:
+		v, err := s.write(w)
+		if err == nil {
+			s.logf("%v: applied, but reported lost", w)
+			err = lost
 		}
+		r = report{f: f, v: v, err: err}
+	default:
+		v, err := s.write(w)
+		s.logf("%v: applied (version %d) or failed (%v)", w, v, err)
+		r = report{f: f, v: v, err: err}
 	}
-	v, err := s.write(w)
-	if err != nil {
-		s.logf("%v: %v", w, err)
-		s.outcome(w, s.c.Failed(w, err))
+	if s.faults && s.rng.IntN(4) == 0 {
+		s.reports = append(s.reports, r) // done, but reported later
 		return
 	}
-	s.logf("%v: applied, version %d", w, v)
-	s.outcome(w, s.c.Applied(w, v))
+	s.report(r)
 }
 
-// outcome checks what Applied or Failed returned: ErrUnknownWrite only for
-// a write whose topic incarnation the controller no longer has.
+// report is a write's outcome, for the controller that handed it out.
+type report struct {
+	f   flight
+	v   int32
+	err error
+}
+
+func (s *sim) report(r report) {
+	if r.f.ce != s.cfg.ControllerEpoch {
+		return // that controller is gone
+	}
+	w := r.f.a.(Write)
+	s.settled(w)
+	if r.err != nil {
+		s.logf("report: %v failed: %v", w, r.err)
+		s.outcome(w, s.c.Failed(w, r.err))
+		return
+	}
+	s.logf("report: %v applied, version %d", w, r.v)
+	s.outcome(w, s.c.Applied(w, r.v))
+}
+
+// outcome checks what Applied or Failed returned: the write was in flight.
 func (s *sim) outcome(w Write, err error) {
 	s.t.Helper()
-	if errors.Is(err, ErrUnknownWrite) {
-		if v := s.c.Topic(w.TopicName()); v == nil || v.ID != writeTopicID(w) {
-			return
-		}
+	if err != nil {
+		s.fatalf("outcome of %v: %v", w, err)
 	}
-	s.must(err)
-}
-
-func writeTopicID(w Write) [16]byte {
-	switch w := w.(type) {
-	case *CreateState:
-		return w.TopicID
-	case *UpdateState:
-		return w.TopicID
-	case *DeleteTopic:
-		return w.ID
-	}
-	panic(w)
 }
 
 // settled clears the in-flight marks of w.
@@ -604,6 +617,10 @@ func (s *sim) settle() {
 	for len(s.lagging) > 0 {
 		s.deliverLagging(s.lagging[0].Name) // of topics gone since
 	}
+	for _, r := range s.reports {
+		s.report(r)
+	}
+	s.reports = nil
 	for round := 0; ; round++ {
 		if round > 50 {
 			s.fatalf("still handing out actions after 50 rounds without faults")
@@ -615,7 +632,7 @@ func (s *sim) settle() {
 		}
 		s.c.Tick()
 		s.ready()
-		if len(s.inflight) == 0 {
+		if len(s.inflight) == 0 && len(s.reports) == 0 {
 			break
 		}
 		for len(s.inflight) > 0 {
