@@ -58,6 +58,9 @@ type UpdateState struct {
 // DeleteTopic removes a topic whose deletion was asked for: its partition
 // state records, its assignment (/brokers/topics/<Name>), its configs
 // (/config/topics/<Name>) and, last, the request (/admin/delete_topics/<Name>).
+// The loop deletes only if the topic still has ID: a deletion that runs
+// late must not remove a new topic of the same name (it then fails with
+// coord.ErrNoNode).
 type DeleteTopic struct {
 	Name string
 	ID   [16]byte // the incarnation to delete

@@ -16,24 +16,25 @@
 //
 // The loop's side of the contract:
 //
-//  1. On winning the election (with epoch e: New(Config{ControllerEpoch: e})),
-//     set its watches, then read /brokers/ids (each broker's Epoch is its
-//     registration's czxid) and every topic (assignment, /config/topics,
-//     each partition's state record with its version, whether
-//     /admin/delete_topics names it), and feed them: SetBrokers, then
-//     SetTopic per topic. On every watch event it reads again and feeds
+//  1. Having won the election with epoch e, it makes the value
+//     (New(Config{ControllerEpoch: e})), sets its watches, then reads
+//     /brokers/ids (each broker's Epoch is its registration's czxid) and
+//     every topic (assignment, /config/topics, each partition's state record
+//     with its version, whether /admin/delete_topics names it), and feeds
+//     them: SetBrokers, then SetTopic per topic. On every watch event it reads again and feeds
 //     what changed, the reads of one topic in the order it took them. ISR
 //     changes that leaders make must reach it too (Kafka's ISR change
 //     notifications, or watches on the state records): the controller
 //     would otherwise learn of them only through conflicts, and not at all
 //     for a partition it has no reason to write.
-//  2. After any input it calls Ready and executes each action: a write
-//     (CreateState, UpdateState, DeleteTopic) in one Multi with a CheckOp on
-//     /controller_epoch (so a deposed controller writes nothing) and,
-//     preferably, one that the topic still has the write's topic ID,
-//     reporting Applied or Failed with the store's error; a Reread by
-//     reading the topic again and feeding SetTopic (or RemoveTopic if it is
-//     gone). Writes may run concurrently and settle in any order.
+//  2. After any input it calls Ready and executes each action. A write
+//     (CreateState, UpdateState, DeleteTopic) goes in one Multi with a
+//     CheckOp on /controller_epoch, so a deposed controller writes nothing,
+//     and with a check that the topic still has the write's topic ID
+//     (required for DeleteTopic, advised for the others); its outcome goes
+//     back as Applied or Failed with the store's error. A Reread is a new
+//     read of the topic, fed with SetTopic (or RemoveTopic if it is gone).
+//     Writes may run concurrently and settle in any order.
 //  3. It calls Tick every second or so: writes that failed for a reason
 //     other than a conflict are retried then.
 //  4. When Deposed reports true, or a write is fenced, it resigns and drops
@@ -72,7 +73,8 @@
 // incarnations it knows are gone (deleted, removed, or replaced by a new
 // one) and ignores late reads of them, so a read taken before a deletion
 // cannot bring the topic back, or aim its writes at a new topic of the same
-// name.
+// name. Writes in flight outlive the topic they were for: until they
+// settle, a new topic of the name gets no write on their records.
 //
 // # The rules, and where they come from
 //
