@@ -1,0 +1,136 @@
+package controller
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/weir-broker/weir/core/meta"
+)
+
+// The rules of this file are pure functions of a partition's assignment,
+// its state as read and the live brokers. The package doc says where in
+// Kafka each comes from.
+
+// liveFunc reports whether a broker counts as live.
+type liveFunc func(int32) bool
+
+// initialState is the first state of a partition that has none (Kafka's
+// initializeLeaderAndIsrForPartitions): leader the first live replica in
+// assignment order, ISR every live replica in assignment order, leader epoch
+// 0. ok is false when no replica is live: the partition then stays without
+// a state until one is.
+func initialState(assignment []int32, live liveFunc, controllerEpoch int32) (meta.PartitionState, bool) {
+	var isr []int32
+	for _, r := range assignment {
+		if live(r) {
+			isr = append(isr, r)
+		}
+	}
+	if len(isr) == 0 {
+		return meta.PartitionState{}, false
+	}
+	return meta.PartitionState{Leader: isr[0], ISR: isr, ControllerEpoch: controllerEpoch, Version: -1}, true
+}
+
+// settle is one round of the controller's rules on a partition with a
+// state, for the live brokers live: the leader and ISR the partition should
+// have, and whether they differ from s's.
+//
+//   - A live leader keeps its place; dead brokers leave the ISR.
+//   - Otherwise (no leader, or a dead one) the leader is the first replica in
+//     assignment order that is live and in the ISR, and the ISR keeps its
+//     live members (Kafka's offline election); failing that, with unclean
+//     election, the first live replica, with the ISR [leader]; failing that,
+//     no leader, and dead brokers leave the ISR.
+//   - Dead brokers leave the ISR except the last one: an ISR with no live
+//     member keeps one (the old leader if it was in the ISR, else its first
+//     member), so that a clean election later waits for it.
+func settle(assignment []int32, s meta.PartitionState, live liveFunc, unclean bool) (leader int32, isr []int32, changed bool) {
+	if s.Leader != meta.NoLeader && live(s.Leader) {
+		isr = shrink(s.ISR, live, s.Leader)
+		return s.Leader, isr, !slices.Equal(isr, s.ISR)
+	}
+	for _, r := range assignment {
+		if live(r) && slices.Contains(s.ISR, r) {
+			isr = filter(s.ISR, live)
+			return r, isr, r != s.Leader || !slices.Equal(isr, s.ISR)
+		}
+	}
+	if unclean {
+		for _, r := range assignment {
+			if live(r) {
+				return r, []int32{r}, true
+			}
+		}
+	}
+	isr = shrink(s.ISR, live, s.Leader)
+	return meta.NoLeader, isr, s.Leader != meta.NoLeader || !slices.Equal(isr, s.ISR)
+}
+
+// nextState is the state the controller writes over s, and whether there is
+// anything to write. bounced are brokers that re-registered (their broker
+// epoch grew) since s was settled: they are handled as Kafka's
+// processBrokerChange does, a failure (settle without them) and then a
+// startup (settle with them), folded into one write. Every write bumps the
+// leader epoch by one and carries the controller's epoch.
+func nextState(assignment []int32, s meta.PartitionState, live liveFunc, bounced []int32, unclean bool,
+	controllerEpoch int32) (meta.PartitionState, bool) {
+	cur, changed := s, false
+	if len(bounced) > 0 {
+		down := func(id int32) bool { return live(id) && !slices.Contains(bounced, id) }
+		cur.Leader, cur.ISR, changed = settle(assignment, s, down, unclean)
+	}
+	leader, isr, again := settle(assignment, cur, live, unclean)
+	if !changed && !again {
+		return meta.PartitionState{}, false
+	}
+	return meta.PartitionState{
+		Leader:          leader,
+		LeaderEpoch:     s.LeaderEpoch + 1,
+		ISR:             isr,
+		ControllerEpoch: controllerEpoch,
+		Version:         -1,
+	}, true
+}
+
+// filter returns the live members of isr, in ISR order (a new slice).
+func filter(isr []int32, live liveFunc) []int32 {
+	out := make([]int32, 0, len(isr))
+	for _, r := range isr {
+		if live(r) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// shrink is filter, except that an ISR without a live member keeps one:
+// keep if it is a member, else the first.
+func shrink(isr []int32, live liveFunc, keep int32) []int32 {
+	out := filter(isr, live)
+	switch {
+	case len(out) > 0 || len(isr) == 0:
+		return out
+	case slices.Contains(isr, keep):
+		return []int32{keep}
+	default:
+		return []int32{isr[0]}
+	}
+}
+
+// UncleanConfig is the topic config that overrides
+// Config.UncleanLeaderElection for one topic (Kafka's name).
+const UncleanConfig = "unclean.leader.election.enable"
+
+// uncleanFor is whether topic configs allow unclean elections: the topic's
+// own unclean.leader.election.enable if it is "true" or "false" (any case,
+// as Kafka parses booleans), else def.
+func uncleanFor(configs map[string]string, def bool) bool {
+	switch v := configs[UncleanConfig]; {
+	case strings.EqualFold(v, "true"):
+		return true
+	case strings.EqualFold(v, "false"):
+		return false
+	}
+	return def
+}
