@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/weir-broker/weir/core/clock"
+	"github.com/weir-broker/weir/core/coord"
 	"github.com/weir-broker/weir/core/vfs"
 )
 
@@ -46,6 +47,27 @@ type Config struct {
 	// AutoCreateTopics creates a topic the first time a client asks for it
 	// by name (Metadata, Produce), like Kafka's auto.create.topics.enable.
 	AutoCreateTopics bool
+
+	// OffsetsPartitions is the partition count of __consumer_offsets when
+	// this broker creates it. Default DefaultOffsetsPartitions (50, Kafka's
+	// offsets.topic.num.partitions).
+	OffsetsPartitions int32
+	// OffsetsReplicationFactor is its replication factor, at most the live
+	// brokers. Default 3 (Kafka's offsets.topic.replication.factor).
+	OffsetsReplicationFactor int16
+
+	// ZooKeeper, when set, is the ZooKeeper ensemble the broker joins, as
+	// Kafka's zookeeper.connect: "host:port[,host:port...][/chroot]".
+	// Without it the broker is a single node on the file store in DataDir
+	// (the same code path as a cluster of one).
+	ZooKeeper string
+	// ZooKeeperSessionTimeout is the session timeout asked of ZooKeeper: how
+	// long a broker that stops answering stays registered. Default 18 s
+	// (Kafka's zookeeper.session.timeout.ms).
+	ZooKeeperSessionTimeout time.Duration
+	// Coord, when set, is the coordination store to use instead (tests:
+	// core/coord/memstore). The node closes it at Close.
+	Coord coord.Store
 
 	// RetentionCheckInterval is how often retention is applied to every
 	// partition. Default DefaultRetentionCheckInterval.
@@ -97,8 +119,26 @@ func (c Config) Validate() (Config, error) {
 	switch {
 	case c.DefaultPartitions == 0:
 		c.DefaultPartitions = 1
-	case c.DefaultPartitions < 0:
-		return bad("DefaultPartitions %d is negative", c.DefaultPartitions)
+	case c.DefaultPartitions < 0 || c.DefaultPartitions > MaxPartitions:
+		return bad("DefaultPartitions %d outside [1, %d]", c.DefaultPartitions, MaxPartitions)
+	}
+	switch {
+	case c.OffsetsPartitions == 0:
+		c.OffsetsPartitions = DefaultOffsetsPartitions
+	case c.OffsetsPartitions < 0 || c.OffsetsPartitions > MaxPartitions:
+		return bad("OffsetsPartitions %d outside [1, %d]", c.OffsetsPartitions, MaxPartitions)
+	}
+	switch {
+	case c.OffsetsReplicationFactor == 0:
+		c.OffsetsReplicationFactor = 3
+	case c.OffsetsReplicationFactor < 0:
+		return bad("OffsetsReplicationFactor %d is negative", c.OffsetsReplicationFactor)
+	}
+	if c.ZooKeeper != "" && c.Coord != nil {
+		return bad("ZooKeeper and Coord are both set")
+	}
+	if c.ZooKeeperSessionTimeout < 0 {
+		return bad("ZooKeeperSessionTimeout %v is negative", c.ZooKeeperSessionTimeout)
 	}
 	switch {
 	case c.RetentionCheckInterval == 0:

@@ -4,21 +4,33 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/weir-broker/weir/core/topics"
+	"github.com/weir-broker/weir/core/logs"
 )
 
 // The node's own reasons to refuse a request; the transport maps each to its
-// Kafka error code.
+// Kafka error code. They come back wrapped, with the topic or value at fault.
 var (
+	ErrUnknownTopic             = errors.New("node: unknown topic")
+	ErrUnknownPartition         = errors.New("node: unknown partition")
 	ErrUnknownTopicID           = errors.New("node: unknown topic ID")
-	ErrInvalidReplicationFactor = errors.New("node: replication factor must be 1: every partition has one replica")
-	ErrInvalidReplicaAssignment = errors.New("node: replicas may only be assigned to this node, one per partition")
+	ErrTopicExists              = errors.New("node: topic already exists")
+	ErrInvalidPartitions        = errors.New("node: invalid number of partitions")
+	ErrInvalidTopic             = logs.ErrInvalidTopic
+	ErrInvalidReplicationFactor = errors.New("node: replication factor must be between 1 and the number of live brokers")
+	ErrInvalidReplicaAssignment = errors.New("node: invalid replica assignment")
 	ErrNotEnoughReplicas        = errors.New("node: acks=all needs more in-sync replicas (min.insync.replicas) than the partition has")
 	ErrTransactionsNotSupported = errors.New("node: transactions are not supported")
 	ErrInvalidAcks              = errors.New("node: acks must be 0, 1 or -1")
 	ErrInvalidCoordinatorType   = errors.New("node: unknown coordinator type")
+	ErrNotLeader                = errors.New("node: this broker does not lead the partition")
+	ErrLeaderNotAvailable       = errors.New("node: the partition has no leader")
+	ErrNotCoordinator           = errors.New("node: this broker does not coordinate the group")
+	ErrCoordinatorNotAvailable  = errors.New("node: the group's coordinator is not available")
+	ErrWriteToInternalTopic     = errors.New("node: clients cannot write to an internal topic")
+	ErrCorruptMetadata          = errors.New("node: corrupt metadata")
+	ErrClosed                   = errors.New("node: closed")
 )
 
 func unknownTopic(name string) error {
-	return fmt.Errorf("%w: %q", topics.ErrUnknownTopic, name)
+	return fmt.Errorf("%w: %q", ErrUnknownTopic, name)
 }

@@ -1,6 +1,12 @@
 package node
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"unicode/utf16"
+
 	"github.com/weir-broker/weir/core/groups"
 )
 
@@ -10,22 +16,110 @@ const (
 	CoordinatorTransaction = 1
 )
 
-// GroupCoordinator returns the coordinator that serves group on this broker.
-// Every group is coordinated here on one node; in a cluster, the broker
-// leading the group's __consumer_offsets partition coordinates it.
+// OffsetsTopic is Kafka's internal topic of committed offsets: a group's
+// coordinator is the leader of its partition javaHash(group) % partitions
+// (Kafka's GroupMetadataManager.partitionFor), so every broker answers
+// FindCoordinator alike and a client follows the coordinator as leaders move.
+// It is created, as an internal topic, on the first group request (or a
+// client's Metadata request for it). The committed offsets themselves are
+// kept by the coordinating broker (core/groups) for now.
+const OffsetsTopic = "__consumer_offsets"
+
+// DefaultOffsetsPartitions is the partition count of OffsetsTopic (Kafka's
+// offsets.topic.num.partitions).
+const DefaultOffsetsPartitions = 50
+
+// GroupCoordinator returns the coordinator that serves group on this broker:
+// ErrNotCoordinator when another broker leads the group's partition of
+// OffsetsTopic, ErrCoordinatorNotAvailable when none does (yet). Like
+// FindCoordinator, it creates OffsetsTopic when there is none, so a group
+// request needs no FindCoordinator first.
 func (n *Node) GroupCoordinator(group string) (*groups.Coordinator, error) {
+	b, err := n.coordinatorOf(context.Background(), group, true)
+	if err != nil {
+		return nil, err
+	}
+	if b.ID != n.cfg.NodeID {
+		return nil, fmt.Errorf("%w: group %q is coordinated by broker %d", ErrNotCoordinator, group, b.ID)
+	}
 	return n.groups, nil
 }
 
 // FindCoordinator returns the broker that coordinates key (a group id, or a
-// transactional id): ErrInvalidCoordinatorType for another key type.
+// transactional id): ErrInvalidCoordinatorType for another key type,
+// ErrCoordinatorNotAvailable while the key's partition has no leader.
 // Transactional ids are answered like groups; the requests that would follow
 // are refused (ErrTransactionsNotSupported).
-func (n *Node) FindCoordinator(keyType int8, key string) (Broker, error) {
+func (n *Node) FindCoordinator(ctx context.Context, keyType int8, key string) (Broker, error) {
 	if keyType != CoordinatorGroup && keyType != CoordinatorTransaction {
 		return Broker{ID: -1}, ErrInvalidCoordinatorType
 	}
-	return n.self, nil
+	return n.coordinatorOf(ctx, key, true)
+}
+
+// coordinatorOf returns the leader of key's partition of OffsetsTopic,
+// creating the topic first when create is set and it does not exist.
+func (n *Node) coordinatorOf(ctx context.Context, key string, create bool) (Broker, error) {
+	im, _ := n.image.load()
+	t := im.Topics[OffsetsTopic]
+	if t == nil && create {
+		if _, err := n.ensureOffsetsTopic(ctx); err != nil {
+			return Broker{ID: -1}, fmt.Errorf("%w: %w", ErrCoordinatorNotAvailable, err)
+		}
+		im, _ = n.image.load()
+		t = im.Topics[OffsetsTopic]
+	}
+	if t == nil || len(t.Assignment) == 0 {
+		return Broker{ID: -1}, fmt.Errorf("%w: %s does not exist yet", ErrCoordinatorNotAvailable, OffsetsTopic)
+	}
+	p := int(javaAbs(javaHash(key)) % int32(len(t.Assignment)))
+	v := im.View(t, p)
+	b, ok := im.Brokers[v.Leader]
+	if !ok {
+		return Broker{ID: -1}, fmt.Errorf("%w: %s-%d has no leader", ErrCoordinatorNotAvailable, OffsetsTopic, p)
+	}
+	return Broker{ID: b.ID, Host: b.Host, Port: b.Port}, nil
+}
+
+// ensureOffsetsTopic creates OffsetsTopic when it does not exist (a
+// concurrent creation by another broker counts as success) and waits for its
+// leaders.
+func (n *Node) ensureOffsetsTopic(ctx context.Context) (TopicInfo, error) {
+	im, _ := n.image.load()
+	rf := int16(min(n.cfg.OffsetsReplicationFactor, int16(len(im.Brokers))))
+	ti, err := n.CreateTopic(ctx, CreateTopic{Name: OffsetsTopic, Partitions: n.cfg.OffsetsPartitions,
+		ReplicationFactor: max(rf, 1), Configs: map[string]string{}})
+	if errors.Is(err, ErrTopicExists) {
+		return n.waitReady(ctx, OffsetsTopic)
+	}
+	return ti, err
+}
+
+// javaAbs is Kafka's Utils.abs: |n|, and 0 for MinInt32.
+func javaAbs(n int32) int32 {
+	switch {
+	case n == math.MinInt32:
+		return 0
+	case n < 0:
+		return -n
+	}
+	return n
+}
+
+// javaHash is Java's String.hashCode over the UTF-16 code units of s, which
+// Kafka uses to map a group to its partition.
+func javaHash(s string) int32 {
+	var h int32
+	for _, r := range s {
+		if r >= 0x10000 {
+			r1, r2 := utf16.EncodeRune(r)
+			h = 31*h + r1
+			h = 31*h + r2
+			continue
+		}
+		h = 31*h + r
+	}
+	return h
 }
 
 // ListGroups lists the groups this broker coordinates.

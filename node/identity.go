@@ -30,36 +30,38 @@ type identity struct {
 	NodeID    int32
 }
 
-// loadIdentity reads dir's meta.properties, or makes up a cluster id and
-// writes the file (atomically: temporary file, fsync, rename, directory
-// fsync) when there is none.
-func loadIdentity(fsys vfs.FS, dir string, nodeID int32) (identity, error) {
+// loadIdentity reads dir's meta.properties; fresh is true when there is none
+// yet, and then the identity holds a made-up cluster id that saveIdentity
+// writes once the cluster's own is known (a broker joining a cluster takes
+// the cluster's id).
+func loadIdentity(fsys vfs.FS, dir string, nodeID int32) (id identity, fresh bool, err error) {
 	name := filepath.Join(dir, metaFile)
 	props, err := readProperties(fsys, name)
 	switch {
 	case err == nil:
 		id := identity{ClusterID: props["cluster.id"], NodeID: nodeID}
 		if id.ClusterID == "" {
-			return identity{}, fmt.Errorf("node: %s has no cluster.id", name)
+			return identity{}, false, fmt.Errorf("node: %s has no cluster.id", name)
 		}
 		if n, err := strconv.ParseInt(props["node.id"], 10, 32); err != nil || int32(n) != nodeID {
-			return identity{}, fmt.Errorf("%w: %s says node.id=%q, this broker is node %d", ErrNodeMismatch, name, props["node.id"], nodeID)
+			return identity{}, false, fmt.Errorf("%w: %s says node.id=%q, this broker is node %d", ErrNodeMismatch, name, props["node.id"], nodeID)
 		}
-		return id, nil
+		return id, false, nil
 	case !errors.Is(err, os.ErrNotExist):
-		return identity{}, err
+		return identity{}, false, err
 	}
-
 	var raw [16]byte
 	if _, err := rand.Read(raw[:]); err != nil {
-		return identity{}, fmt.Errorf("node: cluster id: %w", err)
+		return identity{}, false, fmt.Errorf("node: cluster id: %w", err)
 	}
-	id := identity{ClusterID: base64.RawURLEncoding.EncodeToString(raw[:]), NodeID: nodeID}
+	return identity{ClusterID: base64.RawURLEncoding.EncodeToString(raw[:]), NodeID: nodeID}, true, nil
+}
+
+// saveIdentity writes dir's meta.properties (atomically: temporary file,
+// fsync, rename, directory fsync).
+func saveIdentity(fsys vfs.FS, dir string, id identity) error {
 	content := fmt.Sprintf("# weir broker identity, written on first start\nversion=1\ncluster.id=%s\nnode.id=%d\n", id.ClusterID, id.NodeID)
-	if err := writeFileAtomic(fsys, name, []byte(content)); err != nil {
-		return identity{}, err
-	}
-	return id, nil
+	return writeFileAtomic(fsys, filepath.Join(dir, metaFile), []byte(content))
 }
 
 func readProperties(fsys vfs.FS, name string) (map[string]string, error) {

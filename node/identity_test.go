@@ -30,19 +30,22 @@ func TestIdentityIsKept(t *testing.T) {
 	if err := fsys.MkdirAll("/d", 0o755); err != nil {
 		t.Fatal(err)
 	}
-	id, err := loadIdentity(fsys, "/d", 3)
-	if err != nil {
-		t.Fatal(err)
+	id, fresh, err := loadIdentity(fsys, "/d", 3)
+	if err != nil || !fresh {
+		t.Fatalf("first load: fresh %v, %v", fresh, err)
 	}
 	if len(id.ClusterID) != 22 || id.NodeID != 3 {
 		t.Errorf("identity %+v, want a 22-character cluster id and node 3", id)
 	}
-	// Durable: a power cut right after keeps it.
-	again, err := loadIdentity(fsys.CrashClone(), "/d", 3)
-	if err != nil || again != id {
-		t.Errorf("after a crash: %+v, %v; want %+v", again, err, id)
+	if err := saveIdentity(fsys, "/d", id); err != nil {
+		t.Fatal(err)
 	}
-	if _, err := loadIdentity(fsys, "/d", 4); !errors.Is(err, ErrNodeMismatch) {
+	// Durable: a power cut right after keeps it.
+	again, fresh, err := loadIdentity(fsys.CrashClone(), "/d", 3)
+	if err != nil || again != id || fresh {
+		t.Errorf("after a crash: %+v, fresh %v, %v; want %+v", again, fresh, err, id)
+	}
+	if _, _, err := loadIdentity(fsys, "/d", 4); !errors.Is(err, ErrNodeMismatch) {
 		t.Errorf("another node id: %v, want ErrNodeMismatch", err)
 	}
 
@@ -52,7 +55,7 @@ func TestIdentityIsKept(t *testing.T) {
 	}
 	f.Write([]byte("version=1\nno equals sign\n"))
 	f.Close()
-	if _, err := loadIdentity(fsys, "/d", 3); err == nil || !strings.Contains(err.Error(), "key=value") {
+	if _, _, err := loadIdentity(fsys, "/d", 3); err == nil || !strings.Contains(err.Error(), "key=value") {
 		t.Errorf("malformed file: %v, want an error", err)
 	}
 }

@@ -37,19 +37,13 @@ func (pc *partitionCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (pc *partitionCollector) Collect(ch chan<- prometheus.Metric) {
-	reg := pc.n.registry
-	if reg == nil {
-		return
-	}
-	for _, t := range reg.Topics() {
-		for _, p := range t.Partitions {
-			st := (&Partition{p: p}).Stats()
-			labels := []string{t.Name, strconv.Itoa(int(p.Index))}
-			ch <- prometheus.MustNewConstMetric(pc.start, prometheus.GaugeValue, float64(st.LogStartOffset), labels...)
-			ch <- prometheus.MustNewConstMetric(pc.end, prometheus.GaugeValue, float64(st.LogEndOffset), labels...)
-			ch <- prometheus.MustNewConstMetric(pc.flushed, prometheus.GaugeValue, float64(st.FlushedOffset), labels...)
-			ch <- prometheus.MustNewConstMetric(pc.size, prometheus.GaugeValue, float64(st.Size), labels...)
-			ch <- prometheus.MustNewConstMetric(pc.fsyncs, prometheus.CounterValue, float64(st.Fsyncs), labels...)
-		}
+	for _, p := range pc.n.localPartitions() {
+		st := (&Partition{p: p}).Stats()
+		labels := []string{p.Topic, strconv.Itoa(int(p.Index))}
+		ch <- prometheus.MustNewConstMetric(pc.start, prometheus.GaugeValue, float64(st.LogStartOffset), labels...)
+		ch <- prometheus.MustNewConstMetric(pc.end, prometheus.GaugeValue, float64(st.LogEndOffset), labels...)
+		ch <- prometheus.MustNewConstMetric(pc.flushed, prometheus.GaugeValue, float64(st.FlushedOffset), labels...)
+		ch <- prometheus.MustNewConstMetric(pc.size, prometheus.GaugeValue, float64(st.Size), labels...)
+		ch <- prometheus.MustNewConstMetric(pc.fsyncs, prometheus.CounterValue, float64(st.Fsyncs), labels...)
 	}
 }

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -11,8 +12,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/weir-broker/weir/core/coord"
 	"github.com/weir-broker/weir/core/groups"
-	"github.com/weir-broker/weir/core/topics"
+	"github.com/weir-broker/weir/core/logs"
+	"github.com/weir-broker/weir/core/meta"
+	"github.com/weir-broker/weir/core/partlog"
+	"github.com/weir-broker/weir/core/topicconfig"
 	pluginhost "github.com/weir-broker/weir/plugins/host"
 )
 
@@ -20,22 +25,45 @@ import (
 // data directory. Its name cannot be a partition directory's (<topic>-<n>).
 const groupsDir = "__groups"
 
+// producerExpiry: retention forgets an idempotent producer that has not
+// appended to a partition for this long (Kafka's producer.id.expiration.ms).
+const producerExpiry = 24 * time.Hour
+
+// errClosedLog: a log closed under a retention pass (its topic went).
+var errClosedLog = partlog.ErrClosed
+
+// openTimeout bounds Open's work with the coordination store (connecting,
+// registering, waiting out a previous incarnation's registration, the first
+// image).
+const openTimeout = 2 * time.Minute
+
 // Node is one running broker's state and decisions. Its methods are safe for
 // concurrent use.
 type Node struct {
-	cfg    Config
-	id     identity
-	self   Broker
-	logger *slog.Logger
+	cfg      Config
+	id       identity
+	self     Broker
+	logger   *slog.Logger
+	defaults map[string]string // normalised Config.TopicDefaults
 
 	plugins   *pluginhost.Host // external plugins the topics use
-	registry  *topics.Registry
+	store     coord.Store      // the coordination store
+	logs      *logs.Manager
 	groups    *groups.Coordinator
 	metrics   *prometheus.Registry
 	retention *retentionLoop
+	loop      *loop
+	image     *imageCell
 
-	closeOnce sync.Once
-	closeErr  error
+	localMu sync.RWMutex
+	local   map[string]*localTopic // partitions this broker holds, by topic; written by the loop only
+
+	freshIdentity bool // meta.properties is not written yet
+
+	pidMu           sync.Mutex
+	pidNext, pidEnd int64 // the producer-id block in use: [pidNext, pidEnd)
+	closeOnce       sync.Once
+	closeErr        error
 }
 
 // Broker is a broker as clients see it: its id and where to reach it.
@@ -45,16 +73,19 @@ type Broker struct {
 	Port int32
 }
 
-// Open opens everything the node keeps in cfg.DataDir, in dependency order:
-// its identity (meta.properties), the plugin host, the topics (recovering
-// every partition log), the group coordinator (committed offsets); then it
-// starts the retention loop. On error it closes what it opened.
+// Open opens everything the node keeps, in dependency order: its identity
+// (meta.properties), the plugin host, the log manager, the group coordinator
+// (committed offsets), the coordination store (joining the cluster: checking
+// the cluster id, migrating an old single-node metadata file, registering
+// the broker); then it starts its loop and waits for the first image of the
+// cluster (with this broker's partitions open), and starts the retention
+// loop. On error it closes what it opened.
 func Open(cfg Config) (*Node, error) {
 	cfg, err := cfg.Validate()
 	if err != nil {
 		return nil, err
 	}
-	n := &Node{cfg: cfg, logger: cfg.Logger}
+	n := &Node{cfg: cfg, logger: cfg.Logger, local: map[string]*localTopic{}}
 	if err := n.open(); err != nil {
 		_ = n.stop()
 		return nil, err
@@ -68,13 +99,14 @@ func (n *Node) open() error {
 	if err := cfg.FS.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return fmt.Errorf("node: data directory: %w", err)
 	}
-	id, err := loadIdentity(cfg.FS, cfg.DataDir, cfg.NodeID)
+	id, fresh, err := loadIdentity(cfg.FS, cfg.DataDir, cfg.NodeID)
 	if err != nil {
 		return err
 	}
-	n.id = id
-	host, port, _ := SplitHostPort(cfg.Advertised) // checked by validate
+	n.id, n.freshIdentity = id, fresh
+	host, port, _ := SplitHostPort(cfg.Advertised) // checked by Validate
 	n.self = Broker{ID: cfg.NodeID, Host: host, Port: port}
+	n.image = newImageCell(meta.Empty(id.ClusterID))
 
 	n.metrics = prometheus.NewRegistry()
 	n.metrics.MustRegister(
@@ -82,23 +114,17 @@ func (n *Node) open() error {
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		newPartitionCollector(n),
 	)
-
 	n.plugins = pluginhost.New(pluginhost.Config{
 		Dir:         cfg.PluginDir,
 		CallTimeout: cfg.PluginCallTimeout,
 		Logger:      n.logger.With("component", "plugins"),
 	})
-	n.registry, err = topics.Open(topics.Options{
-		Plugins:           n.plugins,
-		FS:                cfg.FS,
-		Dir:               cfg.DataDir,
-		Defaults:          cfg.TopicDefaults,
-		DefaultPartitions: cfg.DefaultPartitions,
-		Clock:             cfg.Clock,
-		Logger:            n.logger.With("component", "topics"),
-	})
-	if err != nil {
-		return fmt.Errorf("node: open topics: %w", err)
+	if n.defaults, err = topicconfig.Normalize(cfg.TopicDefaults, n.plugins); err != nil {
+		return fmt.Errorf("%w: TopicDefaults: %w", ErrInvalidConfig, err)
+	}
+	if n.logs, err = logs.NewManager(logs.Options{FS: cfg.FS, Dir: cfg.DataDir, Clock: cfg.Clock,
+		Logger: n.logger.With("component", "logs")}); err != nil {
+		return err
 	}
 	n.groups, err = groups.Open(groups.Options{
 		FS:                    cfg.FS,
@@ -112,17 +138,46 @@ func (n *Node) open() error {
 	if err != nil {
 		return fmt.Errorf("node: open groups: %w", err)
 	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), openTimeout)
+	defer cancel()
+	if n.store, err = n.openStore(ctx); err != nil {
+		return err
+	}
+	if err := n.joinCluster(ctx, n.store); err != nil {
+		return err
+	}
+	n.loop = newLoop(n, n.store)
+	n.loop.registered = true
+	n.loop.session = n.store.Session().ID
+	go n.loop.run()
+	if _, err := n.image.waitFor(ctx, func(im *meta.Image) bool { return im.Live(cfg.NodeID) && n.loop.strayChecked() }); err != nil {
+		return fmt.Errorf("node: waiting for the first picture of the cluster: %w", err)
+	}
 	n.retention = startRetentionLoop(cfg.Clock, cfg.RetentionCheckInterval, n.applyRetention,
 		n.logger.With("component", "retention"))
+	im, _ := n.image.load()
 	n.logger.Info("node opened", "data_dir", cfg.DataDir, "cluster_id", id.ClusterID, "node_id", cfg.NodeID,
-		"advertised", cfg.Advertised, "topics", len(n.registry.Topics()), "took", time.Since(begin).Round(time.Millisecond))
+		"advertised", cfg.Advertised, "coordination", n.storeName(), "brokers", len(im.Brokers), "topics", len(im.Topics),
+		"took", time.Since(begin).Round(time.Millisecond))
 	return nil
+}
+
+func (n *Node) storeName() string {
+	switch {
+	case n.cfg.Coord != nil:
+		return "given"
+	case n.cfg.ZooKeeper != "":
+		return "zookeeper " + n.cfg.ZooKeeper
+	}
+	return "file (single node)"
 }
 
 // ID returns this broker's node id.
 func (n *Node) ID() int32 { return n.cfg.NodeID }
 
-// ClusterID returns the cluster id kept in the data directory.
+// ClusterID returns the cluster id (kept in the data directory and in the
+// coordination store).
 func (n *Node) ClusterID() string { return n.id.ClusterID }
 
 // Self returns this broker as clients see it.
@@ -140,11 +195,12 @@ func (n *Node) Plugins() *pluginhost.Host { return n.plugins }
 func (n *Node) Logger() *slog.Logger { return n.logger }
 
 // Close stops in dependency order: the retention loop (waiting for a pass in
-// progress), the group coordinator (committed offsets on disk), the topics
-// (every partition log sealed, with its clean-shutdown marker), and last the
-// plugin host (the logs call their flush policies until closed). Whoever
-// serves the node must have stopped calling it first. Calling Close again
-// returns the same result.
+// progress), the node's loop, the coordination store (the broker's
+// registration goes with its session, and so its controllership), the group
+// coordinator (committed offsets on disk), the partition logs (each sealed,
+// with its clean-shutdown marker), and last the plugin host (the logs call
+// their flush policies until closed). Whoever serves the node must have
+// stopped calling it first. Calling Close again returns the same result.
 func (n *Node) Close() error {
 	n.closeOnce.Do(func() { n.closeErr = n.stop() })
 	return n.closeErr
@@ -156,15 +212,21 @@ func (n *Node) stop() error {
 	if n.retention != nil {
 		n.retention.stop()
 	}
+	if n.loop != nil {
+		n.loop.close()
+	}
+	if n.store != nil {
+		if err := n.store.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("node: close coordination store: %w", err))
+		}
+	}
 	if n.groups != nil {
 		if err := n.groups.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("node: close groups: %w", err))
 		}
 	}
-	if n.registry != nil {
-		if err := n.registry.Close(); err != nil {
-			errs = append(errs, fmt.Errorf("node: close topics: %w", err))
-		}
+	if err := n.closeLocal(); err != nil {
+		errs = append(errs, err)
 	}
 	if n.plugins != nil {
 		if err := n.plugins.Close(); err != nil {
@@ -174,16 +236,24 @@ func (n *Node) stop() error {
 	return errors.Join(errs...)
 }
 
-// applyRetention is one retention pass: old segments of every partition, then
-// the committed offsets of groups empty for longer than OffsetsRetention.
+// applyRetention is one retention pass: old segments of every partition this
+// broker holds (forgetting idempotent producers idle past
+// producerExpiry), then the committed offsets of groups empty for longer
+// than OffsetsRetention.
 func (n *Node) applyRetention() error {
-	err := n.registry.ApplyRetention()
+	var errs []error
+	before := n.cfg.Clock.Now().Add(-producerExpiry).UnixMilli()
+	for _, p := range n.localPartitions() {
+		if err := p.ApplyRetention(before); err != nil && !errors.Is(err, errClosedLog) {
+			errs = append(errs, fmt.Errorf("node: retention of %s-%d: %w", p.Topic, p.Index, err))
+		}
+	}
 	if n.cfg.OffsetsRetention > 0 {
-		expired, eerr := n.groups.ExpireOffsets(n.cfg.OffsetsRetention)
+		expired, err := n.groups.ExpireOffsets(n.cfg.OffsetsRetention)
 		if len(expired) > 0 {
 			n.logger.Info("expired committed offsets of empty groups", "groups", len(expired))
 		}
-		err = errors.Join(err, eerr)
+		errs = append(errs, err)
 	}
-	return err
+	return errors.Join(errs...)
 }

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"fmt"
 	"os"
 
 	"github.com/weir-broker/weir/core/logs"
@@ -16,26 +17,36 @@ type Partition struct {
 	Topic string
 	Index int32
 	p     *logs.Partition
+	epoch int32
 }
 
-// Partition returns a partition to read from: ErrUnknownTopic or
-// ErrUnknownPartition (wrapped) when there is none.
+// Partition returns a partition this broker leads, to read from:
+// ErrUnknownTopic or ErrUnknownPartition when there is none, ErrNotLeader or
+// ErrLeaderNotAvailable when this broker does not lead it (wrapped).
 func (n *Node) Partition(topic string, index int32) (*Partition, error) {
-	p, err := n.registry.Partition(topic, index)
+	p, epoch, err := n.leaderPartition(topic, index)
 	if err != nil {
 		return nil, err
 	}
-	return &Partition{Topic: topic, Index: index, p: p}, nil
+	return &Partition{Topic: topic, Index: index, p: p, epoch: epoch}, nil
 }
 
-// HasPartition reports whether the partition exists: nil, or why not.
+// HasPartition reports whether the partition exists in the cluster: nil, or
+// why not.
 func (n *Node) HasPartition(topic string, index int32) error {
-	_, err := n.registry.Partition(topic, index)
-	return err
+	im, _ := n.image.load()
+	t := im.Topics[topic]
+	switch {
+	case t == nil || t.Deleting:
+		return unknownTopic(topic)
+	case index < 0 || int(index) >= len(t.Assignment):
+		return fmt.Errorf("%w: %q has %d partitions, not %d", ErrUnknownPartition, topic, len(t.Assignment), index)
+	}
+	return nil
 }
 
-// HighWatermark is the offset consumers read up to: on one replica, the log
-// end.
+// HighWatermark is the offset consumers read up to: with one replica, the
+// log end.
 func (p *Partition) HighWatermark() int64 { return p.p.Log().EndOffset() }
 
 // LastStableOffset is the offset read_committed consumers read up to: with
@@ -46,7 +57,7 @@ func (p *Partition) LastStableOffset() int64 { return p.HighWatermark() }
 func (p *Partition) LogStartOffset() int64 { return p.p.Log().StartOffset() }
 
 // LeaderEpoch is the partition's current leader epoch.
-func (p *Partition) LeaderEpoch() int32 { return 0 }
+func (p *Partition) LeaderEpoch() int32 { return p.epoch }
 
 // Wait returns a channel closed at the next append (or truncation, or close)
 // of the partition, for long polls: take it, check the high watermark, then

@@ -3,11 +3,13 @@ package node
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
+	"github.com/weir-broker/weir/core/coord/layout"
 	"github.com/weir-broker/weir/core/logs"
-	"github.com/weir-broker/weir/core/topics"
+	"github.com/weir-broker/weir/core/meta"
 )
 
 // ProduceRequest is one Produce request's writes.
@@ -65,12 +67,12 @@ func (n *Node) Produce(ctx context.Context, req *ProduceRequest) {
 			w.Err = reqErr
 			continue
 		}
-		p, err := n.producePartition(w.Topic, w.Partition)
+		p, err := n.producePartition(ctx, w.Topic, w.Partition)
 		if err != nil {
 			w.Err = err
 			continue
 		}
-		if req.Acks == -1 && p.MinInsyncReplicas > 1 {
+		if req.Acks == -1 && p.MinInsyncReplicas > 1 { // one replica: the leader
 			w.Err = ErrNotEnoughReplicas
 			continue
 		}
@@ -121,25 +123,73 @@ func (n *Node) appendTo(ctx context.Context, p *logs.Partition, w *ProducePartit
 	w.LogAppendTime = res.LogAppendTime
 }
 
-// producePartition finds a partition to produce to, creating its topic first
-// when auto-creation is on.
-func (n *Node) producePartition(topic string, partition int32) (*logs.Partition, error) {
-	p, err := n.registry.Partition(topic, partition)
-	if errors.Is(err, topics.ErrUnknownTopic) && n.cfg.AutoCreateTopics {
-		if _, err := n.autoCreate(topic); err != nil {
+// producePartition finds the partition a produce writes to: one this broker
+// leads (ErrNotLeader, ErrLeaderNotAvailable otherwise), of a topic that
+// exists (created first when auto-creation is on) and is not internal.
+func (n *Node) producePartition(ctx context.Context, topic string, partition int32) (*logs.Partition, error) {
+	if topic == OffsetsTopic {
+		return nil, fmt.Errorf("%w: %s", ErrWriteToInternalTopic, topic)
+	}
+	p, _, err := n.leaderPartition(topic, partition)
+	if errors.Is(err, ErrUnknownTopic) && n.cfg.AutoCreateTopics {
+		if _, err := n.autoCreate(ctx, topic); err != nil {
 			return nil, err
 		}
-		p, err = n.registry.Partition(topic, partition)
+		p, _, err = n.leaderPartition(topic, partition)
 	}
 	return p, err
 }
 
+// leaderPartition returns the open log of a partition this broker leads, and
+// its leader epoch.
+func (n *Node) leaderPartition(topic string, partition int32) (*logs.Partition, int32, error) {
+	im, _ := n.image.load()
+	t := im.Topics[topic]
+	switch {
+	case t == nil || t.Deleting:
+		return nil, 0, unknownTopic(topic)
+	case partition < 0 || int(partition) >= len(t.Assignment):
+		return nil, 0, fmt.Errorf("%w: %q has %d partitions, not %d", ErrUnknownPartition, topic, len(t.Assignment), partition)
+	}
+	v := im.View(t, int(partition))
+	switch {
+	case v.Leader == meta.NoLeader:
+		return nil, 0, fmt.Errorf("%w: %s", ErrLeaderNotAvailable, logs.DirName(topic, partition))
+	case v.Leader != n.cfg.NodeID:
+		return nil, 0, fmt.Errorf("%w: %s is led by broker %d", ErrNotLeader, logs.DirName(topic, partition), v.Leader)
+	}
+	p, ok := n.localPartition(topic, t.ID, partition)
+	if !ok {
+		// Elected, not yet opened here: the client retries.
+		return nil, 0, fmt.Errorf("%w: %s is not open here yet", ErrNotLeader, logs.DirName(topic, partition))
+	}
+	return p, v.LeaderEpoch, nil
+}
+
+// producerIDBlock is how many producer ids one allocation in the
+// coordination store reserves (Kafka's block size).
+const producerIDBlock = 1000
+
 // InitProducerID hands out a new idempotent-producer id with epoch 0, never
-// reused (even across restarts). A transactional id is refused
-// (ErrTransactionsNotSupported).
-func (n *Node) InitProducerID(_ context.Context, transactionalID *string) (int64, int16, error) {
+// reused, even across restarts and brokers: ids come from blocks reserved in
+// the coordination store (Kafka's /latest_producer_id_block). A
+// transactional id is refused (ErrTransactionsNotSupported).
+func (n *Node) InitProducerID(ctx context.Context, transactionalID *string) (int64, int16, error) {
 	if transactionalID != nil {
 		return -1, -1, ErrTransactionsNotSupported
 	}
-	return n.registry.InitProducerID()
+	n.pidMu.Lock()
+	defer n.pidMu.Unlock()
+	if n.pidNext >= n.pidEnd {
+		sctx, cancel := context.WithTimeout(ctx, storeTimeout)
+		first, err := layout.AllocateProducerIDs(sctx, n.store, n.cfg.NodeID, producerIDBlock)
+		cancel()
+		if err != nil {
+			return -1, -1, fmt.Errorf("node: producer ids: %w", err)
+		}
+		n.pidNext, n.pidEnd = first, first+producerIDBlock
+	}
+	id := n.pidNext
+	n.pidNext++
+	return id, 0, nil
 }

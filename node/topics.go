@@ -2,25 +2,40 @@ package node
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
-	"maps"
+	mrand "math/rand/v2"
+	"time"
 
-	"github.com/weir-broker/weir/core/topics"
+	"github.com/weir-broker/weir/core/controller"
+	"github.com/weir-broker/weir/core/coord/layout"
+	"github.com/weir-broker/weir/core/logs"
+	"github.com/weir-broker/weir/core/meta"
+	"github.com/weir-broker/weir/core/topicconfig"
 )
+
+// MaxPartitions bounds one topic's partition count. Every partition holds
+// open files and memory, so a CreateTopics request must not be able to ask for
+// millions of them.
+const MaxPartitions = 10000
 
 // TopicInfo is what the node tells about a topic: a snapshot, owned by the
 // caller.
 type TopicInfo struct {
 	Name string
 	ID   [16]byte
+	// Internal: a topic the broker keeps for itself (__consumer_offsets).
+	Internal bool
 	// Configs are the effective configs: those the topic set, plus the broker
 	// defaults for the keys it did not.
 	Configs    map[string]string
 	Partitions []PartitionInfo
 }
 
-// PartitionInfo is one partition as Metadata reports it.
+// PartitionInfo is one partition as Metadata reports it: dead brokers are
+// filtered out of the ISR (and listed as offline replicas), and a partition
+// whose leader is not live has none.
 type PartitionInfo struct {
 	Index       int32
 	Leader      int32 // -1: no leader
@@ -38,76 +53,96 @@ func (t TopicInfo) ReplicationFactor() int16 {
 	return int16(len(t.Partitions[0].Replicas))
 }
 
+// Brokers returns the live brokers, by id.
+func (n *Node) Brokers() []Broker {
+	im, _ := n.image.load()
+	out := make([]Broker, 0, len(im.Brokers))
+	for _, b := range im.SortedBrokers() {
+		out = append(out, Broker{ID: b.ID, Host: b.Host, Port: b.Port})
+	}
+	return out
+}
+
+// ControllerID is the controller's broker id, -1 when there is none.
+func (n *Node) ControllerID() int32 {
+	im, _ := n.image.load()
+	return im.Controller
+}
+
 // Topics returns every topic, sorted by name.
 func (n *Node) Topics() []TopicInfo {
-	ts := n.registry.Topics()
-	out := make([]TopicInfo, len(ts))
-	for i, t := range ts {
-		out[i] = n.topicInfo(t)
+	im, _ := n.image.load()
+	ts := im.SortedTopics()
+	out := make([]TopicInfo, 0, len(ts))
+	for _, t := range ts {
+		if t.Deleting {
+			continue
+		}
+		out = append(out, n.topicInfo(im, t))
 	}
 	return out
 }
 
 // Topic returns the named topic: ErrUnknownTopic when there is none.
 func (n *Node) Topic(name string) (TopicInfo, error) {
-	t, ok := n.registry.Topic(name)
-	if !ok {
+	im, _ := n.image.load()
+	t := im.Topics[name]
+	if t == nil || t.Deleting {
 		return TopicInfo{}, unknownTopic(name)
 	}
-	return n.topicInfo(t), nil
+	return n.topicInfo(im, t), nil
 }
 
 // TopicByID returns the topic with the given id: ErrUnknownTopicID when there
 // is none.
 func (n *Node) TopicByID(id [16]byte) (TopicInfo, error) {
-	for _, t := range n.registry.Topics() {
-		if t.ID == id {
-			return n.topicInfo(t), nil
-		}
+	im, _ := n.image.load()
+	t := im.TopicByID(id)
+	if t == nil || t.Deleting {
+		return TopicInfo{}, ErrUnknownTopicID
 	}
-	return TopicInfo{}, ErrUnknownTopicID
+	return n.topicInfo(im, t), nil
 }
 
 // MetadataTopic returns the named topic for a Metadata request, creating it
-// first when the broker auto-creates topics and the client allows it.
-func (n *Node) MetadataTopic(name string, clientAllowsCreate bool) (TopicInfo, error) {
-	t, ok := n.registry.Topic(name)
-	if ok {
-		return n.topicInfo(t), nil
+// first when the broker auto-creates topics and the client allows it (the
+// offsets topic, __consumer_offsets, is created as the internal topic).
+func (n *Node) MetadataTopic(ctx context.Context, name string, clientAllowsCreate bool) (TopicInfo, error) {
+	ti, err := n.Topic(name)
+	if !errors.Is(err, ErrUnknownTopic) {
+		return ti, err
 	}
-	if !clientAllowsCreate || !n.cfg.AutoCreateTopics {
-		return TopicInfo{}, unknownTopic(name)
-	}
-	t, err := n.autoCreate(name)
-	if err != nil {
+	switch {
+	case name == OffsetsTopic && clientAllowsCreate:
+		return n.ensureOffsetsTopic(ctx)
+	case !clientAllowsCreate || !n.cfg.AutoCreateTopics:
 		return TopicInfo{}, err
 	}
-	return n.topicInfo(t), nil
+	return n.autoCreate(ctx, name)
 }
 
-func (n *Node) topicInfo(t *topics.Topic) TopicInfo {
-	ti := TopicInfo{Name: t.Name, ID: t.ID, Configs: maps.Clone(t.Configs), Partitions: make([]PartitionInfo, len(t.Partitions))}
-	self := []int32{n.cfg.NodeID}
-	for i, p := range t.Partitions {
-		ti.Partitions[i] = PartitionInfo{Index: p.Index, Leader: n.cfg.NodeID, LeaderEpoch: 0,
-			Replicas: self, ISR: self, Offline: []int32{}}
+func (n *Node) topicInfo(im *meta.Image, t *meta.Topic) TopicInfo {
+	ti := TopicInfo{Name: t.Name, ID: t.ID, Internal: t.Name == OffsetsTopic,
+		Configs: topicconfig.Resolve(t.Configs, n.defaults), Partitions: make([]PartitionInfo, len(t.Assignment))}
+	for p := range t.Assignment {
+		v := im.View(t, p)
+		ti.Partitions[p] = PartitionInfo{Index: int32(p), Leader: v.Leader, LeaderEpoch: v.LeaderEpoch,
+			Replicas: v.Replicas, ISR: v.ISR, Offline: v.Offline}
 	}
 	return ti
 }
 
 // autoCreate creates topic with the default partition count and configs; a
 // concurrent creation of the same topic counts as success.
-func (n *Node) autoCreate(topic string) (*topics.Topic, error) {
-	t, err := n.registry.Create(topic, -1, nil)
-	if errors.Is(err, topics.ErrTopicExists) {
-		if t, ok := n.registry.Topic(topic); ok {
-			return t, nil
-		}
+func (n *Node) autoCreate(ctx context.Context, topic string) (TopicInfo, error) {
+	ti, err := n.CreateTopic(ctx, CreateTopic{Name: topic, Partitions: -1, ReplicationFactor: -1})
+	if errors.Is(err, ErrTopicExists) {
+		return n.waitReady(ctx, topic)
 	}
 	if err == nil {
-		n.logger.Info("auto-created topic", "topic", topic, "partitions", len(t.Partitions))
+		n.logger.Info("auto-created topic", "topic", topic, "partitions", len(ti.Partitions))
 	}
-	return t, err
+	return ti, err
 }
 
 // CreateTopic asks for a topic, as CreateTopics does.
@@ -133,70 +168,173 @@ type ReplicaAssignment struct {
 	Replicas  []int32
 }
 
-// CreateTopic creates a topic, or with ValidateOnly checks that it could be
-// created and returns what it would be (without an id). Errors:
+// createWait bounds how long CreateTopic waits for the new topic's
+// partitions to have leaders (Kafka's CreateTopics waits up to the request's
+// timeout for the metadata to propagate).
+const createWait = 30 * time.Second
+
+// CreateTopic creates a topic: any broker may, as in Kafka's ZooKeeper mode.
+// It assigns the partitions to live brokers (Kafka's round-robin from a
+// random start), writes the assignment and configs to the coordination store
+// and waits (within ctx and createWait) until every partition has a leader;
+// the controller elects them. With ValidateOnly it checks that the topic could
+// be created and returns what it would be (without an id). Errors:
 // ErrInvalidReplicationFactor, ErrInvalidReplicaAssignment,
-// logs.ErrInvalidTopic, ErrInvalidPartitions, ErrInvalidConfig,
+// logs.ErrInvalidTopic, ErrInvalidPartitions, topicconfig.ErrInvalidConfig,
 // ErrTopicExists, wrapped.
-func (n *Node) CreateTopic(_ context.Context, req CreateTopic) (TopicInfo, error) {
-	partitions := req.Partitions
-	if len(req.Assignment) > 0 {
-		if req.Partitions != -1 || req.ReplicationFactor != -1 {
-			return TopicInfo{}, ErrInvalidReplicaAssignment
-		}
-		seen := make([]bool, len(req.Assignment))
-		for _, ra := range req.Assignment {
-			if ra.Partition < 0 || int(ra.Partition) >= len(seen) || seen[ra.Partition] {
-				return TopicInfo{}, fmt.Errorf("%w: partitions must be numbered 0..%d, each once", ErrInvalidReplicaAssignment, len(seen)-1)
-			}
-			seen[ra.Partition] = true
-			if len(ra.Replicas) != 1 || ra.Replicas[0] != n.cfg.NodeID {
-				return TopicInfo{}, ErrInvalidReplicaAssignment
-			}
-		}
-		partitions = int32(len(req.Assignment))
-	} else if req.ReplicationFactor != -1 && req.ReplicationFactor != 1 {
-		return TopicInfo{}, ErrInvalidReplicationFactor
+func (n *Node) CreateTopic(ctx context.Context, req CreateTopic) (TopicInfo, error) {
+	if err := logs.ValidateName(req.Name); err != nil {
+		return TopicInfo{}, err
 	}
-	if partitions == 0 || partitions < -1 {
-		return TopicInfo{}, topics.ErrInvalidPartitions
+	configs, err := topicconfig.Normalize(req.Configs, n.plugins)
+	if err != nil {
+		return TopicInfo{}, fmt.Errorf("topic %q: %w", req.Name, err)
 	}
-	if req.ValidateOnly {
-		if err := n.registry.ValidateCreate(req.Name, partitions, req.Configs); err != nil {
-			return TopicInfo{}, err
-		}
-		if partitions == -1 {
-			partitions = n.cfg.DefaultPartitions
-		}
-		ti := TopicInfo{Name: req.Name, Partitions: make([]PartitionInfo, partitions)}
-		self := []int32{n.cfg.NodeID}
-		for i := range ti.Partitions {
-			ti.Partitions[i] = PartitionInfo{Index: int32(i), Leader: n.cfg.NodeID, Replicas: self, ISR: self, Offline: []int32{}}
-		}
-		return ti, nil
+	im, _ := n.image.load()
+	if t := im.Topics[req.Name]; t != nil {
+		return TopicInfo{}, fmt.Errorf("%w: %q", ErrTopicExists, req.Name)
 	}
-	t, err := n.registry.Create(req.Name, partitions, req.Configs)
+	assignment, err := n.assign(im, req)
 	if err != nil {
 		return TopicInfo{}, err
 	}
-	n.logger.Info("created topic", "topic", t.Name, "partitions", len(t.Partitions))
-	return n.topicInfo(t), nil
+	t := &meta.Topic{Name: req.Name, Assignment: assignment, Configs: configs, States: make([]*meta.PartitionState, len(assignment))}
+	if req.ValidateOnly {
+		return n.topicInfo(im, t), nil
+	}
+	if t.ID, err = newTopicID(); err != nil {
+		return TopicInfo{}, err
+	}
+	sctx, cancel := context.WithTimeout(ctx, storeTimeout)
+	err = layout.CreateTopic(sctx, n.store, t)
+	cancel()
+	if errors.Is(err, layout.ErrTopicExists) {
+		return TopicInfo{}, fmt.Errorf("%w: %q", ErrTopicExists, req.Name)
+	}
+	if err != nil {
+		return TopicInfo{}, fmt.Errorf("node: create topic %q: %w", req.Name, err)
+	}
+	n.logger.Info("created topic", "topic", t.Name, "partitions", len(assignment), "replication_factor", len(assignment[0]))
+	return n.waitReady(ctx, req.Name)
 }
 
-// DeleteTopic deletes a topic: its partitions' data and its committed
-// offsets (so a topic created again under the name starts without them, as
-// in Kafka). It returns the deleted topic's id.
-func (n *Node) DeleteTopic(_ context.Context, name string) ([16]byte, error) {
-	t, ok := n.registry.Topic(name)
-	if !ok {
+// assign returns the replicas of each partition of a topic to create.
+func (n *Node) assign(im *meta.Image, req CreateTopic) ([][]int32, error) {
+	live := make([]int32, 0, len(im.Brokers))
+	for _, b := range im.SortedBrokers() {
+		live = append(live, b.ID)
+	}
+	if len(req.Assignment) > 0 {
+		if req.Partitions != -1 || req.ReplicationFactor != -1 {
+			return nil, fmt.Errorf("%w: with an assignment, the partition count and replication factor must be -1", ErrInvalidReplicaAssignment)
+		}
+		parts := make([]controller.PartitionReplicas, len(req.Assignment))
+		for i, ra := range req.Assignment {
+			parts[i] = controller.PartitionReplicas{Partition: ra.Partition, Replicas: ra.Replicas}
+		}
+		a, err := controller.ValidateAssignment(parts, live)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrInvalidReplicaAssignment, err)
+		}
+		if len(a) > MaxPartitions {
+			return nil, fmt.Errorf("%w: %d for topic %q, want 1..%d", ErrInvalidPartitions, len(a), req.Name, MaxPartitions)
+		}
+		return a, nil
+	}
+	partitions, rf := req.Partitions, req.ReplicationFactor
+	if partitions == -1 {
+		partitions = n.cfg.DefaultPartitions
+	}
+	if rf == -1 {
+		rf = 1
+	}
+	if partitions < 1 || partitions > MaxPartitions {
+		return nil, fmt.Errorf("%w: %d for topic %q, want 1..%d", ErrInvalidPartitions, partitions, req.Name, MaxPartitions)
+	}
+	a, err := controller.Assign(live, partitions, rf, mrand.New(mrand.NewPCG(mrand.Uint64(), mrand.Uint64())))
+	if errors.Is(err, controller.ErrInvalidReplicationFactor) {
+		return nil, fmt.Errorf("%w: %d with %d live brokers", ErrInvalidReplicationFactor, rf, len(live))
+	}
+	return a, err
+}
+
+// waitReady waits until the topic is in the image with a leader for every
+// partition (and this broker's partitions open), then returns it.
+func (n *Node) waitReady(ctx context.Context, name string) (TopicInfo, error) {
+	wctx, cancel := context.WithTimeout(ctx, createWait)
+	defer cancel()
+	im, err := n.image.waitFor(wctx, func(im *meta.Image) bool {
+		t := im.Topics[name]
+		if t == nil || t.Deleting {
+			return false
+		}
+		for p := range t.Assignment {
+			v := im.View(t, p)
+			if v.Leader == meta.NoLeader {
+				return false
+			}
+			if v.Leader == n.cfg.NodeID {
+				if _, ok := n.localPartition(name, t.ID, int32(p)); !ok {
+					return false
+				}
+			}
+		}
+		return true
+	})
+	t := im.Topics[name]
+	if err != nil {
+		if t != nil {
+			// Created; leaders come later (clients see LEADER_NOT_AVAILABLE
+			// meanwhile and retry).
+			return n.topicInfo(im, t), nil
+		}
+		return TopicInfo{}, fmt.Errorf("node: topic %q created but not seen: %w", name, err)
+	}
+	return n.topicInfo(im, t), nil
+}
+
+// deleteWait bounds how long DeleteTopic waits for the deletion to finish.
+const deleteWait = 30 * time.Second
+
+// DeleteTopic deletes a topic: it records the deletion request in the
+// coordination store (the explicit instruction: each replica broker removes
+// its logs and committed offsets of the topic, then the controller removes the
+// topic), and waits within ctx and deleteWait for the topic to be gone. It
+// returns the deleted topic's id.
+func (n *Node) DeleteTopic(ctx context.Context, name string) ([16]byte, error) {
+	im, _ := n.image.load()
+	t := im.Topics[name]
+	if t == nil {
 		return [16]byte{}, unknownTopic(name)
 	}
-	if err := n.registry.Delete(name); err != nil {
-		return t.ID, err
+	if name == OffsetsTopic {
+		return t.ID, fmt.Errorf("%w: %s is internal", ErrInvalidTopic, name)
 	}
-	if err := n.groups.RemoveTopic(name); err != nil {
-		n.logger.Warn("dropping committed offsets of a deleted topic", "topic", name, "err", err)
+	sctx, cancel := context.WithTimeout(ctx, storeTimeout)
+	err := layout.RequestDeletion(sctx, n.store, name)
+	cancel()
+	if err != nil {
+		return t.ID, fmt.Errorf("node: delete topic %q: %w", name, err)
 	}
-	n.logger.Info("deleted topic", "topic", name)
+	wctx, cancel := context.WithTimeout(ctx, deleteWait)
+	defer cancel()
+	if _, err := n.image.waitFor(wctx, func(im *meta.Image) bool {
+		nt := im.Topics[name]
+		return nt == nil || nt.ID != t.ID
+	}); err != nil {
+		n.logger.Warn("topic deletion requested, not finished yet", "topic", name, "err", err)
+	} else {
+		n.logger.Info("deleted topic", "topic", name)
+	}
 	return t.ID, nil
+}
+
+func newTopicID() ([16]byte, error) {
+	var id [16]byte
+	for id == ([16]byte{}) { // the zero UUID means "no topic id" in Kafka
+		if _, err := rand.Read(id[:]); err != nil {
+			return id, fmt.Errorf("node: topic id: %w", err)
+		}
+	}
+	return id, nil
 }

@@ -12,11 +12,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func handleFindCoordinator(_ context.Context, s *Server, r *request) (kmsg.Response, error) {
+func handleFindCoordinator(ctx context.Context, s *Server, r *request) (kmsg.Response, error) {
 	req := r.body.(*kmsg.FindCoordinatorRequest)
 	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
 	if req.Version < 4 {
-		b, err := s.node.FindCoordinator(req.CoordinatorType, req.CoordinatorKey)
+		b, err := s.node.FindCoordinator(ctx, req.CoordinatorType, req.CoordinatorKey)
 		resp.ErrorCode = s.code(err)
 		resp.ErrorMessage = errorMessage(err)
 		if err == nil {
@@ -31,7 +31,7 @@ func handleFindCoordinator(_ context.Context, s *Server, r *request) (kmsg.Respo
 		c := &resp.Coordinators[i]
 		c.Default()
 		c.Key = key
-		b, err := s.node.FindCoordinator(req.CoordinatorType, key)
+		b, err := s.node.FindCoordinator(ctx, req.CoordinatorType, key)
 		c.ErrorCode = s.code(err)
 		c.ErrorMessage = errorMessage(err)
 		if err == nil {

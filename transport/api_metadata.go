@@ -14,20 +14,22 @@ package transport
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/weir-broker/weir/node"
 )
 
-func handleMetadata(_ context.Context, s *Server, r *request) (kmsg.Response, error) {
+func handleMetadata(ctx context.Context, s *Server, r *request) (kmsg.Response, error) {
 	req := r.body.(*kmsg.MetadataRequest)
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
 
-	self := s.node.Self()
-	resp.Brokers = []kmsg.MetadataResponseBroker{{NodeID: self.ID, Host: self.Host, Port: self.Port}}
+	for _, b := range s.node.Brokers() {
+		resp.Brokers = append(resp.Brokers, kmsg.MetadataResponseBroker{NodeID: b.ID, Host: b.Host, Port: b.Port})
+	}
 	cluster := s.node.ClusterID()
 	resp.ClusterID = &cluster
-	resp.ControllerID = self.ID
+	resp.ControllerID = s.node.ControllerID()
 
 	all := req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0)
 	if all {
@@ -45,7 +47,7 @@ func handleMetadata(_ context.Context, s *Server, r *request) (kmsg.Response, er
 		)
 		switch {
 		case rt.Topic != nil:
-			t, err = s.node.MetadataTopic(*rt.Topic, clientAllowsCreate)
+			t, err = s.node.MetadataTopic(ctx, *rt.Topic, clientAllowsCreate)
 		case rt.TopicID != [16]byte{}:
 			t, err = s.node.TopicByID(rt.TopicID)
 		default:
@@ -69,12 +71,16 @@ func topicMetadata(t node.TopicInfo) kmsg.MetadataResponseTopic {
 	name := t.Name
 	mt.Topic = &name
 	mt.TopicID = t.ID
+	mt.IsInternal = t.Internal
 	mt.Partitions = make([]kmsg.MetadataResponseTopicPartition, len(t.Partitions))
 	for i, p := range t.Partitions {
 		mp := &mt.Partitions[i]
 		mp.Default()
 		mp.Partition = p.Index
 		mp.Leader = p.Leader
+		if p.Leader < 0 {
+			mp.ErrorCode = kerr.LeaderNotAvailable.Code
+		}
 		mp.LeaderEpoch = p.LeaderEpoch
 		mp.Replicas = p.Replicas
 		mp.ISR = p.ISR

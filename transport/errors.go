@@ -14,7 +14,6 @@ import (
 	"github.com/weir-broker/weir/core/record"
 	"github.com/weir-broker/weir/core/segment"
 	"github.com/weir-broker/weir/core/topicconfig"
-	"github.com/weir-broker/weir/core/topics"
 	"github.com/weir-broker/weir/node"
 )
 
@@ -47,18 +46,18 @@ var errorTable = []struct {
 	{segment.ErrClosed, kerr.NotLeaderForPartition},
 
 	// Topics and the idempotent producer.
-	{topics.ErrUnknownTopic, kerr.UnknownTopicOrPartition},
-	{topics.ErrUnknownPartition, kerr.UnknownTopicOrPartition},
-	{topics.ErrTopicExists, kerr.TopicAlreadyExists},
+	{node.ErrUnknownTopic, kerr.UnknownTopicOrPartition},
+	{node.ErrUnknownPartition, kerr.UnknownTopicOrPartition},
+	{node.ErrTopicExists, kerr.TopicAlreadyExists},
 	{logs.ErrInvalidTopic, kerr.InvalidTopicException},
-	{topics.ErrInvalidPartitions, kerr.InvalidPartitions},
+	{node.ErrInvalidPartitions, kerr.InvalidPartitions},
 	{topicconfig.ErrInvalidConfig, kerr.InvalidConfig},
 	{producers.ErrOutOfOrderSequence, kerr.OutOfOrderSequenceNumber},
 	{producers.ErrInvalidProducerEpoch, kerr.InvalidProducerEpoch},
 	{producers.ErrUnknownProducerID, kerr.UnknownProducerID},
 	{producers.ErrDuplicateSequence, kerr.DuplicateSequenceNumber},
-	// A closed registry: the broker is shutting down (retriable).
-	{topics.ErrClosed, kerr.NotLeaderForPartition},
+	// A closed node: the broker is shutting down (retriable).
+	{node.ErrClosed, kerr.NotLeaderForPartition},
 	{recompress.ErrUnsupportedCompression, kerr.UnsupportedCompressionType},
 
 	// Groups.
@@ -83,6 +82,11 @@ var errorTable = []struct {
 	{node.ErrInvalidReplicationFactor, kerr.InvalidReplicationFactor},
 	{node.ErrInvalidReplicaAssignment, kerr.InvalidReplicaAssignment},
 	{node.ErrUnknownTopicID, kerr.UnknownTopicID},
+	{node.ErrNotLeader, kerr.NotLeaderForPartition},
+	{node.ErrLeaderNotAvailable, kerr.LeaderNotAvailable},
+	{node.ErrNotCoordinator, kerr.NotCoordinator},
+	{node.ErrCoordinatorNotAvailable, kerr.CoordinatorNotAvailable},
+	{node.ErrWriteToInternalTopic, kerr.InvalidTopicException},
 	{node.ErrInvalidCoordinatorType, kerr.InvalidRequest},
 
 	// The transport's own.

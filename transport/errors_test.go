@@ -15,7 +15,6 @@ import (
 	"github.com/weir-broker/weir/core/producers"
 	"github.com/weir-broker/weir/core/record"
 	"github.com/weir-broker/weir/core/topicconfig"
-	"github.com/weir-broker/weir/core/topics"
 	"github.com/weir-broker/weir/node"
 )
 
@@ -30,17 +29,22 @@ func TestErrorTable(t *testing.T) {
 		{partlog.ErrOffsetOutOfRange, kerr.OffsetOutOfRange},
 		{partlog.ErrFailed, kerr.KafkaStorageError},
 		{partlog.ErrClosed, kerr.NotLeaderForPartition},
-		{topics.ErrUnknownTopic, kerr.UnknownTopicOrPartition},
-		{topics.ErrUnknownPartition, kerr.UnknownTopicOrPartition},
-		{topics.ErrTopicExists, kerr.TopicAlreadyExists},
+		{node.ErrUnknownTopic, kerr.UnknownTopicOrPartition},
+		{node.ErrUnknownPartition, kerr.UnknownTopicOrPartition},
+		{node.ErrTopicExists, kerr.TopicAlreadyExists},
 		{logs.ErrInvalidTopic, kerr.InvalidTopicException},
-		{topics.ErrInvalidPartitions, kerr.InvalidPartitions},
+		{node.ErrInvalidPartitions, kerr.InvalidPartitions},
 		{topicconfig.ErrInvalidConfig, kerr.InvalidConfig},
 		{producers.ErrOutOfOrderSequence, kerr.OutOfOrderSequenceNumber},
 		{producers.ErrInvalidProducerEpoch, kerr.InvalidProducerEpoch},
 		{producers.ErrUnknownProducerID, kerr.UnknownProducerID},
 		{producers.ErrDuplicateSequence, kerr.DuplicateSequenceNumber},
-		{topics.ErrClosed, kerr.NotLeaderForPartition},
+		{node.ErrClosed, kerr.NotLeaderForPartition},
+		{node.ErrNotLeader, kerr.NotLeaderForPartition},
+		{node.ErrLeaderNotAvailable, kerr.LeaderNotAvailable},
+		{node.ErrNotCoordinator, kerr.NotCoordinator},
+		{node.ErrCoordinatorNotAvailable, kerr.CoordinatorNotAvailable},
+		{node.ErrWriteToInternalTopic, kerr.InvalidTopicException},
 		{groups.ErrUnknownMemberID, kerr.UnknownMemberID},
 		{groups.ErrIllegalGeneration, kerr.IllegalGeneration},
 		{groups.ErrRebalanceInProgress, kerr.RebalanceInProgress},

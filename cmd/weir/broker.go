@@ -24,6 +24,9 @@ import (
 // config file. The yaml tags are the config file's keys, the flags' names.
 type brokerSettings struct {
 	DataDir                    string            `yaml:"data-dir"`
+	BrokerID                   int32             `yaml:"broker-id"`
+	ZooKeeper                  string            `yaml:"zookeeper"`
+	ZooKeeperSessionTimeout    time.Duration     `yaml:"zookeeper-session-timeout"`
 	Listen                     string            `yaml:"listen"`
 	Advertised                 string            `yaml:"advertised"`
 	MetricsListen              string            `yaml:"metrics-listen"`
@@ -51,8 +54,11 @@ type brokerSettings struct {
 	LogFormat                  string            `yaml:"log-format"`
 }
 
-const brokerLong = `Run a single-node broker that speaks the Kafka protocol: point a Kafka client
-at --listen (tested with franz-go, sarama and librdkafka's kcat).
+const brokerLong = `Run a broker that speaks the Kafka protocol: point a Kafka client at --listen
+(tested with franz-go, sarama and librdkafka's kcat). Alone it is a single
+node whose cluster state lives in a file in --data-dir; with --zookeeper it
+joins a cluster of brokers coordinated by ZooKeeper (Kafka's ZooKeeper-mode
+layout), each with its own --broker-id and --data-dir.
 
 Settings come from the flags, from a config file (--config, YAML or JSON,
 whose keys are the flag names: data-dir, listen, topic-config as a map, ...),
@@ -75,6 +81,7 @@ closed, committed offsets and every partition log are flushed and sealed, and
 each log gets its clean-shutdown marker, so the next start skips recovery.`
 
 const brokerExample = `  weir broker --data-dir /var/lib/weir
+  weir broker --zookeeper zk1:2181,zk2:2181/weir --broker-id 2 --data-dir /var/lib/weir-2 --listen 0.0.0.0:9093
   weir broker --listen 0.0.0.0:9092 --advertised kafka.example.com:9092
   weir broker --topic-config weir.durable.acks=true --topic-config weir.flush.policy=every-batch
   weir broker --config weir.yaml --log-level debug`
@@ -104,7 +111,7 @@ func newBrokerCmdWith(run func(context.Context, brokerSettings, io.Writer) error
 	var topicConfig []string
 	cmd := &cobra.Command{
 		Use:     "broker",
-		Short:   "Run a single-node Kafka-compatible broker",
+		Short:   "Run a Kafka-compatible broker (a single node, or a cluster member with --zookeeper)",
 		Long:    brokerLong,
 		Example: brokerExample,
 		Args:    cobra.NoArgs,
@@ -119,6 +126,9 @@ func newBrokerCmdWith(run func(context.Context, brokerSettings, io.Writer) error
 	f.SortFlags = false
 	f.StringVar(&configFile, "config", "", "read settings from this YAML or JSON `file` (default: none); flags given on the command line win")
 	f.StringVar(&s.DataDir, "data-dir", s.DataDir, "`dir`ectory holding the topics, partition logs and committed offsets")
+	f.Int32Var(&s.BrokerID, "broker-id", s.BrokerID, "this broker's `id` in the cluster (Kafka's broker.id); each broker of a cluster needs its own")
+	f.StringVar(&s.ZooKeeper, "zookeeper", s.ZooKeeper, "join the cluster coordinated by this ZooKeeper ensemble, `host:port[,host:port][/chroot]` (default: none, a single node on a file store in --data-dir)")
+	f.DurationVar(&s.ZooKeeperSessionTimeout, "zookeeper-session-timeout", s.ZooKeeperSessionTimeout, "ZooKeeper session timeout: how long a broker that stops answering stays registered (default 0: 18s)")
 	f.StringVar(&s.Listen, "listen", s.Listen, "`host:port` to serve the Kafka protocol on")
 	f.StringVar(&s.Advertised, "advertised", s.Advertised, "`host:port` clients are told to connect to (default: the --listen address)")
 	f.StringVar(&s.MetricsListen, "metrics-listen", s.MetricsListen, "`host:port` serving Prometheus metrics at /metrics; empty disables it")
@@ -162,6 +172,9 @@ func (s *brokerSettings) merge(flags *pflag.FlagSet, configFile string, topicCon
 			}
 		}
 		set("data-dir", func() { s.DataDir = file.DataDir })
+		set("broker-id", func() { s.BrokerID = file.BrokerID })
+		set("zookeeper", func() { s.ZooKeeper = file.ZooKeeper })
+		set("zookeeper-session-timeout", func() { s.ZooKeeperSessionTimeout = file.ZooKeeperSessionTimeout })
 		set("listen", func() { s.Listen = file.Listen })
 		set("advertised", func() { s.Advertised = file.Advertised })
 		set("metrics-listen", func() { s.MetricsListen = file.MetricsListen })
@@ -245,6 +258,9 @@ func runBroker(ctx context.Context, s brokerSettings, stderr io.Writer) error {
 
 	b, err := broker.Start(broker.Config{
 		DataDir:                    s.DataDir,
+		NodeID:                     s.BrokerID,
+		ZooKeeper:                  s.ZooKeeper,
+		ZooKeeperSessionTimeout:    s.ZooKeeperSessionTimeout,
 		Listen:                     s.Listen,
 		Advertised:                 s.Advertised,
 		MetricsListen:              s.MetricsListen,

@@ -70,8 +70,15 @@ type Config struct {
 	// broker default is 3s, which `weir broker` uses; tests want 0).
 	GroupInitialRebalanceDelay time.Duration
 
-	// NodeID is this broker's id in Metadata. Default 0.
+	// NodeID is this broker's id (Kafka's broker.id). Default 0.
 	NodeID int32
+	// ZooKeeper, when set, is the ensemble the broker joins as a cluster
+	// member, as Kafka's zookeeper.connect: "host:port[,...][/chroot]".
+	// Empty: a single node on the file store in DataDir.
+	ZooKeeper string
+	// ZooKeeperSessionTimeout is the ZooKeeper session timeout asked for.
+	// Default 0: 18 s (Kafka's zookeeper.session.timeout.ms).
+	ZooKeeperSessionTimeout time.Duration
 	// MaxRequestBytes is the largest request accepted, checked before
 	// allocating. Default DefaultMaxRequestBytes.
 	MaxRequestBytes int32
@@ -198,6 +205,8 @@ func (c Config) nodeConfig(advertised string) node.Config {
 	return node.Config{
 		DataDir:                    c.DataDir,
 		NodeID:                     c.NodeID,
+		ZooKeeper:                  c.ZooKeeper,
+		ZooKeeperSessionTimeout:    c.ZooKeeperSessionTimeout,
 		Advertised:                 advertised,
 		TopicDefaults:              c.TopicDefaults,
 		DefaultPartitions:          c.DefaultPartitions,

@@ -1,0 +1,298 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/weir-broker/weir/core/coord"
+	"github.com/weir-broker/weir/core/coord/layout"
+	"github.com/weir-broker/weir/core/coord/memstore"
+	"github.com/weir-broker/weir/core/record"
+	"github.com/weir-broker/weir/core/meta"
+	"github.com/weir-broker/weir/core/vfs"
+)
+
+// A cluster of nodes in one process on one in-memory coordination store:
+// the deterministic bed for the cluster's rules (the real thing, with
+// ZooKeeper, sockets and real clients, is in transport/e2e).
+type testCluster struct {
+	t     *testing.T
+	srv   *memstore.Server
+	fs    vfs.FS
+	nodes map[int32]*Node
+}
+
+func newTestCluster(t *testing.T, brokers ...int32) *testCluster {
+	t.Helper()
+	c := &testCluster{t: t, srv: memstore.NewServer(), fs: vfs.NewMem(), nodes: map[int32]*Node{}}
+	for _, id := range brokers {
+		c.start(id)
+	}
+	t.Cleanup(func() {
+		for _, n := range c.nodes {
+			n.Close()
+		}
+	})
+	return c
+}
+
+// start opens broker id on its data directory (kept across restarts).
+func (c *testCluster) start(id int32) *Node {
+	c.t.Helper()
+	n, err := Open(c.config(id))
+	if err != nil {
+		c.t.Fatalf("broker %d: %v", id, err)
+	}
+	c.nodes[id] = n
+	return n
+}
+
+func (c *testCluster) config(id int32) Config {
+	return Config{DataDir: filepath.Join("/data", fmt.Sprint(id)), NodeID: id, FS: c.fs,
+		Advertised: fmt.Sprintf("broker-%d.test:%d", id, 9092+id), Coord: c.srv.Connect(),
+		OffsetsPartitions: 6, Logger: testLogger(c.t)}
+}
+
+// kill stops broker id the way a crash looks to the others: its session
+// ends (its registration goes) and it serves nothing more.
+func (c *testCluster) kill(id int32) {
+	c.t.Helper()
+	if err := c.nodes[id].Close(); err != nil {
+		c.t.Fatal(err)
+	}
+	delete(c.nodes, id)
+}
+
+// await waits until every running node's image satisfies cond.
+func (c *testCluster) await(what string, cond func(*meta.Image) bool) {
+	c.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for id, n := range c.nodes {
+		if _, err := n.image.waitFor(ctx, cond); err != nil {
+			im, _ := n.image.load()
+			c.t.Fatalf("broker %d: waiting for %s: %v (image: controller %d, brokers %v)", id, what, err, im.Controller, im.SortedBrokers())
+		}
+	}
+}
+
+func (c *testCluster) produce(n *Node, topic string, p int32, tag string) (int64, error) {
+	b, err := record.Build(record.DefaultBuildOptions(), []record.Record{{Value: []byte(tag), Timestamp: 1_700_000_000_000}})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	req := ProduceRequest{Acks: -1, Partitions: []ProducePartition{{Topic: topic, Partition: p, Records: b}}}
+	n.Produce(context.Background(), &req)
+	return req.Partitions[0].BaseOffset, req.Partitions[0].Err
+}
+
+// led reports whether every partition of topic has a leader in im.
+func led(im *meta.Image, topic string) bool {
+	ls := leaders(im, topic)
+	return len(ls) > 0 && !slices.Contains(ls, meta.NoLeader)
+}
+
+func leaders(im *meta.Image, topic string) []int32 {
+	t := im.Topics[topic]
+	if t == nil {
+		return nil
+	}
+	out := make([]int32, len(t.Assignment))
+	for p := range t.Assignment {
+		out[p] = im.View(t, p).Leader
+	}
+	return out
+}
+
+// Partitions spread over the brokers, each answered only by its leader,
+// and every broker's picture agrees.
+func TestClusterSpreadsPartitions(t *testing.T) {
+	c := newTestCluster(t, 1, 2, 3)
+	c.await("three brokers and a controller", func(im *meta.Image) bool { return len(im.Brokers) == 3 && im.Controller != -1 })
+	ti, err := c.nodes[2].CreateTopic(context.Background(), CreateTopic{Name: "t", Partitions: 6, ReplicationFactor: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ti.Partitions) != 6 || ti.ReplicationFactor() != 1 {
+		t.Fatalf("created %+v", ti)
+	}
+	c.await("leaders for t", func(im *meta.Image) bool { return led(im, "t") })
+	im, _ := c.nodes[1].image.load()
+	count := map[int32]int{}
+	for p, l := range leaders(im, "t") {
+		count[l]++
+		for id, n := range c.nodes {
+			_, err := c.produce(n, "t", int32(p), "x")
+			switch {
+			case id == l && err != nil:
+				t.Errorf("produce to %d on its leader %d: %v", p, l, err)
+			case id != l && !errors.Is(err, ErrNotLeader):
+				t.Errorf("produce to %d on broker %d (leader %d): %v, want ErrNotLeader", p, id, l, err)
+			}
+		}
+	}
+	if count[1] != 2 || count[2] != 2 || count[3] != 2 {
+		t.Errorf("leaders per broker %v, want 2 each", count)
+	}
+}
+
+// A broker that dies leaves its partitions without a leader (leader epoch
+// bumped); when it returns on the same data it leads them again, with
+// everything it had.
+func TestBrokerDiesAndReturns(t *testing.T) {
+	c := newTestCluster(t, 1, 2, 3)
+	c.await("three brokers", func(im *meta.Image) bool { return len(im.Brokers) == 3 && im.Controller != -1 })
+	if _, err := c.nodes[1].CreateTopic(context.Background(), CreateTopic{Name: "t", Partitions: 3, ReplicationFactor: 1}); err != nil {
+		t.Fatal(err)
+	}
+	c.await("leaders", func(im *meta.Image) bool { return led(im, "t") })
+	im, _ := c.nodes[1].image.load()
+	ls := leaders(im, "t")
+	p := int32(slices.Index(ls, 3))
+	if p < 0 {
+		t.Fatalf("broker 3 leads nothing: %v", ls)
+	}
+	epoch := im.View(im.Topics["t"], int(p)).LeaderEpoch
+	for i := range 5 {
+		if _, err := c.produce(c.nodes[3], "t", p, fmt.Sprint("before-", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.kill(3)
+	c.await("broker 3 gone, its partition leaderless", func(im *meta.Image) bool {
+		v := im.View(im.Topics["t"], int(p))
+		return !im.Live(3) && v.Leader == meta.NoLeader && v.LeaderEpoch > epoch
+	})
+	if _, err := c.produce(c.nodes[1], "t", p, "x"); !errors.Is(err, ErrLeaderNotAvailable) {
+		t.Errorf("produce to a leaderless partition: %v, want ErrLeaderNotAvailable", err)
+	}
+	n3 := c.start(3)
+	c.await("broker 3 leads again", func(im *meta.Image) bool { return im.View(im.Topics["t"], int(p)).Leader == 3 })
+	off, err := c.produce(n3, "t", p, "after")
+	if err != nil || off != 5 {
+		t.Fatalf("produce after the restart: offset %d, %v; want 5 (the 5 records kept)", off, err)
+	}
+}
+
+// Killing the controller elects another (a larger controller epoch) and
+// topics can be created again.
+func TestControllerFailover(t *testing.T) {
+	c := newTestCluster(t, 1, 2, 3)
+	c.await("a controller", func(im *meta.Image) bool { return len(im.Brokers) == 3 && im.Controller != -1 })
+	im, _ := c.nodes[1].image.load()
+	old, oldEpoch := im.Controller, im.ControllerEpoch
+	c.kill(old)
+	c.await("a new controller", func(im *meta.Image) bool {
+		return im.Controller != -1 && im.Controller != old && im.ControllerEpoch > oldEpoch
+	})
+	var any *Node
+	for _, n := range c.nodes {
+		any = n
+	}
+	if _, err := any.CreateTopic(context.Background(), CreateTopic{Name: "after", Partitions: 4, ReplicationFactor: 1}); err != nil {
+		t.Fatal(err)
+	}
+	c.await("leaders of a topic created after the failover", func(im *meta.Image) bool {
+		ls := leaders(im, "after")
+		return len(ls) == 4 && !slices.Contains(ls, meta.NoLeader) && !slices.Contains(ls, old)
+	})
+}
+
+// A broker that joins a running cluster is seen by every broker, and new
+// topics use it.
+func TestBrokerJoins(t *testing.T) {
+	c := newTestCluster(t, 1, 2)
+	c.await("two brokers", func(im *meta.Image) bool { return len(im.Brokers) == 2 && im.Controller != -1 })
+	c.start(4)
+	c.await("the new broker", func(im *meta.Image) bool { return im.Live(4) && len(im.Brokers) == 3 })
+	if _, err := c.nodes[1].CreateTopic(context.Background(), CreateTopic{Name: "new", Partitions: 6, ReplicationFactor: 1}); err != nil {
+		t.Fatal(err)
+	}
+	c.await("broker 4 leading some of the new topic", func(im *meta.Image) bool { return slices.Contains(leaders(im, "new"), 4) })
+	if _, err := c.nodes[1].CreateTopic(context.Background(), CreateTopic{Name: "rf4", Partitions: 1, ReplicationFactor: 4}); !errors.Is(err, ErrInvalidReplicationFactor) {
+		t.Errorf("replication factor 4 on 3 brokers: %v, want ErrInvalidReplicationFactor", err)
+	}
+}
+
+// A broker cut off from the store keeps serving what it leads from the
+// picture it has; once back, it coordinates again. An expired session is
+// replaced and the broker registers again.
+func TestStoreOutageAndExpiry(t *testing.T) {
+	c := newTestCluster(t, 1, 2)
+	c.await("two brokers", func(im *meta.Image) bool { return len(im.Brokers) == 2 && im.Controller != -1 })
+	if _, err := c.nodes[1].CreateTopic(context.Background(), CreateTopic{Name: "t", Partitions: 2, ReplicationFactor: 1}); err != nil {
+		t.Fatal(err)
+	}
+	c.await("leaders", func(im *meta.Image) bool { return led(im, "t") })
+	n := c.nodes[2]
+	im, _ := n.image.load()
+	p := int32(slices.Index(leaders(im, "t"), 2))
+	store := n.store.(*memstore.Store)
+	c.srv.Disconnect(store)
+	for i := range 3 {
+		if _, err := c.produce(n, "t", p, fmt.Sprint("cut-off-", i)); err != nil {
+			t.Fatalf("produce while the store is unreachable: %v", err)
+		}
+	}
+	c.srv.Reconnect(store)
+	if _, err := c.produce(n, "t", p, "back"); err != nil {
+		t.Fatal(err)
+	}
+	// Expiry: the registration goes; the broker registers again.
+	im, _ = c.nodes[1].image.load()
+	oldEpoch := im.Brokers[2].Epoch
+	c.srv.Expire(store)
+	c.srv.Reconnect(store) // the client learns of the expiry
+	c.srv.Reconnect(store) // and opens a new session
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if _, err := c.nodes[1].image.waitFor(ctx, func(im *meta.Image) bool {
+		b, ok := im.Brokers[2]
+		return ok && b.Epoch > oldEpoch
+	}); err != nil {
+		t.Fatal(err)
+	}
+	data, st, err := store.Get(ctx, layout.BrokerPath(2))
+	if err != nil || st.EphemeralOwner != store.Session().ID || len(data) == 0 {
+		t.Fatalf("registration after expiry: %v, owner %d, session %d", err, st.EphemeralOwner, store.Session().ID)
+	}
+}
+
+// A broker id registered by a live broker elsewhere refuses to start.
+func TestBrokerIDInUse(t *testing.T) {
+	c := newTestCluster(t, 1)
+	cfg := c.config(1)
+	cfg.DataDir, cfg.Advertised = "/data/other", "elsewhere.test:9999"
+	if _, err := Open(cfg); !errors.Is(err, ErrBrokerIDInUse) {
+		t.Fatalf("second broker 1: %v, want ErrBrokerIDInUse", err)
+	}
+}
+
+// Garbage in the store is an error naming the path, never a crash: the
+// topic is left out and the others are served.
+func TestMalformedTopicInStore(t *testing.T) {
+	c := newTestCluster(t, 1)
+	if _, err := c.nodes[1].CreateTopic(context.Background(), CreateTopic{Name: "good", Partitions: 1, ReplicationFactor: 1}); err != nil {
+		t.Fatal(err)
+	}
+	s := c.srv.Connect()
+	defer s.Close()
+	ctx := context.Background()
+	if err := coord.CreateAll(ctx, s, layout.TopicPath("bad"), []byte(`{"version":3,"partitions":{"0":"not a list"}}`), coord.Persistent); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.nodes[1].CreateTopic(context.Background(), CreateTopic{Name: "later", Partitions: 1, ReplicationFactor: 1}); err != nil {
+		t.Fatal(err)
+	}
+	c.await("the good topics", func(im *meta.Image) bool {
+		return im.Topics["good"] != nil && im.Topics["later"] != nil && im.Topics["bad"] == nil
+	})
+	if _, err := c.produce(c.nodes[1], "later", 0, "x"); err != nil {
+		t.Fatal(err)
+	}
+}

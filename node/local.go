@@ -1,0 +1,198 @@
+package node
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/weir-broker/weir/core/logs"
+	"github.com/weir-broker/weir/core/meta"
+	"github.com/weir-broker/weir/core/partlog"
+	"github.com/weir-broker/weir/core/topicconfig"
+)
+
+// localTopic is a topic this broker holds replicas of: the partition logs it
+// opened, for the topic id it opened them for.
+type localTopic struct {
+	id    [16]byte
+	pc    logs.PartitionConfig // what the topic's effective configs mean to its logs (a recompressor shared by its partitions)
+	parts map[int32]*logs.Partition
+}
+
+// localPartition returns the open log of a partition this broker holds, for
+// the topic id the image names (a log of an older topic of the same name is
+// not it).
+func (n *Node) localPartition(topic string, id [16]byte, p int32) (*logs.Partition, bool) {
+	n.localMu.RLock()
+	defer n.localMu.RUnlock()
+	lt := n.local[topic]
+	if lt == nil || lt.id != id {
+		return nil, false
+	}
+	part, ok := lt.parts[p]
+	return part, ok
+}
+
+// localPartitions returns every open partition, for retention and metrics.
+func (n *Node) localPartitions() []*logs.Partition {
+	n.localMu.RLock()
+	defer n.localMu.RUnlock()
+	var out []*logs.Partition
+	for _, name := range slices.Sorted(maps.Keys(n.local)) {
+		lt := n.local[name]
+		for _, i := range slices.Sorted(maps.Keys(lt.parts)) {
+			out = append(out, lt.parts[i])
+		}
+	}
+	return out
+}
+
+// reconcile makes the logs this broker has open match what im assigns to it:
+// it opens the partitions assigned here, removes those of topics being deleted
+// (the explicit instruction; it returns those topics so the caller can
+// acknowledge), and closes the logs of topics the image no longer has (their
+// directories are set aside, data kept: nothing is deleted because something
+// is missing). Only the node's loop calls it.
+func (n *Node) reconcile(im *meta.Image) (deleted []string, err error) {
+	var errs []error
+	self := n.cfg.NodeID
+	for _, t := range im.SortedTopics() {
+		assigned := assignedHere(t, self)
+		lt := n.local[t.Name]
+		if lt != nil && lt.id != t.ID {
+			// The name now belongs to another topic (deleted and created
+			// again while this broker missed the deletion).
+			errs = append(errs, n.dropLocal(t.Name, lt, false))
+			lt = nil
+		}
+		if t.Deleting {
+			if lt != nil {
+				errs = append(errs, n.dropLocal(t.Name, lt, true))
+			} else if len(assigned) > 0 {
+				errs = append(errs, n.logs.Remove(t.Name, t.ID, int32(t.Partitions())))
+			}
+			if err := n.groups.RemoveTopic(t.Name); err != nil {
+				n.logger.Warn("dropping committed offsets of a deleted topic", "topic", t.Name, "err", err)
+			}
+			if len(assigned) > 0 {
+				deleted = append(deleted, t.Name)
+			}
+			continue
+		}
+		if len(assigned) == 0 {
+			continue
+		}
+		if lt == nil {
+			pc, err := n.partitionConfig(t)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			lt = &localTopic{id: t.ID, pc: pc, parts: map[int32]*logs.Partition{}}
+			n.setLocal(t.Name, lt)
+		}
+		for _, p := range assigned {
+			if _, ok := lt.parts[p]; ok {
+				continue
+			}
+			part, err := n.logs.Open(t.Name, p, t.ID, lt.pc)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("node: open %s: %w", logs.DirName(t.Name, p), err))
+				continue
+			}
+			n.localMu.Lock()
+			lt.parts[p] = part
+			n.localMu.Unlock()
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(n.local)) {
+		if _, ok := im.Topics[name]; !ok {
+			errs = append(errs, n.dropLocal(name, n.local[name], false))
+		}
+	}
+	return deleted, errors.Join(errs...)
+}
+
+// assignedHere lists the partitions of t that have self among their replicas.
+func assignedHere(t *meta.Topic, self int32) []int32 {
+	var out []int32
+	for p, replicas := range t.Assignment {
+		if slices.Contains(replicas, self) {
+			out = append(out, int32(p))
+		}
+	}
+	return out
+}
+
+func (n *Node) setLocal(name string, lt *localTopic) {
+	n.localMu.Lock()
+	n.local[name] = lt
+	n.localMu.Unlock()
+}
+
+// dropLocal closes a local topic's logs and forgets it; then, when remove is
+// set (the topic is being deleted), removes its partition directories, and
+// otherwise sets them aside.
+func (n *Node) dropLocal(name string, lt *localTopic, remove bool) error {
+	n.localMu.Lock()
+	delete(n.local, name)
+	n.localMu.Unlock()
+	var errs []error
+	maxPart := int32(0)
+	for i, p := range lt.parts {
+		if err := p.Close(); err != nil && !errors.Is(err, partlog.ErrClosed) {
+			errs = append(errs, fmt.Errorf("node: close %s: %w", logs.DirName(name, i), err))
+		}
+		maxPart = max(maxPart, i+1)
+	}
+	if lt.pc.Recompress != nil {
+		lt.pc.Recompress.Close()
+	}
+	if remove {
+		errs = append(errs, n.logs.Remove(name, lt.id, maxPart))
+	} else {
+		errs = append(errs, n.logs.SetAside(func(dir string) bool {
+			t, p, _ := logs.ParseDirName(dir)
+			_, open := lt.parts[p]
+			return t == name && open
+		}))
+	}
+	return errors.Join(errs...)
+}
+
+// partitionConfig is what t's configs (its own over the broker defaults)
+// mean to its logs. The configs were validated when the topic was created; a
+// store edited by hand is checked again here (syntax only: a plugin that is
+// gone must not keep the topic from opening) and refused naming the topic.
+func (n *Node) partitionConfig(t *meta.Topic) (logs.PartitionConfig, error) {
+	own, err := topicconfig.Normalize(t.Configs, nil)
+	if err != nil {
+		return logs.PartitionConfig{}, fmt.Errorf("node: topic %q: stored configs: %w", t.Name, err)
+	}
+	pc, err := logs.ConfigFor(topicconfig.Resolve(own, n.defaults), n.plugins, n.cfg.Clock)
+	if err != nil {
+		return logs.PartitionConfig{}, fmt.Errorf("node: topic %q: %w", t.Name, err)
+	}
+	return pc, nil
+}
+
+// closeLocal closes every open partition log (at shutdown).
+func (n *Node) closeLocal() error {
+	n.localMu.Lock()
+	local := n.local
+	n.local = map[string]*localTopic{}
+	n.localMu.Unlock()
+	var errs []error
+	for name, lt := range local {
+		for i, p := range lt.parts {
+			if err := p.Close(); err != nil && !errors.Is(err, partlog.ErrClosed) {
+				errs = append(errs, fmt.Errorf("node: close %s: %w", logs.DirName(name, i), err))
+			}
+		}
+		if lt.pc.Recompress != nil {
+			lt.pc.Recompress.Close()
+		}
+	}
+	return errors.Join(errs...)
+}
