@@ -12,8 +12,8 @@ import (
 	"github.com/weir-broker/weir/core/coord"
 	"github.com/weir-broker/weir/core/coord/layout"
 	"github.com/weir-broker/weir/core/coord/memstore"
-	"github.com/weir-broker/weir/core/record"
 	"github.com/weir-broker/weir/core/meta"
+	"github.com/weir-broker/weir/core/record"
 	"github.com/weir-broker/weir/core/vfs"
 )
 
