@@ -82,11 +82,7 @@ func (c *testCluster) await(what string, cond func(*meta.Image) bool) {
 }
 
 func (c *testCluster) produce(n *Node, topic string, p int32, tag string) (int64, error) {
-	b, err := record.Build(record.DefaultBuildOptions(), []record.Record{{Value: []byte(tag), Timestamp: 1_700_000_000_000}})
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	req := ProduceRequest{Acks: -1, Partitions: []ProducePartition{{Topic: topic, Partition: p, Records: b}}}
+	req := ProduceRequest{Acks: -1, Partitions: []ProducePartition{{Topic: topic, Partition: p, Records: oneRecord(c.t, tag)}}}
 	n.Produce(context.Background(), &req)
 	return req.Partitions[0].BaseOffset, req.Partitions[0].Err
 }
@@ -295,4 +291,14 @@ func TestMalformedTopicInStore(t *testing.T) {
 	if _, err := c.produce(c.nodes[1], "later", 0, "x"); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// oneRecord is a batch of one record with value v.
+func oneRecord(t testing.TB, v string) []byte {
+	t.Helper()
+	b, err := record.Build(record.DefaultBuildOptions(), []record.Record{{Value: []byte(v), Timestamp: 1_700_000_000_000}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

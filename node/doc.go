@@ -1,43 +1,93 @@
 // Package node is a broker's state and decisions, between the wire and the
-// storage: what the transport calls once it has decoded a request, and the
-// composition root that opens, runs and closes everything a broker keeps.
+// storage: what the transport calls once it has decoded a request, the loop
+// that keeps the broker's part in the cluster, and the composition root that
+// opens, runs and closes everything a broker keeps.
 //
-//	transport (wire only) ──▶ node (decisions) ──▶ core/topics, core/groups, core/partlog (storage and state machines)
+//	transport (wire only)
+//	    │ decoded requests
+//	    ▼
+//	node ── image (core/meta) ◀── loop ──▶ coordination store (core/coord: file, ZooKeeper, memory)
+//	    │                          │  └──▶ controller (core/controller), while elected
+//	    ▼                          ▼
+//	core/logs (partition logs)   core/groups (group coordinator)
+//
+// # Decisions
 //
 // The transport decodes a request, calls one method here and encodes the
 // answer; it makes no policy and never touches logs, segments or files. The
 // node decides: whether an unknown topic is auto-created (Produce, Metadata),
-// whether acks=all can be met (min.insync.replicas), how long a durable ack
-// waits and which partitions of a request share fsync rounds, what a
-// partition's high watermark and leader epoch are, which broker coordinates
-// a group, what deleting a topic removes (its logs and its committed
-// offsets), which replication factors and assignments are possible. A
-// partition's log is never handed out: reads go through Partition (the high
-// watermark, Read returning Records for sendfile, Wait for long polls,
-// ListOffset), writes through Produce.
+// whether this broker leads a partition (NOT_LEADER_OR_FOLLOWER,
+// LEADER_NOT_AVAILABLE otherwise), whether acks=all can be met
+// (min.insync.replicas), how long a durable ack waits and which partitions of
+// a request share fsync rounds, what a partition's high watermark and leader
+// epoch are, which broker coordinates a group, how a new topic's partitions
+// are assigned, what deleting a topic removes. A partition's log is never
+// handed out: reads go through Partition (the high watermark, Read returning
+// Records for sendfile, Wait for long polls, ListOffset), writes through
+// Produce. Every answer about the cluster comes from one immutable image
+// (core/meta), swapped whole, so a request sees one consistent picture.
 //
-// Errors come back as the core packages' sentinels (or the node's own, in
-// errors.go), wrapped; the transport maps them to Kafka codes in one table.
+// # One code path, three stores
+//
+// The cluster state lives in a coordination store in Kafka's ZooKeeper-mode
+// layout (core/coord/layout): the file store in the data directory for a
+// single node (the default: no ZooKeeper to install), a ZooKeeper ensemble
+// (Config.ZooKeeper), or one given (Config.Coord: core/coord/memstore in
+// tests). A single node is a cluster of one: it registers, elects itself
+// controller, and the controller writes its partitions' states, exactly as a
+// member of a larger cluster does.
+//
+// # The loop
+//
+// One goroutine (loop.go) owns the broker's session: it registers the broker
+// (its ephemeral /brokers/ids/<id>; a registration of an older session at this
+// broker's own address, left by a crash ZooKeeper has not noticed yet, is
+// waited out, and one of another broker is ErrBrokerIDInUse), reads the
+// brokers, the controller, the topics, their partition states and the
+// deletion requests through one-shot watches (each path watched once at a
+// time; everything read again after a new session, since "no event" never
+// means "nothing changed"), opens the partition logs assigned here and
+// removes those of topics being deleted (then acknowledges), sets aside
+// directories nothing assigns here (a topic deleted while the broker was
+// down), publishes the image, and, when no broker is controller, runs the
+// election; while it is controller it feeds the controller state machine
+// what changed and executes its fenced writes (control.go). While the store
+// is unreachable the broker keeps serving what it leads from the image it
+// has; a malformed node in the store is logged naming its path and its topic
+// left out, never a crash.
+//
+// # Topics
+//
+// Any broker creates a topic, as in Kafka's ZooKeeper mode: it assigns the
+// partitions over the live brokers (Kafka's round-robin from a random start),
+// writes the assignment and configs, and waits for the controller to elect
+// leaders. Deleting a topic records a deletion request (the explicit
+// instruction: nothing is deleted because something is missing); every
+// replica broker removes its logs and committed offsets of the topic and
+// acknowledges, then the controller removes the topic. __consumer_offsets is
+// the internal topic whose partition leaders coordinate groups
+// (hash(group) % partitions, as Kafka); committed offsets are kept by the
+// coordinating broker (core/groups).
 //
 // # Data directory
 //
 //	<DataDir>/
-//	    meta.properties          cluster.id and node.id, written once (Kafka's file of the same name)
-//	    weir-meta.json           topics and their configs (core/topics)
-//	    <topic>-<partition>/     one partition log each (core/partlog)
+//	    meta.properties          cluster.id and node.id (Kafka's file): a fresh broker takes the cluster's id,
+//	                             a broker whose id differs from the store's refuses to start
+//	    weir-coord.json          the file store (single node only)
+//	    weir-meta.json.migrated  the metadata file of weirs before the store, once migrated
+//	    <topic>-<partition>/     one partition log each (core/logs, core/partlog)
 //	    __groups/                committed offsets (core/groups)
-//
-// The cluster id is made up on the first start and kept, so clients that
-// remember it (librdkafka logs a change) see the same cluster after a
-// restart.
 //
 // # Lifetime
 //
-// Open opens the identity, the plugin host, the topics (recovering every
-// partition log), the group coordinator, and starts the retention loop, which
-// runs on Config.Clock (core/clock), so a test drives it with a manual clock
-// instead of sleeping. Close stops them in the reverse order (see Close).
-// Whoever serves the node (transport/broker) stops calling it before Close.
+// Open opens the identity, the plugin host, the log manager, the group
+// coordinator and the store (checking the cluster id, migrating an old
+// weir-meta.json, registering), starts the loop and waits for the first
+// image (and, briefly, for leaders of the partitions assigned here), then
+// starts the retention loop, which runs on Config.Clock (core/clock). Close
+// stops them in the reverse order (see Close). Whoever serves the node
+// (transport/broker) stops calling it before Close.
 //
 // The node owns the Prometheus registry: it registers the Go and process
 // collectors and the partition metrics (offsets, size, fsyncs, read at

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -154,6 +155,14 @@ func (n *Node) open() error {
 	if _, err := n.image.waitFor(ctx, func(im *meta.Image) bool { return im.Live(cfg.NodeID) && n.loop.strayChecked() }); err != nil {
 		return fmt.Errorf("node: waiting for the first picture of the cluster: %w", err)
 	}
+	// Then, briefly, for a leader of every partition assigned here whose
+	// replicas can lead (on a single node: all of them), so that a client
+	// right after a restart or a migration is served at once.
+	lctx, lcancel := context.WithTimeout(ctx, leaderWait)
+	if _, err := n.image.waitFor(lctx, n.ledHere); err != nil {
+		n.logger.Warn("some partitions assigned here have no leader yet", "waited", leaderWait)
+	}
+	lcancel()
 	n.retention = startRetentionLoop(cfg.Clock, cfg.RetentionCheckInterval, n.applyRetention,
 		n.logger.With("component", "retention"))
 	im, _ := n.image.load()
@@ -161,6 +170,33 @@ func (n *Node) open() error {
 		"advertised", cfg.Advertised, "coordination", n.storeName(), "brokers", len(im.Brokers), "topics", len(im.Topics),
 		"took", time.Since(begin).Round(time.Millisecond))
 	return nil
+}
+
+// leaderWait bounds how long Open waits for leaders of the partitions
+// assigned to this broker.
+const leaderWait = 30 * time.Second
+
+// ledHere reports whether every partition assigned to this broker that has a
+// live in-sync replica (or no state yet) has a leader in im.
+func (n *Node) ledHere(im *meta.Image) bool {
+	if im.Controller == -1 {
+		return false
+	}
+	for _, t := range im.Topics {
+		if t.Deleting {
+			continue
+		}
+		for _, p := range assignedHere(t, n.cfg.NodeID) {
+			if im.View(t, int(p)).Leader != meta.NoLeader {
+				continue
+			}
+			if st := t.States[p]; st != nil && !slices.ContainsFunc(st.ISR, im.Live) {
+				continue // no in-sync replica can lead
+			}
+			return false
+		}
+	}
+	return true
 }
 
 func (n *Node) storeName() string {
