@@ -50,11 +50,12 @@ func (n *Node) localPartitions() []*logs.Partition {
 
 // reconcile makes the logs this broker has open match what im assigns to it:
 // it opens the partitions assigned here, removes those of topics being deleted
-// (the explicit instruction; it returns those topics so the caller can
-// acknowledge), and closes the logs of topics the image no longer has (their
-// directories are set aside, data kept: nothing is deleted because something
-// is missing). Only the node's loop calls it.
-func (n *Node) reconcile(im *meta.Image) (deleted []string, err error) {
+// once (the explicit instruction; removed records the topic ids done; it
+// returns the deleted topics assigned here so the caller can acknowledge),
+// and closes the logs of topics the image no longer has (their directories
+// are set aside, data kept: nothing is deleted because something is missing).
+// Only the node's loop calls it.
+func (n *Node) reconcile(im *meta.Image, removed map[[16]byte]bool) (deleted []string, err error) {
 	var errs []error
 	self := n.cfg.NodeID
 	for _, t := range im.SortedTopics() {
@@ -67,13 +68,21 @@ func (n *Node) reconcile(im *meta.Image) (deleted []string, err error) {
 			lt = nil
 		}
 		if t.Deleting {
-			if lt != nil {
-				errs = append(errs, n.dropLocal(t.Name, lt, true))
-			} else if len(assigned) > 0 {
-				errs = append(errs, n.logs.Remove(t.Name, t.ID, int32(t.Partitions())))
-			}
-			if err := n.groups.RemoveTopic(t.Name); err != nil {
-				n.logger.Warn("dropping committed offsets of a deleted topic", "topic", t.Name, "err", err)
+			if !removed[t.ID] {
+				var err error
+				if lt != nil {
+					err = n.dropLocal(t.Name, lt, true)
+				} else if len(assigned) > 0 {
+					err = n.logs.Remove(t.Name, t.ID, int32(t.Partitions()))
+				}
+				if err != nil {
+					errs = append(errs, err)
+					continue // tried again next round
+				}
+				if err := n.groups.RemoveTopic(t.Name); err != nil {
+					n.logger.Warn("dropping committed offsets of a deleted topic", "topic", t.Name, "err", err)
+				}
+				removed[t.ID] = true
 			}
 			if len(assigned) > 0 {
 				deleted = append(deleted, t.Name)

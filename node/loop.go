@@ -44,9 +44,10 @@ type loop struct {
 	n     *Node
 	store coord.Store
 
-	kick chan struct{} // something to do (cap 1)
-	stop chan struct{}
-	done chan struct{}
+	kick   chan struct{}   // something to do (cap 1)
+	ctx    context.Context // cancelled by close: every store request ends
+	cancel context.CancelFunc
+	done   chan struct{}
 
 	mu    sync.Mutex
 	dirty dirty
@@ -62,9 +63,10 @@ type loop struct {
 	names      []string
 	deleting   map[string]bool
 	topics     map[string]*meta.Topic
-	acked      map[string]bool // deletions this broker acknowledged
-	strayDone  atomic.Bool     // setAsideStrays ran
-	ctl        *control        // non-nil while this broker is controller
+	acked      map[string]bool   // deletions this broker acknowledged
+	removed    map[[16]byte]bool // topics (by id) whose logs this broker removed
+	strayDone  atomic.Bool       // setAsideStrays ran
+	ctl        *control          // non-nil while this broker is controller
 }
 
 // dirty is what must be read again.
@@ -74,8 +76,10 @@ type dirty struct {
 }
 
 func newLoop(n *Node, store coord.Store) *loop {
-	return &loop{n: n, store: store, kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
-		armed: map[string]bool{}, dirty: dirty{all: true, topics: map[string]bool{}}, controller: -1,
+	ctx, cancel := context.WithCancel(context.Background())
+	return &loop{n: n, store: store, kick: make(chan struct{}, 1), ctx: ctx, cancel: cancel, done: make(chan struct{}),
+		removed: map[[16]byte]bool{},
+		armed:   map[string]bool{}, dirty: dirty{all: true, topics: map[string]bool{}}, controller: -1,
 		brokers: map[int32]meta.Broker{}, deleting: map[string]bool{}, topics: map[string]*meta.Topic{}, acked: map[string]bool{}}
 }
 
@@ -165,7 +169,7 @@ func (l *loop) run() {
 		case <-l.kick:
 		case <-sess.Changed:
 		case <-retry:
-		case <-l.stop:
+		case <-l.ctx.Done():
 			return
 		}
 	}
@@ -174,7 +178,7 @@ func (l *loop) run() {
 // step does one round: register, read what is dirty, publish, reconcile
 // the logs, and control.
 func (l *loop) step() error {
-	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+	ctx, cancel := context.WithTimeout(l.ctx, storeTimeout)
 	defer cancel()
 	if !l.registered {
 		if _, err := l.n.register(ctx, l.store); err != nil {
@@ -190,7 +194,7 @@ func (l *loop) step() error {
 	im := l.image()
 	// Reconcile before publishing, so that an image that names this broker
 	// leader of a partition comes with the partition open.
-	deleted, rerr := l.n.reconcile(im)
+	deleted, rerr := l.n.reconcile(im, l.removed)
 	for _, t := range deleted {
 		if l.acked[t] {
 			continue
@@ -502,8 +506,9 @@ func (l *loop) setAsideStrays(im *meta.Image) error {
 // an image (which happens before that image is published).
 func (l *loop) strayChecked() bool { return l.strayDone.Load() }
 
-// close stops the loop and waits for it.
+// close stops the loop (cutting short a store request in progress) and
+// waits for it.
 func (l *loop) close() {
-	close(l.stop)
+	l.cancel()
 	<-l.done
 }
