@@ -121,21 +121,3 @@ func readTree(fsys vfs.FS, name string) (*tree.Tree, error) {
 	}
 	return t, nil
 }
-
-// writeSynced creates name with contents b and fsyncs it (not its
-// directory).
-func writeSynced(fsys vfs.FS, name string, b []byte) error {
-	f, err := fsys.Create(name)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(b); err != nil {
-		_ = f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		_ = f.Close()
-		return err
-	}
-	return f.Close()
-}

@@ -31,7 +31,7 @@ func must(t *testing.T, err error) {
 func writeFile(t *testing.T, fsys vfs.FS, name string, b []byte) {
 	t.Helper()
 	must(t, fsys.MkdirAll(dir, 0o755))
-	must(t, writeSynced(fsys, dir+"/"+name, b))
+	must(t, vfs.WriteFileSynced(fsys, dir+"/"+name, b))
 }
 
 // TestFileFormat: the file is the documented JSON, one node per line, text

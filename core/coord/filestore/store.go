@@ -82,7 +82,7 @@ func Open(o Options) (*Store, error) {
 func (s *Store) persist() (renamed bool, err error) {
 	zxid, nodes := s.tree.Persistent()
 	tmp := filepath.Join(s.dir, tmpFileName)
-	if err := writeSynced(s.fs, tmp, encode(zxid, nodes)); err != nil {
+	if err := vfs.WriteFileSynced(s.fs, tmp, encode(zxid, nodes)); err != nil {
 		_ = s.fs.Remove(tmp)
 		return false, fmt.Errorf("write %s: %w", tmpFileName, err)
 	}
