@@ -41,6 +41,17 @@ type offsetStore struct {
 	offsets map[string]map[TopicPartition]stored
 	live    int   // entries in offsets
 	records int64 // records in the log: live, superseded and tombstones
+
+	// compacting is the compaction between its start and its switch (see
+	// compact.go); while it is set, every record written is also kept in
+	// delta, for the new log.
+	compacting *compaction
+	delta      []entry
+	// retryAt: after a failed compaction, the next waits until the log
+	// holds this many records.
+	retryAt int64
+	// compactions counts the compactions finished.
+	compactions int
 }
 
 func logDir(seq int) string { return fmt.Sprintf("%s%06d", logPrefix, seq) }
@@ -90,7 +101,7 @@ func openStore(o Options) (*offsetStore, error) {
 			}
 		}
 		s.seq = 1
-		if err := s.writeCurrent(s.seq); err != nil {
+		if _, err := s.writeCurrent(s.seq); err != nil {
 			return nil, err
 		}
 	case err != nil:
@@ -107,16 +118,10 @@ func openStore(o Options) (*offsetStore, error) {
 		s.log.Close()
 		return nil, err
 	}
-	superseded := s.records - int64(s.live)
-	o.Logger.Info("offsets loaded", "groups", len(s.offsets), "offsets", s.live, "superseded", superseded,
-		"took", o.Clock.Now().Sub(start))
-	if superseded >= int64(o.CompactMinSuperseded) && superseded > int64(s.live) {
-		if err := s.compact(); err != nil {
-			if s.log != nil {
-				s.log.Close()
-			}
-			return nil, err
-		}
+	o.Logger.Info("offsets loaded", "groups", len(s.offsets), "offsets", s.live,
+		"superseded", s.records-int64(s.live), "took", o.Clock.Now().Sub(start))
+	if s.compactDue() {
+		s.compactNow()
 	}
 	return s, nil
 }
@@ -137,13 +142,16 @@ func (s *offsetStore) readCurrent() (int, error) {
 }
 
 // writeCurrent points CURRENT at offsets-<seq>, atomically and durably: a
-// synced temporary file renamed over it, then the directory synced.
-func (s *offsetStore) writeCurrent(seq int) error {
+// synced temporary file renamed over it, then the directory synced. renamed
+// says whether the rename happened: after it, CURRENT may name offsets-<seq>
+// even when err is not nil (the directory sync failed), so neither log may
+// be removed.
+func (s *offsetStore) writeCurrent(seq int) (renamed bool, err error) {
 	fsys, dir := s.o.FS, s.o.Dir
 	tmp := path.Join(dir, currentTemp)
 	f, err := fsys.Create(tmp)
 	if err != nil {
-		return fmt.Errorf("groups: write %s: %w", currentFile, err)
+		return false, fmt.Errorf("groups: write %s: %w", currentFile, err)
 	}
 	_, err = f.Write([]byte(logDir(seq) + "\n"))
 	if err == nil {
@@ -154,14 +162,15 @@ func (s *offsetStore) writeCurrent(seq int) error {
 	}
 	if err == nil {
 		err = fsys.Rename(tmp, path.Join(dir, currentFile))
+		renamed = err == nil
 	}
 	if err == nil {
 		err = fsys.SyncDir(dir)
 	}
 	if err != nil {
-		return fmt.Errorf("groups: write %s: %w", currentFile, err)
+		return renamed, fmt.Errorf("groups: write %s: %w", currentFile, err)
 	}
-	return nil
+	return true, nil
 }
 
 // removeLeftovers deletes log directories other than the live one (the
@@ -333,6 +342,7 @@ func (s *offsetStore) commit(group string, offsets []OffsetCommit, now time.Time
 		s.set(e.k, *e.v)
 	}
 	s.records += int64(len(entries))
+	s.recordDelta(entries)
 	return nil
 }
 
@@ -353,6 +363,7 @@ func (s *offsetStore) removeWhere(now time.Time, drop func(k offsetKey) bool) er
 		s.remove(e.k)
 	}
 	s.records += int64(len(entries))
+	s.recordDelta(entries)
 	return nil
 }
 
@@ -384,7 +395,7 @@ func (s *offsetStore) groups() []string {
 	return gs
 }
 
-// liveEntries returns every live offset, sorted.
+// liveEntries returns every live offset, in no order.
 func (s *offsetStore) liveEntries() []entry {
 	entries := make([]entry, 0, s.live)
 	for g, m := range s.offsets {
@@ -392,59 +403,15 @@ func (s *offsetStore) liveEntries() []entry {
 			entries = append(entries, entry{k: offsetKey{group: g, TopicPartition: tp}, v: &v})
 		}
 	}
+	return entries
+}
+
+// sortEntries sorts entries by group, topic and partition.
+func sortEntries(entries []entry) {
 	slices.SortFunc(entries, func(a, b entry) int {
 		return cmp.Or(cmp.Compare(a.k.group, b.k.group), cmp.Compare(a.k.Topic, b.k.Topic),
 			cmp.Compare(a.k.Partition, b.k.Partition))
 	})
-	return entries
-}
-
-// compact writes the live offsets to a new log directory, closes it cleanly
-// (fsynced), and switches CURRENT to it; only then is the old log removed.
-// A crash before the switch leaves the old log live (and the new directory
-// a leftover for the next Open to remove); after it, the new one, complete.
-func (s *offsetStore) compact() error {
-	start := s.o.Clock.Now()
-	before := s.records
-	next := s.seq + 1
-	dir := path.Join(s.o.Dir, logDir(next))
-	if err := s.o.FS.RemoveAll(dir); err != nil {
-		return fmt.Errorf("groups: compact: %w", err)
-	}
-	nl, _, err := partlog.Open(s.o.FS, dir, s.cfg)
-	if err != nil {
-		return fmt.Errorf("groups: compact: %w", err)
-	}
-	err = writeEntries(nl, s.liveEntries(), s.o.Clock.Now().UnixMilli())
-	if cerr := nl.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = s.o.FS.SyncDir(s.o.Dir)
-	}
-	if err == nil {
-		err = s.writeCurrent(next)
-	}
-	if err != nil {
-		return fmt.Errorf("groups: compact: %w", err)
-	}
-	old := path.Join(s.o.Dir, logDir(s.seq))
-	err = s.log.Close()
-	s.log = nil
-	if err != nil {
-		return fmt.Errorf("groups: compact: close old log: %w", err)
-	}
-	if err := s.o.FS.RemoveAll(old); err != nil {
-		return fmt.Errorf("groups: compact: remove old log: %w", err)
-	}
-	if s.log, _, err = partlog.Open(s.o.FS, dir, s.cfg); err != nil {
-		return fmt.Errorf("groups: compact: reopen: %w", err)
-	}
-	s.seq = next
-	s.records = int64(s.live)
-	s.o.Logger.Info("offsets compacted", "records_before", before, "records_after", s.records,
-		"dir", dir, "took", s.o.Clock.Now().Sub(start))
-	return nil
 }
 
 // close closes the log cleanly.

@@ -329,8 +329,8 @@ func TestCompactionPowerCut(t *testing.T) {
 }
 
 // TestCompactionFailures fails each file operation of a compacting Open in
-// turn: Open reports the error or succeeds, and the store opens intact
-// afterwards.
+// turn: Open reports the error or succeeds (a failed compaction is
+// abandoned), and the store opens intact afterwards.
 func TestCompactionFailures(t *testing.T) {
 	base, want := compactionBase(t)
 	probe := &errorfs.FailAt{K: -1}
