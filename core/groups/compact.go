@@ -1,16 +1,20 @@
 package groups
 
 import (
+	"errors"
 	"fmt"
 	"path"
+	"sync/atomic"
 	"time"
 
 	"github.com/weir-broker/weir/core/partlog"
 )
 
 // rewriteChunk is how many offsets a compaction's rewrite writes with one
-// Append (a few hundred KiB of records).
+// Append (a few hundred KiB of records); it checks for Close between two.
 const rewriteChunk = 4096
+
+var errCompactionStopped = errors.New("groups: compaction stopped by Close")
 
 // compaction is one rewrite of the offsets log into offsets-<seq> (see the
 // package doc). beginCompaction copies the live offsets, under the
@@ -24,6 +28,13 @@ type compaction struct {
 	live      []entry      // the live offsets when it began
 	log       *partlog.Log // the new log, from rewrite until the switch
 	start     time.Time
+
+	// stop asks rewrite to give up: the coordinator is closing.
+	stop atomic.Bool
+	// started: the coordinator's goroutine has taken it (under its mutex);
+	// done is closed when that goroutine is through with it.
+	started bool
+	done    chan struct{}
 }
 
 // compactDue reports whether the log is worth rewriting, Kafka's
@@ -43,7 +54,8 @@ func (s *offsetStore) compactDue() bool {
 // live offsets (O(live), with the coordinator's mutex held) and from now on
 // keeps every record written in s.delta.
 func (s *offsetStore) beginCompaction() *compaction {
-	j := &compaction{from: s.seq, seq: s.seq + 1, live: s.liveEntries(), start: s.o.Clock.Now()}
+	j := &compaction{from: s.seq, seq: s.seq + 1, live: s.liveEntries(), start: s.o.Clock.Now(),
+		done: make(chan struct{})}
 	s.compacting, s.delta = j, nil
 	return j
 }
@@ -90,6 +102,9 @@ func (s *offsetStore) rewrite(j *compaction) error {
 	sortEntries(j.live)
 	now := s.o.Clock.Now().UnixMilli()
 	for live := j.live; len(live) > 0; {
+		if j.stop.Load() {
+			return errCompactionStopped
+		}
 		n := min(len(live), rewriteChunk)
 		if err := writeEntries(j.log, live[:n], now); err != nil {
 			return fmt.Errorf("groups: compact: %w", err)
@@ -158,6 +173,9 @@ func (s *offsetStore) abandonCompaction(j *compaction, err error) {
 	}
 	s.compacting, s.delta = nil, nil
 	s.retryAt = s.records + max(int64(s.live), int64(s.o.CompactMinSuperseded))
+	if errors.Is(err, errCompactionStopped) {
+		return
+	}
 	s.o.Logger.Error("offsets compaction abandoned", "err", err)
 }
 
@@ -197,4 +215,51 @@ func (s *offsetStore) compactNow() {
 		return
 	}
 	s.retire(old, j.from, remove)
+}
+
+// maybeCompact starts a compaction when the store is due one and none is
+// queued or running: Options.startCompaction runs it (on its own goroutine
+// by default). Called with mu held, after every write to the store.
+func (c *Coordinator) maybeCompact() {
+	if c.closed || c.compaction != nil || !c.store.compactDue() {
+		return
+	}
+	j := c.store.beginCompaction()
+	c.compaction = j
+	c.o.startCompaction(func() { c.compact(j) })
+}
+
+// compact runs j: the rewrite without mu, the switch with it, and the old
+// log's removal without it again. Close abandons j if compact has not
+// taken it yet, and otherwise stops it and waits for done.
+func (c *Coordinator) compact(j *compaction) {
+	c.mu.Lock()
+	if c.compaction != j {
+		c.mu.Unlock()
+		return
+	}
+	j.started = true
+	c.mu.Unlock()
+	defer close(j.done)
+
+	err := c.store.rewrite(j)
+	c.mu.Lock()
+	var old *partlog.Log
+	var remove bool
+	if err == nil && j.stop.Load() {
+		err = errCompactionStopped
+	}
+	if err == nil {
+		old, remove, err = c.store.finishCompaction(j)
+	}
+	if err != nil {
+		c.store.abandonCompaction(j, err)
+	}
+	c.mu.Unlock()
+	if old != nil {
+		c.store.retire(old, j.from, remove)
+	}
+	c.mu.Lock()
+	c.compaction = nil
+	c.mu.Unlock()
 }

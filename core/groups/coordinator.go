@@ -34,6 +34,9 @@ type Coordinator struct {
 	timer    partlog.Timer
 	timerAt  time.Time
 	timerSeq uint64
+	// compaction is the offsets log's compaction queued or running, nil
+	// when there is none (compact.go).
+	compaction *compaction
 }
 
 // Open opens the coordinator with the offsets store in o.Dir, replaying (and
@@ -56,7 +59,8 @@ func Open(o Options) (*Coordinator, error) {
 
 // Close answers every waiting JoinGroup and SyncGroup with
 // ErrCoordinatorNotAvailable (clients look for the coordinator again), stops
-// the timer and closes the offsets log cleanly. Later calls fail with
+// the timer, abandons a compaction of the offsets log (waiting for one that
+// runs to stop) and closes the offsets log cleanly. Later calls fail with
 // ErrCoordinatorNotAvailable.
 func (c *Coordinator) Close() error {
 	c.mu.Lock()
@@ -72,6 +76,17 @@ func (c *Coordinator) Close() error {
 	for w, ch := range c.waiters {
 		ch <- reply{waiter: w, err: fmt.Errorf("%w: shutting down", ErrCoordinatorNotAvailable)}
 		delete(c.waiters, w)
+	}
+	if j := c.compaction; j != nil && !j.started {
+		c.store.abandonCompaction(j, errCompactionStopped)
+		c.compaction = nil
+	} else if j != nil {
+		// Every other call sees closed and leaves the store alone; the
+		// compaction needs mu to finish.
+		j.stop.Store(true)
+		c.mu.Unlock()
+		<-j.done
+		c.mu.Lock()
 	}
 	return c.store.close()
 }
@@ -257,6 +272,7 @@ func (c *Coordinator) Commit(group, memberID string, instanceID *string, generat
 			perPartition[i] = err
 		}
 	}
+	c.maybeCompact()
 	return perPartition, nil
 }
 
@@ -319,6 +335,7 @@ func (c *Coordinator) Delete(group string) error {
 	}
 	g.state = stateDead
 	delete(c.groups, group)
+	c.maybeCompact()
 	return nil
 }
 
@@ -338,6 +355,7 @@ func (c *Coordinator) ExpireOffsets(retention time.Duration) ([]string, error) {
 	now := c.o.Clock.Now()
 	cutoff := now.Add(-retention).UnixMilli()
 	var expired []string
+	defer c.maybeCompact()
 	for _, id := range c.store.groups() {
 		g := c.groups[id]
 		if g != nil && g.state != stateEmpty {
@@ -381,6 +399,7 @@ func (c *Coordinator) RemoveTopic(topic string) error {
 	for id, g := range c.groups {
 		c.forget(id, g)
 	}
+	c.maybeCompact()
 	return nil
 }
 

@@ -37,15 +37,20 @@ type Options struct {
 	// MaxMetadataBytes is the longest metadata string a committed offset may
 	// carry. Default 4096 (Kafka offset.metadata.max.bytes).
 	MaxMetadataBytes int
-	// CompactMinSuperseded: Open rewrites the offsets log with only the live
-	// offsets when it holds at least this many superseded records (older
-	// commits of the same partition, tombstones and what they removed) and
-	// they outnumber the live ones. Default 10000.
+	// CompactMinSuperseded: the offsets log is rewritten with only the live
+	// offsets, at Open and while running, when it holds at least this many
+	// superseded records (older commits of the same partition, tombstones
+	// and what they removed) and they outnumber the live ones. Default
+	// 10000.
 	CompactMinSuperseded int
 
 	// newMemberID makes member ids; tests make them predictable. Default:
 	// prefix + "-" + a random UUID, as Kafka does.
 	newMemberID func(prefix string) string
+	// startCompaction runs a compaction of the offsets log (called with the
+	// coordinator's mutex held; run takes it); tests run it when they
+	// choose. Default: go run().
+	startCompaction func(run func())
 }
 
 // Defaults, exported for documentation and for callers building Options.
@@ -95,6 +100,9 @@ func (o Options) validate() (Options, error) {
 	}
 	if o.newMemberID == nil {
 		o.newMemberID = randomMemberID
+	}
+	if o.startCompaction == nil {
+		o.startCompaction = func(run func()) { go run() }
 	}
 	return o, nil
 }
