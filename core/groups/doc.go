@@ -82,11 +82,43 @@
 // A record without a value (a tombstone) removes the offset (Delete,
 // RemoveTopic). One commit is one Append of one or more batches; it is
 // acknowledged once appended (the page cache), like Kafka's default, and
-// Close closes the log cleanly. Open replays the log into memory; when more
-// than half of it, and at least CompactMinSuperseded records, is superseded,
-// it writes the live offsets to offsets-<n+1>, closes that log (fsynced),
-// points CURRENT at it (a synced temporary file renamed over CURRENT, then
-// the directory synced) and only then removes the old log. A crash at any
-// point leaves CURRENT naming a complete log; the next Open removes the
-// other directory.
+// Close closes the log cleanly. Open replays the log into memory.
+//
+// # Compaction
+//
+// Every commit appends, so a consumer committing every second would grow
+// the log forever; compaction rewrites it with only the live offsets. It is
+// due, at Open and after every write while running, when the dead records
+// (superseded commits, tombstones and the commits they removed) number at
+// least CompactMinSuperseded (10000 by default, about 1 MB of records) and
+// outnumber the live offsets: Kafka's log cleaner default,
+// min.cleanable.dirty.ratio=0.5, with a floor so that small logs are left
+// alone. The log thus stays under about twice the live offsets plus the
+// floor, and each live record is rewritten only after at least as many dead
+// ones were appended: one record rewritten per record committed, at most.
+//
+// While the coordinator runs, a compaction takes its mutex twice, briefly,
+// and does the bulk of the work between, on its own goroutine:
+//
+//	begin    (mutex)     copy the live offsets; from now on every record
+//	                     written to offsets-<n> is also kept, in order (the delta)
+//	rewrite  (no mutex)  remove leftover log directories; write the copy to
+//	                     offsets-<n+1> and fsync it; commits and fetches go on
+//	finish   (mutex)     append the delta, close offsets-<n+1> (fsynced) and
+//	                     fsync Dir, reopen it, point CURRENT at it (a synced
+//	                     temporary file renamed over CURRENT, then Dir synced);
+//	                     commits now go to offsets-<n+1>
+//	retire   (no mutex)  close offsets-<n>, remove it, fsync Dir
+//
+// A power cut before CURRENT's rename is durable leaves offsets-<n> live, as
+// if no compaction had run (the next Open removes offsets-<n+1>); after it,
+// offsets-<n+1>, complete and durable with every offset acknowledged before
+// the switch. The log is never a mix of the two, and nothing durable is
+// lost. A failure before the rename abandons the compaction: the new
+// directory is removed, offsets-<n> stays in use, and the next try waits
+// until as many records again have come. After the rename the switch
+// stands; if the directory sync after it failed, offsets-<n> is kept (CURRENT
+// on disk may still name it) until a later compaction, having synced Dir,
+// removes it. Close abandons a compaction that has not started and stops a
+// running one, waiting for it. At Open the same steps run in line.
 package groups
