@@ -20,17 +20,31 @@ COUNT ?= 5
 FUZZTIME ?= 30s
 CI_FUZZTIME ?= 20s
 
-.PHONY: help build run test deps bench fuzz generate plugins vet clean
+# Where `make cluster` keeps the local cluster's data and logs, and how many
+# brokers it starts.
+CLUSTER_DIR ?= ./local-cluster
+BROKERS ?= 3
+
+.PHONY: help build run cluster test deps bench fuzz generate plugins vet clean
 
 help: ## list the targets (the default)
 	@awk 'BEGIN { FS = ":.*## " } /^[a-zA-Z_-]+:.*## / { printf "  %-10s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
-	@echo "Variables: GO=$(GO) PKG=$(PKG) BENCH=$(BENCH) COUNT=$(COUNT) FUZZTIME=$(FUZZTIME)"
+	@echo "Variables: GO=$(GO) PKG=$(PKG) BENCH=$(BENCH) COUNT=$(COUNT) FUZZTIME=$(FUZZTIME) CLUSTER_DIR=$(CLUSTER_DIR) BROKERS=$(BROKERS)"
 
 build: ## build the CLI into bin/weir
 	$(GO) build $(GOBUILDFLAGS) -o bin/weir ./cmd/weir
 
 run: build ## build, then run the quick experiment preset (disk probe + codec x flush matrix, < 3 min)
 	bin/weir run --preset quick
+
+# cluster: ZooKeeper (Debian's zookeeper package) and BROKERS `weir broker`
+# processes on 127.0.0.1 (Kafka ports 9092 up, metrics 9644 up), with their
+# data and logs in CLUSTER_DIR (not ./cluster, which is the cluster/ source
+# tree). They keep running after make returns, until
+# `bin/weir cluster down --dir ./local-cluster`; the data stays for the next
+# `make cluster` unless down is given --purge.
+cluster: build ## build, then start ZooKeeper and 3 brokers on 127.0.0.1:9092-9094 in ./local-cluster (stop: bin/weir cluster down --dir ./local-cluster)
+	bin/weir cluster up --dir $(CLUSTER_DIR) --brokers $(BROKERS)
 
 test: deps vet ## install test dependencies, vet, run every test with -race; under CI=true, fuzz too (CI_FUZZTIME each)
 	$(GO) test -race -count=1 ./...

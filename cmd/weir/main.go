@@ -57,7 +57,7 @@ any codec and partitioner, run experiments and compare their results.`,
 		SilenceErrors: true, // main prints the error once
 	}
 	root.AddCommand(newVersionCmd(), newBrokerCmd(), newProduceCmd(), newConsumeCmd(),
-		newRunCmd(), newCompareCmd(), newPluginsCmd(), newFlushPoliciesCmd())
+		newRunCmd(), newCompareCmd(), newPluginsCmd(), newFlushPoliciesCmd(), newClusterCmd())
 	return root
 }
 

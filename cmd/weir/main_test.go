@@ -39,6 +39,10 @@ func TestGolden(t *testing.T) {
 		{"broker-help", []string{"broker", "--help"}},
 		{"plugins", []string{"plugins"}},
 		{"plugins-help", []string{"plugins", "--help"}},
+		{"cluster-help", []string{"cluster", "--help"}},
+		{"cluster-up-help", []string{"cluster", "up", "--help"}},
+		{"cluster-down-help", []string{"cluster", "down", "--help"}},
+		{"cluster-status-help", []string{"cluster", "status", "--help"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { checkGolden(t, tc.name, tc.args) })

@@ -1,0 +1,13 @@
+package zkserver
+
+import "syscall"
+
+// sysProcAttr: a detached server gets its own session (no terminal's
+// Ctrl-C reaches it, and it outlives this process); otherwise the kernel
+// SIGKILLs it if the forking thread (and so this process) dies.
+func sysProcAttr(detach bool) *syscall.SysProcAttr {
+	if detach {
+		return &syscall.SysProcAttr{Setsid: true}
+	}
+	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+}
