@@ -178,7 +178,12 @@ func testUnknownOutcome(t *testing.T, c *zktest.Cluster) {
 // nothing.
 func TestOutage(t *testing.T) {
 	c := zktest.Start(t, zktest.Options{})
-	s := open(t, c, nil)
+	// A restarted server gives every session a fresh timeout; the client must
+	// reconnect within it, which on a loaded machine (1 s redial pauses, a
+	// server still loading its database) can take seconds: this session's
+	// timeout is twice the usual.
+	timeout := 2 * sessionTimeout
+	s := open(t, c, func(cfg *zk.Config) { cfg.SessionTimeout = timeout })
 	observer := open(t, c, func(cfg *zk.Config) { cfg.Chroot = s.Chroot() })
 	ctx := ctxT(t)
 	if err := s.Create(ctx, "/reg", []byte("me"), coord.Ephemeral); err != nil {
@@ -226,9 +231,9 @@ func TestOutage(t *testing.T) {
 	}
 	// Stay down past the session timeout: the outage's length is what is
 	// tested here, not a guess at how long something takes.
-	<-time.After(time.Until(stopped.Add(sessionTimeout + 500*time.Millisecond)))
+	<-time.After(time.Until(stopped.Add(timeout + 500*time.Millisecond)))
 	c.Servers[0].Start()
-	t.Logf("ZooKeeper was down %v (session timeout %v)", time.Since(stopped), sessionTimeout)
+	t.Logf("ZooKeeper was down %v (session timeout %v)", time.Since(stopped), timeout)
 	after := waitSession(t, s, 10*time.Second, "connected again", func(sess coord.Session) bool { return sess.State == coord.Connected })
 	if after.ID != before.ID {
 		t.Fatalf("the session changed across the outage: %#x -> %#x", before.ID, after.ID)
