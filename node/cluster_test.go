@@ -1,11 +1,15 @@
 package node
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -301,4 +305,50 @@ func oneRecord(t testing.TB, v string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// syncBuffer is a log destination safe for the node's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// A broker joining with a fresh data directory takes the cluster's id, and
+// says so when it has opened (it used to log the id it had made up before
+// joining, a different one on every broker).
+func TestJoiningBrokerLogsClusterID(t *testing.T) {
+	c := newTestCluster(t, 1)
+	var logs syncBuffer
+	cfg := c.config(2)
+	cfg.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	n, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.nodes[2] = n
+	want := c.nodes[1].ClusterID()
+	if n.ClusterID() != want {
+		t.Fatalf("broker 2 is in cluster %q, broker 1 in %q", n.ClusterID(), want)
+	}
+	var opened string
+	for _, line := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(line, `msg="node opened"`) {
+			opened = line
+		}
+	}
+	if !strings.Contains(opened, "cluster_id="+want+" ") {
+		t.Errorf("broker 2 logged %q, want cluster_id=%s", opened, want)
+	}
 }

@@ -166,7 +166,7 @@ func (n *Node) open() error {
 	n.retention = startRetentionLoop(cfg.Clock, cfg.RetentionCheckInterval, n.applyRetention,
 		n.logger.With("component", "retention"))
 	im, _ := n.image.load()
-	n.logger.Info("node opened", "data_dir", cfg.DataDir, "cluster_id", id.ClusterID, "node_id", cfg.NodeID,
+	n.logger.Info("node opened", "data_dir", cfg.DataDir, "cluster_id", n.id.ClusterID, "node_id", cfg.NodeID,
 		"advertised", cfg.Advertised, "coordination", n.storeName(), "brokers", len(im.Brokers), "topics", len(im.Topics),
 		"took", time.Since(begin).Round(time.Millisecond))
 	return nil
