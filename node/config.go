@@ -65,6 +65,11 @@ type Config struct {
 	// long a broker that stops answering stays registered. Default 18 s
 	// (Kafka's zookeeper.session.timeout.ms).
 	ZooKeeperSessionTimeout time.Duration
+	// ZooKeeperDialer, when set, dials each ZooKeeper server instead of
+	// net.DialTimeout. Tests only: zktest.Tap's Dial cuts a broker off
+	// ZooKeeper (a death that leaves its session behind) and captures the
+	// session, so the test can expire it.
+	ZooKeeperDialer func(network, address string, timeout time.Duration) (net.Conn, error)
 	// Coord, when set, is the coordination store to use instead (tests:
 	// core/coord/memstore). The node closes it at Close.
 	Coord coord.Store

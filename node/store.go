@@ -37,6 +37,7 @@ func (n *Node) openStore(ctx context.Context) (coord.Store, error) {
 			return nil, fmt.Errorf("%w: ZooKeeper: %w", ErrInvalidConfig, err)
 		}
 		zc.SessionTimeout = n.cfg.ZooKeeperSessionTimeout
+		zc.Dialer = n.cfg.ZooKeeperDialer
 		zc.Logger = n.logger.With("component", "zookeeper")
 		s, err := zk.Open(ctx, zc)
 		if err != nil {
