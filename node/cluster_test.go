@@ -16,6 +16,7 @@ import (
 	"github.com/weir-broker/weir/core/coord"
 	"github.com/weir-broker/weir/core/coord/layout"
 	"github.com/weir-broker/weir/core/coord/memstore"
+	"github.com/weir-broker/weir/core/groups"
 	"github.com/weir-broker/weir/core/meta"
 	"github.com/weir-broker/weir/core/record"
 	"github.com/weir-broker/weir/core/vfs"
@@ -350,5 +351,63 @@ func TestJoiningBrokerLogsClusterID(t *testing.T) {
 	}
 	if !strings.Contains(opened, "cluster_id="+want+" ") {
 		t.Errorf("broker 2 logged %q, want cluster_id=%s", opened, want)
+	}
+}
+
+// A group's committed offsets stay with it when its coordinator dies: they
+// are kept on the coordinating broker's disk (not replicated), so the
+// offsets topic has one replica and the group waits for its coordinator
+// (COORDINATOR_NOT_AVAILABLE) rather than moving to a broker that has none
+// of its offsets. With three replicas (Kafka's default, used until now) the
+// group moved at once and its committed offsets read back as none: a
+// consumer resuming re-read everything, or skipped, by auto.offset.reset.
+func TestCoordinatorDiesOffsetsKept(t *testing.T) {
+	c := newTestCluster(t, 1, 2, 3)
+	c.await("three brokers", func(im *meta.Image) bool { return len(im.Brokers) == 3 && im.Controller != -1 })
+	ctx := context.Background()
+	if _, err := c.nodes[1].CreateTopic(ctx, CreateTopic{Name: "t", Partitions: 1, ReplicationFactor: 1}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := c.nodes[1].FindCoordinator(ctx, CoordinatorGroup, "g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.await("leaders of "+OffsetsTopic, func(im *meta.Image) bool { return led(im, OffsetsTopic) })
+	ti, err := c.nodes[1].Topic(OffsetsTopic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rf := ti.ReplicationFactor(); rf != 1 {
+		t.Errorf("%s has %d replicas, want 1 while committed offsets are not replicated", OffsetsTopic, rf)
+	}
+	perCommit, err := c.nodes[b.ID].CommitOffsets("g", "", nil, -1,
+		[]groups.OffsetCommit{{TopicPartition: groups.TopicPartition{Topic: "t"}, Offset: 42, LeaderEpoch: -1}})
+	if err != nil || perCommit[0] != nil {
+		t.Fatalf("commit at the coordinator %d: %v, %v", b.ID, err, perCommit)
+	}
+	c.kill(b.ID)
+	other := int32(1)
+	if b.ID == 1 {
+		other = 2
+	}
+	c.await(fmt.Sprintf("broker %d gone", b.ID), func(im *meta.Image) bool { return !im.Live(b.ID) })
+	if nb, err := c.nodes[other].FindCoordinator(ctx, CoordinatorGroup, "g"); !errors.Is(err, ErrCoordinatorNotAvailable) {
+		t.Errorf("coordinator %d dead: FindCoordinator says broker %d, %v; want ErrCoordinatorNotAvailable", b.ID, nb.ID, err)
+	}
+	n := c.start(b.ID)
+	c.await(fmt.Sprintf("broker %d back, leading g's partition of %s", b.ID, OffsetsTopic), func(im *meta.Image) bool {
+		t := im.Topics[OffsetsTopic]
+		return im.View(t, int(javaAbs(javaHash("g"))%int32(len(t.Assignment)))).Leader == b.ID
+	})
+	if nb, err := c.nodes[other].FindCoordinator(ctx, CoordinatorGroup, "g"); err != nil || nb.ID != b.ID {
+		t.Fatalf("after broker %d returned: FindCoordinator says broker %d, %v", b.ID, nb.ID, err)
+	}
+	coord, err := n.GroupCoordinator("g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := coord.Fetch("g", []groups.TopicPartition{{Topic: "t"}})
+	if err != nil || got[groups.TopicPartition{Topic: "t"}].Offset != 42 {
+		t.Errorf("committed offset after the coordinator returned: %+v, %v; want 42", got, err)
 	}
 }

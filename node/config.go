@@ -53,7 +53,12 @@ type Config struct {
 	// offsets.topic.num.partitions).
 	OffsetsPartitions int32
 	// OffsetsReplicationFactor is its replication factor, at most the live
-	// brokers. Default 3 (Kafka's offsets.topic.replication.factor).
+	// brokers. Default 1, not Kafka's 3 (offsets.topic.replication.factor):
+	// committed offsets are kept on the coordinating broker's disk, not in
+	// the topic, so a group must stay with the broker that has its offsets.
+	// With more replicas, the coordinator's death would move the group to a
+	// replica that has none of them (and back, when leaders move again, to
+	// stale ones). Raise it once the offsets live in the replicated topic.
 	OffsetsReplicationFactor int16
 
 	// ZooKeeper, when set, is the ZooKeeper ensemble the broker joins, as
@@ -135,7 +140,7 @@ func (c Config) Validate() (Config, error) {
 	}
 	switch {
 	case c.OffsetsReplicationFactor == 0:
-		c.OffsetsReplicationFactor = 3
+		c.OffsetsReplicationFactor = 1
 	case c.OffsetsReplicationFactor < 0:
 		return bad("OffsetsReplicationFactor %d is negative", c.OffsetsReplicationFactor)
 	}
