@@ -411,3 +411,83 @@ func TestCoordinatorDiesOffsetsKept(t *testing.T) {
 		t.Errorf("committed offset after the coordinator returned: %+v, %v; want 42", got, err)
 	}
 }
+
+// A broker id registered at another address is another broker: Open fails
+// at once, even when this broker's address is a prefix of that one (the
+// check compared strings, so "host:909" matched "host:9093" and Open waited
+// twice the session timeout for a registration that was never its own).
+func TestBrokerIDInUseAtAPrefixAddress(t *testing.T) {
+	c := newTestCluster(t, 1)
+	cfg := c.config(1)
+	live := cfg.Advertised
+	cfg.DataDir, cfg.Advertised = "/data/other", live[:len(live)-1] // broker-1.test:909
+	cfg.ZooKeeperSessionTimeout = time.Minute
+	cfg.Logger = slog.New(slog.DiscardHandler)
+	done := make(chan error, 1)
+	go func() {
+		n, err := Open(cfg)
+		if err == nil {
+			n.Close()
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, ErrBrokerIDInUse) || !strings.Contains(err.Error(), live) {
+			t.Fatalf("second broker 1 at %s: %v, want ErrBrokerIDInUse naming %s", cfg.Advertised, err, live)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("second broker 1 at %s, with broker 1 live at %s: Open still waiting after 10 s", cfg.Advertised, live)
+	}
+}
+
+// A broker restarted before its previous session expired finds its old
+// registration, at its own address, and waits for it to go, also when the
+// address is IPv6 (the check formatted the address as host:port, without
+// the brackets the registration's host:port has, so it never matched and
+// Open failed at once with ErrBrokerIDInUse).
+func TestRestartWithinOldSessionIPv6(t *testing.T) {
+	c := newTestCluster(t, 1)
+	old := c.srv.Connect()
+	ctx := context.Background()
+	if _, err := layout.RegisterBroker(ctx, old, meta.Broker{ID: 5, Host: "::1", Port: 9095}, time.Now().UnixMilli()); err != nil {
+		t.Fatal(err)
+	}
+	var logs syncBuffer
+	cfg := c.config(5)
+	cfg.Advertised = "[::1]:9095"
+	cfg.ZooKeeperSessionTimeout = 10 * time.Second
+	cfg.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	type opened struct {
+		n   *Node
+		err error
+	}
+	done := make(chan opened, 1)
+	go func() {
+		n, err := Open(cfg)
+		done <- opened{n, err}
+	}()
+	deadline := time.After(10 * time.Second)
+	for !strings.Contains(logs.String(), "waiting for it to expire") {
+		select {
+		case o := <-done:
+			if o.n != nil {
+				o.n.Close()
+			}
+			t.Fatalf("broker 5 restarted within its old session: Open returned %v without waiting for the old registration", o.err)
+		case <-deadline:
+			t.Fatal("broker 5 neither waited nor returned")
+		case <-time.After(10 * time.Millisecond): // polling the log
+		}
+	}
+	c.srv.Expire(old)
+	select {
+	case o := <-done:
+		if o.err != nil {
+			t.Fatalf("after the old session expired: %v", o.err)
+		}
+		c.nodes[5] = o.n
+	case <-time.After(20 * time.Second):
+		t.Fatal("Open did not return after the old session expired")
+	}
+}
