@@ -491,3 +491,29 @@ func TestRestartWithinOldSessionIPv6(t *testing.T) {
 		t.Fatal("Open did not return after the old session expired")
 	}
 }
+
+// A broker hands out idempotent producer ids while the store is away: it
+// reserves its first block when it opens, as Kafka's ProducerIdManager
+// does, not on the first InitProducerID (which then failed with the store
+// unreachable, so a producer started during an outage could not produce).
+func TestProducerIDsWhileStoreAway(t *testing.T) {
+	c := newTestCluster(t, 1, 2)
+	c.await("two brokers", func(im *meta.Image) bool { return len(im.Brokers) == 2 })
+	ids := map[int64]int32{}
+	for _, id := range []int32{1, 2} {
+		n := c.nodes[id]
+		store := n.store.(*memstore.Store)
+		c.srv.Disconnect(store)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		pid, epoch, err := n.InitProducerID(ctx, nil)
+		cancel()
+		c.srv.Reconnect(store)
+		if err != nil || pid < 0 || epoch != 0 {
+			t.Fatalf("broker %d, store unreachable: InitProducerID = %d, %d, %v", id, pid, epoch, err)
+		}
+		if other, ok := ids[pid]; ok {
+			t.Fatalf("brokers %d and %d both handed out producer id %d", other, id, pid)
+		}
+		ids[pid] = id
+	}
+}
