@@ -1,17 +1,22 @@
 package node
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/weir-broker/weir/core/coord"
 	"github.com/weir-broker/weir/core/coord/layout"
 	"github.com/weir-broker/weir/core/coord/memstore"
+	"github.com/weir-broker/weir/core/groups"
 	"github.com/weir-broker/weir/core/meta"
 	"github.com/weir-broker/weir/core/record"
 	"github.com/weir-broker/weir/core/vfs"
@@ -301,4 +306,214 @@ func oneRecord(t testing.TB, v string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// syncBuffer is a log destination safe for the node's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// A broker joining with a fresh data directory takes the cluster's id, and
+// says so when it has opened (it used to log the id it had made up before
+// joining, a different one on every broker).
+func TestJoiningBrokerLogsClusterID(t *testing.T) {
+	c := newTestCluster(t, 1)
+	var logs syncBuffer
+	cfg := c.config(2)
+	cfg.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	n, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.nodes[2] = n
+	want := c.nodes[1].ClusterID()
+	if n.ClusterID() != want {
+		t.Fatalf("broker 2 is in cluster %q, broker 1 in %q", n.ClusterID(), want)
+	}
+	var opened string
+	for _, line := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(line, `msg="node opened"`) {
+			opened = line
+		}
+	}
+	if !strings.Contains(opened, "cluster_id="+want+" ") {
+		t.Errorf("broker 2 logged %q, want cluster_id=%s", opened, want)
+	}
+}
+
+// A group's committed offsets stay with it when its coordinator dies: they
+// are kept on the coordinating broker's disk (not replicated), so the
+// offsets topic has one replica and the group waits for its coordinator
+// (COORDINATOR_NOT_AVAILABLE) rather than moving to a broker that has none
+// of its offsets. With three replicas (Kafka's default, used until now) the
+// group moved at once and its committed offsets read back as none: a
+// consumer resuming re-read everything, or skipped, by auto.offset.reset.
+func TestCoordinatorDiesOffsetsKept(t *testing.T) {
+	c := newTestCluster(t, 1, 2, 3)
+	c.await("three brokers", func(im *meta.Image) bool { return len(im.Brokers) == 3 && im.Controller != -1 })
+	ctx := context.Background()
+	if _, err := c.nodes[1].CreateTopic(ctx, CreateTopic{Name: "t", Partitions: 1, ReplicationFactor: 1}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := c.nodes[1].FindCoordinator(ctx, CoordinatorGroup, "g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.await("leaders of "+OffsetsTopic, func(im *meta.Image) bool { return led(im, OffsetsTopic) })
+	ti, err := c.nodes[1].Topic(OffsetsTopic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rf := ti.ReplicationFactor(); rf != 1 {
+		t.Errorf("%s has %d replicas, want 1 while committed offsets are not replicated", OffsetsTopic, rf)
+	}
+	perCommit, err := c.nodes[b.ID].CommitOffsets("g", "", nil, -1,
+		[]groups.OffsetCommit{{TopicPartition: groups.TopicPartition{Topic: "t"}, Offset: 42, LeaderEpoch: -1}})
+	if err != nil || perCommit[0] != nil {
+		t.Fatalf("commit at the coordinator %d: %v, %v", b.ID, err, perCommit)
+	}
+	c.kill(b.ID)
+	other := int32(1)
+	if b.ID == 1 {
+		other = 2
+	}
+	c.await(fmt.Sprintf("broker %d gone", b.ID), func(im *meta.Image) bool { return !im.Live(b.ID) })
+	if nb, err := c.nodes[other].FindCoordinator(ctx, CoordinatorGroup, "g"); !errors.Is(err, ErrCoordinatorNotAvailable) {
+		t.Errorf("coordinator %d dead: FindCoordinator says broker %d, %v; want ErrCoordinatorNotAvailable", b.ID, nb.ID, err)
+	}
+	n := c.start(b.ID)
+	c.await(fmt.Sprintf("broker %d back, leading g's partition of %s", b.ID, OffsetsTopic), func(im *meta.Image) bool {
+		t := im.Topics[OffsetsTopic]
+		return im.View(t, int(javaAbs(javaHash("g"))%int32(len(t.Assignment)))).Leader == b.ID
+	})
+	if nb, err := c.nodes[other].FindCoordinator(ctx, CoordinatorGroup, "g"); err != nil || nb.ID != b.ID {
+		t.Fatalf("after broker %d returned: FindCoordinator says broker %d, %v", b.ID, nb.ID, err)
+	}
+	coord, err := n.GroupCoordinator("g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := coord.Fetch("g", []groups.TopicPartition{{Topic: "t"}})
+	if err != nil || got[groups.TopicPartition{Topic: "t"}].Offset != 42 {
+		t.Errorf("committed offset after the coordinator returned: %+v, %v; want 42", got, err)
+	}
+}
+
+// A broker id registered at another address is another broker: Open fails
+// at once, even when this broker's address is a prefix of that one (the
+// check compared strings, so "host:909" matched "host:9093" and Open waited
+// twice the session timeout for a registration that was never its own).
+func TestBrokerIDInUseAtAPrefixAddress(t *testing.T) {
+	c := newTestCluster(t, 1)
+	cfg := c.config(1)
+	live := cfg.Advertised
+	cfg.DataDir, cfg.Advertised = "/data/other", live[:len(live)-1] // broker-1.test:909
+	cfg.ZooKeeperSessionTimeout = time.Minute
+	cfg.Logger = slog.New(slog.DiscardHandler)
+	done := make(chan error, 1)
+	go func() {
+		n, err := Open(cfg)
+		if err == nil {
+			n.Close()
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, ErrBrokerIDInUse) || !strings.Contains(err.Error(), live) {
+			t.Fatalf("second broker 1 at %s: %v, want ErrBrokerIDInUse naming %s", cfg.Advertised, err, live)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("second broker 1 at %s, with broker 1 live at %s: Open still waiting after 10 s", cfg.Advertised, live)
+	}
+}
+
+// A broker restarted before its previous session expired finds its old
+// registration, at its own address, and waits for it to go, also when the
+// address is IPv6 (the check formatted the address as host:port, without
+// the brackets the registration's host:port has, so it never matched and
+// Open failed at once with ErrBrokerIDInUse).
+func TestRestartWithinOldSessionIPv6(t *testing.T) {
+	c := newTestCluster(t, 1)
+	old := c.srv.Connect()
+	ctx := context.Background()
+	if _, err := layout.RegisterBroker(ctx, old, meta.Broker{ID: 5, Host: "::1", Port: 9095}, time.Now().UnixMilli()); err != nil {
+		t.Fatal(err)
+	}
+	var logs syncBuffer
+	cfg := c.config(5)
+	cfg.Advertised = "[::1]:9095"
+	cfg.ZooKeeperSessionTimeout = 10 * time.Second
+	cfg.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	type opened struct {
+		n   *Node
+		err error
+	}
+	done := make(chan opened, 1)
+	go func() {
+		n, err := Open(cfg)
+		done <- opened{n, err}
+	}()
+	deadline := time.After(10 * time.Second)
+	for !strings.Contains(logs.String(), "waiting for it to expire") {
+		select {
+		case o := <-done:
+			if o.n != nil {
+				o.n.Close()
+			}
+			t.Fatalf("broker 5 restarted within its old session: Open returned %v without waiting for the old registration", o.err)
+		case <-deadline:
+			t.Fatal("broker 5 neither waited nor returned")
+		case <-time.After(10 * time.Millisecond): // polling the log
+		}
+	}
+	c.srv.Expire(old)
+	select {
+	case o := <-done:
+		if o.err != nil {
+			t.Fatalf("after the old session expired: %v", o.err)
+		}
+		c.nodes[5] = o.n
+	case <-time.After(20 * time.Second):
+		t.Fatal("Open did not return after the old session expired")
+	}
+}
+
+// A broker hands out idempotent producer ids while the store is away: it
+// reserves its first block when it opens, as Kafka's ProducerIdManager
+// does, not on the first InitProducerID (which then failed with the store
+// unreachable, so a producer started during an outage could not produce).
+func TestProducerIDsWhileStoreAway(t *testing.T) {
+	c := newTestCluster(t, 1, 2)
+	c.await("two brokers", func(im *meta.Image) bool { return len(im.Brokers) == 2 })
+	ids := map[int64]int32{}
+	for _, id := range []int32{1, 2} {
+		n := c.nodes[id]
+		store := n.store.(*memstore.Store)
+		c.srv.Disconnect(store)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		pid, epoch, err := n.InitProducerID(ctx, nil)
+		cancel()
+		c.srv.Reconnect(store)
+		if err != nil || pid < 0 || epoch != 0 {
+			t.Fatalf("broker %d, store unreachable: InitProducerID = %d, %d, %v", id, pid, epoch, err)
+		}
+		if other, ok := ids[pid]; ok {
+			t.Fatalf("brokers %d and %d both handed out producer id %d", other, id, pid)
+		}
+		ids[pid] = id
+	}
 }

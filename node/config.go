@@ -53,7 +53,12 @@ type Config struct {
 	// offsets.topic.num.partitions).
 	OffsetsPartitions int32
 	// OffsetsReplicationFactor is its replication factor, at most the live
-	// brokers. Default 3 (Kafka's offsets.topic.replication.factor).
+	// brokers. Default 1, not Kafka's 3 (offsets.topic.replication.factor):
+	// committed offsets are kept on the coordinating broker's disk, not in
+	// the topic, so a group must stay with the broker that has its offsets.
+	// With more replicas, the coordinator's death would move the group to a
+	// replica that has none of them (and back, when leaders move again, to
+	// stale ones). Raise it once the offsets live in the replicated topic.
 	OffsetsReplicationFactor int16
 
 	// ZooKeeper, when set, is the ZooKeeper ensemble the broker joins, as
@@ -65,6 +70,11 @@ type Config struct {
 	// long a broker that stops answering stays registered. Default 18 s
 	// (Kafka's zookeeper.session.timeout.ms).
 	ZooKeeperSessionTimeout time.Duration
+	// ZooKeeperDialer, when set, dials each ZooKeeper server instead of
+	// net.DialTimeout. Tests only: zktest.Tap's Dial cuts a broker off
+	// ZooKeeper (a death that leaves its session behind) and captures the
+	// session, so the test can expire it.
+	ZooKeeperDialer func(network, address string, timeout time.Duration) (net.Conn, error)
 	// Coord, when set, is the coordination store to use instead (tests:
 	// core/coord/memstore). The node closes it at Close.
 	Coord coord.Store
@@ -130,7 +140,7 @@ func (c Config) Validate() (Config, error) {
 	}
 	switch {
 	case c.OffsetsReplicationFactor == 0:
-		c.OffsetsReplicationFactor = 3
+		c.OffsetsReplicationFactor = 1
 	case c.OffsetsReplicationFactor < 0:
 		return bad("OffsetsReplicationFactor %d is negative", c.OffsetsReplicationFactor)
 	}

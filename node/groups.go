@@ -22,7 +22,10 @@ const (
 // FindCoordinator alike and a client follows the coordinator as leaders move.
 // It is created, as an internal topic, on the first group request (or a
 // client's Metadata request for it). The committed offsets themselves are
-// kept by the coordinating broker (core/groups) for now.
+// kept by the coordinating broker (core/groups) for now, which is why the
+// topic has one replica by default (Config.OffsetsReplicationFactor): while
+// a coordinator is down its groups wait for it (COORDINATOR_NOT_AVAILABLE)
+// and find their offsets when it returns.
 const OffsetsTopic = "__consumer_offsets"
 
 // DefaultOffsetsPartitions is the partition count of OffsetsTopic (Kafka's

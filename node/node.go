@@ -78,7 +78,7 @@ type Broker struct {
 // (meta.properties), the plugin host, the log manager, the group coordinator
 // (committed offsets), the coordination store (joining the cluster: checking
 // the cluster id, migrating an old single-node metadata file, registering
-// the broker); then it starts its loop and waits for the first image of the
+// the broker, reserving a first block of producer ids); then it starts its loop and waits for the first image of the
 // cluster (with this broker's partitions open), and starts the retention
 // loop. On error it closes what it opened.
 func Open(cfg Config) (*Node, error) {
@@ -146,6 +146,12 @@ func (n *Node) open() error {
 		return err
 	}
 	if err := n.joinCluster(ctx, n.store); err != nil {
+		return err
+	}
+	n.pidMu.Lock()
+	err = n.reserveProducerIDsLocked(ctx)
+	n.pidMu.Unlock()
+	if err != nil {
 		return err
 	}
 	n.loop = newLoop(n, n.store)

@@ -172,8 +172,11 @@ const producerIDBlock = 1000
 
 // InitProducerID hands out a new idempotent-producer id with epoch 0, never
 // reused, even across restarts and brokers: ids come from blocks reserved in
-// the coordination store (Kafka's /latest_producer_id_block). A
-// transactional id is refused (ErrTransactionsNotSupported).
+// the coordination store (Kafka's /latest_producer_id_block). The first
+// block is reserved when the node opens (as Kafka's ProducerIdManager
+// does), so producers can start while the store is unreachable; the next
+// when a block runs out. A transactional id is refused
+// (ErrTransactionsNotSupported).
 func (n *Node) InitProducerID(ctx context.Context, transactionalID *string) (int64, int16, error) {
 	if transactionalID != nil {
 		return -1, -1, ErrTransactionsNotSupported
@@ -181,15 +184,24 @@ func (n *Node) InitProducerID(ctx context.Context, transactionalID *string) (int
 	n.pidMu.Lock()
 	defer n.pidMu.Unlock()
 	if n.pidNext >= n.pidEnd {
-		sctx, cancel := context.WithTimeout(ctx, storeTimeout)
-		first, err := layout.AllocateProducerIDs(sctx, n.store, n.cfg.NodeID, producerIDBlock)
-		cancel()
-		if err != nil {
-			return -1, -1, fmt.Errorf("node: producer ids: %w", err)
+		if err := n.reserveProducerIDsLocked(ctx); err != nil {
+			return -1, -1, err
 		}
-		n.pidNext, n.pidEnd = first, first+producerIDBlock
 	}
 	id := n.pidNext
 	n.pidNext++
 	return id, 0, nil
+}
+
+// reserveProducerIDsLocked reserves a new block of producer ids; n.pidMu
+// is held.
+func (n *Node) reserveProducerIDsLocked(ctx context.Context) error {
+	sctx, cancel := context.WithTimeout(ctx, storeTimeout)
+	defer cancel()
+	first, err := layout.AllocateProducerIDs(sctx, n.store, n.cfg.NodeID, producerIDBlock)
+	if err != nil {
+		return fmt.Errorf("node: producer ids: %w", err)
+	}
+	n.pidNext, n.pidEnd = first, first+producerIDBlock
+	return nil
 }

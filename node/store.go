@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/weir-broker/weir/cluster/zk"
@@ -37,6 +36,7 @@ func (n *Node) openStore(ctx context.Context) (coord.Store, error) {
 			return nil, fmt.Errorf("%w: ZooKeeper: %w", ErrInvalidConfig, err)
 		}
 		zc.SessionTimeout = n.cfg.ZooKeeperSessionTimeout
+		zc.Dialer = n.cfg.ZooKeeperDialer
 		zc.Logger = n.logger.With("component", "zookeeper")
 		s, err := zk.Open(ctx, zc)
 		if err != nil {
@@ -91,7 +91,11 @@ func (n *Node) register(ctx context.Context, store coord.Store) (int64, error) {
 		if !errors.Is(err, layout.ErrBrokerIDInUse) {
 			return epoch, err
 		}
-		if !strings.Contains(err.Error(), fmt.Sprintf("%s:%d", n.self.Host, n.self.Port)) || time.Now().After(deadline) {
+		mine, rerr := n.registeredAtSelf(ctx, store)
+		if rerr != nil {
+			return 0, rerr
+		}
+		if !mine || time.Now().After(deadline) {
 			return 0, fmt.Errorf("%w: %w", ErrBrokerIDInUse, err)
 		}
 		if !logged {
@@ -105,6 +109,22 @@ func (n *Node) register(ctx context.Context, store coord.Store) (int64, error) {
 			return 0, ctx.Err()
 		}
 	}
+}
+
+// registeredAtSelf reads the registration of this broker's id and reports
+// whether it names this broker's own host and port (a vanished one counts:
+// registering again will tell).
+func (n *Node) registeredAtSelf(ctx context.Context, store coord.Store) (bool, error) {
+	path := layout.BrokerPath(n.cfg.NodeID)
+	data, st, err := store.Get(ctx, path)
+	switch {
+	case errors.Is(err, coord.ErrNoNode):
+		return true, nil
+	case err != nil:
+		return false, fmt.Errorf("node: read %s: %w", path, err)
+	}
+	b, err := layout.DecodeBroker(path, data, st)
+	return err == nil && b.Host == n.self.Host && b.Port == n.self.Port, nil
 }
 
 func (n *Node) selfBroker() meta.Broker {

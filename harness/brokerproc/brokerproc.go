@@ -38,6 +38,10 @@ type Options struct {
 	Weir    string   // the weir binary
 	DataDir string   // --data-dir
 	Flags   []string // more `weir broker` flags
+	// Listen is the address to serve the Kafka protocol on (--listen):
+	// set it to restart a broker where clients and its old registration
+	// know it. Default: a free loopback port, picked again on a clash.
+	Listen string
 	// Metrics serves /metrics on a second free port (Process.MetricsAddr);
 	// otherwise the endpoint is off.
 	Metrics bool
@@ -76,16 +80,18 @@ func Start(ctx context.Context, o Options) (*Process, error) {
 	}
 	for attempt := 1; ; attempt++ {
 		p, err := startOnce(ctx, o)
-		if err == nil || attempt == portAttempts || !strings.Contains(err.Error(), "address already in use") {
+		if err == nil || o.Listen != "" || attempt == portAttempts || !strings.Contains(err.Error(), "address already in use") {
 			return p, err
 		}
 	}
 }
 
 func startOnce(ctx context.Context, o Options) (*Process, error) {
-	addr, err := freePort()
-	if err != nil {
-		return nil, err
+	addr, err := o.Listen, error(nil)
+	if addr == "" {
+		if addr, err = freePort(); err != nil {
+			return nil, err
+		}
 	}
 	var metricsAddr string
 	if o.Metrics {

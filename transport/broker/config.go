@@ -79,6 +79,9 @@ type Config struct {
 	// ZooKeeperSessionTimeout is the ZooKeeper session timeout asked for.
 	// Default 0: 18 s (Kafka's zookeeper.session.timeout.ms).
 	ZooKeeperSessionTimeout time.Duration
+	// ZooKeeperDialer, when set, dials the ZooKeeper servers (tests only:
+	// node.Config.ZooKeeperDialer).
+	ZooKeeperDialer func(network, address string, timeout time.Duration) (net.Conn, error)
 	// MaxRequestBytes is the largest request accepted, checked before
 	// allocating. Default DefaultMaxRequestBytes.
 	MaxRequestBytes int32
@@ -207,6 +210,7 @@ func (c Config) nodeConfig(advertised string) node.Config {
 		NodeID:                     c.NodeID,
 		ZooKeeper:                  c.ZooKeeper,
 		ZooKeeperSessionTimeout:    c.ZooKeeperSessionTimeout,
+		ZooKeeperDialer:            c.ZooKeeperDialer,
 		Advertised:                 advertised,
 		TopicDefaults:              c.TopicDefaults,
 		DefaultPartitions:          c.DefaultPartitions,

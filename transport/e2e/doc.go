@@ -19,10 +19,19 @@
 //	matrix_test.go   what each client produces with each codec, every client consumes intact
 //	produce_test.go  duplicates, sequence gaps, corrupt and oversized batches, sent by hand over the wire
 //	readme_test.go   the README's table of served versions matches ApiVersions
+//	cluster_test.go  three brokers on a real ZooKeeper (cluster/zk/zktest): every client against partitions
+//	                 and a group coordinator spread over them; the controller killed; a `weir broker`
+//	                 process SIGKILLed and restarted (also within its old session); a broker joining;
+//	                 ZooKeeper stopped for 10 s, sessions expired; a broker id already in use
 //
 // kcat comes from the Debian package (make deps and .ci/run install it). When
 // it is missing the kcat tests skip with a message, except under CI=true,
 // where they fail: CI must not pass by testing less.
+//
+// The cluster tests need Debian's zookeeper package as well; without it they
+// skip, and under CI=true they fail, like the kcat tests. Their brokers ask
+// for a 3 s ZooKeeper session, so a broker that dies without closing its
+// session is forgotten within seconds.
 //
 // Groups rebalance without the initial delay and accept short session
 // timeouts (broker.Config), and clients heartbeat every 100 ms, so the suite

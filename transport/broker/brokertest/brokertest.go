@@ -1,8 +1,11 @@
 // Package brokertest starts real weir brokers for tests in other packages
 // (end-to-end tests, the CLI's, the plugin adapters', the harness's) and
 // drives them with a real franz-go client, so each test package does not keep
-// its own copy of the same setup. Like net/http/httptest, it is meant for
-// _test.go files only.
+// its own copy of the same setup. StartCluster starts brokers joined
+// through a real ZooKeeper (cluster/zk/zktest) and stops, kills (cut off
+// ZooKeeper, its session left to expire) and restarts them on their data
+// directories and addresses. Like net/http/httptest, it is meant for _test.go
+// files only.
 package brokertest
 
 import (
