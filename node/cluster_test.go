@@ -218,6 +218,15 @@ func TestBrokerJoins(t *testing.T) {
 	if _, err := c.nodes[1].CreateTopic(context.Background(), CreateTopic{Name: "rf4", Partitions: 1, ReplicationFactor: 4}); !errors.Is(err, ErrInvalidReplicationFactor) {
 		t.Errorf("replication factor 4 on 3 brokers: %v, want ErrInvalidReplicationFactor", err)
 	}
+	// Until followers replicate, a second replica would keep nothing safe.
+	if _, err := c.nodes[1].CreateTopic(context.Background(), CreateTopic{Name: "rf2", Partitions: 1, ReplicationFactor: 2}); !errors.Is(err, ErrInvalidReplicationFactor) || !strings.Contains(err.Error(), "replicate") {
+		t.Errorf("replication factor 2: %v, want ErrInvalidReplicationFactor saying why", err)
+	}
+	_, err := c.nodes[1].CreateTopic(context.Background(), CreateTopic{Name: "two", Partitions: -1, ReplicationFactor: -1,
+		Assignment: []ReplicaAssignment{{Partition: 0, Replicas: []int32{1, 2}}}})
+	if !errors.Is(err, ErrInvalidReplicaAssignment) {
+		t.Errorf("an assignment of two replicas: %v, want ErrInvalidReplicaAssignment", err)
+	}
 }
 
 // A broker cut off from the store keeps serving what it leads from the
