@@ -17,6 +17,7 @@ import (
 	"github.com/weir-broker/weir/core/coord/layout"
 	"github.com/weir-broker/weir/core/coord/memstore"
 	"github.com/weir-broker/weir/core/groups"
+	"github.com/weir-broker/weir/core/logs"
 	"github.com/weir-broker/weir/core/meta"
 	"github.com/weir-broker/weir/core/record"
 	"github.com/weir-broker/weir/core/vfs"
@@ -524,5 +525,30 @@ func TestProducerIDsWhileStoreAway(t *testing.T) {
 			t.Fatalf("brokers %d and %d both handed out producer id %d", other, id, pid)
 		}
 		ids[pid] = id
+	}
+}
+
+// A partition directory left by an older topic of the same name (deleted
+// while this broker was away) is set aside, and the new topic's partition
+// opens beside it.
+func TestOlderIncarnationSetAside(t *testing.T) {
+	c := newTestCluster(t, 1)
+	m, err := logs.NewManager(logs.Options{FS: c.fs, Dir: "/data/1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := m.Open("t", 0, [16]byte{0xee}, logs.PartitionConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Close()
+	if _, err := c.nodes[1].CreateTopic(context.Background(), CreateTopic{Name: "t", Partitions: 1, ReplicationFactor: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.produce(c.nodes[1], "t", 0, "new"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.fs.Stat("/data/1/t-0.ee000000000000000000000000000000-stray"); err != nil {
+		t.Errorf("the older incarnation's directory: %v", err)
 	}
 }

@@ -106,6 +106,14 @@ func (n *Node) reconcile(im *meta.Image, removed map[[16]byte]bool) (deleted []s
 				continue
 			}
 			part, err := n.logs.Open(t.Name, p, t.ID, lt.pc)
+			if errors.Is(err, logs.ErrForeignPartition) {
+				// An older topic of the name left its directory here (deleted
+				// while this broker was away): set it aside, then start anew.
+				dir := logs.DirName(t.Name, p)
+				if err = n.logs.SetAside(func(name string) bool { return name == dir }); err == nil {
+					part, err = n.logs.Open(t.Name, p, t.ID, lt.pc)
+				}
+			}
 			if err != nil {
 				errs = append(errs, fmt.Errorf("node: open %s: %w", logs.DirName(t.Name, p), err))
 				continue
