@@ -322,3 +322,18 @@ func (f *fakeClock) Advance(d time.Duration) {
 func withSeams(sm *seams) brokerOpt {
 	return func(c *Config, _ *node.Config) { c.seams = sm }
 }
+
+// pollUntil polls cond every millisecond until it holds, failing the test
+// with what after 20 s.
+func pollUntil(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("waiting for %s", what)
+		}
+		<-tick.C
+	}
+}

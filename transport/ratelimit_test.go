@@ -46,10 +46,7 @@ func TestBadConnectionWarningsRateLimited(t *testing.T) {
 			lines := func() []string { return b.logs.find(tc.kind) }
 			waitLines := func(want int) []string {
 				t.Helper()
-				deadline := time.Now().Add(20 * time.Second)
-				for len(lines()) < want && time.Now().Before(deadline) {
-					time.Sleep(time.Millisecond) // polling, bounded by the deadline
-				}
+				pollUntil(t, fmt.Sprintf("%d %q lines", want, tc.kind), func() bool { return len(lines()) >= want })
 				return lines()
 			}
 

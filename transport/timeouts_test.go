@@ -107,13 +107,9 @@ func TestWriteTimeoutClosesClientThatStopsReading(t *testing.T) {
 			if waited := time.Since(start); waited < timeout {
 				t.Errorf("closed %v after the request was sent, before the %v write timeout", waited, timeout)
 			}
-			deadline := time.Now().Add(20 * time.Second)
-			for openFilesUnder(t, filepath.Join(dir, "t-0")) != 0 {
-				if time.Now().After(deadline) {
-					t.Fatalf("the deleted topic's files are still open after the connection closed")
-				}
-				time.Sleep(time.Millisecond) // polling, bounded by the deadline
-			}
+			pollUntil(t, "the deleted topic's files to be closed after the connection closed", func() bool {
+				return openFilesUnder(t, filepath.Join(dir, "t-0")) == 0
+			})
 			// The client reads what was buffered, then finds the connection cut.
 			rc.c.SetReadDeadline(time.Now().Add(20 * time.Second))
 			got, err := io.Copy(io.Discard, rc.c)
