@@ -80,7 +80,9 @@ func TestClusterZooKeeperOutage(t *testing.T) {
 	if len(countLeaders(leaders)) != 3 {
 		t.Fatalf("leaders %v, want all three brokers", leaders)
 	}
-	producer := newClient(t, boot, kgo.DefaultProduceTopic(topic))
+	// Round robin, so that every round reaches every partition (keyed
+	// records would depend on how their keys happen to hash).
+	producer := newClient(t, boot, kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
 	consumer := newClient(t, boot, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.FetchMaxWait(200*time.Millisecond), kgo.MetadataMinAge(100*time.Millisecond))
 	var produced, consumed []seqRec
