@@ -552,3 +552,28 @@ func TestOlderIncarnationSetAside(t *testing.T) {
 		t.Errorf("the older incarnation's directory: %v", err)
 	}
 }
+
+// CreateTopic waits for leaders only as long as its ctx allows: a topic
+// created while the controller cannot write (cut off from the store, its
+// session still alive) comes back as created, with the deadline error, and
+// is led once the controller is back.
+func TestCreateTopicTimesOutWithoutController(t *testing.T) {
+	c := newTestCluster(t, 1, 2)
+	c.await("two brokers and a controller", func(im *meta.Image) bool { return len(im.Brokers) == 2 && im.Controller != -1 })
+	im, _ := c.nodes[1].image.load()
+	ctl := c.nodes[im.Controller]
+	other := c.nodes[3-im.Controller]
+	store := ctl.store.(*memstore.Store)
+	c.srv.Disconnect(store)
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	ti, err := other.CreateTopic(ctx, CreateTopic{Name: "late", Partitions: 2, ReplicationFactor: 1})
+	if !errors.Is(err, context.DeadlineExceeded) || ti.Name != "late" || len(ti.Partitions) != 2 {
+		t.Fatalf("CreateTopic without a controller: %+v, %v; want the topic and a deadline error", ti, err)
+	}
+	if _, err := other.CreateTopic(context.Background(), CreateTopic{Name: "late", Partitions: 2, ReplicationFactor: 1}); !errors.Is(err, ErrTopicExists) {
+		t.Fatalf("the topic was not created: %v", err)
+	}
+	c.srv.Reconnect(store)
+	c.await("leaders of late", func(im *meta.Image) bool { return led(im, "late") })
+}

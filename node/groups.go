@@ -93,9 +93,9 @@ func (n *Node) ensureOffsetsTopic(ctx context.Context) (TopicInfo, error) {
 	ti, err := n.CreateTopic(ctx, CreateTopic{Name: OffsetsTopic, Partitions: n.cfg.OffsetsPartitions,
 		ReplicationFactor: max(rf, 1), Configs: map[string]string{}})
 	if errors.Is(err, ErrTopicExists) {
-		return n.waitReady(ctx, OffsetsTopic)
+		return settled(n.waitReady(ctx, OffsetsTopic))
 	}
-	return ti, err
+	return settled(ti, err)
 }
 
 // javaAbs is Kafka's Utils.abs: |n|, and 0 for MinInt32.

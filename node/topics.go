@@ -137,12 +137,12 @@ func (n *Node) topicInfo(im *meta.Image, t *meta.Topic) TopicInfo {
 func (n *Node) autoCreate(ctx context.Context, topic string) (TopicInfo, error) {
 	ti, err := n.CreateTopic(ctx, CreateTopic{Name: topic, Partitions: -1, ReplicationFactor: -1})
 	if errors.Is(err, ErrTopicExists) {
-		return n.waitReady(ctx, topic)
+		return settled(n.waitReady(ctx, topic))
 	}
 	if err == nil {
 		n.logger.Info("auto-created topic", "topic", topic, "partitions", len(ti.Partitions))
 	}
-	return ti, err
+	return settled(ti, err)
 }
 
 // CreateTopic asks for a topic, as CreateTopics does.
@@ -160,6 +160,9 @@ type CreateTopic struct {
 	Configs map[string]string
 	// ValidateOnly checks everything and creates nothing.
 	ValidateOnly bool
+	// NoWait returns once the topic is written, without waiting for its
+	// leaders (Kafka's CreateTopics with timeout_ms <= 0).
+	NoWait bool
 }
 
 // ReplicaAssignment names the replicas of one partition.
@@ -169,8 +172,9 @@ type ReplicaAssignment struct {
 }
 
 // createWait bounds how long CreateTopic waits for the new topic's
-// partitions to have leaders (Kafka's CreateTopics waits up to the request's
-// timeout for the metadata to propagate).
+// partitions to have leaders when ctx has no earlier deadline (Kafka's
+// CreateTopics waits up to the request's timeout for the metadata to
+// propagate).
 const createWait = 30 * time.Second
 
 // CreateTopic creates a topic: any broker may, as in Kafka's ZooKeeper mode.
@@ -181,7 +185,10 @@ const createWait = 30 * time.Second
 // be created and returns what it would be (without an id). Errors:
 // ErrInvalidReplicationFactor, ErrInvalidReplicaAssignment,
 // logs.ErrInvalidTopic, ErrInvalidPartitions, topicconfig.ErrInvalidConfig,
-// ErrTopicExists, wrapped.
+// ErrTopicExists, wrapped; and, when the topic was created but its leaders
+// were not all elected before ctx's deadline (or createWait),
+// context.DeadlineExceeded wrapped with the topic as it is (Kafka answers
+// REQUEST_TIMED_OUT then; the topic stays).
 func (n *Node) CreateTopic(ctx context.Context, req CreateTopic) (TopicInfo, error) {
 	if err := logs.ValidateName(req.Name); err != nil {
 		return TopicInfo{}, err
@@ -215,6 +222,10 @@ func (n *Node) CreateTopic(ctx context.Context, req CreateTopic) (TopicInfo, err
 		return TopicInfo{}, fmt.Errorf("node: create topic %q: %w", req.Name, err)
 	}
 	n.logger.Info("created topic", "topic", t.Name, "partitions", len(assignment), "replication_factor", len(assignment[0]))
+	if req.NoWait {
+		im, _ := n.image.load()
+		return n.topicInfo(im, t), nil
+	}
 	return n.waitReady(ctx, req.Name)
 }
 
@@ -273,7 +284,9 @@ func (n *Node) assign(im *meta.Image, req CreateTopic) ([][]int32, error) {
 }
 
 // waitReady waits until the topic is in the image with a leader for every
-// partition (and this broker's partitions open), then returns it.
+// partition (and this broker's partitions open), then returns it. When ctx
+// (or createWait) ends first it returns the topic as it is, and an error
+// wrapping context.DeadlineExceeded.
 func (n *Node) waitReady(ctx context.Context, name string) (TopicInfo, error) {
 	wctx, cancel := context.WithTimeout(ctx, createWait)
 	defer cancel()
@@ -296,15 +309,24 @@ func (n *Node) waitReady(ctx context.Context, name string) (TopicInfo, error) {
 		return true
 	})
 	t := im.Topics[name]
-	if err != nil {
-		if t != nil {
-			// Created; leaders come later (clients see LEADER_NOT_AVAILABLE
-			// meanwhile and retry).
-			return n.topicInfo(im, t), nil
-		}
-		return TopicInfo{}, fmt.Errorf("node: topic %q created but not seen: %w", name, err)
+	switch {
+	case err == nil:
+		return n.topicInfo(im, t), nil
+	case t != nil:
+		return n.topicInfo(im, t), fmt.Errorf("node: topic %q created, but not every partition has a leader yet: %w",
+			name, context.DeadlineExceeded)
 	}
-	return n.topicInfo(im, t), nil
+	return TopicInfo{}, fmt.Errorf("node: topic %q created but not seen yet: %w", name, context.DeadlineExceeded)
+}
+
+// settled turns waitReady's "created, leaders not elected yet" into success:
+// auto-creation answers with the topic as it is (clients see
+// LEADER_NOT_AVAILABLE and retry, as with Kafka).
+func settled(ti TopicInfo, err error) (TopicInfo, error) {
+	if err != nil && ti.Name != "" && errors.Is(err, context.DeadlineExceeded) {
+		return ti, nil
+	}
+	return ti, err
 }
 
 // deleteWait bounds how long DeleteTopic waits for the deletion to finish.

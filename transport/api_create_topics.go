@@ -9,11 +9,15 @@ package transport
 // are possible is the node's to decide.
 //
 // ValidateOnly checks everything a creation would (name, partitions, replicas
-// and configs) without creating anything.
+// and configs) without creating anything. timeout_ms bounds the wait for the
+// new topics' leaders: a topic created but not yet led when it ends gets
+// REQUEST_TIMED_OUT (it stays created, as in Kafka); timeout_ms <= 0 answers
+// as soon as the topics are written.
 
 import (
 	"context"
 	"sort"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -28,6 +32,14 @@ func handleCreateTopics(ctx context.Context, s *Server, r *request) (kmsg.Respon
 	for _, rt := range req.Topics {
 		seen[rt.Topic]++
 	}
+	// timeout_ms bounds the wait for every topic's leaders (Kafka's); <= 0
+	// answers once the topics are written.
+	tctx := ctx
+	if req.TimeoutMillis > 0 {
+		var cancel context.CancelFunc
+		tctx, cancel = context.WithTimeout(ctx, time.Duration(req.TimeoutMillis)*time.Millisecond)
+		defer cancel()
+	}
 	resp.Topics = make([]kmsg.CreateTopicsResponseTopic, len(req.Topics))
 	for i, rt := range req.Topics {
 		st := &resp.Topics[i]
@@ -40,12 +52,15 @@ func handleCreateTopics(ctx context.Context, s *Server, r *request) (kmsg.Respon
 		if seen[rt.Topic] > 1 {
 			err = errDuplicateTopic
 		} else {
-			t, err = s.node.CreateTopic(ctx, createRequest(rt, req.ValidateOnly))
+			t, err = s.node.CreateTopic(tctx, createRequest(rt, req.ValidateOnly, req.TimeoutMillis <= 0))
 		}
 		if err != nil {
 			st.ErrorCode = s.code(err)
 			st.ErrorMessage = errorMessage(err)
-			continue
+			if t.Name == "" {
+				continue
+			}
+			// Created, not yet led: REQUEST_TIMED_OUT, with what exists.
 		}
 		st.NumPartitions, st.ReplicationFactor = int32(len(t.Partitions)), t.ReplicationFactor()
 		if req.ValidateOnly {
@@ -59,9 +74,9 @@ func handleCreateTopics(ctx context.Context, s *Server, r *request) (kmsg.Respon
 
 // createRequest turns one topic of a CreateTopics request into the node's
 // terms.
-func createRequest(rt kmsg.CreateTopicsRequestTopic, validateOnly bool) node.CreateTopic {
+func createRequest(rt kmsg.CreateTopicsRequestTopic, validateOnly, noWait bool) node.CreateTopic {
 	ct := node.CreateTopic{Name: rt.Topic, Partitions: rt.NumPartitions, ReplicationFactor: rt.ReplicationFactor,
-		ValidateOnly: validateOnly, Configs: make(map[string]string, len(rt.Configs))}
+		ValidateOnly: validateOnly, NoWait: noWait, Configs: make(map[string]string, len(rt.Configs))}
 	for _, c := range rt.Configs {
 		if c.Value != nil {
 			ct.Configs[c.Name] = *c.Value
