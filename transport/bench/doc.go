@@ -80,8 +80,10 @@
 //	    survivor's Metadata names a new controller (elect-s) and stops
 //	    listing the dead broker (gone-s); then restart the killed broker and
 //	    wait until every broker's Metadata shows all three. Reported as
-//	    median-<x> and max-<x> over the cycles, with session-s; each cycle's
-//	    times are logged. Run with -benchtime 10x (cycles, not a duration).
+//	    median-<x>, min-<x> and max-<x> over the cycles, with session-s;
+//	    each cycle's times are logged (the log of a benchmark is cut after
+//	    10 lines). ns/op is a whole cycle. Run with -benchtime 10x (cycles,
+//	    not a duration).
 //	BenchmarkBrokerRestart/brokers=3/session=4s
 //	    the same cluster with a 6-partition topic; one op is one cycle:
 //	    SIGKILL a broker that is not the controller (the two take turns),
@@ -93,9 +95,11 @@
 //	    succeeds (serve-s, from the restart; down-s from the SIGKILL).
 //
 // The failover benchmarks poll every 10 ms (each poll a request or two), so
-// their times are good to ~10-20 ms; they never sleep a guessed time. The
-// brokers are `weir broker` itself (cmd/weir, built once per test binary
-// with go build), on fresh ports at every start.
+// their times are good to ~10-20 ms; they never sleep a guessed time. With
+// -cluster-logs DIR, the end of every broker's log after each cycle is
+// written to DIR, to explain a slow cycle. The brokers are `weir broker`
+// itself (cmd/weir, built once per test binary with go build), on fresh
+// ports at every start.
 //
 // The in-process figures (produce, consume, durable) run the client and the
 // broker in one process on the same cores, for weir and kfake alike; the

@@ -2,7 +2,10 @@ package bench_test
 
 import (
 	"context"
+	"flag"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -31,7 +34,8 @@ func BenchmarkControllerFailover(b *testing.B) {
 		for b.Loop() {
 			r := controllerFailover(b, c, session, cycle)
 			gone, elect, create = append(gone, r.gone), append(elect, r.elect), append(create, r.create)
-			b.Logf("cycle %d: controller %d killed: gone %.3f s, elect %.3f s, create %.3f s", cycle, r.killed, r.gone.Seconds(), r.elect.Seconds(), r.create.Seconds())
+			b.Logf("cycle %d: controller %d killed: gone %.3f s, elect %.3f s (broker %d, seen by %d), create %.3f s (on %d)",
+				cycle, r.killed, r.gone.Seconds(), r.elect.Seconds(), r.elected, r.watcher, r.create.Seconds(), r.creator)
 			cycle++
 		}
 		b.ReportMetric(session.Seconds(), "session-s")
@@ -43,10 +47,11 @@ func BenchmarkControllerFailover(b *testing.B) {
 
 // failoverTimes are one controller failover's times, each from the SIGKILL.
 type failoverTimes struct {
-	killed int32         // the controller killed
-	gone   time.Duration // until a survivor's Metadata no longer lists the killed broker
-	elect  time.Duration // until a survivor's Metadata names another controller
-	create time.Duration // until a CreateTopics on a survivor returned with the topic led
+	killed, elected  int32         // the controller killed, the one the watcher saw next
+	creator, watcher int32         // the survivors sent CreateTopics and Metadata
+	gone             time.Duration // until a survivor's Metadata no longer lists the killed broker
+	elect            time.Duration // until a survivor's Metadata names another controller
+	create           time.Duration // until a CreateTopics on a survivor returned with the topic led
 }
 
 // controllerFailover runs one cycle: it finds the controller (Metadata's
@@ -77,6 +82,7 @@ func controllerFailover(tb testing.TB, c *brokerSet, session time.Duration, cycl
 	killed := c.kill(ctrl)
 	type watched struct {
 		gone, elect time.Duration
+		elected     int32
 		err         error
 	}
 	watchDone := make(chan watched, 1)
@@ -92,7 +98,7 @@ func controllerFailover(tb testing.TB, c *brokerSet, session time.Duration, cycl
 				w.gone = now
 			}
 			if w.elect == 0 && resp.ControllerID >= 0 && resp.ControllerID != ctrl {
-				w.elect = now
+				w.elect, w.elected = now, resp.ControllerID
 			}
 			if w.gone == 0 || w.elect == 0 {
 				return fmt.Errorf("broker %d still listed or controller %d", ctrl, resp.ControllerID)
@@ -139,7 +145,8 @@ func controllerFailover(tb testing.TB, c *brokerSet, session time.Duration, cycl
 	if err := c.awaitHealthy(ctx, "", 0); err != nil {
 		tb.Fatalf("cycle %d: broker %d restarted: %v%s", cycle, ctrl, err, c.outputs())
 	}
-	return failoverTimes{killed: ctrl, gone: w.gone, elect: w.elect, create: created}
+	c.saveLogs(tb, fmt.Sprintf("controller-failover-%d", cycle), killed)
+	return failoverTimes{killed: ctrl, elected: w.elected, creator: creator, watcher: watcher, gone: w.gone, elect: w.elect, create: created}
 }
 
 // createOn creates topic name with one partition whose only replica is
@@ -307,14 +314,32 @@ func brokerRestart(tb testing.TB, c *brokerSet, session time.Duration, cycle int
 	if err := c.awaitHealthy(ctx, topic, restartPartitions); err != nil {
 		tb.Fatalf("cycle %d: broker %d restarted: %v%s", cycle, victim, err, c.outputs())
 	}
+	c.saveLogs(tb, fmt.Sprintf("broker-restart-%d", cycle), killed)
 	return r
+}
+
+// clusterLogs names a directory for the brokers' logs of every failover
+// cycle, to explain a slow one.
+var clusterLogs = flag.String("cluster-logs", "", "write the end of every broker's log to `dir`/<benchmark>-<cycle>.log after each failover cycle")
+
+// saveLogs writes the end of every running broker's log (brokerproc keeps
+// the last 16 KiB) to -cluster-logs/name.log, after the time of the kill.
+func (s *brokerSet) saveLogs(tb testing.TB, name string, killed time.Time) {
+	tb.Helper()
+	if *clusterLogs == "" {
+		return
+	}
+	out := fmt.Sprintf("SIGKILL at %s%s\n", killed.UTC().Format(time.RFC3339Nano), s.outputs())
+	if err := os.WriteFile(filepath.Join(*clusterLogs, name+".log"), []byte(out), 0o644); err != nil {
+		tb.Fatal(err)
+	}
 }
 
 // durations are one time per cycle.
 type durations []time.Duration
 
-// report reports the median and the maximum, in seconds, as
-// median-<unit> and max-<unit>.
+// report reports the median, the minimum and the maximum, in seconds, as
+// median-<unit>, min-<unit> and max-<unit>.
 func (d durations) report(b *testing.B, unit string) {
 	if len(d) == 0 {
 		return
@@ -325,5 +350,6 @@ func (d durations) report(b *testing.B, unit string) {
 		med = (s[len(s)/2-1] + s[len(s)/2]) / 2
 	}
 	b.ReportMetric(med.Seconds(), "median-"+unit)
+	b.ReportMetric(s[0].Seconds(), "min-"+unit)
 	b.ReportMetric(s[len(s)-1].Seconds(), "max-"+unit)
 }
