@@ -148,14 +148,15 @@
 // package transport: TestFetchWriterAllocsIndependentOfSize and
 // BenchmarkFetchPath (-benchmem).
 //
-// The cluster figures (see the README's Figures, Cluster; about 20 minutes):
+// The cluster figures (see the README's Figures, Cluster; about 8 minutes,
+// and ZooKeeper installed):
 //
-//	for i in 1 2 3 4 5 6; do
+//	/tmp/bench.test -test.run '^$' -test.bench '^Benchmark(ControllerFailover|BrokerRestart)$' -test.benchtime 10x
+//	for i in $(seq 12); do
 //	    rev=$([ $((i % 2)) = 0 ] && echo true || echo false)
-//	    /tmp/bench.test -test.run '^$' -test.bench '^BenchmarkClusterProduce$' -test.benchtime 300x -reverse=$rev
+//	    /tmp/bench.test -test.run '^$' -test.bench '^BenchmarkClusterProduce$' -test.benchtime 1000x -reverse=$rev
 //	    /tmp/bench.test -test.run '^$' -test.bench '^BenchmarkClusterMetadata$' -test.benchtime 20000x -reverse=$rev
 //	done > /tmp/cluster.txt
-//	go run ./scripts/benchratio -key cluster -base 1 -metric MB/s /tmp/cluster.txt
+//	go run ./scripts/benchratio -key cluster -base 1 -metric MB/s -match '^ClusterProduce/' /tmp/cluster.txt
 //	go run ./scripts/benchratio -key cluster -base 1 -metric req/s /tmp/cluster.txt
-//	/tmp/bench.test -test.run '^$' -test.bench '^Benchmark(ControllerFailover|BrokerRestart)$' -test.benchtime 10x
 package bench
