@@ -41,10 +41,10 @@ var impls = []impl{
 }
 
 // reverse flips the order in which every benchmark runs the things it
-// compares (weir and kfake, durable=false and true, sendfile and copy), so
-// that a loop of runs can alternate which goes first: whatever one run
-// leaves behind (dirty pages, a warm page cache, freed memory) then favours
-// neither side.
+// compares (weir and kfake, durable=false and true, sendfile and copy,
+// cluster=1 and 3), so that a loop of runs can alternate which goes first:
+// whatever one run leaves behind (dirty pages, a warm page cache, freed
+// memory) then favours neither side.
 var reverse = flag.Bool("reverse", false, "run the compared sub-benchmarks in reverse order (kfake before weir, ...)")
 
 // ordered returns xs, reversed with -reverse.

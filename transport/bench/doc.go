@@ -3,7 +3,8 @@
 // cluster kfake in its on-disk mode (kfake.DataDir) as the baseline measured
 // in the same run. There is no code here besides this comment; everything is
 // in the package's _test.go files, and `make test` only runs the quick
-// TestBenchSetups, which drives every setup once with tiny sizes.
+// TestBenchSetups, which drives every setup once with tiny sizes (the
+// cluster ones need ZooKeeper, as cluster/zk's tests, and skip without it).
 //
 // # What is measured
 //
@@ -57,6 +58,48 @@
 //	    (broker-allocs/op), which must not grow with the bytes served, and
 //	    the CPU time as /proc/<pid>/stat counts it (stat-cpu-s/GB), as a
 //	    check.
+//	BenchmarkClusterProduce/size=1KiB/partitions=6/acks=all/cluster=3
+//	    BenchmarkProduce's producer (1 KiB records, acks=1 and acks=all,
+//	    6 partitions) against one `weir broker` alone (cluster=1: a single
+//	    node on its file store) and against three of a ZooKeeper cluster
+//	    (cluster=3, replication factor 1, so two partitions per broker),
+//	    every broker a process of its own; MB/s, and the CPU seconds of all
+//	    the broker processes per GB (broker-cpu-s/GB, /proc/<pid>/stat).
+//	BenchmarkClusterMetadata/partitions=6/cluster=3
+//	    Metadata requests for the 6-partition topic from 8 clients at once
+//	    (client i asks broker i mod n, each on its own connection, the next
+//	    request when the previous is answered), one op per request; req/s
+//	    and broker-cpu-us/req.
+//	BenchmarkControllerFailover/brokers=3/session=4s
+//	    a ZooKeeper server (cluster/zk/zktest) and three `weir broker`
+//	    processes (harness/brokerproc) with the session timeout of
+//	    -zk-session (default 4s); one op is one cycle: SIGKILL the
+//	    controller (Metadata's ControllerID), then the time until a
+//	    CreateTopics sent to a survivor returns with the new topic led
+//	    (create-s; the topic's one replica is that survivor), until another
+//	    survivor's Metadata names a new controller (elect-s) and stops
+//	    listing the dead broker (gone-s); then restart the killed broker and
+//	    wait until every broker's Metadata shows all three. Reported as
+//	    median-<x>, min-<x> and max-<x> over the cycles, with session-s;
+//	    each cycle's times are logged (the log of a benchmark is cut after
+//	    10 lines). ns/op is a whole cycle. Run with -benchtime 10x (cycles,
+//	    not a duration).
+//	BenchmarkBrokerRestart/brokers=3/session=4s
+//	    the same cluster with a 6-partition topic; one op is one cycle:
+//	    SIGKILL a broker that is not the controller (the two take turns),
+//	    poll a bystander's Metadata until all its partitions are leaderless
+//	    (leaderless-s, from the SIGKILL: its session expired and the
+//	    controller moved them to leader -1), restart it on its data
+//	    directory and poll until a produce of one record (acks=1) to each
+//	    of them, sent where the bystander's Metadata says the leader is,
+//	    succeeds (serve-s, from the restart; down-s from the SIGKILL).
+//
+// The failover benchmarks poll every 10 ms (each poll a request or two), so
+// their times are good to ~10-20 ms; they never sleep a guessed time. With
+// -cluster-logs DIR, the end of every broker's log after each cycle is
+// written to DIR, to explain a slow cycle. The brokers are `weir broker`
+// itself (cmd/weir, built once per test binary with go build), on fresh
+// ports at every start.
 //
 // The in-process figures (produce, consume, durable) run the client and the
 // broker in one process on the same cores, for weir and kfake alike; the
@@ -104,4 +147,16 @@
 // but slower. The allocation side of the fetch path is also covered in
 // package transport: TestFetchWriterAllocsIndependentOfSize and
 // BenchmarkFetchPath (-benchmem).
+//
+// The cluster figures (see the README's Figures, Cluster; about 8 minutes,
+// and ZooKeeper installed):
+//
+//	/tmp/bench.test -test.run '^$' -test.bench '^Benchmark(ControllerFailover|BrokerRestart)$' -test.benchtime 10x
+//	for i in $(seq 12); do
+//	    rev=$([ $((i % 2)) = 0 ] && echo true || echo false)
+//	    /tmp/bench.test -test.run '^$' -test.bench '^BenchmarkClusterProduce$' -test.benchtime 1000x -reverse=$rev
+//	    /tmp/bench.test -test.run '^$' -test.bench '^BenchmarkClusterMetadata$' -test.benchtime 20000x -reverse=$rev
+//	done > /tmp/cluster.txt
+//	go run ./scripts/benchratio -key cluster -base 1 -metric MB/s -match '^ClusterProduce/' /tmp/cluster.txt
+//	go run ./scripts/benchratio -key cluster -base 1 -metric req/s /tmp/cluster.txt
 package bench

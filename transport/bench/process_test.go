@@ -43,7 +43,9 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	removeWeirBinary()
+	os.Exit(code)
 }
 
 // runChild serves a broker (weir, or a one-broker kfake cluster) until stdin
@@ -210,7 +212,14 @@ const clockTicks = 100
 // check stats against.
 func (p *brokerProcess) statCPU(tb testing.TB) time.Duration {
 	tb.Helper()
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.pid))
+	return procStatCPU(tb, p.pid)
+}
+
+// procStatCPU is process pid's user+system CPU time so far, all threads,
+// from /proc/<pid>/stat (10 ms resolution).
+func procStatCPU(tb testing.TB, pid int) time.Duration {
+	tb.Helper()
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -219,12 +228,12 @@ func (p *brokerProcess) statCPU(tb testing.TB) time.Duration {
 	s := string(data)
 	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
 	if len(fields) < 13 {
-		tb.Fatalf("/proc/%d/stat: %d fields", p.pid, len(fields))
+		tb.Fatalf("/proc/%d/stat: %d fields", pid, len(fields))
 	}
 	utime, err1 := strconv.ParseInt(fields[11], 10, 64)
 	stime, err2 := strconv.ParseInt(fields[12], 10, 64)
 	if err1 != nil || err2 != nil {
-		tb.Fatalf("/proc/%d/stat: utime %q, stime %q", p.pid, fields[11], fields[12])
+		tb.Fatalf("/proc/%d/stat: utime %q, stime %q", pid, fields[11], fields[12])
 	}
 	return time.Duration(utime+stime) * time.Second / clockTicks
 }

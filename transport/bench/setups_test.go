@@ -2,13 +2,16 @@ package bench_test
 
 import (
 	"testing"
+	"time"
 )
 
 // TestBenchSetups runs every benchmark's setup and measured body once, with
 // tiny sizes, so that `make test` keeps them compiling and working: both
 // implementations, each produce config's options, consume, the paced
 // producer, concurrent durable producers, the broker process with both
-// fetch paths, and both implementations as processes.
+// fetch paths, both implementations as processes, and `weir broker`
+// processes alone and in a ZooKeeper cluster (one cycle of each failover,
+// with a 1 s session timeout; skipped with -short).
 func TestBenchSetups(t *testing.T) {
 	for _, im := range impls {
 		t.Run("impl="+im.name, func(t *testing.T) {
@@ -57,4 +60,34 @@ func TestBenchSetups(t *testing.T) {
 			}
 		})
 	}
+	t.Run("cluster", func(t *testing.T) {
+		t.Parallel()
+		if testing.Short() {
+			t.Skip("-short: no `weir broker` processes")
+		}
+		const session = time.Second
+		c := startZKCluster(t, clusterSize, session, "info")
+		createTopic(t, c.addrs()[0], restartPartitions, nil)
+		produce(t, noTimer{}, c.addrs()[0], produceConfig{size: 1024, partitions: restartPartitions, acks: "all"}, 500)
+		metadataLoad(t, noTimer{}, c.addrs(), metadataWorkers, 100)
+		f := controllerFailover(t, c, session, 0)
+		if f.create < session/2 || f.elect < session/2 {
+			t.Errorf("controller failover %+v: faster than the session timeout (%v) allows", f, session)
+		}
+		r := brokerRestart(t, c, session, 0)
+		if r.leaderless < session/2 || r.serve <= 0 || r.down < r.leaderless+r.serve {
+			t.Errorf("broker restart %+v: session timeout %v", r, session)
+		}
+		t.Logf("controller failover %+v, broker restart %+v", f, r)
+	})
+	t.Run("single", func(t *testing.T) {
+		t.Parallel()
+		if testing.Short() {
+			t.Skip("-short: no `weir broker` processes")
+		}
+		s := startSingleBroker(t)
+		createTopic(t, s.addrs()[0], clusterPartitions, nil)
+		produce(t, noTimer{}, s.addrs()[0], produceConfig{size: 1024, partitions: clusterPartitions, acks: "1"}, 500)
+		metadataLoad(t, noTimer{}, s.addrs(), metadataWorkers, 100)
+	})
 }
