@@ -67,6 +67,8 @@ type loop struct {
 	removed    map[[16]byte]bool // topics (by id) whose logs this broker removed
 	strayDone  atomic.Bool       // setAsideStrays ran
 	ctl        *control          // non-nil while this broker is controller
+	lastWarn   string            // the last round failure logged at WARN, and when
+	lastWarnAt time.Time
 }
 
 // dirty is what must be read again.
@@ -161,7 +163,7 @@ func (l *loop) run() {
 		retry = nil
 		if sess.State == coord.Connected {
 			if err := l.step(); err != nil {
-				l.n.logger.Warn("cluster state: will retry", "err", err)
+				l.warnRetry(err)
 				retry = time.After(loopRetry)
 			}
 		}
@@ -173,6 +175,21 @@ func (l *loop) run() {
 			return
 		}
 	}
+}
+
+// retryWarnEvery: a round failing the same way is logged at WARN at most this
+// often (every time at DEBUG), so a store that keeps refusing does not flood
+// the log every loopRetry.
+const retryWarnEvery = 30 * time.Second
+
+func (l *loop) warnRetry(err error) {
+	msg := err.Error()
+	if msg != l.lastWarn || time.Since(l.lastWarnAt) >= retryWarnEvery {
+		l.n.logger.Warn("cluster state: will retry", "err", err, "every", loopRetry)
+		l.lastWarn, l.lastWarnAt = msg, time.Now()
+		return
+	}
+	l.n.logger.Debug("cluster state: will retry", "err", err)
 }
 
 // step does one round: register, read what is dirty, publish, reconcile

@@ -81,20 +81,25 @@ type Broker struct {
 // the broker, reserving a first block of producer ids); then it starts its loop and waits for the first image of the
 // cluster (with this broker's partitions open), and starts the retention
 // loop. On error it closes what it opened.
-func Open(cfg Config) (*Node, error) {
+func Open(cfg Config) (*Node, error) { return OpenContext(context.Background(), cfg) }
+
+// OpenContext is Open, given up when ctx ends (a signal while the broker
+// waits for ZooKeeper, or for its previous incarnation's registration to
+// expire).
+func OpenContext(ctx context.Context, cfg Config) (*Node, error) {
 	cfg, err := cfg.Validate()
 	if err != nil {
 		return nil, err
 	}
 	n := &Node{cfg: cfg, logger: cfg.Logger, local: map[string]*localTopic{}}
-	if err := n.open(); err != nil {
+	if err := n.open(ctx); err != nil {
 		_ = n.stop()
 		return nil, err
 	}
 	return n, nil
 }
 
-func (n *Node) open() error {
+func (n *Node) open(parent context.Context) error {
 	cfg := n.cfg
 	begin := time.Now()
 	if err := cfg.FS.MkdirAll(cfg.DataDir, 0o755); err != nil {
@@ -140,7 +145,7 @@ func (n *Node) open() error {
 		return fmt.Errorf("node: open groups: %w", err)
 	}
 
-	ctx, cancel := context.WithTimeout(context.Background(), openTimeout)
+	ctx, cancel := context.WithTimeout(parent, openTimeout)
 	defer cancel()
 	if n.store, err = n.openStore(ctx); err != nil {
 		return err

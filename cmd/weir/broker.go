@@ -256,7 +256,7 @@ func runBroker(ctx context.Context, s brokerSettings, stderr io.Writer) error {
 	ctx, stopSignals := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stopSignals()
 
-	b, err := broker.Start(broker.Config{
+	b, err := broker.StartContext(ctx, broker.Config{
 		DataDir:                    s.DataDir,
 		NodeID:                     s.BrokerID,
 		ZooKeeper:                  s.ZooKeeper,

@@ -40,20 +40,25 @@ type Broker struct {
 // opens the node in cfg.DataDir (recovering every partition log), starts the
 // metrics endpoint (cfg.MetricsListen) and serves until Close. Errors wrap
 // ErrInvalidConfig, the node's errors, or the listener's.
-func Start(cfg Config) (*Broker, error) {
+func Start(cfg Config) (*Broker, error) { return StartContext(context.Background(), cfg) }
+
+// StartContext is Start, given up (with everything it started stopped) when
+// ctx ends first: `weir broker` passes its signal context, so Ctrl-C works
+// while the broker waits for ZooKeeper.
+func StartContext(ctx context.Context, cfg Config) (*Broker, error) {
 	cfg, err := cfg.validate()
 	if err != nil {
 		return nil, err
 	}
 	b := &Broker{cfg: cfg, serveDone: make(chan struct{}), closing: make(chan struct{})}
-	if err := b.start(); err != nil {
+	if err := b.start(ctx); err != nil {
 		b.stop()
 		return nil, err
 	}
 	return b, nil
 }
 
-func (b *Broker) start() error {
+func (b *Broker) start(ctx context.Context) error {
 	cfg := b.cfg
 	var err error
 	b.listener, err = net.Listen("tcp", cfg.Listen)
@@ -64,7 +69,7 @@ func (b *Broker) start() error {
 	if advertised == "" {
 		advertised = advertise(b.listener.Addr().String())
 	}
-	b.node, err = node.Open(cfg.nodeConfig(advertised))
+	b.node, err = node.OpenContext(ctx, cfg.nodeConfig(advertised))
 	if err != nil {
 		return err
 	}

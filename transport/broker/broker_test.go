@@ -322,3 +322,27 @@ func TestAdvertise(t *testing.T) {
 		}
 	}
 }
+
+// A broker waiting for a ZooKeeper that does not answer gives up when its
+// context ends (Ctrl-C on `weir broker`), leaving nothing listening.
+func TestStartContextGivesUp(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0") // a port nothing answers on once closed
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := l.Addr().String()
+	l.Close()
+	cfg := testConfig(t, vfs.NewMem())
+	cfg.ZooKeeper = dead
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	b, err := StartContext(ctx, cfg)
+	if err == nil {
+		b.Close()
+		t.Fatal("started without ZooKeeper")
+	}
+	if took := time.Since(start); took > 10*time.Second {
+		t.Errorf("gave up after %v with a 300 ms context", took)
+	}
+}
