@@ -189,8 +189,10 @@ func TestControllerFailover(t *testing.T) {
 	im, _ := c.nodes[1].image.load()
 	old, oldEpoch := im.Controller, im.ControllerEpoch
 	c.kill(old)
+	// Seen gone too: a broker that still saw the old controller live
+	// would assign it partitions of the new topic, which then wait for it.
 	c.await("a new controller", func(im *meta.Image) bool {
-		return im.Controller != -1 && im.Controller != old && im.ControllerEpoch > oldEpoch
+		return im.Controller != -1 && im.Controller != old && im.ControllerEpoch > oldEpoch && !im.Live(old)
 	})
 	var any *Node
 	for _, n := range c.nodes {
@@ -365,8 +367,8 @@ func TestJoiningBrokerLogsClusterID(t *testing.T) {
 }
 
 // A group's committed offsets stay with it when its coordinator dies: they
-// are kept on the coordinating broker's disk (not replicated), so the
-// offsets topic has one replica and the group waits for its coordinator
+// are in its partition of the offsets topic on the coordinating broker's
+// disk (not replicated yet), so the offsets topic has one replica and the group waits for its coordinator
 // (COORDINATOR_NOT_AVAILABLE) rather than moving to a broker that has none
 // of its offsets. With three replicas (Kafka's default, used until now) the
 // group moved at once and its committed offsets read back as none: a
@@ -390,6 +392,7 @@ func TestCoordinatorDiesOffsetsKept(t *testing.T) {
 	if rf := ti.ReplicationFactor(); rf != 1 {
 		t.Errorf("%s has %d replicas, want 1 while committed offsets are not replicated", OffsetsTopic, rf)
 	}
+	waitLoaded(t, c.nodes[b.ID], "g")
 	perCommit, err := c.nodes[b.ID].CommitOffsets("g", "", nil, -1,
 		[]groups.OffsetCommit{{TopicPartition: groups.TopicPartition{Topic: "t"}, Offset: 42, LeaderEpoch: -1}})
 	if err != nil || perCommit[0] != nil {
@@ -412,6 +415,7 @@ func TestCoordinatorDiesOffsetsKept(t *testing.T) {
 	if nb, err := c.nodes[other].FindCoordinator(ctx, CoordinatorGroup, "g"); err != nil || nb.ID != b.ID {
 		t.Fatalf("after broker %d returned: FindCoordinator says broker %d, %v", b.ID, nb.ID, err)
 	}
+	waitLoaded(t, n, "g")
 	coord, err := n.GroupCoordinator("g")
 	if err != nil {
 		t.Fatal(err)
@@ -419,6 +423,24 @@ func TestCoordinatorDiesOffsetsKept(t *testing.T) {
 	got, err := coord.Fetch("g", []groups.TopicPartition{{Topic: "t"}})
 	if err != nil || got[groups.TopicPartition{Topic: "t"}].Offset != 42 {
 		t.Errorf("committed offset after the coordinator returned: %+v, %v; want 42", got, err)
+	}
+}
+
+// waitLoaded waits until n has loaded the partition of OffsetsTopic that
+// holds group.
+func waitLoaded(t *testing.T, n *Node, group string) {
+	t.Helper()
+	timeout := time.After(20 * time.Second)
+	for {
+		ended := n.offsets.replayEnded()
+		if n.groups.Loaded(n.offsetsPartitionFor(group)) {
+			return
+		}
+		select {
+		case <-ended:
+		case <-timeout:
+			t.Fatalf("broker %d did not load the offsets of group %q", n.cfg.NodeID, group)
+		}
 	}
 }
 

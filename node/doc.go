@@ -66,8 +66,9 @@
 // replica broker removes its logs and committed offsets of the topic and
 // acknowledges, then the controller removes the topic. __consumer_offsets is
 // the internal topic whose partition leaders coordinate groups
-// (hash(group) % partitions, as Kafka); committed offsets are kept by the
-// coordinating broker (core/groups).
+// (hash(group) % partitions, as Kafka); committed offsets are its records:
+// the leader of each partition hands it to the group coordinator (core/groups),
+// which replays it and writes commits to it, and the topic is compacted.
 //
 // # Data directory
 //
@@ -77,7 +78,9 @@
 //	    weir-coord.json          the file store (single node only)
 //	    weir-meta.json.migrated  the metadata file of weirs before the store, once migrated
 //	    <topic>-<partition>/     one partition log each (core/logs, core/partlog)
-//	    __groups/                committed offsets (core/groups)
+//	    __consumer_offsets-<n>/  committed offsets (the internal topic's partitions)
+//	    __groups/                committed offsets of weirs before __consumer_offsets: moved into
+//	                             the topic at the first start, then removed
 //
 // # Lifetime
 //

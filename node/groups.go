@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"unicode/utf16"
 
@@ -21,11 +22,14 @@ const (
 // (Kafka's GroupMetadataManager.partitionFor), so every broker answers
 // FindCoordinator alike and a client follows the coordinator as leaders move.
 // It is created, as an internal topic, on the first group request (or a
-// client's Metadata request for it). The committed offsets themselves are
-// kept by the coordinating broker (core/groups) for now, which is why the
-// topic has one replica by default (Config.OffsetsReplicationFactor): while
-// a coordinator is down its groups wait for it (COORDINATOR_NOT_AVAILABLE)
-// and find their offsets when it returns.
+// client's Metadata request for it). Committed offsets are its records, in
+// Kafka's formats (see core/groups): the leader of each partition loads it
+// into the group coordinator (syncCoordinator), clients read it with Fetch
+// (lag tools such as Burrow do) but cannot write to it, and it is compacted
+// (offsetsTopicConfigs). Until partitions are replicated it has one replica
+// by default (Config.OffsetsReplicationFactor): while a coordinator is down
+// its groups wait for it (COORDINATOR_NOT_AVAILABLE) and find their offsets
+// when it returns.
 const OffsetsTopic = "__consumer_offsets"
 
 // DefaultOffsetsPartitions is the partition count of OffsetsTopic (Kafka's
@@ -75,7 +79,7 @@ func (n *Node) coordinatorOf(ctx context.Context, key string, create bool) (Brok
 	if t == nil || len(t.Assignment) == 0 {
 		return Broker{ID: -1}, fmt.Errorf("%w: %s does not exist yet", ErrCoordinatorNotAvailable, OffsetsTopic)
 	}
-	p := int(javaAbs(javaHash(key)) % int32(len(t.Assignment)))
+	p := int(javaAbs(javaHash(key)) % int32(len(t.Assignment))) // offsetsPartitionFor, for this image
 	v := im.View(t, p)
 	b, ok := im.Brokers[v.Leader]
 	if !ok {
@@ -91,7 +95,7 @@ func (n *Node) ensureOffsetsTopic(ctx context.Context) (TopicInfo, error) {
 	im, _ := n.image.load()
 	rf := int16(min(n.cfg.OffsetsReplicationFactor, int16(len(im.Brokers))))
 	ti, err := n.CreateTopic(ctx, CreateTopic{Name: OffsetsTopic, Partitions: n.cfg.OffsetsPartitions,
-		ReplicationFactor: max(rf, 1), Configs: map[string]string{}})
+		ReplicationFactor: max(rf, 1), Configs: maps.Clone(offsetsTopicConfigs)})
 	if errors.Is(err, ErrTopicExists) {
 		return settled(n.waitReady(ctx, OffsetsTopic))
 	}

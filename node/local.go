@@ -187,6 +187,11 @@ func (n *Node) partitionConfig(t *meta.Topic) (logs.PartitionConfig, error) {
 	if err != nil {
 		return logs.PartitionConfig{}, fmt.Errorf("node: topic %q: stored configs: %w", t.Name, err)
 	}
+	if t.Name == OffsetsTopic {
+		// The broker's own topic: compacted whatever it was created with.
+		own = maps.Clone(own)
+		maps.Copy(own, offsetsTopicConfigs)
+	}
 	pc, err := logs.ConfigFor(topicconfig.Resolve(own, n.defaults), n.plugins, n.cfg.Clock)
 	if err != nil {
 		return logs.PartitionConfig{}, fmt.Errorf("node: topic %q: %w", t.Name, err)

@@ -225,6 +225,7 @@ func (l *loop) step() error {
 	if !l.strayDone.Load() && rerr == nil {
 		rerr = l.setAsideStrays(im)
 	}
+	l.n.syncCoordinator(l.ctx, im)
 	l.n.image.publish(im)
 	return errors.Join(rerr, l.control(ctx, im))
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"path/filepath"
 	"slices"
 	"sync"
 	"time"
@@ -22,7 +21,8 @@ import (
 	pluginhost "github.com/weir-broker/weir/plugins/host"
 )
 
-// groupsDir is where the group coordinator keeps committed offsets, below the
+// groupsDir is where the group coordinator kept committed offsets before
+// they moved into OffsetsTopic, below the
 // data directory. Its name cannot be a partition directory's (<topic>-<n>).
 const groupsDir = "__groups"
 
@@ -51,6 +51,8 @@ type Node struct {
 	store     coord.Store      // the coordination store
 	logs      *logs.Manager
 	groups    *groups.Coordinator
+	offsets   offsetsLoads   // the partitions of OffsetsTopic handed to groups
+	legacy    *groups.Legacy // committed offsets of the old layout, until imported
 	metrics   *prometheus.Registry
 	retention *retentionLoop
 	loop      *loop
@@ -132,9 +134,8 @@ func (n *Node) open(parent context.Context) error {
 		Logger: n.logger.With("component", "logs")}); err != nil {
 		return err
 	}
-	n.groups, err = groups.Open(groups.Options{
-		FS:                    cfg.FS,
-		Dir:                   filepath.Join(cfg.DataDir, groupsDir),
+	n.groups, err = groups.New(groups.Options{
+		PartitionFor:          n.offsetsPartitionFor,
 		Clock:                 cfg.Clock,
 		Logger:                n.logger.With("component", "groups"),
 		MinSessionTimeout:     cfg.GroupMinSessionTimeout,
@@ -142,7 +143,10 @@ func (n *Node) open(parent context.Context) error {
 		InitialRebalanceDelay: cfg.GroupInitialRebalanceDelay,
 	})
 	if err != nil {
-		return fmt.Errorf("node: open groups: %w", err)
+		return fmt.Errorf("node: groups: %w", err)
+	}
+	if err := n.readLegacyOffsets(); err != nil {
+		return err
 	}
 
 	ctx, cancel := context.WithTimeout(parent, openTimeout)
@@ -174,6 +178,11 @@ func (n *Node) open(parent context.Context) error {
 		n.logger.Warn("some partitions assigned here have no leader yet", "waited", leaderWait)
 	}
 	lcancel()
+	if n.legacyPending() {
+		if err := n.importLegacyOffsets(ctx); err != nil {
+			return err
+		}
+	}
 	n.retention = startRetentionLoop(cfg.Clock, cfg.RetentionCheckInterval, n.applyRetention,
 		n.logger.With("component", "retention"))
 	im, _ := n.image.load()
@@ -272,6 +281,7 @@ func (n *Node) stop() error {
 			errs = append(errs, fmt.Errorf("node: close groups: %w", err))
 		}
 	}
+	n.offsets.replays.Wait() // the loop is stopped: no more start
 	if err := n.closeLocal(); err != nil {
 		errs = append(errs, err)
 	}

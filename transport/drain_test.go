@@ -46,6 +46,7 @@ func TestEveryFrameReadIsServed(t *testing.T) {
 				c.MaxInFlightRequests = n + 1 // room to read all n, then EOF
 			})
 			b.createTopic(t, "t", 1, nil)
+			b.coord(t) // the committed offsets loaded: commits succeed at once
 			// Produce and simple (generation -1) offset commits, alternating.
 			var out bytes.Buffer
 			for i := range n {

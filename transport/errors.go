@@ -72,6 +72,8 @@ var errorTable = []struct {
 	{groups.ErrInvalidGroupID, kerr.InvalidGroupID},
 	{groups.ErrFencedInstanceID, kerr.FencedInstanceID},
 	{groups.ErrCoordinatorNotAvailable, kerr.CoordinatorNotAvailable},
+	{groups.ErrNotCoordinator, kerr.NotCoordinator},
+	{groups.ErrCoordinatorLoadInProgress, kerr.CoordinatorLoadInProgress},
 	{groups.ErrOffsetMetadataTooLarge, kerr.OffsetMetadataTooLarge},
 	{groups.ErrInvalidCommitSize, kerr.InvalidCommitOffsetSize},
 

@@ -279,6 +279,11 @@ func (b *testBroker) checkAlive(t testing.TB) {
 // node).
 func (b *testBroker) coord(t testing.TB) *groups.Coordinator {
 	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := b.node.AwaitOffsetsLoaded(ctx); err != nil {
+		t.Fatal(err)
+	}
 	c, err := b.node.GroupCoordinator("")
 	if err != nil {
 		t.Fatal(err)

@@ -263,6 +263,7 @@ var versionCases = map[int16]versionCase{
 func TestEveryServedVersion(t *testing.T) {
 	b := startBroker(t)
 	b.createTopic(t, "t", 1, nil)
+	b.coord(t) // the committed offsets loaded, so the group APIs answer at once
 	rc := b.dial(t)
 	// Order matters: produce and commit before fetching them, create before
 	// delete.

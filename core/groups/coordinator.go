@@ -4,7 +4,9 @@ import (
 	"cmp"
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"sync"
@@ -13,20 +15,26 @@ import (
 	"github.com/weir-broker/weir/core/partlog"
 )
 
-// Coordinator is the group coordinator of a single-node broker: the
-// membership state machine of every group (see group) behind one mutex, the
-// requests that must wait (JoinGroup, SyncGroup) parked on channels, one
-// timer from Options.Clock for the earliest deadline of any group, and the
-// committed offsets store. It is safe for concurrent use.
+// Coordinator is the group coordinator of a broker: the membership state
+// machine of every group (see group) behind one mutex, the requests that must
+// wait (JoinGroup, SyncGroup) parked on channels, one timer from
+// Options.Clock for the earliest deadline of any group, and the committed
+// offsets of every partition of __consumer_offsets the broker leads (see
+// Load). It is safe for concurrent use.
 type Coordinator struct {
 	o Options
 
-	mu      sync.Mutex
-	closed  bool
-	groups  map[string]*group
-	store   *offsetStore
-	waiters map[uint64]chan reply
+	mu     sync.Mutex
+	closed bool
+	groups map[string]*group
+	// shards are the partitions of __consumer_offsets loaded or loading.
+	shards  map[int32]*shard
+	lastL   uint64 // numbers the loads
+	waiters map[uint64]waiter
 	lastW   uint64
+	// legacy is an old-layout store whose groups are imported as their
+	// partitions load (Import).
+	legacy *Legacy
 	// timer fires at timerAt, the earliest deadline known when it was set
 	// (deadlines only move later between events, so firing early is
 	// harmless: the callback re-arms). timerSeq tells a stale callback
@@ -34,34 +42,159 @@ type Coordinator struct {
 	timer    partlog.Timer
 	timerAt  time.Time
 	timerSeq uint64
-	// compaction is the offsets log's compaction queued or running, nil
-	// when there is none (compact.go).
-	compaction *compaction
 }
 
-// Open opens the coordinator with the offsets store in o.Dir, replaying (and
-// possibly compacting) it. Every group with committed offsets starts Empty.
-func Open(o Options) (*Coordinator, error) {
+// shard is one partition of __consumer_offsets: loading until its store is
+// set.
+type shard struct {
+	partition int32
+	load      uint64 // which Load this is
+	log       Log
+	store     *offsetStore // nil while loading
+}
+
+// waiter is a parked JoinGroup or SyncGroup: the channel of its reply and
+// its group.
+type waiter struct {
+	ch    chan reply
+	group string
+}
+
+// New returns a coordinator that serves no group until the partitions of
+// __consumer_offsets that hold them are loaded (Load).
+func New(o Options) (*Coordinator, error) {
 	o, err := o.validate()
 	if err != nil {
 		return nil, err
 	}
-	store, err := openStore(o)
+	return &Coordinator{o: o, groups: map[string]*group{}, shards: map[int32]*shard{},
+		waiters: map[uint64]waiter{}}, nil
+}
+
+// Load makes the coordinator serve the groups of partition p of
+// __consumer_offsets, whose log is log: StartLoad and its replay.
+func (c *Coordinator) Load(ctx context.Context, p int32, log Log) error {
+	return c.StartLoad(p, log)(ctx)
+}
+
+// StartLoad registers partition p, whose log is log, as loading: from now
+// on its groups get ErrCoordinatorLoadInProgress. The replay it returns (the
+// caller runs it, on a goroutine of its own if it likes) reads the log up to
+// its end, imports the partition's groups of an old-layout store (Import),
+// and then serves them, each group with committed offsets starting Empty (as
+// in Kafka, membership is not kept across a move: members rejoin). Starting
+// a load of a partition loaded or loading already with the same log does
+// nothing (its replay returns nil at once); with another log, it unloads
+// first. An Unload or Close before the replay ends abandons it
+// (ErrNotCoordinator), and so does ctx ending. A log that cannot be read is
+// an error naming the offset; the partition then stays unloaded.
+func (c *Coordinator) StartLoad(p int32, log Log) func(ctx context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return func(context.Context) error { return errClosed }
+	}
+	if sh := c.shards[p]; sh != nil {
+		if sh.log == log {
+			return func(context.Context) error { return nil }
+		}
+		c.unloadLocked(p)
+	}
+	c.lastL++
+	sh := &shard{partition: p, load: c.lastL, log: log}
+	c.shards[p] = sh
+	return func(ctx context.Context) error { return c.replay(ctx, sh) }
+}
+
+// replay is a load's replay (see StartLoad).
+func (c *Coordinator) replay(ctx context.Context, sh *shard) error {
+	p := sh.partition
+	start := c.o.Clock.Now()
+	st := newStore(sh.log)
+	err := st.replay(ctx, sh.log.EndOffset())
+
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if cur := c.shards[p]; cur != sh || c.closed {
+		return fmt.Errorf("%w: partition %d was unloaded while it loaded", ErrNotCoordinator, p)
+	}
+	if err == nil {
+		_, err = c.importLocked(p, st)
+	}
 	if err != nil {
-		return nil, err
+		delete(c.shards, p)
+		return fmt.Errorf("groups: load partition %d: %w", p, err)
 	}
-	c := &Coordinator{o: o, groups: map[string]*group{}, store: store, waiters: map[uint64]chan reply{}}
-	for _, id := range store.groups() {
-		c.groups[id] = newGroup(id, &c.o)
+	sh.store = st
+	for _, id := range st.groups() {
+		if c.groups[id] == nil {
+			c.groups[id] = newGroup(id, &c.o)
+		}
 	}
-	return c, nil
+	c.o.Logger.Info("offsets partition loaded", "partition", p, "groups", len(st.offsets), "offsets", st.live,
+		"records", st.records, "took", c.o.Clock.Now().Sub(start))
+	return nil
+}
+
+// Unload stops serving the groups of partition p (this broker no longer
+// leads it): their parked requests are answered ErrNotCoordinator, and
+// their membership and offsets are forgotten here; the new leader loads
+// them from the log. Unloading a partition not loaded does nothing.
+func (c *Coordinator) Unload(p int32) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.unloadLocked(p)
+}
+
+func (c *Coordinator) unloadLocked(p int32) {
+	if c.shards[p] == nil {
+		return
+	}
+	delete(c.shards, p)
+	for w, wt := range c.waiters {
+		if c.o.PartitionFor(wt.group) == p {
+			wt.ch <- reply{waiter: w, err: fmt.Errorf("%w: partition %d of the offsets topic moved", ErrNotCoordinator, p)}
+			delete(c.waiters, w)
+		}
+	}
+	for id := range c.groups {
+		if c.o.PartitionFor(id) == p {
+			delete(c.groups, id)
+		}
+	}
+	c.o.Logger.Info("offsets partition unloaded", "partition", p)
+}
+
+// Loaded reports whether partition p is loaded (not merely loading).
+func (c *Coordinator) Loaded(p int32) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	sh := c.shards[p]
+	return sh != nil && sh.store != nil
+}
+
+// storeOf returns the offsets of group's partition: ErrNotCoordinator when
+// it is not loaded here, ErrCoordinatorLoadInProgress while it loads,
+// ErrCoordinatorNotAvailable once closed. Called with mu held.
+func (c *Coordinator) storeOf(group string) (*offsetStore, error) {
+	if c.closed {
+		return nil, errClosed
+	}
+	p := c.o.PartitionFor(group)
+	sh := c.shards[p]
+	switch {
+	case sh == nil:
+		return nil, fmt.Errorf("%w: partition %d of the offsets topic is not loaded here", ErrNotCoordinator, p)
+	case sh.store == nil:
+		return nil, fmt.Errorf("%w: partition %d of the offsets topic", ErrCoordinatorLoadInProgress, p)
+	}
+	return sh.store, nil
 }
 
 // Close answers every waiting JoinGroup and SyncGroup with
-// ErrCoordinatorNotAvailable (clients look for the coordinator again), stops
-// the timer, abandons a compaction of the offsets log (waiting for one that
-// runs to stop) and closes the offsets log cleanly. Later calls fail with
-// ErrCoordinatorNotAvailable.
+// ErrCoordinatorNotAvailable (clients look for the coordinator again) and
+// stops the timer. The logs are the broker's: Close leaves them open. Later
+// calls fail with ErrCoordinatorNotAvailable.
 func (c *Coordinator) Close() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -73,22 +206,12 @@ func (c *Coordinator) Close() error {
 		c.timer.Stop()
 		c.timer = nil
 	}
-	for w, ch := range c.waiters {
-		ch <- reply{waiter: w, err: fmt.Errorf("%w: shutting down", ErrCoordinatorNotAvailable)}
+	for w, wt := range c.waiters {
+		wt.ch <- reply{waiter: w, err: fmt.Errorf("%w: shutting down", ErrCoordinatorNotAvailable)}
 		delete(c.waiters, w)
 	}
-	if j := c.compaction; j != nil && !j.started {
-		c.store.abandonCompaction(j, errCompactionStopped)
-		c.compaction = nil
-	} else if j != nil {
-		// Every other call sees closed and leaves the store alone; the
-		// compaction needs mu to finish.
-		j.stop.Store(true)
-		c.mu.Unlock()
-		<-j.done
-		c.mu.Lock()
-	}
-	return c.store.close()
+	clear(c.shards)
+	return nil
 }
 
 var errClosed = fmt.Errorf("%w: closed", ErrCoordinatorNotAvailable)
@@ -107,9 +230,9 @@ func (c *Coordinator) Join(ctx context.Context, r JoinRequest) (JoinResult, erro
 		r.Protocols[i].Metadata = slices.Clone(r.Protocols[i].Metadata)
 	}
 	c.mu.Lock()
-	if c.closed {
+	if _, err := c.storeOf(r.Group); err != nil {
 		c.mu.Unlock()
-		return fail, errClosed
+		return fail, err
 	}
 	g := c.groups[r.Group]
 	if g == nil {
@@ -120,7 +243,7 @@ func (c *Coordinator) Join(ctx context.Context, r JoinRequest) (JoinResult, erro
 		g = newGroup(r.Group, &c.o)
 		c.groups[r.Group] = g
 	}
-	w, ch := c.newWaiter()
+	w, ch := c.newWaiter(r.Group)
 	g.join(c.o.Clock.Now(), w, r)
 	c.settle(g)
 	c.mu.Unlock()
@@ -146,16 +269,16 @@ func (c *Coordinator) Sync(ctx context.Context, r SyncRequest) (SyncResult, erro
 		r.Assignments = a
 	}
 	c.mu.Lock()
-	if c.closed {
+	if _, err := c.storeOf(r.Group); err != nil {
 		c.mu.Unlock()
-		return SyncResult{}, errClosed
+		return SyncResult{}, err
 	}
 	g := c.groups[r.Group]
 	if g == nil {
 		c.mu.Unlock()
 		return SyncResult{}, fmt.Errorf("%w: group %q does not exist", ErrUnknownMemberID, r.Group)
 	}
-	w, ch := c.newWaiter()
+	w, ch := c.newWaiter(r.Group)
 	g.sync(c.o.Clock.Now(), w, r)
 	c.settle(g)
 	c.mu.Unlock()
@@ -174,8 +297,8 @@ func (c *Coordinator) Heartbeat(group, memberID string, instanceID *string, gene
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.closed {
-		return errClosed
+	if _, err := c.storeOf(group); err != nil {
+		return err
 	}
 	g := c.groups[group]
 	if g == nil {
@@ -195,8 +318,8 @@ func (c *Coordinator) Leave(group string, members []LeaveMember) (perMember []er
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.closed {
-		return nil, errClosed
+	if _, err := c.storeOf(group); err != nil {
+		return nil, err
 	}
 	g := c.groups[group]
 	if g == nil {
@@ -232,8 +355,9 @@ func (c *Coordinator) Commit(group, memberID string, instanceID *string, generat
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.closed {
-		return all(errClosed)
+	store, err := c.storeOf(group)
+	if err != nil {
+		return all(err)
 	}
 	now := c.o.Clock.Now()
 	g := c.groups[group]
@@ -264,7 +388,7 @@ func (c *Coordinator) Commit(group, memberID string, instanceID *string, generat
 			at = append(at, i)
 		}
 	}
-	if err := c.store.commit(group, valid, now); err != nil {
+	if err := store.commit(group, valid, now); err != nil {
 		// The store failing is the coordinator failing: clients retry.
 		err = fmt.Errorf("%w: storing offsets: %v", ErrCoordinatorNotAvailable, err)
 		c.o.Logger.Error("commit failed", "group", group, "err", err)
@@ -272,7 +396,6 @@ func (c *Coordinator) Commit(group, memberID string, instanceID *string, generat
 			perPartition[i] = err
 		}
 	}
-	c.maybeCompact()
 	return perPartition, nil
 }
 
@@ -282,10 +405,11 @@ func (c *Coordinator) Commit(group, memberID string, instanceID *string, generat
 func (c *Coordinator) Fetch(group string, parts []TopicPartition) (map[TopicPartition]Committed, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.closed {
-		return nil, errClosed
+	store, err := c.storeOf(group)
+	if err != nil {
+		return nil, err
 	}
-	return c.store.fetch(group, parts), nil
+	return store.fetch(group, parts), nil
 }
 
 // Describe describes a group; an unknown group is described as Dead, without
@@ -293,8 +417,8 @@ func (c *Coordinator) Fetch(group string, parts []TopicPartition) (map[TopicPart
 func (c *Coordinator) Describe(group string) (Description, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.closed {
-		return Description{}, errClosed
+	if _, err := c.storeOf(group); err != nil {
+		return Description{}, err
 	}
 	g := c.groups[group]
 	if g == nil {
@@ -303,7 +427,7 @@ func (c *Coordinator) Describe(group string) (Description, error) {
 	return g.describe(), nil
 }
 
-// List lists every group, sorted by id.
+// List lists every group of the partitions loaded, sorted by id.
 func (c *Coordinator) List() []Listing {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -319,8 +443,9 @@ func (c *Coordinator) List() []Listing {
 func (c *Coordinator) Delete(group string) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.closed {
-		return errClosed
+	store, err := c.storeOf(group)
+	if err != nil {
+		return err
 	}
 	g := c.groups[group]
 	switch {
@@ -329,13 +454,12 @@ func (c *Coordinator) Delete(group string) error {
 	case g.state != stateEmpty:
 		return fmt.Errorf("%w: %q is %v with %d members", ErrNotEmpty, group, g.state, len(g.order))
 	}
-	err := c.store.removeWhere(c.o.Clock.Now(), func(k offsetKey) bool { return k.group == group })
+	err = store.removeWhere(c.o.Clock.Now(), func(k offsetKey) bool { return k.group == group })
 	if err != nil {
 		return fmt.Errorf("%w: deleting offsets: %v", ErrCoordinatorNotAvailable, err)
 	}
 	g.state = stateDead
 	delete(c.groups, group)
-	c.maybeCompact()
 	return nil
 }
 
@@ -355,8 +479,24 @@ func (c *Coordinator) ExpireOffsets(retention time.Duration) ([]string, error) {
 	now := c.o.Clock.Now()
 	cutoff := now.Add(-retention).UnixMilli()
 	var expired []string
-	defer c.maybeCompact()
-	for _, id := range c.store.groups() {
+	for _, p := range slices.Sorted(maps.Keys(c.shards)) {
+		store := c.shards[p].store
+		if store == nil {
+			continue
+		}
+		exp, err := c.expireLocked(store, now, cutoff)
+		expired = append(expired, exp...)
+		if err != nil {
+			return expired, err
+		}
+	}
+	return expired, nil
+}
+
+// expireLocked expires the groups of one partition (see ExpireOffsets).
+func (c *Coordinator) expireLocked(store *offsetStore, now time.Time, cutoff int64) ([]string, error) {
+	var expired []string
+	for _, id := range store.groups() {
 		g := c.groups[id]
 		if g != nil && g.state != stateEmpty {
 			continue
@@ -365,13 +505,13 @@ func (c *Coordinator) ExpireOffsets(retention time.Duration) ([]string, error) {
 		if g != nil && !g.emptySince.IsZero() {
 			anchor = g.emptySince.UnixMilli()
 		}
-		for _, v := range c.store.offsets[id] {
+		for _, v := range store.offsets[id] {
 			anchor = max(anchor, v.commitTime)
 		}
 		if anchor >= cutoff {
 			continue
 		}
-		if err := c.store.removeWhere(now, func(k offsetKey) bool { return k.group == id }); err != nil {
+		if err := store.removeWhere(now, func(k offsetKey) bool { return k.group == id }); err != nil {
 			return expired, fmt.Errorf("%w: expiring offsets: %v", ErrCoordinatorNotAvailable, err)
 		}
 		if g != nil {
@@ -392,15 +532,21 @@ func (c *Coordinator) RemoveTopic(topic string) error {
 	if c.closed {
 		return errClosed
 	}
-	err := c.store.removeWhere(c.o.Clock.Now(), func(k offsetKey) bool { return k.Topic == topic })
-	if err != nil {
-		return fmt.Errorf("%w: deleting offsets: %v", ErrCoordinatorNotAvailable, err)
+	var errs []error
+	for _, p := range slices.Sorted(maps.Keys(c.shards)) {
+		store := c.shards[p].store
+		if store == nil {
+			continue
+		}
+		err := store.removeWhere(c.o.Clock.Now(), func(k offsetKey) bool { return k.Topic == topic })
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%w: deleting offsets of partition %d: %v", ErrCoordinatorNotAvailable, p, err))
+		}
 	}
 	for id, g := range c.groups {
 		c.forget(id, g)
 	}
-	c.maybeCompact()
-	return nil
+	return errors.Join(errs...)
 }
 
 func cloneString(s *string) *string {
@@ -412,10 +558,10 @@ func cloneString(s *string) *string {
 }
 
 // newWaiter registers a channel for one reply. Called with mu held.
-func (c *Coordinator) newWaiter() (uint64, chan reply) {
+func (c *Coordinator) newWaiter(group string) (uint64, chan reply) {
 	c.lastW++
 	ch := make(chan reply, 1)
-	c.waiters[c.lastW] = ch
+	c.waiters[c.lastW] = waiter{ch: ch, group: group}
 	return c.lastW, ch
 }
 
@@ -450,9 +596,9 @@ func (c *Coordinator) settle(g *group) {
 
 func (c *Coordinator) deliver(rs []reply) {
 	for _, r := range rs {
-		if ch, ok := c.waiters[r.waiter]; ok {
+		if wt, ok := c.waiters[r.waiter]; ok {
 			delete(c.waiters, r.waiter)
-			ch <- r
+			wt.ch <- r
 		}
 	}
 }
@@ -461,7 +607,10 @@ func (c *Coordinator) deliver(rs []reply) {
 // committed offsets: nothing would distinguish it from a new one, and
 // clients with random group ids (kcat -G) would otherwise pile them up.
 func (c *Coordinator) forget(id string, g *group) {
-	if g.state == stateEmpty && g.empty() && c.store.offsets[id] == nil {
+	if g.state != stateEmpty || !g.empty() {
+		return
+	}
+	if sh := c.shards[c.o.PartitionFor(id)]; sh == nil || sh.store == nil || sh.store.offsets[id] == nil {
 		delete(c.groups, id)
 	}
 }

@@ -9,24 +9,75 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weir-broker/weir/core/partlog"
 	"github.com/weir-broker/weir/core/vfs"
 )
 
 var bg = context.Background()
 
-// openCoordinator opens a Coordinator on fsys in /data/groups with the fake
-// clock; mod may change the options.
+// openCoordinator opens a Coordinator with the fake clock and loads its
+// partition 0 from a partition log on fsys in /data/groups (every group maps
+// there unless mod sets PartitionFor); mod may change the options. The log
+// is closed by closeCoordinator, or at the end of the test.
 func openCoordinator(t *testing.T, fsys vfs.FS, clk *fakeClock, mod func(*Options)) *Coordinator {
 	t.Helper()
-	o := Options{FS: fsys, Dir: "/data/groups", Clock: clk, Logger: quietLogger(), newMemberID: counterIDs()}
+	return openCoordinatorAt(t, fsys, dir, clk, mod)
+}
+
+// openCoordinatorAt is openCoordinator with the log in logDir.
+func openCoordinatorAt(t *testing.T, fsys vfs.FS, logDir string, clk *fakeClock, mod func(*Options)) *Coordinator {
+	t.Helper()
+	o := Options{Clock: clk, Logger: quietLogger(), newMemberID: counterIDs()}
 	if mod != nil {
 		mod(&o)
 	}
-	c, err := Open(o)
+	c, err := New(o)
 	if err != nil {
-		t.Fatalf("open: %v", err)
+		t.Fatalf("new: %v", err)
 	}
+	l := openTestLog(t, fsys, logDir)
+	if err := c.Load(bg, 0, l); err != nil {
+		t.Fatalf("load: %v", err)
+	}
+	testLogs[c] = l
 	return c
+}
+
+// testLogs are the logs openCoordinator loaded, by coordinator.
+var testLogs = map[*Coordinator]testLog{}
+
+// closeCoordinator closes c and then its log, cleanly: a restart.
+func closeCoordinator(t *testing.T, c *Coordinator) {
+	t.Helper()
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if l, ok := testLogs[c]; ok {
+		delete(testLogs, c)
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// testLog is a partition log as the coordinator's Log.
+type testLog struct{ *partlog.Log }
+
+func (l testLog) Append(ctx context.Context, b []byte) error {
+	_, err := l.Log.Append(ctx, b, 0)
+	return err
+}
+
+// openTestLog opens the partition log in dir on fsys, closed at the end of
+// the test unless closed before.
+func openTestLog(t *testing.T, fsys vfs.FS, dir string) testLog {
+	t.Helper()
+	l, _, err := partlog.Open(fsys, dir, partlog.Config{RetentionAge: -1, Logger: quietLogger()})
+	if err != nil {
+		t.Fatalf("open log: %v", err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return testLog{l}
 }
 
 // waitFor spins until cond holds (checked under the coordinator's mutex),

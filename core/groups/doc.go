@@ -1,7 +1,8 @@
-// Package groups is the group coordinator of a single-node broker: Kafka's
-// classic consumer group protocol (JoinGroup, SyncGroup, Heartbeat,
-// LeaveGroup, DescribeGroups, ListGroups) and committed offsets (OffsetCommit,
-// OffsetFetch) that survive a restart.
+// Package groups is the group coordinator of a broker: Kafka's classic
+// consumer group protocol (JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
+// DescribeGroups, ListGroups) and committed offsets (OffsetCommit,
+// OffsetFetch) kept in the partitions of Kafka's internal topic
+// __consumer_offsets.
 //
 // # Why the classic protocol, and what the coordinator does not do
 //
@@ -62,63 +63,37 @@
 // Coordinator is the thin concurrent layer around the groups: one mutex, a
 // channel per parked request, and one timer (from Options.Clock) set to the
 // earliest deadline of any group. Membership is not persisted: after a
-// restart every member gets ErrUnknownMemberID and rejoins, which clients do
-// on their own.
+// restart, or when a group's partition moves to another broker, every member
+// gets ErrUnknownMemberID (or ErrNotCoordinator) and rejoins, which clients
+// do on their own.
 //
-// # Committed offsets
+// # Committed offsets: partitions of __consumer_offsets
 //
-// Offsets live in memory and in an append-only log (package partlog) of
-// record batches (package record) in Options.Dir:
-//
-//	<Dir>/CURRENT            "offsets-000002\n": the live log directory
-//	<Dir>/offsets-000002/    partition log of offset records
+// A group belongs to one partition of __consumer_offsets
+// (Options.PartitionFor: Kafka's abs(hash(group)) % partitions), and its
+// coordinator is the broker that leads that partition. The broker hands the
+// coordinator each partition it comes to lead (Load, which replays the
+// partition's log into memory; requests for its groups meanwhile get
+// ErrCoordinatorLoadInProgress) and takes it back when it stops leading it
+// (Unload: parked requests are answered ErrNotCoordinator and the groups
+// forgotten here). A group whose partition is not loaded gets
+// ErrNotCoordinator, and the client asks FindCoordinator again.
 //
 // Each record is one committed offset, in the formats of Kafka's
-// __consumer_offsets (big-endian, strings as an int16 length and bytes):
+// __consumer_offsets (big-endian, strings as an int16 length and bytes), so
+// tools that read the topic (Burrow, kafka-consumer-groups) understand it:
 //
 //	key    int16 version (1) | string group | string topic | int32 partition
 //	value  int16 version (3) | int64 offset | int32 leader epoch | string metadata | int64 commit time (ms)
 //
 // A record without a value (a tombstone) removes the offset (Delete,
-// RemoveTopic). One commit is one Append of one or more batches; it is
-// acknowledged once appended (the page cache), like Kafka's default, and
-// Close closes the log cleanly. Open replays the log into memory.
+// RemoveTopic, ExpireOffsets). One commit is one Log.Append of one or more
+// batches, acknowledged when the Log says it is committed. The topic is
+// compacted (cleanup.policy=compact, by the broker's log cleaner), which
+// keeps the last record of every key: every live offset survives, and
+// superseded commits and old tombstones go.
 //
-// # Compaction
-//
-// Every commit appends, so a consumer committing every second would grow
-// the log forever; compaction rewrites it with only the live offsets. It is
-// due, at Open and after every write while running, when the dead records
-// (superseded commits, tombstones and the commits they removed) number at
-// least CompactMinSuperseded (10000 by default, about 1 MB of records) and
-// outnumber the live offsets: Kafka's log cleaner default,
-// min.cleanable.dirty.ratio=0.5, with a floor so that small logs are left
-// alone. The log thus stays under about twice the live offsets plus the
-// floor, and each live record is rewritten only after at least as many dead
-// ones were appended: one record rewritten per record committed, at most.
-//
-// While the coordinator runs, a compaction takes its mutex twice, briefly,
-// and does the bulk of the work between, on its own goroutine:
-//
-//	begin    (mutex)     copy the live offsets; from now on every record
-//	                     written to offsets-<n> is also kept, in order (the delta)
-//	rewrite  (no mutex)  remove leftover log directories; write the copy to
-//	                     offsets-<n+1> and fsync it; commits and fetches go on
-//	finish   (mutex)     append the delta, close offsets-<n+1> (fsynced) and
-//	                     fsync Dir, reopen it, point CURRENT at it (a synced
-//	                     temporary file renamed over CURRENT, then Dir synced);
-//	                     commits now go to offsets-<n+1>
-//	retire   (no mutex)  close offsets-<n>, remove it, fsync Dir
-//
-// A power cut before CURRENT's rename is durable leaves offsets-<n> live, as
-// if no compaction had run (the next Open removes offsets-<n+1>); after it,
-// offsets-<n+1>, complete and durable with every offset acknowledged before
-// the switch. The log is never a mix of the two, and nothing durable is
-// lost. A failure before the rename abandons the compaction: the new
-// directory is removed, offsets-<n> stays in use, and the next try waits
-// until as many records again have come. After the rename the switch
-// stands; if the directory sync after it failed, offsets-<n> is kept (CURRENT
-// on disk may still name it) until a later compaction, having synced Dir,
-// removes it. Close abandons a compaction that has not started and stops a
-// running one, waiting for it. At Open the same steps run in line.
+// Before __consumer_offsets, each broker kept its offsets in a log of the
+// same records in a directory of its own; ReadLegacy reads such a store and
+// Import moves its offsets into the loaded partitions.
 package groups

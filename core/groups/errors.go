@@ -39,13 +39,21 @@ var (
 	// ErrCoordinatorNotAvailable: the coordinator is closed, or the offsets
 	// store failed; the client retries. COORDINATOR_NOT_AVAILABLE.
 	ErrCoordinatorNotAvailable = errors.New("groups: coordinator not available")
+	// ErrNotCoordinator: the group's partition of __consumer_offsets is not
+	// loaded here (another broker leads it, or it moved); the client looks
+	// for the coordinator again. NOT_COORDINATOR.
+	ErrNotCoordinator = errors.New("groups: not the coordinator")
+	// ErrCoordinatorLoadInProgress: the group's partition is being loaded;
+	// the client retries. COORDINATOR_LOAD_IN_PROGRESS.
+	ErrCoordinatorLoadInProgress = errors.New("groups: coordinator load in progress")
 	// ErrOffsetMetadataTooLarge: a committed offset's metadata is longer than
 	// Options.MaxMetadataBytes. OFFSET_METADATA_TOO_LARGE.
 	ErrOffsetMetadataTooLarge = errors.New("groups: offset metadata too large")
 	// ErrInvalidCommitSize: a commit the offsets store cannot hold (a topic
 	// name longer than 32767 bytes). INVALID_COMMIT_OFFSET_SIZE.
 	ErrInvalidCommitSize = errors.New("groups: invalid commit offset size")
-	// ErrCorrupt: the offsets store on disk cannot be read (a pointer file or
-	// record weir did not write). Open fails rather than lose offsets.
+	// ErrCorrupt: offsets on disk cannot be read (a record weir did not
+	// write, or an old-layout store's pointer file garbled). Load and
+	// ReadLegacy fail rather than lose offsets.
 	ErrCorrupt = errors.New("groups: corrupt offsets store")
 )

@@ -3,12 +3,13 @@ package groups
 import (
 	"errors"
 	"fmt"
-	"github.com/weir-broker/weir/core/clock/clocktest"
 	"io"
 	"log/slog"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/weir-broker/weir/core/clock/clocktest"
 )
 
 var t0 = time.UnixMilli(1_700_000_000_000)
@@ -35,7 +36,7 @@ func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard
 // testOptions are valid Options for the state machine: sessions 6s..30m,
 // no initial delay, numbered member ids.
 func testOptions() *Options {
-	o, err := Options{Dir: "/unused", Logger: quietLogger(), newMemberID: counterIDs()}.validate()
+	o, err := Options{Logger: quietLogger(), newMemberID: counterIDs()}.validate()
 	if err != nil {
 		panic(err)
 	}

@@ -1,206 +1,42 @@
 package groups
 
 import (
-	"cmp"
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
-	"path"
 	"slices"
-	"strconv"
-	"strings"
 	"time"
 
-	"github.com/weir-broker/weir/core/partlog"
 	"github.com/weir-broker/weir/core/record"
-	"github.com/weir-broker/weir/core/vfs"
 )
 
-const (
-	currentFile = "CURRENT"
-	currentTemp = "CURRENT.tmp"
-	logPrefix   = "offsets-"
-	// batchTarget bounds the records section of one batch the store writes,
-	// well below partlog's default MaxBatchBytes (1 MiB); a commit of many
-	// partitions is several batches appended with one write.
-	batchTarget = 256 << 10
-	// offsetsSegmentBytes is the segment size of the offsets log.
-	offsetsSegmentBytes = 64 << 20
-)
+// batchTarget bounds the records section of one batch the store writes,
+// well below partlog's default MaxBatchBytes (1 MiB); a commit of many
+// partitions is several batches appended with one write.
+const batchTarget = 256 << 10
 
-// offsetStore keeps committed offsets in memory and in an append-only log
-// of record batches (see the package doc). It is not safe for concurrent
-// use: the Coordinator's mutex guards it.
+// offsetStore keeps the committed offsets of one partition of
+// __consumer_offsets in memory, written through to its Log. It is not safe
+// for concurrent use: the Coordinator's mutex guards it.
 type offsetStore struct {
-	o   Options
-	cfg partlog.Config
-	seq int // number of the live log directory, offsets-<seq>
-	log *partlog.Log
+	log Log
 	// offsets by group, then partition.
 	offsets map[string]map[TopicPartition]stored
 	live    int   // entries in offsets
-	records int64 // records in the log: live, superseded and tombstones
-
-	// compacting is the compaction between its start and its switch (see
-	// compact.go); while it is set, every record written is also kept in
-	// delta, for the new log.
-	compacting *compaction
-	delta      []entry
-	// retryAt: after a failed compaction, the next waits until the log
-	// holds this many records.
-	retryAt int64
-	// compactions counts the compactions finished.
-	compactions int
+	records int64 // records replayed and written: live, superseded and tombstones
 }
 
-func logDir(seq int) string { return fmt.Sprintf("%s%06d", logPrefix, seq) }
-
-// parseLogDir returns the number of an offsets-<seq> directory name.
-func parseLogDir(name string) (int, bool) {
-	num, ok := strings.CutPrefix(name, logPrefix)
-	if !ok {
-		return 0, false
-	}
-	n, err := strconv.Atoi(num)
-	if err != nil || n <= 0 || logDir(n) != name {
-		return 0, false
-	}
-	return n, true
+func newStore(log Log) *offsetStore {
+	return &offsetStore{log: log, offsets: map[string]map[TopicPartition]stored{}}
 }
 
-// openStore opens the store in o.Dir: it follows CURRENT to the live log,
-// removes what an interrupted compaction left, replays the log and compacts
-// it when it holds many superseded records.
-func openStore(o Options) (*offsetStore, error) {
-	s := &offsetStore{
-		o: o,
-		cfg: partlog.Config{
-			SegmentBytes: offsetsSegmentBytes,
-			RetentionAge: -1,
-			Clock:        o.Clock,
-			Logger:       o.Logger,
-		},
-		offsets: map[string]map[TopicPartition]stored{},
-	}
-	if err := o.FS.MkdirAll(o.Dir, 0o755); err != nil {
-		return nil, fmt.Errorf("groups: create offsets dir: %w", err)
-	}
-	names, err := o.FS.List(o.Dir)
-	if err != nil {
-		return nil, fmt.Errorf("groups: list offsets dir: %w", err)
-	}
-	s.seq, err = s.readCurrent()
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		// A new store. CURRENT is written before the first log directory,
-		// so a log directory without it is not ours to guess about.
-		for _, name := range names {
-			if _, ok := parseLogDir(name); ok {
-				return nil, fmt.Errorf("%w: %s without %s", ErrCorrupt, path.Join(o.Dir, name), currentFile)
-			}
+// replay reads the log from its start to end into memory, stopping early
+// when ctx ends.
+func (s *offsetStore) replay(ctx context.Context, end int64) error {
+	for off := s.log.StartOffset(); off < end; {
+		if err := ctx.Err(); err != nil {
+			return err
 		}
-		s.seq = 1
-		if _, err := s.writeCurrent(s.seq); err != nil {
-			return nil, err
-		}
-	case err != nil:
-		return nil, err
-	}
-	if err := s.removeLeftovers(names); err != nil {
-		return nil, err
-	}
-	if s.log, _, err = partlog.Open(o.FS, path.Join(o.Dir, logDir(s.seq)), s.cfg); err != nil {
-		return nil, fmt.Errorf("groups: open offsets log: %w", err)
-	}
-	start := o.Clock.Now()
-	if err := s.replay(); err != nil {
-		s.log.Close()
-		return nil, err
-	}
-	o.Logger.Info("offsets loaded", "groups", len(s.offsets), "offsets", s.live,
-		"superseded", s.records-int64(s.live), "took", o.Clock.Now().Sub(start))
-	if s.compactDue() {
-		s.compactNow()
-	}
-	return s, nil
-}
-
-// readCurrent returns the number of the live log directory named in
-// CURRENT ("offsets-000001\n").
-func (s *offsetStore) readCurrent() (int, error) {
-	b, err := vfs.ReadFile(s.o.FS, path.Join(s.o.Dir, currentFile))
-	if err != nil {
-		return 0, fmt.Errorf("groups: read %s: %w", currentFile, err)
-	}
-	name, ok := strings.CutSuffix(string(b), "\n")
-	seq, valid := parseLogDir(name)
-	if !ok || !valid {
-		return 0, fmt.Errorf("%w: %s holds %q", ErrCorrupt, path.Join(s.o.Dir, currentFile), b)
-	}
-	return seq, nil
-}
-
-// writeCurrent points CURRENT at offsets-<seq>, atomically and durably: a
-// synced temporary file renamed over it, then the directory synced. renamed
-// says whether the rename happened: after it, CURRENT may name offsets-<seq>
-// even when err is not nil (the directory sync failed), so neither log may
-// be removed.
-func (s *offsetStore) writeCurrent(seq int) (renamed bool, err error) {
-	fsys, dir := s.o.FS, s.o.Dir
-	tmp := path.Join(dir, currentTemp)
-	f, err := fsys.Create(tmp)
-	if err != nil {
-		return false, fmt.Errorf("groups: write %s: %w", currentFile, err)
-	}
-	_, err = f.Write([]byte(logDir(seq) + "\n"))
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = fsys.Rename(tmp, path.Join(dir, currentFile))
-		renamed = err == nil
-	}
-	if err == nil {
-		err = fsys.SyncDir(dir)
-	}
-	if err != nil {
-		return renamed, fmt.Errorf("groups: write %s: %w", currentFile, err)
-	}
-	return true, nil
-}
-
-// removeLeftovers deletes log directories other than the live one (the
-// output of an interrupted compaction, or the input of a finished one) and
-// a temporary CURRENT.
-func (s *offsetStore) removeLeftovers(names []string) error {
-	removed := false
-	for _, name := range names {
-		n, ok := parseLogDir(name)
-		if !(ok && n != s.seq) && name != currentTemp {
-			continue
-		}
-		if err := s.o.FS.RemoveAll(path.Join(s.o.Dir, name)); err != nil {
-			return fmt.Errorf("groups: remove leftover %s: %w", name, err)
-		}
-		s.o.Logger.Info("removed leftover", "path", path.Join(s.o.Dir, name))
-		removed = true
-	}
-	if removed {
-		if err := s.o.FS.SyncDir(s.o.Dir); err != nil {
-			return fmt.Errorf("groups: sync offsets dir: %w", err)
-		}
-	}
-	return nil
-}
-
-// replay reads the whole log into memory.
-func (s *offsetStore) replay() error {
-	for off, end := s.log.StartOffset(), s.log.EndOffset(); off < end; {
-		sl, err := s.log.Read(off, 1<<20, partlog.NoLimit)
+		sl, err := s.log.Read(off, 1<<20, end)
 		if err != nil {
 			return fmt.Errorf("groups: read offsets log at %d: %w", off, err)
 		}
@@ -210,6 +46,9 @@ func (s *offsetStore) replay() error {
 		if err != nil {
 			return fmt.Errorf("groups: read offsets log at %d: %w", off, err)
 		}
+		if len(b) == 0 && next == 0 {
+			break // nothing below end from here (a batch reaching past it)
+		}
 		if next <= off {
 			return fmt.Errorf("%w: offsets log does not advance at %d", ErrCorrupt, off)
 		}
@@ -217,6 +56,11 @@ func (s *offsetStore) replay() error {
 			_, n, err := record.Next(b, 0)
 			if err != nil {
 				return fmt.Errorf("groups: offsets log at %d: %w", off, err)
+			}
+			h, _ := record.ParseHeader(b)
+			if h.Control() {
+				b = b[n:]
+				continue // transaction markers carry no offsets
 			}
 			recs, err := record.Records(b[:n], nil)
 			if err != nil {
@@ -287,7 +131,7 @@ type entry struct {
 // write appends entries to log in batches of about batchTarget bytes, with
 // one Append (one write): the page cache, not the disk, as Kafka
 // acknowledges commits.
-func writeEntries(log *partlog.Log, entries []entry, now int64) error {
+func writeEntries(log Log, entries []entry, now int64) error {
 	var buf []byte
 	var recs []record.Record
 	size := 0
@@ -319,8 +163,7 @@ func writeEntries(log *partlog.Log, entries []entry, now int64) error {
 	if len(buf) == 0 {
 		return nil
 	}
-	_, err := log.Append(context.Background(), buf, 0)
-	return err
+	return log.Append(context.Background(), buf)
 }
 
 // commit stores offsets of one group; on error nothing changes in memory
@@ -342,7 +185,6 @@ func (s *offsetStore) commit(group string, offsets []OffsetCommit, now time.Time
 		s.set(e.k, *e.v)
 	}
 	s.records += int64(len(entries))
-	s.recordDelta(entries)
 	return nil
 }
 
@@ -363,7 +205,6 @@ func (s *offsetStore) removeWhere(now time.Time, drop func(k offsetKey) bool) er
 		s.remove(e.k)
 	}
 	s.records += int64(len(entries))
-	s.recordDelta(entries)
 	return nil
 }
 
@@ -393,31 +234,4 @@ func (s *offsetStore) groups() []string {
 	}
 	slices.Sort(gs)
 	return gs
-}
-
-// liveEntries returns every live offset, in no order.
-func (s *offsetStore) liveEntries() []entry {
-	entries := make([]entry, 0, s.live)
-	for g, m := range s.offsets {
-		for tp, v := range m {
-			entries = append(entries, entry{k: offsetKey{group: g, TopicPartition: tp}, v: &v})
-		}
-	}
-	return entries
-}
-
-// sortEntries sorts entries by group, topic and partition.
-func sortEntries(entries []entry) {
-	slices.SortFunc(entries, func(a, b entry) int {
-		return cmp.Or(cmp.Compare(a.k.group, b.k.group), cmp.Compare(a.k.Topic, b.k.Topic),
-			cmp.Compare(a.k.Partition, b.k.Partition))
-	})
-}
-
-// close closes the log cleanly.
-func (s *offsetStore) close() error {
-	if err := s.log.Close(); err != nil {
-		return fmt.Errorf("groups: close offsets log: %w", err)
-	}
-	return nil
 }

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/weir-broker/weir/core/partlog"
+	"github.com/weir-broker/weir/core/internal/logtest"
 	"github.com/weir-broker/weir/core/record"
 	"github.com/weir-broker/weir/core/vfs"
 	"github.com/weir-broker/weir/core/vfs/errorfs"
@@ -177,13 +177,10 @@ func TestOffsetsSurviveRestart(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			fsys, d := tt.fs(t)
-			mod := func(o *Options) { o.Dir = d }
-			c := openCoordinator(t, fsys, newClock(), mod)
+			c := openCoordinatorAt(t, fsys, d, newClock(), nil)
 			want := workload(t, c)
-			if err := c.Close(); err != nil {
-				t.Fatal(err)
-			}
-			c = openCoordinator(t, fsys, newClock(), mod)
+			closeCoordinator(t, c)
+			c = openCoordinatorAt(t, fsys, d, newClock(), nil)
 			if got := allOffsets(t, c); !sameOffsets(got, want) {
 				t.Fatalf("after restart:\n got %+v\nwant %+v", got, want)
 			}
@@ -195,8 +192,8 @@ func TestOffsetsSurviveRestart(t *testing.T) {
 			// Still writable, and again after a second restart.
 			simpleCommit(t, c, "g0", oc("a", 0, 1000, nil))
 			want["g0"][tp("a", 0)] = Committed{Offset: 1000, LeaderEpoch: 1000 % 7}
-			c.Close()
-			c = openCoordinator(t, fsys, newClock(), mod)
+			closeCoordinator(t, c)
+			c = openCoordinatorAt(t, fsys, d, newClock(), nil)
 			defer c.Close()
 			if got := allOffsets(t, c); !sameOffsets(got, want) {
 				t.Fatalf("after second restart:\n got %+v\nwant %+v", got, want)
@@ -210,12 +207,12 @@ func TestOffsetsAfterPowerCut(t *testing.T) {
 	c := openCoordinator(t, mem, newClock(), nil)
 	want := workload(t, c)
 	// Acknowledged commits are in the page cache only: a power cut may
-	// lose them, but never corrupts the store.
+	// lose them, but never corrupts the log.
 	lost := mem.CrashClone()
-	c.Close()
+	closeCoordinator(t, c)
 	kept := mem.CrashClone()
 	c = openCoordinator(t, lost, newClock(), nil)
-	c.Close()
+	closeCoordinator(t, c)
 	c = openCoordinator(t, kept, newClock(), nil)
 	defer c.Close()
 	if got := allOffsets(t, c); !sameOffsets(got, want) {
@@ -223,201 +220,68 @@ func TestOffsetsAfterPowerCut(t *testing.T) {
 	}
 }
 
-func logDirs(t *testing.T, fsys vfs.FS) []string {
-	t.Helper()
-	names, err := fsys.List(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return names
-}
-
-func TestCompaction(t *testing.T) {
+// The coordinator's records are Kafka's: read back from the partition log,
+// the last record of each key is each live offset, and a tombstone ends one.
+func TestOffsetsLogRecords(t *testing.T) {
 	mem := vfs.NewMem()
-	compact := func(o *Options) { o.CompactMinSuperseded = 20 }
-	// The default threshold: the workload does not compact while running.
 	c := openCoordinator(t, mem, newClock(), nil)
-	want := workload(t, c)
-	records := c.store.records
-	c.Close()
-	if got := logDirs(t, mem); !slices.Equal(got, []string{"CURRENT", "offsets-000001"}) {
-		t.Fatalf("before compaction: %v", got)
-	}
-	c = openCoordinator(t, mem, newClock(), compact)
-	if got := logDirs(t, mem); !slices.Equal(got, []string{"CURRENT", "offsets-000002"}) {
-		t.Fatalf("after compaction: %v", got)
-	}
-	if c.store.records != int64(c.store.live) || c.store.records >= records {
-		t.Fatalf("compacted log holds %d records for %d offsets (was %d)", c.store.records, c.store.live, records)
-	}
-	if got := allOffsets(t, c); !sameOffsets(got, want) {
-		t.Fatalf("after compaction:\n got %+v\nwant %+v", got, want)
-	}
-	simpleCommit(t, c, "g1", oc("a", 9, 9, nil))
-	want["g1"][tp("a", 9)] = Committed{Offset: 9, LeaderEpoch: 2}
-	c.Close()
-	// Nothing superseded: no compaction.
-	c = openCoordinator(t, mem, newClock(), compact)
 	defer c.Close()
-	if got := logDirs(t, mem); !slices.Equal(got, []string{"CURRENT", "offsets-000002"}) {
-		t.Fatalf("after a reopen without compaction: %v", got)
-	}
-	if got := allOffsets(t, c); !sameOffsets(got, want) {
-		t.Fatalf("after reopen:\n got %+v\nwant %+v", got, want)
-	}
-}
-
-// compactionBase returns a cleanly closed store due for compaction and its
-// offsets.
-func compactionBase(t *testing.T) (*vfs.MemFS, map[string]map[TopicPartition]Committed) {
-	mem := vfs.NewMem()
-	c := openCoordinator(t, mem, newClock(), nil)
 	want := workload(t, c)
-	c.Close()
-	return mem, want
-}
-
-func openCompacting(fsys vfs.FS) (*Coordinator, error) {
-	return Open(Options{FS: fsys, Dir: dir, Clock: newClock(), Logger: quietLogger(), CompactMinSuperseded: 20})
-}
-
-// TestCompactionPowerCut cuts the power at every file operation of a
-// compacting Open: the store reopened from what survives has every offset.
-func TestCompactionPowerCut(t *testing.T) {
-	base, want := compactionBase(t)
-	probe := &errorfs.FailAt{K: -1}
-	c, err := openCompacting(errorfs.Wrap(base.CrashClone(), probe))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.Close()
-	n := probe.Count()
-	if n < 20 {
-		t.Fatalf("a compacting open did only %d operations", n)
-	}
-	for k := range n {
-		mem := base.CrashClone()
-		var cut *vfs.MemFS
-		op := 0
-		inj := errorfs.InjectorFunc(func(errorfs.Op, string) error {
-			if op == k {
-				cut = mem.CrashClone()
-			}
-			op++
-			return nil
-		})
-		c, err := openCompacting(errorfs.Wrap(mem, inj))
-		if err != nil {
-			t.Fatalf("cut at op %d: open: %v", k, err)
-		}
-		c.Close()
-		if cut == nil {
-			t.Fatalf("op %d never came", k)
-		}
-		c, err = openCompacting(cut)
-		if err != nil {
-			t.Fatalf("cut at op %d: reopen: %v", k, err)
-		}
-		got := allOffsets(t, c)
-		c.Close()
-		if !sameOffsets(got, want) {
-			t.Fatalf("cut at op %d:\n got %+v\nwant %+v", k, got, want)
-		}
-		if dirs := logDirs(t, cut); len(dirs) != 2 {
-			t.Fatalf("cut at op %d: leftovers after reopen: %v", k, dirs)
-		}
-	}
-}
-
-// TestCompactionFailures fails each file operation of a compacting Open in
-// turn: Open reports the error or succeeds (a failed compaction is
-// abandoned), and the store opens intact afterwards.
-func TestCompactionFailures(t *testing.T) {
-	base, want := compactionBase(t)
-	probe := &errorfs.FailAt{K: -1}
-	c, err := openCompacting(errorfs.Wrap(base.CrashClone(), probe))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.Close()
-	failed := 0
-	for k := range probe.Count() {
-		mem := base.CrashClone()
-		inj := &errorfs.FailAt{K: k}
-		c, err := openCompacting(errorfs.Wrap(mem, inj))
-		switch {
-		case err != nil && !errors.Is(err, errorfs.ErrInjected):
-			t.Fatalf("fail op %d: open: %v, want an injected error", k, err)
-		case err != nil:
-			failed++
-		default:
-			c.Close()
-		}
-		c, err = openCompacting(mem)
-		if err != nil {
-			t.Fatalf("fail op %d: reopen: %v", k, err)
-		}
-		got := allOffsets(t, c)
-		c.Close()
-		if !sameOffsets(got, want) {
-			t.Fatalf("fail op %d:\n got %+v\nwant %+v", k, got, want)
-		}
-	}
-	if failed == 0 {
-		t.Fatal("no injected failure reached Open")
-	}
-}
-
-func TestCorruptStore(t *testing.T) {
-	open := func(fsys vfs.FS) error {
-		c, err := Open(Options{FS: fsys, Dir: dir, Clock: newClock(), Logger: quietLogger()})
-		if err == nil {
-			c.Close()
-		}
-		return err
-	}
-	write := func(fsys vfs.FS, name, content string) {
-		f, err := fsys.Create(name)
+	last := map[string][]byte{} // key bytes -> last value
+	for _, b := range logtest.Batches(t, testLogs[c].Log) {
+		recs, err := record.Records(b, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		f.Write([]byte(content))
-		f.Close()
-	}
-	for _, bad := range []string{"", "offsets-000001", "offsets-1\n", "offsets-000000\n", "../x\n", "garbage"} {
-		mem, _ := compactionBase(t)
-		write(mem, dir+"/CURRENT", bad)
-		if err := open(mem); !errors.Is(err, ErrCorrupt) {
-			t.Fatalf("CURRENT %q: %v", bad, err)
+		for _, r := range recs {
+			last[string(r.Key)] = r.Value
 		}
 	}
-	mem, _ := compactionBase(t)
-	if err := mem.Remove(dir + "/CURRENT"); err != nil {
-		t.Fatal(err)
+	got := map[string]map[TopicPartition]Committed{}
+	for kb, vb := range last {
+		k, err := decodeKey([]byte(kb))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if vb == nil {
+			continue
+		}
+		v, err := decodeValue(vb)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got[k.group] == nil {
+			got[k.group] = map[TopicPartition]Committed{}
+		}
+		got[k.group][k.TopicPartition] = v.Committed
 	}
-	if err := open(mem); !errors.Is(err, ErrCorrupt) {
-		t.Fatalf("log without CURRENT: %v", err)
+	if !sameOffsets(got, want) {
+		t.Fatalf("offsets read from the log:\n got %+v\nwant %+v", got, want)
 	}
+}
 
-	// A record weir did not write.
-	mem = vfs.NewMem()
-	if err := open(mem); err != nil {
-		t.Fatal(err)
-	}
-	l, _, err := partlog.Open(mem, dir+"/offsets-000001", partlog.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
+// A record weir did not write fails the load, naming the offset, and the
+// partition stays unloaded.
+func TestLoadForeignRecord(t *testing.T) {
+	mem := vfs.NewMem()
+	l := openTestLog(t, mem, dir)
 	b, err := record.Build(record.DefaultBuildOptions(), []record.Record{{Key: []byte("not a key"), Value: []byte("v")}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.Append(bg, b, 0); err != nil {
+	if err := l.Append(bg, b); err != nil {
 		t.Fatal(err)
 	}
-	l.Close()
-	if err := open(mem); !errors.Is(err, ErrCorrupt) {
-		t.Fatalf("foreign record: %v", err)
+	c, err := New(Options{Clock: newClock(), Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.Load(bg, 0, l); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "at 0") {
+		t.Fatalf("load of a foreign record: %v", err)
+	}
+	if _, err := c.Fetch("g", nil); !errors.Is(err, ErrNotCoordinator) {
+		t.Fatalf("fetch after a failed load: %v", err)
 	}
 }
 

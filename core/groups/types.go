@@ -7,17 +7,16 @@ import (
 	"time"
 
 	"github.com/weir-broker/weir/core/partlog"
-	"github.com/weir-broker/weir/core/vfs"
 )
 
 // Options configures a Coordinator. Zero values take the defaults named on
 // each field (Kafka's broker defaults, where Kafka has one).
 type Options struct {
-	// FS holds the offsets store. Default vfs.Default.
-	FS vfs.FS
-	// Dir is the directory the coordinator owns for its offsets store
-	// (see the package doc for its layout). Required.
-	Dir string
+	// PartitionFor maps a group to its partition of __consumer_offsets (Kafka:
+	// abs(hash(group)) % partitions); the coordinator serves a group only
+	// while that partition is loaded (Load). Default: every group in
+	// partition 0.
+	PartitionFor func(group string) int32
 	// Clock tells the time and runs the session, rebalance and sync
 	// deadlines. Default partlog.SystemClock.
 	Clock partlog.Clock
@@ -37,36 +36,22 @@ type Options struct {
 	// MaxMetadataBytes is the longest metadata string a committed offset may
 	// carry. Default 4096 (Kafka offset.metadata.max.bytes).
 	MaxMetadataBytes int
-	// CompactMinSuperseded: the offsets log is rewritten with only the live
-	// offsets, at Open and while running, when it holds at least this many
-	// superseded records (older commits of the same partition, tombstones
-	// and what they removed) and they outnumber the live ones. Default
-	// 10000.
-	CompactMinSuperseded int
 
 	// newMemberID makes member ids; tests make them predictable. Default:
 	// prefix + "-" + a random UUID, as Kafka does.
 	newMemberID func(prefix string) string
-	// startCompaction runs a compaction of the offsets log (called with the
-	// coordinator's mutex held; run takes it); tests run it when they
-	// choose. Default: go run().
-	startCompaction func(run func())
 }
 
 // Defaults, exported for documentation and for callers building Options.
 const (
-	DefaultMinSessionTimeout    = 6 * time.Second
-	DefaultMaxSessionTimeout    = 30 * time.Minute
-	DefaultMaxMetadataBytes     = 4096
-	DefaultCompactMinSuperseded = 10000
+	DefaultMinSessionTimeout = 6 * time.Second
+	DefaultMaxSessionTimeout = 30 * time.Minute
+	DefaultMaxMetadataBytes  = 4096
 )
 
 func (o Options) validate() (Options, error) {
-	if o.Dir == "" {
-		return o, fmt.Errorf("groups: Options.Dir is required")
-	}
-	if o.FS == nil {
-		o.FS = vfs.Default
+	if o.PartitionFor == nil {
+		o.PartitionFor = func(string) int32 { return 0 }
 	}
 	if o.Clock == nil {
 		o.Clock = partlog.SystemClock{}
@@ -92,17 +77,8 @@ func (o Options) validate() (Options, error) {
 	case o.MaxMetadataBytes < 0 || o.MaxMetadataBytes > maxString:
 		return o, fmt.Errorf("groups: MaxMetadataBytes %d outside [0, %d]", o.MaxMetadataBytes, maxString)
 	}
-	switch {
-	case o.CompactMinSuperseded == 0:
-		o.CompactMinSuperseded = DefaultCompactMinSuperseded
-	case o.CompactMinSuperseded < 0:
-		return o, fmt.Errorf("groups: negative CompactMinSuperseded %d", o.CompactMinSuperseded)
-	}
 	if o.newMemberID == nil {
 		o.newMemberID = randomMemberID
-	}
-	if o.startCompaction == nil {
-		o.startCompaction = func(run func()) { go run() }
 	}
 	return o, nil
 }

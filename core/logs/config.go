@@ -24,7 +24,8 @@ func ConfigFor(eff map[string]string, pl topicconfig.Plugins, clk clock.Clock) (
 	if err != nil {
 		return PartitionConfig{}, err
 	}
-	pc := PartitionConfig{Log: tc.Log, DurableAcks: tc.DurableAcks, MinInsyncReplicas: tc.MinInsyncReplicas}
+	pc := PartitionConfig{Log: tc.Log, DurableAcks: tc.DurableAcks, MinInsyncReplicas: tc.MinInsyncReplicas,
+		Compaction: Compaction{Enabled: tc.Compact, DeleteRetention: tc.DeleteRetention, MinCleanableRatio: tc.MinCleanableRatio}}
 	if tc.Policy != nil {
 		build, spec := tc.Policy, eff[topicconfig.FlushPolicy]
 		pc.FlushPolicy = func() (flushpolicy.Policy, error) {

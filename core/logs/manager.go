@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"path/filepath"
+	"time"
 
 	"github.com/weir-broker/weir/core/clock"
 	"github.com/weir-broker/weir/core/partlog"
@@ -86,6 +87,20 @@ type PartitionConfig struct {
 	// Recompress, when not nil, recompresses appended batches (shared by
 	// the topic's partitions; the caller closes it after them).
 	Recompress *recompress.Recompressor
+	// Compaction: cleanup.policy=compact and its settings.
+	Compaction Compaction
+}
+
+// Compaction says whether and how the log cleaner compacts a partition
+// (cleanup.policy=compact): it keeps the last record of every key.
+type Compaction struct {
+	Enabled bool
+	// DeleteRetention (delete.retention.ms): how long a tombstone is kept
+	// after it was first cleaned.
+	DeleteRetention time.Duration
+	// MinCleanableRatio (min.cleanable.dirty.ratio): clean when at least
+	// this share of the cleanable log was never cleaned.
+	MinCleanableRatio float64
 }
 
 // Open opens partition index of topic (whose id is topicID), creating its

@@ -33,6 +33,8 @@ type Partition struct {
 	// many in-sync replicas. One node has one, so above 1 such produces fail
 	// with NOT_ENOUGH_REPLICAS, as Kafka's would with one replica left.
 	MinInsyncReplicas int32
+	// Compaction: whether and how the log cleaner compacts the log.
+	Compaction Compaction
 
 	maxBatch   int                      // the log's MaxBatchBytes, to validate batches Append does not pass to the log
 	recompress *recompress.Recompressor // compression.type other than producer; nil keeps batches as produced
@@ -63,7 +65,7 @@ func newPartition(topic string, i int32, l *partlog.Log, pc PartitionConfig, clk
 		mb = partlog.DefaultMaxBatchBytes
 	}
 	return &Partition{Topic: topic, Index: i, log: l, DurableAcks: pc.DurableAcks, MinInsyncReplicas: max(pc.MinInsyncReplicas, 1),
-		maxBatch: mb, recompress: pc.Recompress, clock: clk}
+		Compaction: pc.Compaction, maxBatch: mb, recompress: pc.Recompress, clock: clk}
 }
 
 // Log is the partition's log, for reads, offsets and waits (appends go

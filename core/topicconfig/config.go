@@ -31,6 +31,23 @@ const (
 	FlushPolicy        = "weir.flush.policy"    // a flushpolicy spec; wins over flush.*
 	DurableAcks        = "weir.durable.acks"    // true|false; default false
 	MinInsyncReplicas  = "min.insync.replicas"  // >= 1; default 1 (one node: above 1, acks=all fails)
+	// Compaction (see the package doc).
+	CleanupPolicy          = "cleanup.policy"            // delete|compact|compact,delete; default delete
+	DeleteRetentionMs      = "delete.retention.ms"       // >= 0; default 1 day
+	MinCleanableDirtyRatio = "min.cleanable.dirty.ratio" // 0..1; default 0.5
+)
+
+// cleanup.policy values.
+const (
+	CleanupDelete  = "delete"
+	CleanupCompact = "compact"
+)
+
+// Compaction defaults (Kafka's log.cleaner.delete.retention.ms and
+// log.cleaner.min.cleanable.ratio).
+const (
+	DefaultDeleteRetention   = 24 * time.Hour
+	DefaultMinCleanableRatio = 0.5
 )
 
 // Keys lists every key a topic accepts, sorted.
@@ -77,6 +94,34 @@ var configCheckers = map[string]func(string) error{
 		return err
 	},
 	MinInsyncReplicas: intRange(1, math.MaxInt32),
+	CleanupPolicy: func(v string) error {
+		_, _, err := parseCleanup(v)
+		return err
+	},
+	DeleteRetentionMs: intRange(0, math.MaxInt64),
+	MinCleanableDirtyRatio: func(v string) error {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil || !(f >= 0 && f <= 1) {
+			return fmt.Errorf("must be a number in [0, 1]")
+		}
+		return nil
+	},
+}
+
+// parseCleanup parses cleanup.policy: a comma-separated list of delete and
+// compact (Kafka's list syntax; white space around items allowed), not empty.
+func parseCleanup(v string) (del, compact bool, err error) {
+	for item := range strings.SplitSeq(v, ",") {
+		switch strings.TrimSpace(item) {
+		case CleanupDelete:
+			del = true
+		case CleanupCompact:
+			compact = true
+		default:
+			return false, false, fmt.Errorf("must be %s, %s or both, comma-separated", CleanupDelete, CleanupCompact)
+		}
+	}
+	return del, compact, nil
 }
 
 // pluginCheckers validate the values that name plugins, by building one.
@@ -207,6 +252,16 @@ type Config struct {
 	DurableAcks bool
 	// MinInsyncReplicas (min.insync.replicas), at least 1.
 	MinInsyncReplicas int32
+	// Compact (cleanup.policy has compact): the log cleaner keeps the last
+	// record of every key. Without delete in the policy, retention by time
+	// and size is off (Log.RetentionAge and RetentionBytes are -1).
+	Compact bool
+	// DeleteRetention (delete.retention.ms): how long the cleaner keeps a
+	// tombstone after it first cleaned it.
+	DeleteRetention time.Duration
+	// MinCleanableRatio (min.cleanable.dirty.ratio): the share of the
+	// cleanable log not yet cleaned at which the cleaner cleans it.
+	MinCleanableRatio float64
 }
 
 // Parse maps effective configs (validated by Normalize) onto a
@@ -259,6 +314,20 @@ func Parse(eff map[string]string, pl Plugins) (Config, error) {
 	}
 	if v, ok := eff[DurableAcks]; ok {
 		tc.DurableAcks, _ = parseBool(v)
+	}
+	tc.DeleteRetention, tc.MinCleanableRatio = DefaultDeleteRetention, DefaultMinCleanableRatio
+	if v, ok := eff[CleanupPolicy]; ok {
+		del, compact, _ := parseCleanup(v)
+		tc.Compact = compact
+		if !del {
+			tc.Log.RetentionAge, tc.Log.RetentionBytes = -1, -1
+		}
+	}
+	if ms, ok := num(DeleteRetentionMs); ok {
+		tc.DeleteRetention = msDuration(ms, math.MaxInt64)
+	}
+	if v, ok := eff[MinCleanableDirtyRatio]; ok {
+		tc.MinCleanableRatio, _ = strconv.ParseFloat(v, 64)
 	}
 	tc.MinInsyncReplicas = 1
 	if n, ok := num(MinInsyncReplicas); ok {

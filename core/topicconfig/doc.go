@@ -8,7 +8,8 @@
 //
 // Topics take Kafka's config names: retention.ms, retention.bytes,
 // segment.bytes, segment.ms, max.message.bytes, index.interval.bytes,
-// flush.messages, flush.ms, compression.type; and weir's own
+// flush.messages, flush.ms, compression.type, min.insync.replicas,
+// cleanup.policy, delete.retention.ms, min.cleanable.dirty.ratio; and weir's own
 // weir.flush.policy (a plugins/flushpolicy spec, say "messages:n=1000") and
 // weir.durable.acks (true|false). Unknown keys and out-of-range values are
 // refused with ErrInvalidConfig naming the key and value. A topic's metadata
@@ -20,6 +21,11 @@
 // keys come as a group from the topic if it sets any of them, otherwise from
 // the defaults; within a group weir.flush.policy wins over flush.*, and
 // flush.messages with flush.ms fsyncs when either asks, as Kafka does.
+//
+// cleanup.policy is delete (Kafka's default: retention by time and size),
+// compact (the log cleaner keeps the last record of each key; no retention by
+// time or size, so retention.ms and retention.bytes are ignored) or both
+// (compact,delete: cleaned, and old segments deleted too).
 //
 // Where partlog cannot say exactly what Kafka means, the mapping takes the
 // nearest meaning: retention.ms=0 and retention.bytes=0 ("keep only the

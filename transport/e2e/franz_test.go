@@ -3,6 +3,7 @@ package e2e_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,7 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // franzRecords returns records that exercise the encoding: nil and empty
@@ -457,5 +460,86 @@ func TestFranzCommittedOffsetsSurviveRestart(t *testing.T) {
 	}
 	if m2.total() != len(second) {
 		t.Errorf("after the restart the group consumed %d records, want %d", m2.total(), len(second))
+	}
+}
+
+// TestFranzReadsOffsetsTopic: committed offsets are records of
+// __consumer_offsets in Kafka's formats, which lag tools such as Burrow read
+// with Fetch: a plain franz-go consumer reads the topic from the start,
+// decodes every record with kmsg's OffsetCommitKey and OffsetCommitValue,
+// and the last commit of each partition is what OffsetFetch answers. The
+// topic is internal in Metadata, and clients cannot write to it.
+func TestFranzReadsOffsetsTopic(t *testing.T) {
+	b := startBroker(t, t.TempDir())
+	const topic, group, partitions = "franz-offsets", "franz-offsets-g", 3
+	createTopic(t, b.Addr(), topic, partitions, nil)
+	producer := newClient(t, b.Addr())
+	values := batchValues("v", 60)
+	produceValues(t, producer, topic, values)
+	m := startGroupMember(t, b.Addr(), group, topic, "m")
+	waitConsumed(t, values, m)
+	m.leave(t)
+	committed := committedOffsets(t, b.Addr(), group, topic, partitions)
+
+	ctx := testContext(t)
+	md := kmsg.NewPtrMetadataRequest()
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr(offsetsTopic)
+	md.Topics = append(md.Topics, rt)
+	mdr, err := md.RequestWith(ctx, producer)
+	if err != nil || len(mdr.Topics) != 1 || mdr.Topics[0].ErrorCode != 0 || !mdr.Topics[0].IsInternal {
+		t.Fatalf("metadata of %s: %+v, %v", offsetsTopic, mdr, err)
+	}
+	nparts := int32(len(mdr.Topics[0].Partitions))
+	ends := endOffsets(t, b.Addr(), offsetsTopic, nparts)
+	var total int64
+	for _, e := range ends {
+		total += e
+	}
+	if total == 0 {
+		t.Fatalf("%s is empty after commits", offsetsTopic)
+	}
+
+	offsets := map[int32]kgo.Offset{}
+	for p := range nparts {
+		offsets[p] = kgo.NewOffset().AtStart()
+	}
+	cl := newClient(t, b.Addr(), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{offsetsTopic: offsets}))
+	last := map[int32]int64{} // partition of topic -> last committed offset in the records
+	var read int64
+	for read < total {
+		fs := cl.PollFetches(ctx)
+		if err := fs.Err0(); err != nil {
+			t.Fatalf("fetch %s: %v", offsetsTopic, err)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			read++
+			var k kmsg.OffsetCommitKey
+			if err := k.ReadFrom(r.Key); err != nil || k.Version > 1 {
+				t.Fatalf("record %d of %s-%d: key %x is not an offset commit key (%v)", r.Offset, offsetsTopic, r.Partition, r.Key, err)
+			}
+			if k.Group != group || k.Topic != topic {
+				return
+			}
+			if r.Value == nil {
+				delete(last, k.Partition)
+				return
+			}
+			var v kmsg.OffsetCommitValue
+			if err := v.ReadFrom(r.Value); err != nil {
+				t.Fatalf("record %d of %s-%d: value %x: %v", r.Offset, offsetsTopic, r.Partition, r.Value, err)
+			}
+			last[k.Partition] = v.Offset
+		})
+	}
+	for p, want := range committed {
+		if got, ok := last[int32(p)]; !ok || got != want {
+			t.Errorf("partition %d: last commit in %s is %d (found %v), OffsetFetch says %d", p, offsetsTopic, got, ok, want)
+		}
+	}
+
+	res := producer.ProduceSync(ctx, &kgo.Record{Topic: offsetsTopic, Value: []byte("forged")})
+	if err := res.FirstErr(); !errors.Is(err, kerr.InvalidTopicException) {
+		t.Errorf("produce to %s: %v, want INVALID_TOPIC_EXCEPTION", offsetsTopic, err)
 	}
 }

@@ -1,0 +1,25 @@
+package groups
+
+import (
+	"context"
+
+	"github.com/weir-broker/weir/core/partlog"
+)
+
+// Log is one partition of __consumer_offsets as the coordinator uses it: the
+// records of the groups that map to the partition (Options.PartitionFor), in
+// the formats of the package doc. The broker hands the coordinator the
+// partitions it leads (Coordinator.Load) and takes them back when it stops
+// leading them (Unload); it also compacts them (cleanup.policy=compact),
+// which keeps the latest record of every key and so every live offset.
+type Log interface {
+	// Append appends record batches (Kafka v2; the log assigns offsets) and
+	// returns once they count as committed: written, on a single node; in
+	// a cluster, replicated as acks=all would require.
+	Append(ctx context.Context, batches []byte) error
+	// StartOffset and EndOffset bound what Load replays.
+	StartOffset() int64
+	EndOffset() int64
+	// Read is partlog.Log.Read.
+	Read(offset, maxBytes, maxOffset int64) (partlog.Slice, error)
+}

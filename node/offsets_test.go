@@ -1,0 +1,140 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/weir-broker/weir/core/groups"
+	"github.com/weir-broker/weir/core/partlog"
+	"github.com/weir-broker/weir/core/record"
+	"github.com/weir-broker/weir/core/vfs"
+)
+
+// waitOffsets waits until cond holds, checking it again each time one of
+// n's replays of an offsets partition ends.
+func waitOffsets(t *testing.T, n *Node, what string, cond func() bool) {
+	t.Helper()
+	timeout := time.After(20 * time.Second)
+	for {
+		ended := n.offsets.replayEnded()
+		if cond() {
+			return
+		}
+		select {
+		case <-ended:
+		case <-timeout:
+			t.Fatalf("broker %d: timed out waiting for %s", n.cfg.NodeID, what)
+		}
+	}
+}
+
+// allLoaded reports whether n has loaded every partition of OffsetsTopic.
+func allLoaded(n *Node) bool { return n.offsetsLoaded() }
+
+// writeOldOffsets writes an offsets store of the layout before
+// __consumer_offsets in dir, with records encoded by franz-go's kmsg (so
+// they are Kafka's), and returns what it holds.
+func writeOldOffsets(t *testing.T, fsys vfs.FS, dir string) map[string]map[groups.TopicPartition]int64 {
+	t.Helper()
+	want := map[string]map[groups.TopicPartition]int64{}
+	l, _, err := partlog.Open(fsys, dir+"/offsets-000001", partlog.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recs []record.Record
+	for i, g := range []string{"billing", "search", "audit"} {
+		want[g] = map[groups.TopicPartition]int64{}
+		for p := range int32(3) {
+			off := int64(100*i) + int64(p)
+			k := kmsg.NewOffsetCommitKey()
+			k.Version, k.Group, k.Topic, k.Partition = 1, g, "orders", p
+			v := kmsg.NewOffsetCommitValue()
+			v.Version, v.Offset, v.LeaderEpoch, v.CommitTimestamp = 3, off, -1, time.Now().UnixMilli()
+			recs = append(recs, record.Record{Key: k.AppendTo(nil), Value: v.AppendTo(nil)})
+			want[g][groups.TopicPartition{Topic: "orders", Partition: p}] = off
+		}
+	}
+	b, err := record.Build(record.DefaultBuildOptions(), recs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Append(context.Background(), b, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := vfs.WriteFileSynced(fsys, dir+"/CURRENT", []byte("offsets-000001\n")); err != nil {
+		t.Fatal(err)
+	}
+	return want
+}
+
+// A data directory with committed offsets in the old per-broker store
+// (<data>/__groups) moves them into __consumer_offsets at the first start:
+// every group is served with them, and once they are durable there the old
+// directory is removed; a restart finds them in the topic.
+func TestMigrateOldOffsets(t *testing.T) {
+	mem := vfs.NewMem()
+	want := writeOldOffsets(t, mem, "/data/"+groupsDir)
+	check := func(n *Node) {
+		t.Helper()
+		waitOffsets(t, n, "every offsets partition loaded", func() bool { return allLoaded(n) })
+		for g, offs := range want {
+			coord, err := n.GroupCoordinator(g)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := coord.Fetch(g, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != len(offs) {
+				t.Fatalf("group %s: %d offsets, want %d", g, len(got), len(offs))
+			}
+			for tp, off := range offs {
+				if got[tp].Offset != off {
+					t.Fatalf("group %s %v: offset %d, want %d", g, tp, got[tp].Offset, off)
+				}
+			}
+		}
+	}
+	n, err := singleNode(t, mem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(n)
+	waitOffsets(t, n, "the old directory removed", func() bool {
+		_, err := mem.Stat("/data/" + groupsDir)
+		return errors.Is(err, fs.ErrNotExist)
+	})
+	if ti, err := n.Topic(OffsetsTopic); err != nil || !ti.Internal {
+		t.Fatalf("%s: %+v, %v", OffsetsTopic, ti, err)
+	}
+	n.Close()
+	n, err = singleNode(t, mem.CrashClone()) // what was made durable before the removal
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(n)
+}
+
+// A garbled old store refuses the start, naming the path: offsets are not
+// silently dropped.
+func TestMigrateOldOffsetsCorrupt(t *testing.T) {
+	mem := vfs.NewMem()
+	writeOldOffsets(t, mem, "/data/"+groupsDir)
+	if err := vfs.WriteFileSynced(mem, "/data/"+groupsDir+"/CURRENT", []byte("garbage")); err != nil {
+		t.Fatal(err)
+	}
+	_, err := singleNode(t, mem)
+	if !errors.Is(err, groups.ErrCorrupt) || !strings.Contains(err.Error(), "/data/"+groupsDir+"/CURRENT") {
+		t.Fatalf("open with a garbled old offsets store: %v", err)
+	}
+}
