@@ -85,6 +85,7 @@ func TestErrorTable(t *testing.T) {
 // Group errors reach clients through the table.
 func TestGroupErrorsOnTheWire(t *testing.T) {
 	b := startBroker(t)
+	b.coord(t) // loaded: a group request is answered COORDINATOR_LOAD_IN_PROGRESS before anything else
 	rc := b.dial(t)
 	join := kmsg.NewPtrJoinGroupRequest()
 	join.Version, join.Group, join.ProtocolType = 5, "g", "consumer"

@@ -26,6 +26,8 @@ func TestNormalizeConfigs(t *testing.T) {
 		{"compression.type": "producer"}, {"compression.type": "uncompressed"}, {"compression.type": "zstd"},
 		{"weir.flush.policy": "messages:n=1000"}, {"weir.flush.policy": "every-batch"},
 		{"weir.durable.acks": "true"}, {"weir.durable.acks": "FALSE"},
+		{"cleanup.policy": "delete"}, {"cleanup.policy": "compact"}, {"cleanup.policy": "compact, delete"},
+		{"delete.retention.ms": "0"}, {"min.cleanable.dirty.ratio": "0"}, {"min.cleanable.dirty.ratio": "0.9"},
 	}
 	for _, m := range ok {
 		if _, err := Normalize(m, BuiltinPlugins{}); err != nil {
@@ -34,6 +36,7 @@ func TestNormalizeConfigs(t *testing.T) {
 	}
 	for _, tc := range []struct{ key, value string }{
 		{"cleanup.Policy", "delete"},
+		{"cleanup.policy", "Delete"},
 		{"retention.MS", "1"},
 		{"retention.ms", "-2"},
 		{"retention.ms", "1h"},
@@ -55,6 +58,12 @@ func TestNormalizeConfigs(t *testing.T) {
 		{"weir.flush.policy", "messages:n=0"},
 		{"weir.durable.acks", "yes"},
 		{"weir.durable.acks", "1"},
+		{"cleanup.policy", ""},
+		{"cleanup.policy", "compacted"},
+		{"cleanup.policy", "compact,"},
+		{"delete.retention.ms", "-1"},
+		{"min.cleanable.dirty.ratio", "1.5"},
+		{"min.cleanable.dirty.ratio", "NaN"},
 	} {
 		_, err := Normalize(map[string]string{tc.key: tc.value}, BuiltinPlugins{})
 		if !errors.Is(err, ErrInvalidConfig) {
@@ -104,6 +113,43 @@ func TestParseConfigs(t *testing.T) {
 		}
 		if got.Log != tc.want || got.DurableAcks != tc.durable {
 			t.Errorf("%v: got %+v durable=%v, want %+v durable=%v", tc.configs, got.Log, got.DurableAcks, tc.want, tc.durable)
+		}
+	}
+}
+
+// cleanup.policy=compact turns the cleaner on and retention by time and
+// size off; with delete too, retention stays; the cleaner's settings default
+// to Kafka's.
+func TestCompactionConfigs(t *testing.T) {
+	for _, tc := range []struct {
+		configs         map[string]string
+		compact         bool
+		retention       time.Duration
+		deleteRetention time.Duration
+		minCleanable    float64
+	}{
+		{nil, false, 0, DefaultDeleteRetention, DefaultMinCleanableRatio},
+		{map[string]string{"cleanup.policy": "delete", "retention.ms": "1000"}, false, time.Second, DefaultDeleteRetention, 0.5},
+		{map[string]string{"cleanup.policy": "compact", "retention.ms": "1000"}, true, -1, DefaultDeleteRetention, 0.5},
+		{map[string]string{"cleanup.policy": "delete,compact", "retention.ms": "1000"}, true, time.Second, DefaultDeleteRetention, 0.5},
+		{map[string]string{"cleanup.policy": "compact", "delete.retention.ms": "60000", "min.cleanable.dirty.ratio": "0.25"},
+			true, -1, time.Minute, 0.25},
+	} {
+		m, err := Normalize(tc.configs, BuiltinPlugins{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := Parse(m, BuiltinPlugins{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Compact != tc.compact || got.Log.RetentionAge != tc.retention || got.DeleteRetention != tc.deleteRetention ||
+			got.MinCleanableRatio != tc.minCleanable {
+			t.Errorf("%v: compact=%v retention=%v delete.retention=%v min.cleanable=%v", tc.configs, got.Compact,
+				got.Log.RetentionAge, got.DeleteRetention, got.MinCleanableRatio)
+		}
+		if tc.compact && tc.retention < 0 && got.Log.RetentionBytes != -1 {
+			t.Errorf("%v: retention.bytes %d with cleanup.policy=compact", tc.configs, got.Log.RetentionBytes)
 		}
 	}
 }
