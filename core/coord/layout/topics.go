@@ -265,3 +265,33 @@ func checkState(st meta.PartitionState) error {
 	}
 	return nil
 }
+
+// WriteISR writes an ISR change a partition's leader makes (Kafka's
+// ZooKeeper-mode leaders before AlterPartition): partition p's state set to
+// st by compare-and-set on version (the version the leader read), not
+// fenced by a controller epoch: the CAS is the fence, since every change the
+// controller makes moves the version. It returns the new version. A
+// conflict is coord.ErrBadVersion (re-read, and decide again); a missing
+// state or topic is coord.ErrNoNode.
+func WriteISR(ctx context.Context, s coord.Store, topic string, p int32, st meta.PartitionState, version int32) (int32, error) {
+	fail := func(err error) (int32, error) {
+		return 0, fmt.Errorf("layout: write ISR of %s-%d: %w", topic, p, err)
+	}
+	if err := checkTopicRef(topic); err != nil {
+		return fail(err)
+	}
+	if p < 0 || version < 0 {
+		return fail(fmt.Errorf("%w: partition %d, version %d", ErrInvalid, p, version))
+	}
+	if err := checkState(st); err != nil {
+		return fail(err)
+	}
+	if st.Leader == meta.NoLeader || !slices.Contains(st.ISR, st.Leader) {
+		return fail(fmt.Errorf("%w: leader %d outside the ISR %v", ErrInvalid, st.Leader, st.ISR))
+	}
+	stat, err := s.Set(ctx, StatePath(topic, p), EncodeState(st), version)
+	if err != nil {
+		return fail(err)
+	}
+	return stat.Version, nil
+}

@@ -140,6 +140,38 @@ func TestWriteState(t *testing.T) {
 	wantErr(t, err, errs(layout.ErrInvalid))
 }
 
+// A leader's ISR change is a CAS on the state's version, not fenced by a
+// controller epoch: a deposed controller's epoch does not stop it, a moved
+// version does.
+func TestWriteISR(t *testing.T) {
+	_, ss := cluster(2)
+	s := ss[0]
+	c, err := layout.Elect(ctx(t), s, 1, 0)
+	must(t, err)
+	must(t, layout.CreateTopic(ctx(t), s, topic("t", []int32{1, 2, 3})))
+	st := meta.PartitionState{Leader: 1, LeaderEpoch: 3, ControllerEpoch: c.Epoch, ISR: []int32{1, 2, 3}}
+	_, err = layout.WriteState(ctx(t), s, c, "t", 0, st, true)
+	must(t, err)
+	st.ISR = []int32{1, 2}
+	v, err := layout.WriteISR(ctx(t), ss[1], "t", 0, st, 0)
+	if err != nil || v != 1 {
+		t.Fatalf("ISR write: %d, %v", v, err)
+	}
+	got, err := layout.ReadTopic(ctx(t), s, "t")
+	must(t, err)
+	if !got.States[0].Equal(st) || got.States[0].Version != 1 {
+		t.Fatalf("state after the ISR write: %+v", got.States[0])
+	}
+	_, err = layout.WriteISR(ctx(t), ss[1], "t", 0, st, 0) // the version moved
+	wantErr(t, err, errs(coord.ErrBadVersion), "t-0")
+	_, err = layout.WriteISR(ctx(t), ss[1], "t", 1, st, 0)
+	wantErr(t, err, errs(coord.ErrNoNode))
+	for _, bad := range []meta.PartitionState{{Leader: 3, ISR: []int32{1, 2}}, {Leader: meta.NoLeader, ISR: []int32{1}}, {Leader: 1, ISR: []int32{1, 1}}} {
+		_, err = layout.WriteISR(ctx(t), ss[1], "t", 0, bad, 1)
+		wantErr(t, err, errs(layout.ErrInvalid))
+	}
+}
+
 // A parent created by someone else between the read and the Multi: the
 // Multi is built again.
 func TestWriteStateParentRace(t *testing.T) {
