@@ -89,6 +89,11 @@ func FuzzRecords(f *testing.F) {
 		}
 		identity := func(_ Codec, s []byte) ([]byte, error) { return s, nil }
 		recs, err := Records(b, identity)
+		seen := 0
+		ferr := ForEach(h, section, func(*Record, []byte) error { seen++; return nil })
+		if (ferr == nil) != (err == nil) || (err == nil && seen != len(recs)) {
+			t.Fatalf("ForEach saw %d records (%v), Records %d (%v)", seen, ferr, len(recs), err)
+		}
 		if err != nil {
 			if !errors.Is(err, ErrCorrupt) {
 				t.Fatalf("Records error %v is not ErrCorrupt", err)
