@@ -267,9 +267,10 @@ func SetPartitionLeaderEpoch(b []byte, epoch int32) {
 //
 // With it a batch can be rewritten without rebuilding its records: the log
 // cleaner writes a batch keeping some of its records (their bytes copied from
-// ForEach, their offset deltas unchanged, so the deltas then skip), raises a
-// batch's LastOffsetDelta over records removed after it, and writes batches
-// with no records (an empty section) that only cover a range of offsets.
+// ForEach, their offset deltas unchanged, so the deltas then skip), lowers a
+// batch's base offset over records removed before it (AppendWithOffsetDelta),
+// and writes batches with no records (an empty section) that only cover a
+// range of offsets.
 // It panics if len(b) < HeaderSize or len(b)-12 does not fit an int32.
 func PutHeader(b []byte, h Header) {
 	if len(b) < HeaderSize || int64(len(b)) > lengthPrefix+math.MaxInt32 {

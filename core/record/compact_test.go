@@ -173,3 +173,43 @@ func ExamplePutHeader() {
 	fmt.Println(n, h.RecordCount, h.NextOffset(), err)
 	// Output: 61 0 110 <nil>
 }
+
+// A batch lowered over offsets before it: its records' offset deltas grow
+// (their varints and length fields with them), everything else stays.
+func TestAppendWithOffsetDelta(t *testing.T) {
+	recs := testRecords(3)
+	recs[1].Headers = []RecordHeader{{Key: "h", Value: []byte("v")}}
+	b := mustBuild(t, DefaultBuildOptions(), recs)
+	h, _ := ParseHeader(b)
+	const shift = 100_000 // a 3-byte varint instead of a 1-byte one
+	out := make([]byte, HeaderSize)
+	err := ForEach(h, b[HeaderSize:], func(r *Record, raw []byte) error {
+		var err error
+		out, err = AppendWithOffsetDelta(out, raw, r.OffsetDelta+shift)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.BaseOffset -= shift
+	h.LastOffsetDelta += shift
+	PutHeader(out, h)
+	got, err := Records(out, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := Records(b, nil)
+	for i := range got {
+		if got[i].OffsetDelta != want[i].OffsetDelta+shift || !equalRecord(got[i], want[i]) || got[i].TimestampDelta != want[i].TimestampDelta {
+			t.Fatalf("record %d: %+v, want %+v shifted", i, got[i], want[i])
+		}
+	}
+	if len(out) <= len(b) {
+		t.Fatalf("lowered batch %d bytes, was %d: the varints did not grow", len(out), len(b))
+	}
+	for _, bad := range [][]byte{nil, {0}, {2, 0}, b[HeaderSize : HeaderSize+3]} {
+		if res, err := AppendWithOffsetDelta([]byte("x"), bad, 1); !errors.Is(err, ErrBadRecords) || string(res) != "x" {
+			t.Fatalf("AppendWithOffsetDelta(%x) = %q, %v", bad, res, err)
+		}
+	}
+}

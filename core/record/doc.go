@@ -66,10 +66,11 @@
 // record's encoded bytes, and PutHeader writes a header (recomputing
 // batchLength and the CRC) over a section made of some of them, so a batch
 // keeps its base offset, lastOffsetDelta, timestamps and producer fields
-// while its records' offset deltas then skip. PutHeader also raises a
-// batch's lastOffsetDelta over records removed after it, and writes batches
-// of no records that only cover a range of offsets. Records accepts all of
-// these; ValidateProduced refuses them, as a producer never sends one.
+// while its records' offset deltas then skip. With AppendWithOffsetDelta it
+// lowers a batch's base offset over records removed before it, and PutHeader
+// writes batches of no records that only cover a range of offsets. Records
+// accepts all of these; ValidateProduced refuses them, as a producer never
+// sends one.
 //
 // # Validation
 //

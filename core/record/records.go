@@ -208,3 +208,30 @@ func readVarint32(b []byte) (v int32, n int) {
 	}
 	return int32(x), n
 }
+
+// AppendWithOffsetDelta appends to dst the record raw, one whole encoded
+// record as ForEach hands it out (its length field first), with its
+// offsetDelta replaced by delta and its length field updated; every other
+// byte is copied as it is. The log cleaner uses it to lower a batch's base
+// offset over records removed before it. It fails with ErrBadRecords,
+// returning dst unchanged, if raw is not one record.
+func AppendWithOffsetDelta(dst, raw []byte, delta int32) ([]byte, error) {
+	length, n := readVarint32(raw)
+	if n == 0 || length < 1 || int(length) != len(raw)-n {
+		return dst, fmt.Errorf("%w: not one record", ErrBadRecords)
+	}
+	body := raw[n:]
+	_, nts := binary.Varint(body[1:])
+	if nts <= 0 {
+		return dst, fmt.Errorf("%w: bad timestampDelta", ErrBadRecords)
+	}
+	_, noff := readVarint32(body[1+nts:])
+	if noff == 0 {
+		return dst, fmt.Errorf("%w: bad offsetDelta", ErrBadRecords)
+	}
+	rest := body[1+nts+noff:]
+	dst = binary.AppendVarint(dst, int64(1+nts+varintLen(int64(delta))+len(rest)))
+	dst = append(dst, body[:1+nts]...)
+	dst = binary.AppendVarint(dst, int64(delta))
+	return append(dst, rest...), nil
+}
