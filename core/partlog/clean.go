@@ -152,13 +152,16 @@ func (l *Log) CleanableRatio(upTo int64) (dirty, total int64) {
 
 // cleanPlan is what may be cleaned now.
 type cleanPlan struct {
-	segs  []*segment.Segment // from the log start: sealed, durable, below UpTo, not the last
-	dirty int                // segs[dirty:] are not cleaned yet (one holding the cleaner point counts)
-	hist  *cleanHistory
-	gen   int64
+	segs   []*segment.Segment // from the log start: sealed, durable, below UpTo, not the last
+	dirty  int                // segs[dirty:] are not cleaned yet (one holding the cleaner point counts)
+	hist   *cleanHistory
+	end    int64 // where segs ended
+	gen    int64 // the log's generation and recoverSeq when planned
+	recSeq int64
 }
 
 func (l *Log) planClean(upTo int64) cleanPlan {
+	recSeq := l.recoverSeq.Load()
 	gen := l.gen.Load()
 	all := l.segments()
 	hist := l.cleaned.Load()
@@ -176,7 +179,11 @@ func (l *Log) planClean(upTo int64) cleanPlan {
 	for d < n && all[d].NextOffset() <= cp {
 		d++
 	}
-	return cleanPlan{segs: all[:n], dirty: d, hist: hist, gen: gen}
+	p := cleanPlan{segs: all[:n], dirty: d, hist: hist, gen: gen, recSeq: recSeq}
+	if n > 0 {
+		p.end = all[n-1].NextOffset()
+	}
+	return p
 }
 
 // cleaner is the state of one pass.
@@ -265,15 +272,19 @@ func (c *cleaner) advance(end int64) error {
 		return nil
 	}
 	h := l.cleaned.Load()
-	if end <= h.point() {
+	switch {
+	case end > h.point():
+		h = h.add(end, l.cfg.Clock.Now().UnixMilli(), l.StartOffset())
+		l.cleaned.Store(h) // memory first (see cleanpoint.go): it never lags the file
+		c.res.CleanerPoint = end
+	case !l.cleanUnsaved.Load():
 		return nil
 	}
-	h = h.add(end, l.cfg.Clock.Now().UnixMilli(), l.StartOffset())
-	l.cleaned.Store(h) // memory first (see cleanpoint.go): it never lags the file
-	c.res.CleanerPoint = end
 	if err := l.writeCleanHistory(h); err != nil {
-		return fmt.Errorf("partlog: clean: cleaned up to %d, but the cleaner point was not saved: %w", end, err)
+		l.cleanUnsaved.Store(true) // the next pass tries again
+		return fmt.Errorf("partlog: clean: cleaned up to %d, but the cleaner point was not saved: %w", h.point(), err)
 	}
+	l.cleanUnsaved.Store(false)
 	return nil
 }
 
@@ -392,7 +403,7 @@ const cleanReadChunk = 1 << 20
 func (c *cleaner) eachBatch(ctx context.Context, s *segment.Segment, fn func(b []byte, h record.Header, pos int64) error) error {
 	off, end := s.Base(), s.NextOffset()
 	bad := func(pos int64, err error) error {
-		return fmt.Errorf("partlog: clean: segment %d, batch at position %d (offset %d): %w", s.Base(), pos, off, err)
+		return c.raced(fmt.Errorf("partlog: clean: segment %d, batch at position %d (offset %d): %w", s.Base(), pos, off, err))
 	}
 	for off < end {
 		if err := c.stopped(ctx); err != nil {
@@ -438,6 +449,18 @@ func (c *cleaner) eachBatch(ctx context.Context, s *segment.Segment, fn func(b [
 		return bad(-1, fmt.Errorf("%w: batches end at %d, the segment at %d", record.ErrCorrupt, off, end))
 	}
 	return nil
+}
+
+// raced returns err as ErrLogChanged when a cut or a recovery came since
+// the pass began: Truncate, or a recovery, may cut the files of segments it
+// is reading, which then look damaged; they are not.
+func (c *cleaner) raced(err error) error {
+	// Truncate lowers the recovery point before it cuts a file, a
+	// recovery counts in recoverSeq before it opens one.
+	if c.l.gen.Load() != c.plan.gen || c.l.recoverSeq.Load() != c.plan.recSeq || c.l.rp.Load() < c.plan.end {
+		return fmt.Errorf("%w: %w", ErrLogChanged, err)
+	}
+	return err
 }
 
 // stopped tells whether the pass must stop: ctx ended, or Close was called.
@@ -490,7 +513,7 @@ func (c *cleaner) cleanGroup(ctx context.Context, i, limit int) (int, error) {
 		j++
 	}
 	if err := w.finish(segs[j-1].NextOffset()); err != nil {
-		return abandon(fmt.Errorf("partlog: clean: %w", err))
+		return abandon(c.raced(fmt.Errorf("partlog: clean: %w", err)))
 	}
 	if err := c.stopped(ctx); err != nil {
 		return abandon(err)
@@ -502,7 +525,7 @@ func (c *cleaner) cleanGroup(ctx context.Context, i, limit int) (int, error) {
 		_, err := abandon(nil)
 		return j, err
 	}
-	committed, err := l.swapClean(segs[i:j], seg)
+	committed, err := l.swapClean(segs[i:j], w.next, c.plan.gen, seg)
 	if !committed {
 		return abandon(err)
 	}

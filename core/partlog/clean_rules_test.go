@@ -465,3 +465,73 @@ func TestCleanCancelAndClose(t *testing.T) {
 		})
 	}
 }
+
+// A Truncate into a segment the pass has read, and appends that refill it to
+// the same end before it rolls again, leave the same segment objects with
+// the same offsets but other records: the swap must see the cut and refuse,
+// or the truncated records would come back and the new ones go.
+func TestCleanRefusesSwapAfterCut(t *testing.T) {
+	clk := newClock()
+	mem := memFS(t)
+	var (
+		mu   sync.Mutex
+		hook func()
+	)
+	fs := errorfs.Wrap(mem, errorfs.InjectorFunc(func(op errorfs.Op, path string) error {
+		mu.Lock()
+		f := hook
+		if op == errorfs.OpWrite && strings.HasSuffix(path, segment.LogSuffix+segment.CleanedTag) {
+			hook = nil
+		} else {
+			f = nil
+		}
+		mu.Unlock()
+		if f != nil {
+			f()
+		}
+		return nil
+	}))
+	l, _ := mustOpen(t, fs, cleanConfig(clk))
+	defer l.Close()
+	m := &offsetModel{recs: map[int64]kv{}}
+	add := func(recs ...kv) {
+		res, err := l.Append(ctx, keyed(t, plain(), clk.Now().UnixMilli(), recs...), 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.add(res.BaseOffset, recs)
+	}
+	for i := 0; i < 30; i++ {
+		add(put(keyName(i%4), fmt.Sprint("old", i)))
+	}
+	clk.Advance(l.cfg.SegmentAge)
+	add(unkeyed("next"))
+	end := l.Segments()[0].Next
+	mu.Lock()
+	hook = func() {
+		if err := l.Truncate(end - 3); err != nil {
+			t.Error(err)
+			return
+		}
+		for i := 0; i < 3; i++ {
+			add(put(keyName(i), "new"))
+		}
+		clk.Advance(l.cfg.SegmentAge)
+		add(unkeyed("rolled again"))
+		if segs := l.Segments(); len(segs) != 2 || segs[0].Next != end || recoveryPoint(l) < end {
+			t.Errorf("the refill did not restore the segment's shape: %s", segNames(l))
+		}
+	}
+	mu.Unlock()
+	res, err := l.Clean(ctx, CleanOptions{UpTo: NoLimit})
+	if !errors.Is(err, ErrLogChanged) || res.SegmentsWritten != 0 {
+		t.Fatalf("clean across a cut: %+v, %v; want ErrLogChanged", res, err)
+	}
+	m.upTo(l.EndOffset()).check(t, readView(t, l))
+	mustClean(t, l, CleanOptions{UpTo: NoLimit})
+	v := readView(t, l)
+	m.upTo(l.EndOffset()).check(t, v)
+	if got := string(v.latest[keyName(0)].value); got != "new" {
+		t.Fatalf("key 0 is %q, want the value appended after the cut", got)
+	}
+}

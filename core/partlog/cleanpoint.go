@@ -179,10 +179,14 @@ func (l *Log) writeCleanHistory(h *cleanHistory) error {
 		return fmt.Errorf("partlog: cleaner point: %w", err)
 	}
 	_, err = f.Write(h.encode())
-	if err = errors.Join(err, f.Sync(), f.Close()); err != nil {
-		return fmt.Errorf("partlog: cleaner point: %w", err)
+	if err == nil {
+		err = f.Sync()
 	}
-	if err := l.fs.Rename(tmp, l.path(cleanerPointFile)); err != nil {
+	if err = errors.Join(err, f.Close()); err == nil {
+		err = l.fs.Rename(tmp, l.path(cleanerPointFile))
+	}
+	if err != nil {
+		_ = l.fs.Remove(tmp) // best effort: the next write replaces it anyway
 		return fmt.Errorf("partlog: cleaner point: %w", err)
 	}
 	if err := l.fs.SyncDir(l.dir); err != nil {
@@ -205,6 +209,7 @@ func (l *Log) clampCleanPoint(end int64) error {
 		return err
 	}
 	l.cleaned.Store(h)
+	l.cleanUnsaved.Store(false)
 	return nil
 }
 
@@ -221,5 +226,6 @@ func (l *Log) loadCleanHistory(h *cleanHistory, damaged error) error {
 		}
 	}
 	l.cleaned.Store(h)
+	l.cleanUnsaved.Store(false)
 	return l.clampCleanPoint(l.end.Load())
 }

@@ -35,13 +35,13 @@ func (l *Log) cleanFile(base int64, suffix, tag string) string {
 }
 
 // swapClean replaces group, consecutive segments of the log, by n, cleaned
-// from them and sealed in .cleaned files. committed reports that the swap
-// passed its commit point: from there on n's files belong to the log (the
-// caller only closes n), and an error has failed the log, whose recovery
-// finishes the swap. Before it, nothing changed: the error says why (the
-// log changed meanwhile, ErrLogChanged, or a rename failed) and the caller
-// deletes n.
-func (l *Log) swapClean(group []*segment.Segment, n *segment.Segment) (committed bool, err error) {
+// from them (read up to end) and sealed in .cleaned files, if they are still
+// as they were in generation gen. committed reports that the swap passed its
+// commit point: from there on n's files belong to the log (the caller only
+// closes n), and an error has failed the log, whose recovery finishes the
+// swap. Before it, nothing changed: the error says why (the log changed
+// meanwhile, ErrLogChanged, or a rename failed) and the caller deletes n.
+func (l *Log) swapClean(group []*segment.Segment, end, gen int64, n *segment.Segment) (committed bool, err error) {
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
 	l.syncMu.Lock()
@@ -52,10 +52,16 @@ func (l *Log) swapClean(group []*segment.Segment, n *segment.Segment) (committed
 	if err := l.Err(); err != nil {
 		return false, err
 	}
-	base, end := group[0].Base(), group[len(group)-1].NextOffset()
+	base := group[0].Base()
 	segs := l.segments()
 	k := slices.Index(segs, group[0])
-	if k < 0 || k+len(group) >= len(segs) || !slices.Equal(segs[k:k+len(group)], group) || end > l.rp.Load() || l.lostPages.Load() {
+	// The same segment objects, none of them the active one, all durable,
+	// ending where they did, and no cut below their end since: a cut
+	// into one (Truncate unseals it) followed by appends and a roll would
+	// otherwise look the same, with other records in it.
+	if k < 0 || k+len(group) >= len(segs) || !slices.Equal(segs[k:k+len(group)], group) ||
+		group[len(group)-1].NextOffset() != end || end > l.rp.Load() || l.lostPages.Load() ||
+		!l.Survived(AppendResult{NextOffset: end, Generation: gen}) {
 		return false, fmt.Errorf("%w: segments [%d, %d) are not as they were", ErrLogChanged, base, end)
 	}
 

@@ -105,6 +105,9 @@ type Log struct {
 	cleanMu    sync.Mutex  // held by a Clean pass; Close takes it after setting stopClean
 	stopClean  atomic.Bool // Close asks a running pass to stop
 	cleanTemps atomic.Bool // an abandoned pass left .cleaned files behind
+	// cleanUnsaved: the cleaner point in memory is past the file's, whose
+	// write failed; under appendMu.
+	cleanUnsaved atomic.Bool
 	// cleaned is the cleaner point and when offsets were first cleaned
 	// (cleanpoint.go); replaced under appendMu.
 	cleaned atomic.Pointer[cleanHistory]
