@@ -540,8 +540,9 @@ func (c *cleaner) cleanGroup(ctx context.Context, i, limit int) (int, error) {
 
 // fits tells whether s, cleaned, fits after what w holds in a segment of
 // SegmentBytes whose offsets stay within uint32 of base. Its size bounds its
-// cleaned size; when that is too much, a dry run over s bounds it better (so
-// that segments the pass shrinks merge now, not at the next pass).
+// cleaned size; when that is too much, a dry run over s (decoding its
+// records again, checking them against the map) bounds it better, so that
+// segments the pass shrinks merge now, not at the next pass.
 func (c *cleaner) fits(ctx context.Context, w *cleanWriter, s *segment.Segment, base int64) (bool, error) {
 	if s.NextOffset()-1-base >= math.MaxUint32 {
 		return false, nil
@@ -571,20 +572,19 @@ func (c *cleaner) fits(ctx context.Context, w *cleanWriter, s *segment.Segment, 
 var errTooBig = errors.New("too big")
 
 // cleanedBound bounds the bytes batch b takes once cleaned (cleanBatch):
-// only superseded records go (tombstones are taken to stay), a compressed
-// batch that loses some keeps its size, and one that loses all takes at
-// most one batch of no records.
+// only superseded records go (tombstones are taken to stay), and a batch
+// that loses all its records takes at most one batch of no records. A
+// compressed batch counts its size: decompressing it once more only to
+// bound it would cost about as much as cleaning it (so segments of
+// compressed batches merge at the next pass, as Kafka's grouping does).
 func (c *cleaner) cleanedBound(b []byte, h record.Header) (int64, error) {
-	if h.Control() || h.Transactional() || h.RecordCount == 0 {
+	if h.Control() || h.Transactional() || h.RecordCount == 0 || h.Codec() != record.CodecNone {
 		return int64(h.Size()), nil
 	}
-	section, readable, _, err := c.section(b, h)
-	if err != nil || !readable {
-		return int64(h.Size()), err
-	}
+	section := b[record.HeaderSize:h.Size()]
 	var kept int32
 	var raw int64
-	err = record.ForEach(h, section, func(r *record.Record, rb []byte) error {
+	err := record.ForEach(h, section, func(r *record.Record, rb []byte) error {
 		if r.Key != nil {
 			if latest, ok := c.keys.latest(r.Key); ok && latest > h.BaseOffset+int64(r.OffsetDelta) {
 				return nil
@@ -599,8 +599,6 @@ func (c *cleaner) cleanedBound(b []byte, h record.Header) (int64, error) {
 		return 0, err
 	case kept == 0:
 		return record.HeaderSize, nil
-	case h.Codec() != record.CodecNone:
-		return int64(h.Size()), nil
 	}
 	return record.HeaderSize + raw, nil
 }

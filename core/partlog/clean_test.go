@@ -3,6 +3,7 @@ package partlog
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -97,9 +98,10 @@ func TestCleanDedupeAgainstModel(t *testing.T) {
 	}
 }
 
-// Every record that stays keeps its offset, and a read at any offset, one
-// whose record was removed included, is served the batches from the one
-// covering it, whose first record at or past it is the next record kept.
+// Every record that stays keeps its offset, every offset the leader epoch it
+// was written in, and a read at any offset, one whose record was removed
+// included, is served the batches from the one covering it, whose first
+// record at or past it is the next record kept.
 func TestCleanKeepsOffsets(t *testing.T) {
 	clk := newClock()
 	l, _ := mustOpen(t, memFS(t), cleanConfig(clk))
@@ -110,9 +112,13 @@ func TestCleanKeepsOffsets(t *testing.T) {
 		if i%7 == 3 {
 			o, idem = idempotent(9, idem), idem+2
 		}
-		appendAll(t, l, keyed(t, o, clk.Now().UnixMilli(), put(keyName(i%20), fmt.Sprint(i)), put(keyName((i*7)%31), fmt.Sprint(-i))))
+		b := keyed(t, o, clk.Now().UnixMilli(), put(keyName(i%20), fmt.Sprint(i)), put(keyName((i*7)%31), fmt.Sprint(-i)))
+		if _, err := l.Append(ctx, b, int32(i/40)); err != nil { // a new leader epoch every 40 batches
+			t.Fatal(err)
+		}
 	}
 	before := readView(t, l)
+	epochs := epochsByOffset(before)
 	res := mustClean(t, l, CleanOptions{UpTo: NoLimit})
 	after := readView(t, l)
 	if res.RecordsRemoved == 0 || len(after.records) >= len(before.records) {
@@ -127,6 +133,13 @@ func TestCleanKeepsOffsets(t *testing.T) {
 			t.Fatalf("record at %d is %q=%q, was %q=%q", s.off, s.key, s.value, b.key, b.value)
 		}
 	}
+	if got := epochsByOffset(after); !maps.Equal(got, epochs) {
+		for off, e := range epochs {
+			if got[off] != e {
+				t.Fatalf("offset %d is in a batch of leader epoch %d, was %d", off, got[off], e)
+			}
+		}
+	}
 	for off := l.StartOffset(); off <= l.EndOffset(); off++ {
 		want := int64(-1)
 		if i, _ := slices.BinarySearchFunc(after.records, off, func(s seen, off int64) int { return int(s.off - off) }); i < len(after.records) {
@@ -136,6 +149,18 @@ func TestCleanKeepsOffsets(t *testing.T) {
 			t.Fatalf("a consumer reading from %d first gets the record at %d, want %d", off, got, want)
 		}
 	}
+}
+
+// epochsByOffset maps every offset of the log to the leader epoch of the
+// batch covering it.
+func epochsByOffset(v view) map[int64]int32 {
+	m := map[int64]int32{}
+	for _, h := range v.headers {
+		for off := h.BaseOffset; off < h.NextOffset(); off++ {
+			m[off] = h.PartitionLeaderEpoch
+		}
+	}
+	return m
 }
 
 // firstRecordFrom reads from off as a consumer does (each read from the end
@@ -240,5 +265,42 @@ func roll(t testing.TB, l *Log, clk *fakeClock) {
 	appendAll(t, l, keyed(t, plain(), clk.Now().UnixMilli(), unkeyed("roll")))
 	if n := len(l.Segments()); l.Segments()[n-1].Next-l.Segments()[n-1].Base != 1 {
 		t.Fatalf("no roll: %s", segNames(l))
+	}
+}
+
+// Control batches stay as they are, and so do transactional batches: the
+// cleaner cannot tell committed from aborted, so a transactional record
+// neither supersedes an older value nor is superseded.
+func TestCleanKeepsControlAndTransactional(t *testing.T) {
+	clk := newClock()
+	l, _ := mustOpen(t, memFS(t), cleanConfig(clk))
+	defer l.Close()
+	ts := clk.Now().UnixMilli()
+	txn := plain()
+	txn.ProducerID, txn.ProducerEpoch, txn.BaseSequence, txn.Transactional = 4, 0, 0, true
+	ctl := txn
+	ctl.Control, ctl.BaseSequence = true, -1
+	marker := keyed(t, ctl, ts, kv{key: []byte{0, 0, 0, 1}, value: []byte{0, 0, 0, 0, 0, 0}}) // a COMMIT marker
+	appendAll(t, l,
+		keyed(t, plain(), ts, put("c", "plain-1")),
+		keyed(t, txn, ts, put("c", "txn-2"), put("d", "txn-1")),
+		marker,
+		keyed(t, plain(), ts, put("d", "plain-2")),
+		keyed(t, plain(), ts, put("e", "1")), keyed(t, plain(), ts, put("e", "2")),
+	)
+	roll(t, l, clk)
+	before := rawBatches(t, l)
+	res := mustClean(t, l, CleanOptions{UpTo: NoLimit})
+	after := rawBatches(t, l)
+	if res.RecordsRemoved != 1 || len(after) != len(before)-1 {
+		t.Fatalf("want only e's first value gone: %+v, %d batches of %d", res, len(after), len(before))
+	}
+	for i := 0; i < 4; i++ {
+		if !bytes.Equal(after[i], before[i]) {
+			t.Fatalf("batch %d changed", i)
+		}
+	}
+	if v := readView(t, l); string(v.records[0].value) != "plain-1" {
+		t.Fatalf("the plain value before a transactional one went: %q", v.records[0].value)
 	}
 }
