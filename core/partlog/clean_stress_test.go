@@ -111,16 +111,20 @@ func testCleanConcurrent(t *testing.T, truncating bool) {
 			}
 		}()
 	}
-	loop(func() {
+	clean := func() {
 		res, err := l.Clean(ctx, withCodecs(CleanOptions{UpTo: NoLimit}))
 		if err != nil && !errors.Is(err, ErrLogChanged) {
 			t.Errorf("clean: %v", err)
 		}
 		passes.Add(1)
 		written.Add(int64(res.SegmentsWritten))
+	}
+	loop(func() {
+		clean()
 		next := make(chan struct{})
 		close(*passDone.Swap(&next))
 	})
+	loop(clean) // a second caller: passes are serialised
 	loop(func() {
 		del, err := l.ApplyRetention()
 		if err != nil {
@@ -168,6 +172,7 @@ func testCleanConcurrent(t *testing.T, truncating bool) {
 		t.Fatal(err)
 	}
 	mustClean(t, l, withCodecs(CleanOptions{UpTo: NoLimit}))
+	withinSegmentBytes(t, l)
 	v := readView(t, l)
 	start := l.StartOffset()
 	want := keyModel{}

@@ -61,6 +61,7 @@ func TestCleanDedupeAgainstModel(t *testing.T) {
 					t.Fatalf("round %d: %+v after %+v", round, res, prev)
 				}
 				prev = res
+				withinSegmentBytes(t, l)
 				v := readView(t, l)
 				m.check(t, v)
 				for _, off := range unkeyedOffs {
@@ -95,6 +96,17 @@ func TestCleanDedupeAgainstModel(t *testing.T) {
 				t.Fatalf("a pass over a clean log changed it: %+v", again)
 			}
 		})
+	}
+}
+
+// withinSegmentBytes fails if a segment is larger than SegmentBytes (the appends of
+// these tests never make one).
+func withinSegmentBytes(t testing.TB, l *Log) {
+	t.Helper()
+	for _, s := range l.Segments() {
+		if s.Size > l.cfg.SegmentBytes {
+			t.Fatalf("segment %d is %d bytes, more than SegmentBytes %d", s.Base, s.Size, l.cfg.SegmentBytes)
+		}
 	}
 }
 

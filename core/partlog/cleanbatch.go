@@ -24,13 +24,13 @@ func (c *cleaner) cleanBatch(s *segment.Segment, b []byte, h record.Header, w *c
 	switch {
 	case h.Control():
 		return w.keep(b, h, false) // a transaction marker: as it is
-	case h.RecordCount == 0:
-		return c.cleanEmpty(s, b, h, w, true)
 	case h.Transactional():
 		// Whether its transaction committed is not known here (no
 		// transaction index yet), so nothing in it may supersede or be
 		// superseded.
 		return c.keepWhole(b, h, w)
+	case h.RecordCount == 0:
+		return c.cleanEmpty(s, b, h, w, true)
 	}
 	section, readable, rewritable, err := c.section(b, h)
 	if err != nil {
@@ -112,9 +112,9 @@ func (c *cleaner) keep(w *cleanWriter, b []byte, h record.Header, section []byte
 			return err
 		}
 		// Records' offset deltas grow with the shift, a few bytes each:
-		// never by more than the batches of the gap took (the bound fits
-		// counts them), else it is not worth it.
-		if lb != nil && int64(len(lb)-len(b)) <= record.HeaderSize*g.batches {
+		// by no more than the batches of no records it saves, which the
+		// writer's size counts (so the segment stays within its bound).
+		if lb != nil && int64(len(lb)-len(b)) <= record.HeaderSize*g.fillers() {
 			return w.keepLowered(lb, reparse(lb))
 		}
 	}
@@ -123,7 +123,7 @@ func (c *cleaner) keep(w *cleanWriter, b []byte, h record.Header, section []byte
 
 // lower re-encodes batch h (its records section uncompressed in section) to
 // start at g.start, covering gap g: every record's offset delta grows by
-// the shift. nil if it would not fit a batch.
+// the shift.
 func (c *cleaner) lower(h record.Header, section []byte, g cleanGap) ([]byte, error) {
 	shift := h.BaseOffset - g.start
 	c.shifted = c.shifted[:0]
@@ -142,7 +142,7 @@ func (c *cleaner) lower(h record.Header, section []byte, g cleanGap) ([]byte, er
 	}
 	out, err := c.encode(c.lowered[:0], nh, c.shifted)
 	if err != nil {
-		return nil, nil
+		return nil, err
 	}
 	c.lowered = out
 	return out, nil
@@ -271,17 +271,24 @@ type cleanGap struct {
 	start, end int64
 	epoch      int32
 	maxTs      int64
-	batches    int64  // input batches dropped into it
 	filler     []byte // its only batch, when that was an empty batch (it may come out the same)
 }
 
-// size bounds the bytes the segment will hold for what w was given so far.
-func (w *cleanWriter) size() int64 {
-	n := w.seg.Size() + int64(len(w.buf))
-	if w.gap.open {
-		n += 2 * record.HeaderSize // at most two fillers (a gap of 2^32 offsets)
+// fillers is how many batches of no records cover the gap: one per 2^31
+// offsets, no more than the batches dropped into it.
+func (g cleanGap) fillers() int64 {
+	if !g.open {
+		return 0
 	}
-	return n
+	return (g.end - g.start + math.MaxInt32) / (math.MaxInt32 + 1)
+}
+
+// size bounds the bytes the segment will hold for what w was given so far:
+// what it holds and the fillers the open gap needs. Handing w a batch adds
+// no more to it than the batch's size (a batch dropped: one batch of no
+// records), which is how fits bounds a segment.
+func (w *cleanWriter) size() int64 {
+	return w.seg.Size() + int64(len(w.buf)) + record.HeaderSize*w.gap.fillers()
 }
 
 // keep writes batch b (copied) after covering the gap before it.
@@ -330,7 +337,6 @@ func (w *cleanWriter) drop(b []byte, h record.Header, wasEmpty bool) error {
 	}
 	w.gap.end = h.NextOffset()
 	w.gap.maxTs = max(w.gap.maxTs, h.MaxTimestamp)
-	w.gap.batches++
 	w.changed = w.changed || !wasEmpty
 	w.next = h.NextOffset()
 	return nil
@@ -388,7 +394,7 @@ func (w *cleanWriter) flush() error {
 	return nil
 }
 
-// finish covers the last gap, writes everything and seals (fsyncs) the
+// finish covers the last gap and writes everything (not fsynced yet) to the
 // segment, which must end at end, where the segments it replaces ended.
 func (w *cleanWriter) finish(end int64) error {
 	if err := w.closeGap(); err != nil {
@@ -400,5 +406,5 @@ func (w *cleanWriter) finish(end int64) error {
 	if w.next != end || w.seg.NextOffset() != end {
 		return fmt.Errorf("cleaned segment %d ends at %d (input at %d), not at %d", w.seg.Base(), w.seg.NextOffset(), w.next, end)
 	}
-	return w.seg.Seal()
+	return nil
 }
