@@ -38,7 +38,10 @@ const (
 type CleanOptions struct {
 	// UpTo: nothing at or past this offset is cleaned. Pass the high
 	// watermark (the last stable offset, once transactions are tracked), or
-	// NoLimit. There is no default: the zero value cleans nothing.
+	// NoLimit. There is no default: the zero value cleans nothing. A cut
+	// below what a pass cleaned (Truncate, as a replica makes) would lose
+	// the records that records past the cut superseded, as in Kafka: hence
+	// the high watermark, below which replicas do not truncate.
 	UpTo int64
 	// DeleteRetention is how long a tombstone (a keyed record with a null
 	// value) is kept after the pass that first cleaned it (Kafka
@@ -59,7 +62,9 @@ type CleanOptions struct {
 	// kept unchanged (and holds up the removal of later tombstones, see the
 	// package doc). A rewritten batch keeps its codec. The log reads
 	// batches producers wrote, so Decompress should bound what it returns
-	// (a decompression bomb). Default: none.
+	// (a decompression bomb). A pass notices ctx's end and Close between
+	// calls only: a codec behind an RPC should be given the same ctx (a
+	// closure made per pass). Default: none.
 	Decompress func(c record.Codec, section []byte) ([]byte, error)
 	Compress   func(c record.Codec, raw []byte) ([]byte, error)
 }
@@ -114,9 +119,12 @@ type CleanResult struct {
 // See "Compaction" in the package doc.
 //
 // Appends, reads, Flush, ApplyRetention and Truncate go on meanwhile; each
-// cleaned group of segments is swapped in under the append lock, briefly.
-// Clean passes are serialised. It returns ErrClosed on a closed log (and
-// stops at the next batch when Close is called), ctx's error when ctx ends,
+// cleaned group of segments is swapped in under the append lock, briefly
+// (three directory fsyncs). Clean passes are serialised. With nothing dirty a
+// pass still reads every cleanable segment, to remove tombstones whose time
+// is up; CleanableRatio tells a caller whether a pass is due. It returns
+// ErrClosed on a closed log (and stops when Close is called), ctx's error
+// when ctx ends,
 // the log's error (ErrFailed) on a failed log, ErrLogChanged when retention,
 // Truncate or a recovery replaced segments it was rewriting, ErrCleanMapFull,
 // an error wrapping record.ErrCorrupt for a batch it cannot read (bad CRC,

@@ -47,12 +47,24 @@ func testCleanConcurrent(t *testing.T, truncating bool) {
 	clk := newClock()
 	cfg := cleanConfig(clk)
 	cfg.SegmentAge = 0 // rolls by size only
-	cfg.RetentionBytes = 2_000
+	cfg.RetentionBytes = 4_000
 	cfg.FlushPolicy = flushpolicy.EveryMessages(10)
 	l, _ := mustOpen(t, memFS(t), cfg)
 	defer l.Close()
 
 	m := &genModel{recs: map[int64]kv{}, gens: map[int64]int64{}}
+	// With Truncate, the passes clean only below a high watermark that
+	// only grows, and Truncate never cuts below it, as in a replica: a cut
+	// below what a pass cleaned would lose the records that records past
+	// the cut superseded (see CleanOptions.UpTo).
+	// hwMu orders the watermark's moves and the cuts, as a replica does:
+	// a pass that read hw finds no cut below it later.
+	var hw atomic.Int64
+	var hwMu sync.Mutex
+	hw.Store(NoLimit)
+	if truncating {
+		hw.Store(0)
+	}
 	// passDone is closed (and replaced) after each clean pass: every 30
 	// appends an appender waits for one, so that passes and appends
 	// interleave however the goroutines are scheduled.
@@ -90,6 +102,11 @@ func testCleanConcurrent(t *testing.T, truncating bool) {
 					<-pass
 				}
 				m.add(res, recs)
+				if truncating { // the high watermark follows the appends, 10 offsets behind
+					hwMu.Lock()
+					hw.Store(max(hw.Load(), min(res.NextOffset, l.EndOffset())-10))
+					hwMu.Unlock()
+				}
 			}
 		}()
 	}
@@ -112,7 +129,7 @@ func testCleanConcurrent(t *testing.T, truncating bool) {
 		}()
 	}
 	clean := func() {
-		res, err := l.Clean(ctx, withCodecs(CleanOptions{UpTo: NoLimit}))
+		res, err := l.Clean(ctx, withCodecs(CleanOptions{UpTo: hw.Load()}))
 		if err != nil && !errors.Is(err, ErrLogChanged) {
 			t.Errorf("clean: %v", err)
 		}
@@ -139,8 +156,12 @@ func testCleanConcurrent(t *testing.T, truncating bool) {
 	})
 	if truncating {
 		loop(func() {
-			if e := l.EndOffset(); e > 50 {
-				if err := l.Truncate(e - 3); err != nil && !isOOR(err) {
+			hwMu.Lock()
+			defer hwMu.Unlock()
+			e := l.EndOffset()
+			// Batches hold up to 4 records: the cut stays at or above hw.
+			if at := max(e-3, hw.Load()+3); at < e {
+				if err := l.Truncate(at); err != nil && !isOOR(err) {
 					t.Errorf("truncate: %v", err)
 				}
 			}
@@ -182,6 +203,19 @@ func testCleanConcurrent(t *testing.T, truncating bool) {
 		}
 	}
 	// A key written only below the log start is gone with its records.
+	defer func() {
+		if t.Failed() {
+			for off := start; off < l.EndOffset(); off++ {
+				if r, ok := m.recs[off]; ok {
+					t.Logf("model %d gen %d: %s=%s", off, m.gens[off], r.key, r.value)
+				}
+			}
+			for _, r := range v.records {
+				t.Logf("log %d: %s=%s", r.off, r.key, r.value)
+			}
+			t.Logf("segments %s start %d end %d", segNames(l), start, l.EndOffset())
+		}
+	}()
 	want.check(t, v)
 	t.Logf("%d passes wrote %d segments, retention deleted %d segments, %d reads", passes.Load(), written.Load(), deleted.Load(), reads.Load())
 }

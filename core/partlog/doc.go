@@ -154,7 +154,7 @@
 // for replication: the recovery point moves below the affected segment first,
 // later segments are deleted newest first, so a crash at any step leaves a log
 // that recovery puts right. A truncation below the cleaner point moves it
-// back first (see Compaction).
+// back, before any append can reuse the offsets cut (see Compaction).
 //
 // # Compaction
 //
@@ -212,17 +212,23 @@
 // valid CRC), one per run of such offsets and leader epoch. An idempotent
 // producer's last batch in a segment stays, with no records, so that its
 // sequence state can be read from the log. So a read at any offset is
-// served the batch covering it, a cleaned segment ends exactly where the
-// segments it replaces ended, and Truncate at any offset keeps every record
-// below it. A batch's maxTimestamp stays (it is raised over the batches a
-// lowered batch absorbs), so segments keep their largest timestamp and
-// retention by age is unchanged.
+// served the batch covering it (for an offset whose record went, the batch
+// holding the next record kept, or a batch of no records before it), a
+// cleaned segment ends exactly where the segments it replaces ended, and
+// Truncate at an offset whose record went drops no record below it. (Raising
+// the lastOffsetDelta of the batch before a gap would cover it too, but would
+// put records below an offset into the batch covering it.) A batch's
+// maxTimestamp stays (it is raised over the batches a lowered batch absorbs),
+// so segments keep their largest timestamp and retention by age is
+// unchanged.
 //
 // Grouping: consecutive segments are rewritten into one new segment (named by
-// the first's base offset) as long as it stays within SegmentBytes, their
-// cleaned sizes bounded by a dry run over the map, and within 2^32 offsets
-// (the indexes' relative offsets). A single segment that would come out
-// unchanged is left alone.
+// the first's base offset) as long as it stays within SegmentBytes and 2^32
+// offsets (the indexes' relative offsets). A segment's cleaned size is
+// bounded by its size, or better, when that does not fit, by a dry run of its
+// uncompressed batches against the map (a compressed batch counts its size),
+// so that segments a pass shrinks merge in that pass. A single segment that
+// would come out unchanged is left alone, its copy dropped before an fsync.
 //
 // Swap (cleanswap.go), crash-safe as Kafka's: the new segment is written as
 // <base>.log.cleaned (and .index.cleaned, .timeindex.cleaned) and fsynced,
@@ -242,9 +248,12 @@
 //
 // Concurrency and failures: appends, Read, Flush, ApplyRetention, Truncate
 // and recoveries go on during a pass. A swap checks under the append lock
-// that the segments it replaces are still those it read (retention,
-// truncation or a recovery otherwise replaced them: ErrLogChanged, the pass
-// ends). A failure writing the new segment, a cancelled ctx or Close abandon
+// that the segments it replaces are still those it read, sealed, durable and
+// ending where they did, and that no cut went below their end since the
+// pass began (Truncate, appends and a roll could refill a segment to the
+// same offsets with other records); otherwise retention, truncation or a
+// recovery changed them: ErrLogChanged, the pass ends, what it swapped in
+// before stands. A failure writing the new segment, a cancelled ctx or Close abandon
 // the pass, its temporary files removed, without failing the log; a failure
 // once the swap passed its commit point fails the log like any write, and
 // the recovery finishes the swap. Truncate, Open and recoveries move the

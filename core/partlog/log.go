@@ -423,10 +423,12 @@ func (l *Log) Err() error {
 // Readers must be done (their Slices released) for the files to close. A failed
 // log is closed without the marker, so the next Open recovers it.
 //
-// A Clean pass in progress is stopped first (at its next batch, or after the
-// swap it is making) and its temporary files removed. Close does not wait
-// for a flush policy call in progress. Fsyncs the policy has not been told
-// of yet are told now, unless a call is in progress: its caller tells them.
+// A Clean pass in progress is stopped first, and its temporary files
+// removed: Close waits for it to notice, at its next read (every MiB of
+// batches) or once the swap it is making is done, and so for a codec call
+// it is in. Close does not wait for a flush policy call in progress. Fsyncs
+// the policy has not been told of yet are told now, unless a call is in
+// progress: its caller tells them.
 func (l *Log) Close() error {
 	l.stopClean.Store(true)
 	l.cleanMu.Lock()

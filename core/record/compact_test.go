@@ -9,8 +9,10 @@ import (
 
 // The shapes the log cleaner writes (see PutHeader): a batch that kept some
 // of its records, whose offset deltas then skip; a batch whose
-// lastOffsetDelta was raised over records removed after it; and a batch with
-// no records that only covers offsets. Every decoder must take them.
+// lastOffsetDelta reaches past its last record kept (here further than the
+// records it had: any reach must decode); a batch lowered over offsets
+// before it (TestAppendWithOffsetDelta); and a batch with no records that
+// only covers offsets. Every decoder must take them.
 
 // keepRecords rewrites batch b keeping the records whose index keep selects,
 // as the cleaner does: raw record bytes copied, header fields kept.

@@ -14,8 +14,9 @@ import (
 
 // compacted returns batches as the log cleaner leaves them, from offset
 // base on: a batch that kept records 0 and 2 of 4 (its deltas skip), a batch
-// widened over 10 offsets after its one record, a batch of no records over
-// 5 offsets, and an ordinary batch. It returns the batches and their headers.
+// whose lastOffsetDelta reaches 10 offsets past its one record (those after
+// it removed), a batch of no records over 5 offsets, and an ordinary batch.
+// It returns the batches and their headers.
 func compacted(t *testing.T, base int64) ([][]byte, []record.Header) {
 	t.Helper()
 	var out [][]byte

@@ -26,9 +26,10 @@
 // its files to .swap and into place (see package partlog).
 //
 // Batches need not be as producers sent them: a cleaned segment holds
-// batches whose record offset deltas skip, whose lastOffsetDelta reaches past
-// their last record, and batches of no records. Offsets still continue from
-// batch to batch, so every rule below holds for them unchanged.
+// batches whose record offset deltas skip (or start past 0, for a batch whose
+// base offset was lowered), whose lastOffsetDelta reaches past their last
+// record, and batches of no records. Offsets still continue from batch to
+// batch, so every rule below holds for them unchanged.
 //
 // Opening has two modes. Trust (after a clean shutdown, or for segments the
 // recovery point says were flushed) believes the files: the indexes are loaded
