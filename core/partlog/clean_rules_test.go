@@ -535,3 +535,67 @@ func TestCleanRefusesSwapAfterCut(t *testing.T) {
 		t.Fatalf("key 0 is %q, want the value appended after the cut", got)
 	}
 }
+
+// The cleaner-point parser takes any bytes without panicking; what it
+// accepts has ordered marks and encodes back to the same line.
+func FuzzCleanHistory(f *testing.F) {
+	ok := (&cleanHistory{marks: []cleanMark{{10, 5}, {20, 5}, {35, 9}}}).encode()
+	f.Add([]byte{})
+	f.Add((&cleanHistory{}).encode())
+	f.Add(ok)
+	f.Add(append(bytes.Clone(ok), "garbage"...))
+	f.Add([]byte("v1 1 999 5 deadbeef\n"))
+	f.Add([]byte("v1 2 20 5 10 5 0\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		h, err := parseCleanHistory(b)
+		if err != nil {
+			return
+		}
+		for i, m := range h.marks {
+			if m.end <= 0 || i > 0 && (m.end <= h.marks[i-1].end || m.at < h.marks[i-1].at) {
+				t.Fatalf("accepted marks out of order: %+v", h.marks)
+			}
+		}
+		again, err := parseCleanHistory(h.encode())
+		if err != nil || !slices.Equal(again.marks, h.marks) {
+			t.Fatalf("round trip: %+v, %v; was %+v", again, err, h.marks)
+		}
+	})
+}
+
+// Marks stay bounded, ordered and conservative: adding one never makes an
+// offset count as first cleaned earlier than it did, and clamping never
+// leaves the point past the cut.
+func TestCleanHistoryMarks(t *testing.T) {
+	h := &cleanHistory{}
+	for i := int64(1); i <= 500; i++ {
+		prev := h
+		h = h.add(i*10, i*7, 0)
+		if len(h.marks) > maxCleanMarks || h.point() != i*10 {
+			t.Fatalf("after %d: %d marks, point %d", i, len(h.marks), h.point())
+		}
+		for off := int64(0); off < prev.point(); off += 3 {
+			was, _ := prev.firstCleaned(off)
+			now, ok := h.firstCleaned(off)
+			if !ok || now < was {
+				t.Fatalf("offset %d first cleaned at %d, now at %d", off, was, now)
+			}
+		}
+	}
+	if _, ok := h.firstCleaned(h.point()); ok {
+		t.Fatal("the cleaner point itself counts as cleaned")
+	}
+	for _, cut := range []int64{4999, 2500, 10, 0} {
+		c, changed := h.clampTo(cut)
+		if !changed || c.point() > cut || (cut > 0 && c.point() != cut) {
+			t.Fatalf("clamp to %d: point %d, changed %v", cut, c.point(), changed)
+		}
+		was, _ := h.firstCleaned(cut - 1)
+		if now, _ := c.firstCleaned(cut - 1); cut > 0 && now != was {
+			t.Fatalf("clamp to %d changed when %d was first cleaned: %d, was %d", cut, cut-1, now, was)
+		}
+	}
+	if r := h.add(h.point()+5, 1, 4000); r.marks[0].end <= 4000 {
+		t.Fatalf("marks below the log start kept: %+v", r.marks[0])
+	}
+}

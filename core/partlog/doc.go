@@ -132,7 +132,9 @@
 // CRC-32C), cutting at the first bad byte and rebuilding their indexes. A cut
 // inside the log deletes the segments after it, so offsets never skip. With the
 // marker, every segment is trusted, but indexes that fail their checks are
-// rebuilt and the last segment's tail is still re-checked.
+// rebuilt and the last segment's tail is still re-checked. Before any of
+// this, Open removes what an interrupted clean left and finishes a swap that
+// had passed its commit point (see Compaction).
 //
 // # Reading
 //

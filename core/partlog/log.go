@@ -101,7 +101,8 @@ type Log struct {
 	// ending at or below it are sealed and durable.
 	rp atomic.Int64
 
-	// The log cleaner (clean.go). Lock order: cleanMu, appendMu, syncMu.
+	// The log cleaner (clean.go). Lock order: cleanMu, appendMu, syncMu;
+	// load, under the other two, only tries cleanMu.
 	cleanMu    sync.Mutex  // held by a Clean pass; Close takes it after setting stopClean
 	stopClean  atomic.Bool // Close asks a running pass to stop
 	cleanTemps atomic.Bool // an abandoned pass left .cleaned files behind
