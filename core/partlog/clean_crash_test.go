@@ -4,11 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/weir-broker/weir/core/segment"
 	"github.com/weir-broker/weir/core/vfs"
 	"github.com/weir-broker/weir/core/vfs/errorfs"
 	"github.com/weir-broker/weir/plugins/flushpolicy"
@@ -213,11 +215,16 @@ func TestCleanCrashLoop(t *testing.T) {
 }
 
 // armed fails file-system operations only while armed, with the FailAt it
-// wraps counting only those.
+// wraps counting only those, and remembers the first it failed and whether
+// a swap had passed its commit point (its log renamed to .swap) by then.
 type armed struct {
-	mu sync.Mutex
-	on bool
-	f  *errorfs.FailAt
+	mu        sync.Mutex
+	on        bool
+	f         *errorfs.FailAt
+	failedOp  errorfs.Op
+	failedAt  string
+	committed bool // a .log.cleaned was renamed
+	early     bool // the first failure came before any commit
 }
 
 func (a *armed) MaybeError(op errorfs.Op, path string) error {
@@ -227,7 +234,24 @@ func (a *armed) MaybeError(op errorfs.Op, path string) error {
 	if !on {
 		return nil
 	}
-	return a.f.MaybeError(op, path)
+	err := a.f.MaybeError(op, path)
+	a.mu.Lock()
+	switch {
+	case err != nil && a.failedAt == "":
+		a.failedOp, a.failedAt, a.early = op, path, !a.committed
+	case err == nil && op == errorfs.OpRename && strings.HasSuffix(path, segment.LogSuffix+segment.CleanedTag):
+		a.committed = true
+	}
+	a.mu.Unlock()
+	return err
+}
+
+// beforeCommit tells whether the first operation failed came before a
+// swap's commit point.
+func (a *armed) beforeCommit() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.early
 }
 
 func (a *armed) set(on bool) { a.mu.Lock(); a.on = on; a.mu.Unlock() }
@@ -311,6 +335,9 @@ func errorInClean(t *testing.T, k int, mode string) (reached, failed bool) {
 		t.Fatalf("op %d: error does not carry its cause: %v", k, err)
 	}
 	if failed = l.Err() != nil; failed {
+		if inj.beforeCommit() {
+			t.Fatalf("op %d (%v %s), before the commit point, failed the log: %v", k, inj.failedOp, inj.failedAt, l.Err())
+		}
 		if !errors.Is(err, ErrFailed) {
 			t.Fatalf("op %d failed the log, and the pass said %v", k, err)
 		}
