@@ -57,7 +57,12 @@ func checksum(s string) string {
 }
 
 // writeCheckpoint records rp as the recovery point, with the active segment.
+// Log.rp never claims more than the file may: it goes down before the
+// write, up after it.
 func (l *Log) writeCheckpoint(rp int64) error {
+	if rp < l.rp.Load() {
+		l.rp.Store(rp)
+	}
 	tmp := l.path(recoveryPointFile + ".tmp")
 	f, err := l.fs.Create(tmp)
 	if err != nil {
@@ -74,5 +79,6 @@ func (l *Log) writeCheckpoint(rp int64) error {
 	if err := l.fs.SyncDir(l.dir); err != nil {
 		return fmt.Errorf("partlog: recovery point: %w", err)
 	}
+	l.rp.Store(rp)
 	return nil
 }

@@ -7,8 +7,12 @@
 //	<data>/<topic>-<partition>/
 //	    00000000000000000000.log  .index  .timeindex   sealed segment
 //	    00000000000000368769.log  .index  .timeindex   active segment (last)
-//	    recovery-point                                  "v1 <offset> <crc>": segments ending at or below are sealed and fsynced
+//	    recovery-point                                  "v1 <offset> <active base> <active born> <crc>": segments ending at or below are sealed and fsynced
 //	    clean-shutdown                                  present only between a clean Close and the next Open
+//	    cleaner-point                                   "v1 <n> <end> <at>... <crc>": below the last end the log is cleaned (see Compaction)
+//	    00000000000000000000.log.cleaned (.index.cleaned, .timeindex.cleaned)  a cleaned segment being written; removed by Open
+//	    00000000000000000000.log.swap    (.index.swap, .timeindex.swap)        a cleaned segment replacing others; Open finishes the swap
+//	    fresh-tail.tmp/                                 a recovery's new empty segment, before it replaces the one a cut emptied
 //
 // # Appending
 //
@@ -128,7 +132,9 @@
 // CRC-32C), cutting at the first bad byte and rebuilding their indexes. A cut
 // inside the log deletes the segments after it, so offsets never skip. With the
 // marker, every segment is trusted, but indexes that fail their checks are
-// rebuilt and the last segment's tail is still re-checked.
+// rebuilt and the last segment's tail is still re-checked. Before any of
+// this, Open removes what an interrupted clean left and finishes a swap that
+// had passed its commit point (see Compaction).
 //
 // # Reading
 //
@@ -149,5 +155,110 @@
 // Truncate cuts the tail
 // for replication: the recovery point moves below the affected segment first,
 // later segments are deleted newest first, so a crash at any step leaves a log
-// that recovery puts right.
+// that recovery puts right. A truncation below the cleaner point moves it
+// back, before any append can reuse the offsets cut (see Compaction).
+//
+// # Compaction
+//
+// Clean makes one pass of Kafka's log cleaner (cleanup.policy=compact, as
+// __consumer_offsets, __transaction_state and compacted topics use): a record
+// with a key is dropped once a later record has the same key, and a
+// tombstone (a key with a null value) once DeleteRetention has passed. The
+// caller schedules passes: CleanableRatio tells how much is dirty, against
+// Kafka's min.cleanable.dirty.ratio.
+//
+// What may be cleaned: whole segments from the log start that are sealed and
+// durable (they end at or below the recovery point), never the active one,
+// and nothing at or past CleanOptions.UpTo (the high watermark). The cleaner
+// point splits them: below it, what earlier passes cleaned; from the segment
+// holding it on, the dirty segments. A pass maps every key of the dirty
+// segments to its latest offset (records of control and transactional
+// batches excepted), then rewrites every cleanable segment from the log start
+// up to where it mapped: a record is dropped iff the map holds a larger
+// offset for its key. Records without a key stay; control batches (the
+// transaction markers) stay as they are; transactional batches stay whole,
+// since without a transaction index the cleaner cannot tell aborted data from
+// committed (an aborted value must not supersede a committed one). A
+// compressed batch is read with CleanOptions.Decompress and rewritten, under
+// its own codec, with Compress; one it cannot read or rewrite stays byte for
+// byte. The map holds the keys themselves (no hashing, so no collision can
+// drop a live record) within CleanOptions.MaxMapBytes; when the dirty segments
+// hold more keys, the pass cleans up to the last segment whose keys all fit
+// and the next goes on from there; a first dirty segment that alone does not
+// fit is ErrCleanMapFull.
+//
+// Tombstones: the cleaner-point file records, for the offsets below the
+// cleaner point, when a pass first cleaned them (marks "offsets up to end
+// were first cleaned at at", 64 at most: merging two keeps the later time).
+// A tombstone that no later record supersedes is removed by a pass that
+// starts DeleteRetention (default 24 h, Kafka delete.retention.ms) or more
+// after the pass that first cleaned it ended; a tombstone in the dirty
+// segments is always kept, so every tombstone outlives its key's older
+// values, which that first pass dropped, by DeleteRetention. The time is the
+// log's Config.Clock, not record timestamps, which producers set. No
+// tombstone is removed after a batch the pass kept whole while it could not
+// see (or drop) its records (a transactional batch, a compressed one without
+// codec functions): that batch might hold an older value of the key, which
+// the tombstone alone hides.
+//
+// Offsets: every record kept keeps its offset, and offsets still continue
+// from batch to batch, which segment.Open, recovery and readers rely on. A
+// batch that loses some records keeps its header: base offset,
+// lastOffsetDelta, timestamps, producer id, epoch and sequence (its records'
+// offset deltas then skip, as Kafka's cleaner leaves them and clients
+// expect). The offsets of batches that lose every record are covered: by the
+// next batch kept, its base offset lowered over them (its records' offset
+// deltas raised by as much), when it has no producer id (an idempotent
+// batch's offsets are tied to its sequence numbers) nor control bit and the
+// same leader epoch; otherwise by a batch of no records (producer id -1,
+// valid CRC), one per run of such offsets and leader epoch. An idempotent
+// producer's last batch in a segment stays, with no records, so that its
+// sequence state can be read from the log. So a read at any offset is
+// served the batch covering it (for an offset whose record went, the batch
+// holding the next record kept, or a batch of no records before it), a
+// cleaned segment ends exactly where the segments it replaces ended, and
+// Truncate at an offset whose record went drops no record below it. (Raising
+// the lastOffsetDelta of the batch before a gap would cover it too, but would
+// put records below an offset into the batch covering it.) A batch's
+// maxTimestamp stays (it is raised over the batches a lowered batch absorbs),
+// so segments keep their largest timestamp and retention by age is
+// unchanged.
+//
+// Grouping: consecutive segments are rewritten into one new segment (named by
+// the first's base offset) as long as it stays within SegmentBytes and 2^32
+// offsets (the indexes' relative offsets). A segment's cleaned size is
+// bounded by its size, or better, when that does not fit, by a dry run of its
+// uncompressed batches against the map (a compressed batch counts its size),
+// so that segments a pass shrinks merge in that pass. A single segment that
+// would come out unchanged is left alone, its copy dropped before an fsync.
+//
+// Swap (cleanswap.go), crash-safe as Kafka's: the new segment is written as
+// <base>.log.cleaned (and .index.cleaned, .timeindex.cleaned) and fsynced,
+// without any lock; then, under the append lock, briefly: its files are
+// renamed to .swap and the directory fsynced (the commit point); the replaced
+// segments' files are deleted and the new indexes renamed into place, the
+// directory fsynced; the new log is renamed into place, the directory
+// fsynced; and the new segment is published in place of the old, whose
+// readers keep their Slices. Open (and a recovery in place) removes .cleaned
+// files and finishes a swap whose .log.swap it finds: it re-reads that
+// segment, rebuilding its indexes, deletes the segments it replaces and
+// renames it into place. The recovery point needs no change (the new segment
+// ends where the old ones did and is durable); a clean shutdown waits for a
+// pass to stop. The cleaner point is written only after the swaps it covers
+// (a crash between costs a pass over them again), in the file described in
+// cleanpoint.go; a damaged one is logged and counts as never cleaned.
+//
+// Concurrency and failures: appends, Read, Flush, ApplyRetention, Truncate
+// and recoveries go on during a pass. A swap checks under the append lock
+// that the segments it replaces are still those it read, sealed, durable and
+// ending where they did, and that no cut went below their end since the
+// pass began (Truncate, appends and a roll could refill a segment to the
+// same offsets with other records); otherwise retention, truncation or a
+// recovery changed them: ErrLogChanged, the pass ends, what it swapped in
+// before stands. A failure writing the new segment, a cancelled ctx or Close abandon
+// the pass, its temporary files removed, without failing the log; a failure
+// once the swap passed its commit point fails the log like any write, and
+// the recovery finishes the swap. Truncate, Open and recoveries move the
+// cleaner point back to the log end when a cut went below it, before any
+// append can reuse those offsets. Passes are serialised.
 package partlog

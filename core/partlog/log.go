@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -95,6 +96,22 @@ type Log struct {
 	// readers; they wait on recoverDone and read again.
 	recoverSeq  atomic.Int64
 	recoverDone atomic.Pointer[chan struct{}]
+
+	// rp is the recovery point last written (writeCheckpoint): segments
+	// ending at or below it are sealed and durable.
+	rp atomic.Int64
+
+	// The log cleaner (clean.go). Lock order: cleanMu, appendMu, syncMu;
+	// load, under the other two, only tries cleanMu.
+	cleanMu    sync.Mutex  // held by a Clean pass; Close takes it after setting stopClean
+	stopClean  atomic.Bool // Close asks a running pass to stop
+	cleanTemps atomic.Bool // an abandoned pass left .cleaned files behind
+	// cleanUnsaved: the cleaner point in memory is past the file's, whose
+	// write failed; under appendMu.
+	cleanUnsaved atomic.Bool
+	// cleaned is the cleaner point and when offsets were first cleaned
+	// (cleanpoint.go); replaced under appendMu.
+	cleaned atomic.Pointer[cleanHistory]
 }
 
 // Report says what Open found.
@@ -108,8 +125,11 @@ type Report struct {
 	Deleted       []int64
 	// Causes lists why bytes were cut or segments deleted: one per truncated
 	// segment, and one per gap that ended the log early.
-	Causes   []error
-	Duration time.Duration
+	Causes []error
+	// CleanSwaps counts the swaps of cleaned segments that a crash (or a
+	// failure) interrupted after their commit point, and that Open finished.
+	CleanSwaps int
+	Duration   time.Duration
 }
 
 // Open opens (creating if needed) the partition log in dir. Without a
@@ -124,6 +144,7 @@ func Open(fsys vfs.FS, dir string, cfg Config) (*Log, Report, error) {
 	l := &Log{fs: fsys, dir: dir, cfg: cfg, backoff: cfg.RecoveryBackoff}
 	l.polIdle.L = &l.statMu
 	l.readLimit.Store(NoLimit)
+	l.cleaned.Store(&cleanHistory{})
 	start := cfg.Clock.Now()
 	rep, err := l.open()
 	rep.Duration = cfg.Clock.Now().Sub(start)
@@ -133,9 +154,9 @@ func Open(fsys vfs.FS, dir string, cfg Config) (*Log, Report, error) {
 		}
 		return nil, rep, err
 	}
-	if rep.Truncated > 0 || len(rep.Deleted) > 0 {
+	if rep.Truncated > 0 || len(rep.Deleted) > 0 || rep.CleanSwaps > 0 {
 		cfg.Logger.Warn("partition log recovered", "dir", dir, "truncated_bytes", rep.Truncated,
-			"deleted_segments", len(rep.Deleted), "causes", errors.Join(rep.Causes...))
+			"deleted_segments", len(rep.Deleted), "clean_swaps_finished", rep.CleanSwaps, "causes", errors.Join(rep.Causes...))
 	}
 	return l, rep, nil
 }
@@ -157,6 +178,9 @@ func (l *Log) open() (Report, error) {
 	// Make the recovered state durable (truncations, rebuilt indexes), then
 	// drop the clean-shutdown marker before any append can happen.
 	if err := l.settle(); err != nil {
+		return ld.rep, err
+	}
+	if err := l.loadCleanHistory(ld.cleaned, ld.cleanedDamage); err != nil {
 		return ld.rep, err
 	}
 	if ld.rep.Clean {
@@ -190,6 +214,9 @@ type loaded struct {
 	cp   checkpoint
 	cpOK bool
 	rep  Report
+	// The cleaner point read, and why it could not be (it is then empty).
+	cleaned       *cleanHistory
+	cleanedDamage error
 }
 
 // load opens the segments in the directory as Open describes, recovering
@@ -213,6 +240,7 @@ func (l *Log) load() (ld loaded, err error) {
 		return ld, fmt.Errorf("partlog: %w", err)
 	}
 	var bases []int64
+	var temps []tempFile
 	others := map[int64][]string{}
 	for _, n := range names {
 		if n == cleanShutdownFile {
@@ -221,6 +249,12 @@ func (l *Log) load() (ld loaded, err error) {
 		if n == freshTailDir {
 			if err := l.fs.RemoveAll(l.path(n)); err != nil {
 				return ld, fmt.Errorf("partlog: %w", err)
+			}
+			continue
+		}
+		if tag := cleanerTag(n); tag != "" {
+			if base, suffix, ok := segment.ParseName(strings.TrimSuffix(n, tag)); ok {
+				temps = append(temps, tempFile{name: n, base: base, suffix: suffix, tag: tag})
 			}
 			continue
 		}
@@ -235,6 +269,9 @@ func (l *Log) load() (ld loaded, err error) {
 		}
 	}
 	sort.Slice(bases, func(i, j int) bool { return bases[i] < bases[j] })
+	if err := l.finishCleans(temps, &bases, others, rep); err != nil {
+		return ld, err
+	}
 	// Index files without their log are leftovers of an interrupted delete.
 	for base, ns := range others {
 		if i := sort.Search(len(bases), func(i int) bool { return bases[i] >= base }); i < len(bases) && bases[i] == base {
@@ -247,6 +284,9 @@ func (l *Log) load() (ld loaded, err error) {
 		}
 	}
 	ld.cp, ld.cpOK = l.readCheckpoint()
+	if ld.cleaned, ld.cleanedDamage, err = l.readCleanHistory(); err != nil {
+		return ld, err
+	}
 	rp := int64(-1)
 	if !rep.Clean && ld.cpOK {
 		rp = ld.cp.recoveryPoint
@@ -384,11 +424,17 @@ func (l *Log) Err() error {
 // Readers must be done (their Slices released) for the files to close. A failed
 // log is closed without the marker, so the next Open recovers it.
 //
-// Close does not wait for a flush policy call in progress. Fsyncs the policy
-// has not been told of yet are told now, unless a call is in progress: its
-// caller tells them.
+// A Clean pass in progress is stopped first, and its temporary files
+// removed: Close waits for it to notice, at its next read (every MiB of
+// batches) or once the swap it is making is done, and so for a codec call
+// it is in. Close does not wait for a flush policy call in progress. Fsyncs
+// the policy has not been told of yet are told now, unless a call is in
+// progress: its caller tells them.
 func (l *Log) Close() error {
+	l.stopClean.Store(true)
+	l.cleanMu.Lock()
 	err := l.close()
+	l.cleanMu.Unlock()
 	l.tellQueuedFlushes()
 	return err
 }

@@ -274,6 +274,9 @@ func (l *Log) recoverLocked() (Report, int64, error) {
 	for _, s := range old {
 		_ = s.Close() // sealed: drops the owner's reference; Slices keep their files
 	}
+	if err := l.loadCleanHistory(ld.cleaned, ld.cleanedDamage); err != nil {
+		return ld.rep, before, err
+	}
 	if active.NextOffset() > keep {
 		if err := l.truncateLocked(keep, false); err != nil {
 			return ld.rep, before, err

@@ -151,5 +151,10 @@ func (l *Log) truncateLocked(offset int64, record bool) error {
 	l.statMu.Unlock()
 	l.syncCount.Add(1)
 	l.activeBorn.Store(l.cfg.Clock.Now().UnixMilli()) // its real creation time is not known
+	// Offsets from the new end on will hold records no cleaning pass has
+	// seen: the cleaner point must not claim them.
+	if err := l.clampCleanPoint(s.NextOffset()); err != nil {
+		return l.fail(err)
+	}
 	return nil
 }

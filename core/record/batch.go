@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
+	"math"
 	"strconv"
 )
 
@@ -255,3 +256,41 @@ func SetBaseOffset(b []byte, offset int64) {
 func SetPartitionLeaderEpoch(b []byte, epoch int32) {
 	binary.BigEndian.PutUint32(b[offLeaderEpoch:], uint32(epoch))
 }
+
+// PutHeader writes h into the first HeaderSize bytes of b, a whole batch
+// whose records section b[HeaderSize:] follows, and makes the batch valid:
+// batchLength is set to len(b)-12, magic to 2 and the CRC computed over
+// b[21:]; every other field is written from h as given (h.BatchLength,
+// h.Magic and h.CRC are ignored). h must describe the section that follows
+// (RecordCount records, their offset deltas within LastOffsetDelta, the codec
+// in Attributes): PutHeader does not look at it.
+//
+// With it a batch can be rewritten without rebuilding its records: the log
+// cleaner writes a batch keeping some of its records (their bytes copied from
+// ForEach, their offset deltas unchanged, so the deltas then skip), lowers a
+// batch's base offset over records removed before it (AppendWithOffsetDelta),
+// and writes batches with no records (an empty section) that only cover a
+// range of offsets.
+// It panics if len(b) < HeaderSize or len(b)-12 does not fit an int32.
+func PutHeader(b []byte, h Header) {
+	if len(b) < HeaderSize || int64(len(b)) > lengthPrefix+math.MaxInt32 {
+		panic(fmt.Sprintf("record: PutHeader on %d bytes", len(b)))
+	}
+	be := binary.BigEndian
+	be.PutUint64(b[offBaseOffset:], uint64(h.BaseOffset))
+	be.PutUint32(b[offBatchLength:], uint32(len(b)-lengthPrefix))
+	be.PutUint32(b[offLeaderEpoch:], uint32(h.PartitionLeaderEpoch))
+	b[offMagic] = Magic
+	be.PutUint16(b[offAttributes:], uint16(h.Attributes))
+	be.PutUint32(b[offLastOffsetDelta:], uint32(h.LastOffsetDelta))
+	be.PutUint64(b[offBaseTimestamp:], uint64(h.BaseTimestamp))
+	be.PutUint64(b[offMaxTimestamp:], uint64(h.MaxTimestamp))
+	be.PutUint64(b[offProducerID:], uint64(h.ProducerID))
+	be.PutUint16(b[offProducerEpoch:], uint16(h.ProducerEpoch))
+	be.PutUint32(b[offBaseSequence:], uint32(h.BaseSequence))
+	be.PutUint32(b[offRecordCount:], uint32(h.RecordCount))
+	be.PutUint32(b[offCRC:], crc32.Checksum(b[offAttributes:], castagnoli))
+}
+
+// WithCodec returns attrs with its codec bits (0-2) set to c.
+func WithCodec(attrs int16, c Codec) int16 { return attrs&^attrCodecMask | int16(c)&attrCodecMask }

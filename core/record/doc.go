@@ -61,6 +61,17 @@
 // without recomputing anything, and the broker never needs to decompress or
 // recompress a batch to store it. Any other change invalidates the CRC.
 //
+// The log cleaner (package partlog) is the exception: it rewrites stored
+// batches to drop superseded records, as Kafka's does. ForEach hands out each
+// record's encoded bytes, and PutHeader writes a header (recomputing
+// batchLength and the CRC) over a section made of some of them, so a batch
+// keeps its base offset, lastOffsetDelta, timestamps and producer fields
+// while its records' offset deltas then skip. With AppendWithOffsetDelta it
+// lowers a batch's base offset over records removed before it, and PutHeader
+// writes batches of no records that only cover a range of offsets. Records
+// accepts all of these; ValidateProduced refuses them, as a producer never
+// sends one.
+//
 // # Validation
 //
 // ParseHeader checks what the header alone can tell; Next checks a whole batch

@@ -89,6 +89,11 @@ func FuzzRecords(f *testing.F) {
 		}
 		identity := func(_ Codec, s []byte) ([]byte, error) { return s, nil }
 		recs, err := Records(b, identity)
+		seen := 0
+		ferr := ForEach(h, section, func(*Record, []byte) error { seen++; return nil })
+		if (ferr == nil) != (err == nil) || (err == nil && seen != len(recs)) {
+			t.Fatalf("ForEach saw %d records (%v), Records %d (%v)", seen, ferr, len(recs), err)
+		}
 		if err != nil {
 			if !errors.Is(err, ErrCorrupt) {
 				t.Fatalf("Records error %v is not ErrCorrupt", err)
@@ -124,6 +129,44 @@ func FuzzRecords(f *testing.F) {
 			if !equalRecord(recs[i], again[i]) {
 				t.Fatalf("record %d changed in a rebuild\n was %+v\n now %+v", i, recs[i], again[i])
 			}
+		}
+	})
+}
+
+// AppendWithOffsetDelta takes any bytes without panicking; what it accepts
+// comes out as one record whose length field matches, with the new delta,
+// and every other byte kept.
+func FuzzAppendWithOffsetDelta(f *testing.F) {
+	valid, err := Build(DefaultBuildOptions(), testRecords(1))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(valid[HeaderSize:], int32(100_000))
+	f.Add([]byte{}, int32(0))
+	f.Add([]byte{2, 0}, int32(-1))
+	f.Add(enc(rec("\x00", 0, 0, -1, -1, 0)), int32(math.MaxInt32))
+	f.Fuzz(func(t *testing.T, raw []byte, delta int32) {
+		out, err := AppendWithOffsetDelta(nil, raw, delta)
+		if err != nil {
+			if !errors.Is(err, ErrBadRecords) || out != nil {
+				t.Fatalf("error %v with output %x", err, out)
+			}
+			return
+		}
+		length, n := readVarint32(out)
+		if n == 0 || int(length) != len(out)-n {
+			t.Fatalf("length field %d for %d bytes", length, len(out)-n)
+		}
+		body := out[n:]
+		_, nts := binary.Varint(body[1:])
+		got, _ := readVarint32(body[1+nts:])
+		if got != delta {
+			t.Fatalf("offset delta %d, want %d", got, delta)
+		}
+		// The same call on its own output gives it back: nothing else moved.
+		again, err := AppendWithOffsetDelta(nil, out, delta)
+		if err != nil || !bytes.Equal(again, out) {
+			t.Fatalf("not idempotent: %x vs %x (%v)", again, out, err)
 		}
 	})
 }

@@ -56,22 +56,54 @@ func decodeRecords(h Header, section []byte) ([]Record, error) {
 		return nil, fmt.Errorf("%w: recordCount %d cannot fit in %d bytes", ErrBadRecords, h.RecordCount, len(section))
 	}
 	recs := make([]Record, h.RecordCount)
+	err := walkRecords(h, section, func(i int) *Record { return &recs[i] }, nil)
+	if err != nil {
+		return nil, err
+	}
+	return recs, nil
+}
+
+// ForEach decodes the records of section, the uncompressed records section
+// of the batch whose header is h (as Next returned it; decompress a
+// compressed section first), and calls fn for each, in order, with the
+// record and raw, its encoded bytes from its length field on: copying raw
+// records into a new section (with a header from PutHeader) keeps them
+// exactly, offset and timestamp deltas included, which is how the log
+// cleaner drops records from a batch.
+//
+// It checks what Records checks, and stops at the first error: a malformed
+// section (ErrBadRecords) or the error fn returned, which it returns as is.
+// r points to the same Record at every call, overwritten for each record,
+// and its Key, Value and header values, and raw, alias section: copy what
+// must outlive the call. It allocates only for records with headers.
+func ForEach(h Header, section []byte, fn func(r *Record, raw []byte) error) error {
+	if int64(h.RecordCount) > int64(len(section)/minRecordSize) {
+		return fmt.Errorf("%w: recordCount %d cannot fit in %d bytes", ErrBadRecords, h.RecordCount, len(section))
+	}
+	var r Record
+	return walkRecords(h, section, func(int) *Record { r = Record{}; return &r }, fn)
+}
+
+// walkRecords decodes recordCount records of section into the records at(i)
+// returns, checking each and calling fn (if not nil) after each.
+func walkRecords(h Header, section []byte, at func(i int) *Record, fn func(r *Record, raw []byte) error) error {
 	logAppendTime := h.TimestampType() == LogAppendTime
 	prevOffset := int32(-1)
 	pos := 0
-	for i := range recs {
+	for i := 0; i < int(h.RecordCount); i++ {
+		start := pos
 		length, n := readVarint32(section[pos:])
 		if n == 0 || length < 0 || int(length) > len(section)-pos-n {
-			return nil, fmt.Errorf("%w: record %d at byte %d: bad length", ErrBadRecords, i, pos)
+			return fmt.Errorf("%w: record %d at byte %d: bad length", ErrBadRecords, i, pos)
 		}
 		pos += n
-		r := &recs[i]
+		r := at(i)
 		if why := decodeRecord(section[pos:pos+int(length)], r); why != "" {
-			return nil, fmt.Errorf("%w: record %d at byte %d: %s", ErrBadRecords, i, pos-n, why)
+			return fmt.Errorf("%w: record %d at byte %d: %s", ErrBadRecords, i, pos-n, why)
 		}
 		pos += int(length)
 		if r.OffsetDelta <= prevOffset || r.OffsetDelta > h.LastOffsetDelta {
-			return nil, fmt.Errorf("%w: record %d: offsetDelta %d after %d, lastOffsetDelta %d",
+			return fmt.Errorf("%w: record %d: offsetDelta %d after %d, lastOffsetDelta %d",
 				ErrBadRecords, i, r.OffsetDelta, prevOffset, h.LastOffsetDelta)
 		}
 		prevOffset = r.OffsetDelta
@@ -80,11 +112,16 @@ func decodeRecords(h Header, section []byte) ([]Record, error) {
 		} else {
 			r.Timestamp = h.BaseTimestamp + r.TimestampDelta
 		}
+		if fn != nil {
+			if err := fn(r, section[start:pos:pos]); err != nil {
+				return err
+			}
+		}
 	}
 	if pos != len(section) {
-		return nil, fmt.Errorf("%w: %d bytes after %d records", ErrBadRecords, len(section)-pos, h.RecordCount)
+		return fmt.Errorf("%w: %d bytes after %d records", ErrBadRecords, len(section)-pos, h.RecordCount)
 	}
-	return recs, nil
+	return nil
 }
 
 // decodeRecord decodes one record body (after its length) into r and returns
@@ -170,4 +207,31 @@ func readVarint32(b []byte) (v int32, n int) {
 		return 0, 0
 	}
 	return int32(x), n
+}
+
+// AppendWithOffsetDelta appends to dst the record raw, one whole encoded
+// record as ForEach hands it out (its length field first), with its
+// offsetDelta replaced by delta and its length field updated; every other
+// byte is copied as it is. The log cleaner uses it to lower a batch's base
+// offset over records removed before it. It fails with ErrBadRecords,
+// returning dst unchanged, if raw is not one record.
+func AppendWithOffsetDelta(dst, raw []byte, delta int32) ([]byte, error) {
+	length, n := readVarint32(raw)
+	if n == 0 || length < 1 || int(length) != len(raw)-n {
+		return dst, fmt.Errorf("%w: not one record", ErrBadRecords)
+	}
+	body := raw[n:]
+	_, nts := binary.Varint(body[1:])
+	if nts <= 0 {
+		return dst, fmt.Errorf("%w: bad timestampDelta", ErrBadRecords)
+	}
+	_, noff := readVarint32(body[1+nts:])
+	if noff == 0 {
+		return dst, fmt.Errorf("%w: bad offsetDelta", ErrBadRecords)
+	}
+	rest := body[1+nts+noff:]
+	dst = binary.AppendVarint(dst, int64(1+nts+varintLen(int64(delta))+len(rest)))
+	dst = append(dst, body[:1+nts]...)
+	dst = binary.AppendVarint(dst, int64(delta))
+	return append(dst, rest...), nil
 }

@@ -20,6 +20,17 @@
 // segment: a segment deleted by retention closes its files only after the last
 // Slice is released.
 //
+// A segment may live under temporary names, each file's usual name followed
+// by a tag (Options.Tag): the log cleaner writes a cleaned segment as
+// <base>.log.cleaned (and .index.cleaned, .timeindex.cleaned), then renames
+// its files to .swap and into place (see package partlog).
+//
+// Batches need not be as producers sent them: a cleaned segment holds
+// batches whose record offset deltas skip (or start past 0, for a batch whose
+// base offset was lowered), whose lastOffsetDelta reaches past their last
+// record, and batches of no records. Offsets still continue from batch to
+// batch, so every rule below holds for them unchanged.
+//
 // Opening has two modes. Trust (after a clean shutdown, or for segments the
 // recovery point says were flushed) believes the files: the indexes are loaded
 // and checked (in order, inside the log, the last entry pointing at its batch),

@@ -46,7 +46,7 @@ type Recovery struct {
 // the others come back sealed. A truncation is reported in Recovery, not as an
 // error: errors are I/O failures, after which the segment is not usable.
 func Open(fsys vfs.FS, dir string, base int64, opts Options, mode Mode, end int64) (*Segment, Recovery, error) {
-	log, err := fsys.OpenReadWrite(Name(dir, base, LogSuffix))
+	log, err := fsys.OpenReadWrite(Name(dir, base, LogSuffix) + opts.Tag)
 	if err != nil {
 		return nil, Recovery{}, fmt.Errorf("segment: %w", err)
 	}
@@ -112,7 +112,7 @@ func (s *Segment) open(mode Mode, end int64) (Recovery, error) {
 // offset entry pointing at a batch with the offset it claims.
 func (s *Segment) loadIndexes(fileSize, end int64) error {
 	read := func(suffix string, load func(vfs.File) error) error {
-		f, err := s.fs.Open(Name(s.dir, s.base, suffix))
+		f, err := s.fs.Open(s.name(suffix))
 		if err != nil {
 			return err
 		}

@@ -207,3 +207,30 @@ func (s *Segment) OffsetForTimestamp(ts int64) (int64, error) {
 
 // Indexes exposes the segment's indexes (read-only use: tests, tools).
 func (s *Segment) Indexes() (*index.Offsets, *index.Times) { return s.offsets, s.times }
+
+// Headers calls fn with the position and header of every batch of the
+// segment up to its published end, in order, until fn returns false. It
+// reads through the same window as Read, so where batches are large it
+// reads little more than their headers; it checks neither CRCs nor records.
+// A header that does not parse ends the walk with its error (record.ErrCorrupt).
+// ErrClosed once the segment is closed or deleted.
+func (s *Segment) Headers(fn func(pos int64, h record.Header) bool) error {
+	size := s.size.Load()
+	if !s.acquire() {
+		return ErrClosed
+	}
+	defer s.release()
+	hr := newHeaders(s.log, size, headerWindow)
+	defer hr.close()
+	for pos := int64(0); pos < size; {
+		h, err := hr.at(pos)
+		if err != nil {
+			return fmt.Errorf("segment %d: batch at %d: %w", s.base, pos, err)
+		}
+		if !fn(pos, h) {
+			return nil
+		}
+		pos += int64(h.Size())
+	}
+	return nil
+}

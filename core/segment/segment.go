@@ -42,7 +42,21 @@ type Options struct {
 	// IndexIntervalBytes is how many log bytes may be appended between two
 	// offset index entries. Default 4096.
 	IndexIntervalBytes int64
+	// Tag, when not empty, follows the usual name of each of the segment's
+	// files (00000000000000368769.log.cleaned): a segment written under a
+	// temporary name, as the log cleaner writes one (CleanedTag, SwapTag),
+	// to be renamed into place by its owner. Everything works as for any
+	// segment, on the tagged files. Default: none.
+	Tag string
 }
+
+// Tags of a segment the log cleaner writes (see package partlog): first
+// CleanedTag while it is written, SwapTag once it is complete and durable and
+// is to replace the segments it was cleaned from.
+const (
+	CleanedTag = ".cleaned"
+	SwapTag    = ".swap"
+)
 
 func (o Options) withDefaults() Options {
 	if o.IndexIntervalBytes <= 0 {
@@ -55,6 +69,9 @@ func (o Options) withDefaults() Options {
 func Name(dir string, base int64, suffix string) string {
 	return filepath.Join(dir, fmt.Sprintf("%020d%s", base, suffix))
 }
+
+// name is the path of one of the segment's files, tagged if it is.
+func (s *Segment) name(suffix string) string { return Name(s.dir, s.base, suffix) + s.opts.Tag }
 
 // ParseName returns the base offset and suffix of a segment file name, or false
 // when name is not one.
@@ -145,7 +162,7 @@ func Create(fs vfs.FS, dir string, base int64, opts Options) (*Segment, error) {
 	if base < 0 {
 		return nil, fmt.Errorf("segment: negative base offset %d", base)
 	}
-	log, err := fs.Create(Name(dir, base, LogSuffix))
+	log, err := fs.Create(Name(dir, base, LogSuffix) + opts.Tag)
 	if err != nil {
 		return nil, fmt.Errorf("segment: %w", err)
 	}
@@ -163,11 +180,11 @@ func (s *Segment) openIndexFiles(create bool) error {
 	if create {
 		open = s.fs.Create
 	}
-	idx, err := open(Name(s.dir, s.base, IndexSuffix))
+	idx, err := open(s.name(IndexSuffix))
 	if err != nil {
 		return fmt.Errorf("segment: %w", err)
 	}
-	tix, err := open(Name(s.dir, s.base, TimeIndexSuffix))
+	tix, err := open(s.name(TimeIndexSuffix))
 	if err != nil {
 		_ = idx.Close()
 		return fmt.Errorf("segment: %w", err)
@@ -337,7 +354,7 @@ func (s *Segment) Delete() error {
 	}
 	var errs []error
 	for _, suf := range []string{LogSuffix, IndexSuffix, TimeIndexSuffix} {
-		if err := s.fs.Remove(Name(s.dir, s.base, suf)); err != nil && !errors.Is(err, errNotExist) {
+		if err := s.fs.Remove(s.name(suf)); err != nil && !errors.Is(err, errNotExist) {
 			errs = append(errs, err)
 		}
 	}
