@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"math"
 	"net"
 	"strconv"
 	"time"
@@ -21,6 +22,7 @@ var ErrInvalidConfig = errors.New("node: invalid config")
 const (
 	DefaultRetentionCheckInterval = 5 * time.Minute    // Kafka log.retention.check.interval.ms
 	DefaultOffsetsRetention       = 7 * 24 * time.Hour // Kafka offsets.retention.minutes
+	DefaultOffsetsSegmentBytes    = 100 << 20          // Kafka offsets.topic.segment.bytes
 	DefaultGroupMinSessionTimeout = 6 * time.Second    // Kafka group.min.session.timeout.ms
 	DefaultGroupMaxSessionTimeout = 30 * time.Minute   // Kafka group.max.session.timeout.ms
 )
@@ -82,6 +84,14 @@ type Config struct {
 	// RetentionCheckInterval is how often retention is applied to every
 	// partition. Default DefaultRetentionCheckInterval.
 	RetentionCheckInterval time.Duration
+	// CleanerBackoff is how often the log cleaner looks for compacted
+	// partitions to clean (Kafka log.cleaner.backoff.ms). Default
+	// DefaultCleanerBackoff (15 s).
+	CleanerBackoff time.Duration
+	// OffsetsSegmentBytes is the segment size of __consumer_offsets (Kafka
+	// offsets.topic.segment.bytes): the cleaner compacts sealed segments
+	// only. Default DefaultOffsetsSegmentBytes (100 MiB).
+	OffsetsSegmentBytes int64
 	// OffsetsRetention: each retention pass also deletes the committed offsets
 	// of groups that have been empty (and seen no commit) for this long.
 	// Default DefaultOffsetsRetention; negative keeps them forever.
@@ -155,6 +165,18 @@ func (c Config) Validate() (Config, error) {
 		c.RetentionCheckInterval = DefaultRetentionCheckInterval
 	case c.RetentionCheckInterval < 0:
 		return bad("RetentionCheckInterval %v is negative", c.RetentionCheckInterval)
+	}
+	switch {
+	case c.CleanerBackoff == 0:
+		c.CleanerBackoff = DefaultCleanerBackoff
+	case c.CleanerBackoff < 0:
+		return bad("CleanerBackoff %v is negative", c.CleanerBackoff)
+	}
+	switch {
+	case c.OffsetsSegmentBytes == 0:
+		c.OffsetsSegmentBytes = DefaultOffsetsSegmentBytes
+	case c.OffsetsSegmentBytes < 1024 || c.OffsetsSegmentBytes > math.MaxInt32:
+		return bad("OffsetsSegmentBytes %d outside [1024, %d]", c.OffsetsSegmentBytes, math.MaxInt32)
 	}
 	if c.OffsetsRetention == 0 {
 		c.OffsetsRetention = DefaultOffsetsRetention

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"math"
 	"unicode/utf16"
 
@@ -95,7 +94,7 @@ func (n *Node) ensureOffsetsTopic(ctx context.Context) (TopicInfo, error) {
 	im, _ := n.image.load()
 	rf := int16(min(n.cfg.OffsetsReplicationFactor, int16(len(im.Brokers))))
 	ti, err := n.CreateTopic(ctx, CreateTopic{Name: OffsetsTopic, Partitions: n.cfg.OffsetsPartitions,
-		ReplicationFactor: max(rf, 1), Configs: maps.Clone(offsetsTopicConfigs)})
+		ReplicationFactor: max(rf, 1), Configs: n.offsetsTopicConfigs()})
 	if errors.Is(err, ErrTopicExists) {
 		return settled(n.waitReady(ctx, OffsetsTopic))
 	}

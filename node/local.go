@@ -190,7 +190,7 @@ func (n *Node) partitionConfig(t *meta.Topic) (logs.PartitionConfig, error) {
 	if t.Name == OffsetsTopic {
 		// The broker's own topic: compacted whatever it was created with.
 		own = maps.Clone(own)
-		maps.Copy(own, offsetsTopicConfigs)
+		maps.Copy(own, n.offsetsTopicConfigs())
 	}
 	pc, err := logs.ConfigFor(topicconfig.Resolve(own, n.defaults), n.plugins, n.cfg.Clock)
 	if err != nil {

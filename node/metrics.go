@@ -4,6 +4,8 @@ import (
 	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/weir-broker/weir/core/partlog"
 )
 
 // partitionCollector reports every partition's log offsets, size and fsyncs
@@ -46,4 +48,30 @@ func (pc *partitionCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(pc.size, prometheus.GaugeValue, float64(st.Size), labels...)
 		ch <- prometheus.MustNewConstMetric(pc.fsyncs, prometheus.CounterValue, float64(st.Fsyncs), labels...)
 	}
+}
+
+// cleanerStats are the log cleaner's counters:
+//
+//	weir_log_cleaner_passes_total, weir_log_cleaner_bytes_read_total,
+//	weir_log_cleaner_bytes_removed_total, weir_log_cleaner_records_removed_total
+type cleanerStats struct {
+	passes, bytesRead, bytesRemoved, recordsRemoved prometheus.Counter
+}
+
+func newCleanerStats(reg prometheus.Registerer) *cleanerStats {
+	c := &cleanerStats{
+		passes:         prometheus.NewCounter(prometheus.CounterOpts{Name: "weir_log_cleaner_passes_total", Help: "Log cleaner passes that rewrote segments."}),
+		bytesRead:      prometheus.NewCounter(prometheus.CounterOpts{Name: "weir_log_cleaner_bytes_read_total", Help: "Bytes of segments the log cleaner rewrote."}),
+		bytesRemoved:   prometheus.NewCounter(prometheus.CounterOpts{Name: "weir_log_cleaner_bytes_removed_total", Help: "Bytes the log cleaner removed."}),
+		recordsRemoved: prometheus.NewCounter(prometheus.CounterOpts{Name: "weir_log_cleaner_records_removed_total", Help: "Records the log cleaner removed (superseded, and tombstones past delete.retention.ms)."}),
+	}
+	reg.MustRegister(c.passes, c.bytesRead, c.bytesRemoved, c.recordsRemoved)
+	return c
+}
+
+func (c *cleanerStats) record(r partlog.CleanResult) {
+	c.passes.Inc()
+	c.bytesRead.Add(float64(r.BytesBefore))
+	c.bytesRemoved.Add(float64(max(r.BytesBefore-r.BytesAfter, 0)))
+	c.recordsRemoved.Add(float64(r.RecordsRemoved))
 }

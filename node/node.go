@@ -55,8 +55,14 @@ type Node struct {
 	legacy    *groups.Legacy // committed offsets of the old layout, until imported
 	metrics   *prometheus.Registry
 	retention *retentionLoop
-	loop      *loop
-	image     *imageCell
+	cleaner   *retentionLoop // the log cleaner's passes (cleaner.go)
+	// cleanerStats count what the cleaner did.
+	cleanerStats *cleanerStats
+	// ctx ends when Close begins: work of the node's own (cleaning) stops.
+	ctx    context.Context
+	cancel context.CancelFunc
+	loop   *loop
+	image  *imageCell
 
 	localMu sync.RWMutex
 	local   map[string]*localTopic // partitions this broker holds, by topic; written by the loop only
@@ -94,6 +100,7 @@ func OpenContext(ctx context.Context, cfg Config) (*Node, error) {
 		return nil, err
 	}
 	n := &Node{cfg: cfg, logger: cfg.Logger, local: map[string]*localTopic{}}
+	n.ctx, n.cancel = context.WithCancel(context.Background())
 	if err := n.open(ctx); err != nil {
 		_ = n.stop()
 		return nil, err
@@ -122,6 +129,7 @@ func (n *Node) open(parent context.Context) error {
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		newPartitionCollector(n),
 	)
+	n.cleanerStats = newCleanerStats(n.metrics)
 	n.plugins = pluginhost.New(pluginhost.Config{
 		Dir:         cfg.PluginDir,
 		CallTimeout: cfg.PluginCallTimeout,
@@ -185,6 +193,7 @@ func (n *Node) open(parent context.Context) error {
 	}
 	n.retention = startRetentionLoop(cfg.Clock, cfg.RetentionCheckInterval, n.applyRetention,
 		n.logger.With("component", "retention"))
+	n.cleaner = startRetentionLoop(cfg.Clock, cfg.CleanerBackoff, n.cleanLogs, n.logger.With("component", "cleaner"))
 	im, _ := n.image.load()
 	n.logger.Info("node opened", "data_dir", cfg.DataDir, "cluster_id", n.id.ClusterID, "node_id", cfg.NodeID,
 		"advertised", cfg.Advertised, "coordination", n.storeName(), "brokers", len(im.Brokers), "topics", len(im.Topics),
@@ -265,6 +274,10 @@ func (n *Node) Close() error {
 // stop releases whatever open got as far as opening, in dependency order.
 func (n *Node) stop() error {
 	var errs []error
+	n.cancel()
+	if n.cleaner != nil {
+		n.cleaner.stop()
+	}
 	if n.retention != nil {
 		n.retention.stop()
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"strconv"
 	"sync"
 
 	"github.com/weir-broker/weir/core/groups"
@@ -17,11 +18,14 @@ import (
 
 // offsetsTopicConfigs are the configs OffsetsTopic is created with and always
 // opened with (Kafka's offsets.topic.* defaults): compacted, so the last
-// commit of every group and partition stays and the rest goes; 100 MiB
-// segments, so the cleaner has sealed segments to work on.
-var offsetsTopicConfigs = map[string]string{
-	topicconfig.CleanupPolicy: topicconfig.CleanupCompact,
-	topicconfig.SegmentBytes:  "104857600",
+// commit of every group and partition stays and the rest goes; segments of
+// Config.OffsetsSegmentBytes (100 MiB), so the cleaner has sealed segments
+// to work on.
+func (n *Node) offsetsTopicConfigs() map[string]string {
+	return map[string]string{
+		topicconfig.CleanupPolicy: topicconfig.CleanupCompact,
+		topicconfig.SegmentBytes:  strconv.FormatInt(n.cfg.OffsetsSegmentBytes, 10),
+	}
 }
 
 // offsetsPartitionFor is the partition of OffsetsTopic that holds group:

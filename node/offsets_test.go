@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"strings"
 	"testing"
@@ -137,4 +138,85 @@ func TestMigrateOldOffsetsCorrupt(t *testing.T) {
 	if !errors.Is(err, groups.ErrCorrupt) || !strings.Contains(err.Error(), "/data/"+groupsDir+"/CURRENT") {
 		t.Fatalf("open with a garbled old offsets store: %v", err)
 	}
+}
+
+// __consumer_offsets is compacted while the broker runs: after many commits
+// of the same offsets, a pass of the log cleaner leaves the last commit of
+// each, which a restarted broker loads.
+func TestOffsetsTopicCompacted(t *testing.T) {
+	mem := vfs.NewMem()
+	cfg := Config{DataDir: "/data", FS: mem, Advertised: "127.0.0.1:9092", Logger: testLogger(t),
+		OffsetsPartitions: 1, OffsetsSegmentBytes: 4096}
+	n, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { n.Close() }()
+	ctx := context.Background()
+	if _, err := n.CreateTopic(ctx, CreateTopic{Name: "t", Partitions: 2, ReplicationFactor: -1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.AwaitOffsetsLoaded(ctx); err != nil {
+		t.Fatal(err)
+	}
+	const commits = 400
+	want := map[string]map[groups.TopicPartition]int64{}
+	for i := range commits {
+		g := fmt.Sprintf("g%d", i%4)
+		tp := groups.TopicPartition{Topic: "t", Partition: int32(i % 2)}
+		if _, err := n.CommitOffsets(g, "", nil, -1, []groups.OffsetCommit{{TopicPartition: tp, Offset: int64(i), LeaderEpoch: -1}}); err != nil {
+			t.Fatal(err)
+		}
+		if want[g] == nil {
+			want[g] = map[groups.TopicPartition]int64{}
+		}
+		want[g][tp] = int64(i)
+	}
+	ti, err := n.Topic(OffsetsTopic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	part, ok := n.localPartition(OffsetsTopic, ti.ID, 0)
+	if !ok {
+		t.Fatal("no local partition of " + OffsetsTopic)
+	}
+	before := part.Log().Size()
+	if segs := len(part.Log().Segments()); segs < 3 {
+		t.Fatalf("%d segments after %d commits: the segment size did not apply", segs, commits)
+	}
+	if err := n.cleanLogs(); err != nil {
+		t.Fatal(err)
+	}
+	after := part.Log().Size()
+	if after*3 > before {
+		t.Fatalf("cleaning took the offsets log from %d to %d bytes, want a third or less", before, after)
+	}
+	check := func(n *Node) {
+		t.Helper()
+		for g, offs := range want {
+			coord, err := n.GroupCoordinator(g)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := coord.Fetch(g, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for tp, off := range offs {
+				if got[tp].Offset != off {
+					t.Fatalf("group %s %v: offset %d, want %d", g, tp, got[tp].Offset, off)
+				}
+			}
+		}
+	}
+	check(n)
+	n.Close()
+	n, err = Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n.AwaitOffsetsLoaded(ctx); err != nil {
+		t.Fatal(err)
+	}
+	check(n)
 }
