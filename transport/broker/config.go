@@ -57,6 +57,9 @@ type Config struct {
 	// RetentionCheckInterval is how often retention is applied to every
 	// partition. Default DefaultRetentionCheckInterval.
 	RetentionCheckInterval time.Duration
+	// CleanerBackoff is how often the log cleaner looks for compacted
+	// partitions to clean. Default node.DefaultCleanerBackoff (15 s).
+	CleanerBackoff time.Duration
 	// OffsetsRetention: each retention pass also deletes the committed offsets
 	// of groups that have been empty (and seen no commit) for this long.
 	// Default DefaultOffsetsRetention; negative keeps them forever.
@@ -198,6 +201,7 @@ func (c Config) validate() (Config, error) {
 		return Config{}, err
 	}
 	c.DefaultPartitions, c.RetentionCheckInterval, c.OffsetsRetention = nc.DefaultPartitions, nc.RetentionCheckInterval, nc.OffsetsRetention
+	c.CleanerBackoff = nc.CleanerBackoff
 	c.GroupMinSessionTimeout, c.GroupMaxSessionTimeout = nc.GroupMinSessionTimeout, nc.GroupMaxSessionTimeout
 	c.FS, c.Clock = nc.FS, nc.Clock
 	return c, nil
@@ -217,6 +221,7 @@ func (c Config) nodeConfig(advertised string) node.Config {
 		AutoCreateTopics:           c.AutoCreateTopics,
 		RetentionCheckInterval:     c.RetentionCheckInterval,
 		OffsetsRetention:           c.OffsetsRetention,
+		CleanerBackoff:             c.CleanerBackoff,
 		GroupMinSessionTimeout:     c.GroupMinSessionTimeout,
 		GroupMaxSessionTimeout:     c.GroupMaxSessionTimeout,
 		GroupInitialRebalanceDelay: c.GroupInitialRebalanceDelay,

@@ -18,6 +18,7 @@
 //	kcat_test.go     -L metadata, a file of lines back byte for byte with every codec, -G groups
 //	matrix_test.go   what each client produces with each codec, every client consumes intact
 //	produce_test.go  duplicates, sequence gaps, corrupt and oversized batches, sent by hand over the wire
+//	compaction_test.go  a compacted topic cleaned while the broker runs, read back by kcat, franz-go and sarama
 //	readme_test.go   the README's table of served versions matches ApiVersions
 //	cluster_test.go  three brokers on a real ZooKeeper (cluster/zk/zktest): every client against partitions
 //	                 and a group coordinator spread over them; the controller killed; a `weir broker`
