@@ -73,8 +73,8 @@
 //     data loss. Then it fetches from there (Ready.Fetch).
 //   - Its high watermark is min(leader's, own log end), one round trip
 //     behind the leader's.
-//   - A fetch out of range (the leader's log ends below the follower's, after
-//     an unclean election, or starts above it, after retention) truncates to
-//     the leader's end, or empties the log and restarts it at the leader's
-//     start.
+//   - A fetch out of range: below the leader's log start (retention went
+//     past the follower) empties the log and restarts it at the leader's
+//     start; above the leader's log end (an unclean election) asks again
+//     where the follower's epoch ends, which truncates it.
 package replica

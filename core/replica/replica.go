@@ -536,22 +536,24 @@ func (r *Replica) EpochEnd(leader, local EpochEnd) {
 }
 
 // OutOfRange is the leader's answer to a fetch at the follower's log end
-// that it is out of its range [leaderStart, leaderEnd): the follower
-// truncates to the leader's end, or, below the leader's start, empties
-// its log and restarts it there.
-func (r *Replica) OutOfRange(leaderStart, leaderEnd int64) {
+// that it is out of its range, with the leader's log start: below it (the
+// leader's retention went past the follower), the follower empties its log
+// and restarts it there; otherwise the follower's log went past the
+// leader's (an unclean election, or a truncation it has not heard of), and
+// it asks again where its epoch ends, which truncates it.
+func (r *Replica) OutOfRange(leaderStart int64) {
 	if r.role != Follower || r.follow != fetching {
 		return
 	}
-	r.follow = truncating
 	r.ready.Fetch, r.ready.StopFetch = nil, true
-	if r.leo > leaderEnd {
-		to := leaderEnd
-		r.ready.Truncate = &to
+	if r.leo < leaderStart {
+		r.follow = truncating
+		start := leaderStart
+		r.ready.Reset = &start
 		return
 	}
-	start := leaderStart
-	r.ready.Reset = &start
+	r.follow = awaitingEpochEnd
+	r.ready.QueryEpoch = &EpochQuery{Leader: r.leader, LeaderEpoch: r.epoch}
 }
 
 // Truncated tells that the log was cut (or reset) as asked and now ends

@@ -247,26 +247,29 @@ func TestFollowerHighWatermark(t *testing.T) {
 	wantHW(t, r, 50)
 }
 
-// Out of range: a follower ahead of an (uncleanly elected) leader
-// truncates to its end; one behind the leader's log start starts over
-// there.
+// Out of range: a follower ahead of an (uncleanly elected) leader asks
+// again where its epoch ends, which truncates it; one behind the leader's
+// log start starts over there.
 func TestFollowerOutOfRange(t *testing.T) {
 	follow := func(leo int64) *Replica {
 		r := New(Config{Self: 2}, leo, 0)
 		r.SetState(t0, []int32{1, 2}, state(1, 0, 0, 1, 2), leo)
-		r.EpochEnd(Undefined, Undefined)
-		r.Truncated(0) // (as if the HW were the log start)
-		r.Appended(leo)
+		r.EpochEnd(EpochEnd{0, leo}, EpochEnd{0, leo})
+		r.Truncated(leo)
 		r.Ready()
 		return r
 	}
 	r := follow(100)
-	r.OutOfRange(0, 60)
-	if rd := r.Ready(); rd.Truncate == nil || *rd.Truncate != 60 || !rd.StopFetch {
+	r.OutOfRange(0)
+	if rd := r.Ready(); rd.QueryEpoch == nil || rd.Truncate != nil || !rd.StopFetch {
 		t.Fatalf("ahead of the leader: %+v", rd)
 	}
+	r.EpochEnd(EpochEnd{0, 60}, EpochEnd{0, 100})
+	if rd := r.Ready(); rd.Truncate == nil || *rd.Truncate != 60 {
+		t.Fatalf("ahead of the leader, after the answer: %+v", rd)
+	}
 	r = follow(10)
-	r.OutOfRange(500, 900)
+	r.OutOfRange(500)
 	rd := r.Ready()
 	if rd.Reset == nil || *rd.Reset != 500 {
 		t.Fatalf("behind the leader's start: %+v", rd)

@@ -265,7 +265,7 @@ func (s *sim) step() {
 		case fetching:
 			off := f.leo()
 			if err := l.r.FollowerFetch(s.now, f.id, off); err != nil {
-				f.r.OutOfRange(0, l.leo())
+				f.r.OutOfRange(0)
 				s.logf("b%d fetch at %d: %v", f.id, off, err)
 				break
 			}
