@@ -34,9 +34,9 @@ func (n *Node) cleanLogs() error {
 	return errors.Join(errs...)
 }
 
-func (n *Node) cleanLog(p *logs.Partition) error {
+func (n *Node) cleanLog(p *replicated) error {
 	l := p.Log()
-	upTo := l.EndOffset() // the high watermark, at one replica
+	upTo := p.highWatermark() // never past it: a follower's truncation must not cut below what was cleaned
 	dirty, total := l.CleanableRatio(upTo)
 	if total == 0 || float64(dirty) < p.Compaction.MinCleanableRatio*float64(total) || dirty == 0 {
 		return nil

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/weir-broker/weir/core/clock"
 	"github.com/weir-broker/weir/core/coord"
+	"github.com/weir-broker/weir/core/replica"
 	"github.com/weir-broker/weir/core/vfs"
 )
 
@@ -55,12 +57,10 @@ type Config struct {
 	// offsets.topic.num.partitions).
 	OffsetsPartitions int32
 	// OffsetsReplicationFactor is its replication factor, at most the live
-	// brokers. Default 1, not Kafka's 3 (offsets.topic.replication.factor):
-	// committed offsets are kept on the coordinating broker's disk, not in
-	// the topic, so a group must stay with the broker that has its offsets.
-	// With more replicas, the coordinator's death would move the group to a
-	// replica that has none of them (and back, when leaders move again, to
-	// stale ones). Raise it once the offsets live in the replicated topic.
+	// brokers when it is created. Default 3 (Kafka's
+	// offsets.topic.replication.factor): committed offsets are the topic's
+	// records, so a coordinator's death moves its groups to a replica that
+	// has them.
 	OffsetsReplicationFactor int16
 
 	// ZooKeeper, when set, is the ZooKeeper ensemble the broker joins, as
@@ -84,6 +84,13 @@ type Config struct {
 	// RetentionCheckInterval is how often retention is applied to every
 	// partition. Default DefaultRetentionCheckInterval.
 	RetentionCheckInterval time.Duration
+	// ReplicaLagTimeMax: a follower that has not caught up with its leader
+	// for this long leaves the ISR (Kafka replica.lag.time.max.ms). Default
+	// replica.DefaultLagTimeMax (30 s).
+	ReplicaLagTimeMax time.Duration
+	// ReplicaDialer, when set, dials the leaders this broker follows (tests
+	// put a faulty network here). Default: net.Dialer.
+	ReplicaDialer func(ctx context.Context, network, address string) (net.Conn, error)
 	// CleanerBackoff is how often the log cleaner looks for compacted
 	// partitions to clean (Kafka log.cleaner.backoff.ms). Default
 	// DefaultCleanerBackoff (15 s).
@@ -150,7 +157,7 @@ func (c Config) Validate() (Config, error) {
 	}
 	switch {
 	case c.OffsetsReplicationFactor == 0:
-		c.OffsetsReplicationFactor = 1
+		c.OffsetsReplicationFactor = 3
 	case c.OffsetsReplicationFactor < 0:
 		return bad("OffsetsReplicationFactor %d is negative", c.OffsetsReplicationFactor)
 	}
@@ -165,6 +172,12 @@ func (c Config) Validate() (Config, error) {
 		c.RetentionCheckInterval = DefaultRetentionCheckInterval
 	case c.RetentionCheckInterval < 0:
 		return bad("RetentionCheckInterval %v is negative", c.RetentionCheckInterval)
+	}
+	switch {
+	case c.ReplicaLagTimeMax == 0:
+		c.ReplicaLagTimeMax = replica.DefaultLagTimeMax
+	case c.ReplicaLagTimeMax < 0:
+		return bad("ReplicaLagTimeMax %v is negative", c.ReplicaLagTimeMax)
 	}
 	switch {
 	case c.CleanerBackoff == 0:

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/weir-broker/weir/core/logs"
+	"github.com/weir-broker/weir/core/replica"
 )
 
 // The node's own reasons to refuse a request; the transport maps each to its
@@ -18,7 +19,14 @@ var (
 	ErrInvalidTopic             = logs.ErrInvalidTopic
 	ErrInvalidReplicationFactor = errors.New("node: replication factor must be between 1 and the number of live brokers")
 	ErrInvalidReplicaAssignment = errors.New("node: invalid replica assignment")
-	ErrNotEnoughReplicas        = errors.New("node: acks=all needs more in-sync replicas (min.insync.replicas) than the partition has")
+	ErrNotEnoughReplicas        = replica.ErrNotEnoughReplicas
+	// ErrNotEnoughReplicasAfterAppend: an acks=all produce was appended,
+	// but the ISR shrank below min.insync.replicas before it was replicated.
+	ErrNotEnoughReplicasAfterAppend = replica.ErrNotEnoughReplicasAfterAppend
+	// ErrFencedLeaderEpoch and ErrUnknownLeaderEpoch: a request's
+	// CurrentLeaderEpoch is older, or newer, than the partition's (KIP-320).
+	ErrFencedLeaderEpoch        = errors.New("node: fenced leader epoch")
+	ErrUnknownLeaderEpoch       = errors.New("node: unknown leader epoch")
 	ErrTransactionsNotSupported = errors.New("node: transactions are not supported")
 	ErrInvalidAcks              = errors.New("node: acks must be 0, 1 or -1")
 	ErrInvalidCoordinatorType   = errors.New("node: unknown coordinator type")

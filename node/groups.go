@@ -25,10 +25,9 @@ const (
 // Kafka's formats (see core/groups): the leader of each partition loads it
 // into the group coordinator (syncCoordinator), clients read it with Fetch
 // (lag tools such as Burrow do) but cannot write to it, and it is compacted
-// (offsetsTopicConfigs). Until partitions are replicated it has one replica
-// by default (Config.OffsetsReplicationFactor): while a coordinator is down
-// its groups wait for it (COORDINATOR_NOT_AVAILABLE) and find their offsets
-// when it returns.
+// (offsetsTopicConfigs). It has min(3, live brokers) replicas by default
+// (Config.OffsetsReplicationFactor), commits are appended with acks=all, and
+// when a coordinator dies the new leader of its partitions loads them.
 const OffsetsTopic = "__consumer_offsets"
 
 // DefaultOffsetsPartitions is the partition count of OffsetsTopic (Kafka's

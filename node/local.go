@@ -17,13 +17,13 @@ import (
 type localTopic struct {
 	id    [16]byte
 	pc    logs.PartitionConfig // what the topic's effective configs mean to its logs (a recompressor shared by its partitions)
-	parts map[int32]*logs.Partition
+	parts map[int32]*replicated
 }
 
 // localPartition returns the open log of a partition this broker holds, for
 // the topic id the image names (a log of an older topic of the same name is
 // not it).
-func (n *Node) localPartition(topic string, id [16]byte, p int32) (*logs.Partition, bool) {
+func (n *Node) localPartition(topic string, id [16]byte, p int32) (*replicated, bool) {
 	n.localMu.RLock()
 	defer n.localMu.RUnlock()
 	lt := n.local[topic]
@@ -35,10 +35,10 @@ func (n *Node) localPartition(topic string, id [16]byte, p int32) (*logs.Partiti
 }
 
 // localPartitions returns every open partition, for retention and metrics.
-func (n *Node) localPartitions() []*logs.Partition {
+func (n *Node) localPartitions() []*replicated {
 	n.localMu.RLock()
 	defer n.localMu.RUnlock()
-	var out []*logs.Partition
+	var out []*replicated
 	for _, name := range slices.Sorted(maps.Keys(n.local)) {
 		lt := n.local[name]
 		for _, i := range slices.Sorted(maps.Keys(lt.parts)) {
@@ -98,7 +98,7 @@ func (n *Node) reconcile(im *meta.Image, removed map[[16]byte]bool) (deleted []s
 				errs = append(errs, err)
 				continue
 			}
-			lt = &localTopic{id: t.ID, pc: pc, parts: map[int32]*logs.Partition{}}
+			lt = &localTopic{id: t.ID, pc: pc, parts: map[int32]*replicated{}}
 			n.setLocal(t.Name, lt)
 		}
 		for _, p := range assigned {
@@ -119,7 +119,7 @@ func (n *Node) reconcile(im *meta.Image, removed map[[16]byte]bool) (deleted []s
 				continue
 			}
 			n.localMu.Lock()
-			lt.parts[p] = part
+			lt.parts[p] = newReplicated(n, part, t.ID, n.hwAtOpen[logs.DirName(t.Name, p)])
 			n.localMu.Unlock()
 		}
 	}
@@ -158,9 +158,11 @@ func (n *Node) dropLocal(name string, lt *localTopic, remove bool) error {
 	var errs []error
 	maxPart := int32(0)
 	for i, p := range lt.parts {
+		n.fetchers.remove(p)
 		if err := p.Close(); err != nil && !errors.Is(err, partlog.ErrClosed) {
 			errs = append(errs, fmt.Errorf("node: close %s: %w", logs.DirName(name, i), err))
 		}
+		p.wakeAll()
 		maxPart = max(maxPart, i+1)
 	}
 	if lt.pc.Recompress != nil {

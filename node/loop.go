@@ -225,6 +225,7 @@ func (l *loop) step() error {
 	if !l.strayDone.Load() && rerr == nil {
 		rerr = l.setAsideStrays(im)
 	}
+	l.n.syncReplicas(im)
 	l.n.syncCoordinator(l.ctx, im)
 	l.n.image.publish(im)
 	return errors.Join(rerr, l.control(ctx, im))
@@ -529,4 +530,13 @@ func (l *loop) strayChecked() bool { return l.strayDone.Load() }
 func (l *loop) close() {
 	l.cancel()
 	<-l.done
+}
+
+// rereadTopic has the loop read a topic again (its states moved under a
+// write of this broker's).
+func (l *loop) rereadTopic(name string) {
+	l.mu.Lock()
+	l.dirty.topics[name] = true
+	l.mu.Unlock()
+	l.wake()
 }

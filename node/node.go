@@ -56,6 +56,13 @@ type Node struct {
 	metrics   *prometheus.Registry
 	retention *retentionLoop
 	cleaner   *retentionLoop // the log cleaner's passes (cleaner.go)
+	isrTicks  *retentionLoop // the ISR expiration pass (replication.go)
+	hwWrites  *retentionLoop // the high-watermark checkpoint (hwcheckpoint.go)
+	fetchers  *fetchers      // replica fetchers, one per leader followed
+	// hwCheckpoint: a high watermark moved since the checkpoint was
+	// written; hwAtOpen is the checkpoint read at Open.
+	hwCheckpoint hwCheckpoint
+	hwAtOpen     map[string]int64
 	// cleanerStats count what the cleaner did.
 	cleanerStats *cleanerStats
 	// ctx ends when Close begins: work of the node's own (cleaning) stops.
@@ -138,6 +145,11 @@ func (n *Node) open(parent context.Context) error {
 	if n.defaults, err = topicconfig.Normalize(cfg.TopicDefaults, n.plugins); err != nil {
 		return fmt.Errorf("%w: TopicDefaults: %w", ErrInvalidConfig, err)
 	}
+	if n.hwAtOpen, err = readHWCheckpoint(cfg.FS, cfg.DataDir); err != nil {
+		n.logger.Warn("ignoring the high-watermark checkpoint", "err", err)
+		n.hwAtOpen = map[string]int64{}
+	}
+	n.fetchers = newFetchers(n)
 	if n.logs, err = logs.NewManager(logs.Options{FS: cfg.FS, Dir: cfg.DataDir, Clock: cfg.Clock,
 		Logger: n.logger.With("component", "logs")}); err != nil {
 		return err
@@ -194,6 +206,8 @@ func (n *Node) open(parent context.Context) error {
 	n.retention = startRetentionLoop(cfg.Clock, cfg.RetentionCheckInterval, n.applyRetention,
 		n.logger.With("component", "retention"))
 	n.cleaner = startRetentionLoop(cfg.Clock, cfg.CleanerBackoff, n.cleanLogs, n.logger.With("component", "cleaner"))
+	n.isrTicks = startRetentionLoop(cfg.Clock, cfg.ReplicaLagTimeMax/2, n.tickReplicas, n.logger.With("component", "isr"))
+	n.hwWrites = startRetentionLoop(cfg.Clock, hwCheckpointInterval, n.writeHWCheckpoint, n.logger.With("component", "checkpoint"))
 	im, _ := n.image.load()
 	n.logger.Info("node opened", "data_dir", cfg.DataDir, "cluster_id", n.id.ClusterID, "node_id", cfg.NodeID,
 		"advertised", cfg.Advertised, "coordination", n.storeName(), "brokers", len(im.Brokers), "topics", len(im.Topics),
@@ -275,14 +289,19 @@ func (n *Node) Close() error {
 func (n *Node) stop() error {
 	var errs []error
 	n.cancel()
-	if n.cleaner != nil {
-		n.cleaner.stop()
+	for _, r := range []*retentionLoop{n.cleaner, n.isrTicks, n.hwWrites} {
+		if r != nil {
+			r.stop()
+		}
 	}
 	if n.retention != nil {
 		n.retention.stop()
 	}
 	if n.loop != nil {
 		n.loop.close()
+	}
+	if n.fetchers != nil {
+		n.fetchers.close()
 	}
 	if n.store != nil {
 		if err := n.store.Close(); err != nil {
@@ -295,6 +314,12 @@ func (n *Node) stop() error {
 		}
 	}
 	n.offsets.replays.Wait() // the loop is stopped: no more start
+	if n.hwAtOpen != nil {   // the checkpoint was read: the partitions' high watermarks are worth keeping
+		n.hwCheckpoint.dirty()
+		if err := n.writeHWCheckpoint(); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if err := n.closeLocal(); err != nil {
 		errs = append(errs, err)
 	}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/weir-broker/weir/core/groups"
 	"github.com/weir-broker/weir/core/logs"
@@ -44,12 +45,29 @@ func (n *Node) offsetsPartitionFor(group string) int32 {
 // offsetsLog is a partition of OffsetsTopic as the group coordinator's Log:
 // appends go through the partition (durable acks, when configured), reads
 // to its log. Comparable: the same partition is the same Log.
-type offsetsLog struct{ p *logs.Partition }
+type offsetsLog struct{ p *replicated }
 
+// Append appends as the leader, and returns once the records are
+// replicated to the ISR, as Kafka's coordinator appends with acks=all
+// (offsets.commit.required.acks).
 func (l offsetsLog) Append(ctx context.Context, b []byte) error {
-	_, err := l.p.Append(ctx, b)
-	return err
+	if err := l.p.checkAppend(l.p.MinInsyncReplicas); err != nil {
+		return err
+	}
+	res, err := l.p.AppendEpoch(ctx, b, l.p.epoch.Load())
+	l.p.appended()
+	if err != nil {
+		return err
+	}
+	actx, cancel := context.WithTimeout(ctx, offsetsCommitTimeout)
+	defer cancel()
+	return l.p.waitAcksAll(actx, res.NextOffset, l.p.MinInsyncReplicas)
 }
+
+// offsetsCommitTimeout bounds a commit's wait for the ISR (Kafka's
+// offsets.commit.timeout.ms).
+const offsetsCommitTimeout = 5 * time.Second
+
 func (l offsetsLog) StartOffset() int64 { return l.p.Log().StartOffset() }
 func (l offsetsLog) EndOffset() int64   { return l.p.Log().EndOffset() }
 func (l offsetsLog) Read(offset, maxBytes, maxOffset int64) (partlog.Slice, error) {
@@ -61,7 +79,7 @@ func (l offsetsLog) Read(offset, maxBytes, maxOffset int64) (partlog.Slice, erro
 // running.
 type offsetsLoads struct {
 	mu      sync.Mutex
-	parts   map[int32]*logs.Partition
+	parts   map[int32]*replicated
 	replays sync.WaitGroup
 	// ended is closed (and replaced) each time a replay ends.
 	ended chan struct{}
@@ -93,13 +111,13 @@ func (o *offsetsLoads) endReplay() {
 // client told this broker coordinates a group finds it loading, not absent.
 func (n *Node) syncCoordinator(ctx context.Context, im *meta.Image) {
 	self := n.cfg.NodeID
-	want := map[int32]*logs.Partition{}
+	want := map[int32]*replicated{}
 	if t := im.Topics[OffsetsTopic]; t != nil && !t.Deleting {
 		for _, p := range assignedHere(t, self) {
 			if im.View(t, int(p)).Leader != self {
 				continue
 			}
-			if part, ok := n.localPartition(OffsetsTopic, t.ID, p); ok {
+			if part, ok := n.localPartition(OffsetsTopic, t.ID, p); ok && part.leading.Load() {
 				want[p] = part
 			}
 		}
@@ -108,7 +126,7 @@ func (n *Node) syncCoordinator(ctx context.Context, im *meta.Image) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.parts == nil {
-		o.parts = map[int32]*logs.Partition{}
+		o.parts = map[int32]*replicated{}
 	}
 	for p, part := range o.parts {
 		if want[p] != part {

@@ -16,8 +16,11 @@ import (
 type Partition struct {
 	Topic string
 	Index int32
-	p     *logs.Partition
+	p     *replicated
 	epoch int32
+	// follower: read by a follower (up to the log end, woken by appends),
+	// not a consumer (up to the high watermark, woken when it moves).
+	follower bool
 }
 
 // Partition returns a partition this broker leads, to read from:
@@ -45,9 +48,18 @@ func (n *Node) HasPartition(topic string, index int32) error {
 	return nil
 }
 
-// HighWatermark is the offset consumers read up to: with one replica, the
-// log end.
-func (p *Partition) HighWatermark() int64 { return p.p.Log().EndOffset() }
+// HighWatermark is the offset consumers read up to: the smallest log end
+// over the in-sync replicas (with one replica, the log end).
+func (p *Partition) HighWatermark() int64 { return p.p.highWatermark() }
+
+// ReadLimit is the offset this read may go up to: the high watermark for a
+// consumer, the log end for a follower.
+func (p *Partition) ReadLimit() int64 {
+	if p.follower {
+		return p.p.Log().EndOffset()
+	}
+	return p.HighWatermark()
+}
 
 // LastStableOffset is the offset read_committed consumers read up to: with
 // no transactions, the high watermark.
@@ -59,17 +71,22 @@ func (p *Partition) LogStartOffset() int64 { return p.p.Log().StartOffset() }
 // LeaderEpoch is the partition's current leader epoch.
 func (p *Partition) LeaderEpoch() int32 { return p.epoch }
 
-// Wait returns a channel closed at the next append (or truncation, or close)
-// of the partition, for long polls: take it, check the high watermark, then
-// wait, and no append is missed.
-func (p *Partition) Wait() <-chan struct{} { return p.p.Log().Wait() }
+// Wait returns a channel closed when ReadLimit next moves (or the partition
+// changes role or closes), for long polls: take it, check ReadLimit, then
+// wait, and no move is missed.
+func (p *Partition) Wait() <-chan struct{} {
+	if p.follower {
+		return p.p.Log().Wait()
+	}
+	return p.p.hwChanged()
+}
 
-// Read returns whole batches from offset on, up to the high watermark hw the
-// caller read (at least one batch, even past maxBytes): ErrOffsetOutOfRange
-// outside [LogStartOffset, hw]; an empty result at hw. The caller releases
-// it.
-func (p *Partition) Read(offset, maxBytes, hw int64) (Records, error) {
-	sl, err := p.p.Log().Read(offset, max(maxBytes, 1), hw)
+// Read returns whole batches from offset on, up to the limit the caller
+// read (ReadLimit; at least one batch, even past maxBytes):
+// ErrOffsetOutOfRange outside [LogStartOffset, limit]; an empty result at
+// limit. The caller releases it.
+func (p *Partition) Read(offset, maxBytes, limit int64) (Records, error) {
+	sl, err := p.p.Log().Read(offset, max(maxBytes, 1), limit)
 	if err != nil {
 		return Records{}, err
 	}
@@ -187,4 +204,65 @@ func (r Records) ReadAt(b []byte, off int64) (int, error) {
 func (r *Records) Release() {
 	r.sl.Release()
 	r.sl = partlog.Slice{}
+}
+
+// FetchPartition returns the partition a Fetch reads. replicaID < 0 is a
+// consumer: as Partition, read up to the high watermark. replicaID >= 0 is
+// a follower (that broker): the fetch at fetchOffset is recorded with the
+// partition's replication state first (the follower's log end and
+// caught-up time, which may move the high watermark and the ISR), and it
+// reads up to the log end. currentEpoch (-1: not checked) must be the
+// partition's leader epoch: lower is ErrFencedLeaderEpoch, higher
+// ErrUnknownLeaderEpoch (KIP-320).
+func (n *Node) FetchPartition(topic string, index int32, replicaID int32, fetchOffset int64, currentEpoch int32) (*Partition, error) {
+	p, err := n.Partition(topic, index)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkEpoch(p, currentEpoch); err != nil {
+		return nil, err
+	}
+	if replicaID < 0 {
+		return p, nil
+	}
+	p.follower = true
+	p.p.mu.Lock()
+	defer p.p.mu.Unlock()
+	if err := p.p.r.FollowerFetch(n.cfg.Clock.Now(), replicaID, fetchOffset); err != nil {
+		return nil, err
+	}
+	p.p.applyLocked()
+	return p, nil
+}
+
+// checkEpoch is Kafka's checkCurrentLeaderEpoch.
+func checkEpoch(p *Partition, current int32) error {
+	switch {
+	case current < 0:
+		return nil
+	case current < p.epoch:
+		return fmt.Errorf("%w: %s is in leader epoch %d, the request says %d", ErrFencedLeaderEpoch, logs.DirName(p.Topic, p.Index), p.epoch, current)
+	case current > p.epoch:
+		return fmt.Errorf("%w: %s is in leader epoch %d, the request says %d", ErrUnknownLeaderEpoch, logs.DirName(p.Topic, p.Index), p.epoch, current)
+	}
+	return nil
+}
+
+// EpochEnd answers OffsetForLeaderEpoch for a partition this broker leads:
+// where leader epoch epoch ends (the largest epoch at or below it, and the
+// start of the next, or the log end for the current epoch); (-1, -1) for an
+// epoch it does not know. currentEpoch is checked as in FetchPartition.
+func (n *Node) EpochEnd(topic string, index int32, currentEpoch, epoch int32) (int32, int64, error) {
+	p, err := n.Partition(topic, index)
+	if err != nil {
+		return -1, -1, err
+	}
+	if err := checkEpoch(p, currentEpoch); err != nil {
+		return -1, -1, err
+	}
+	if epoch == p.epoch {
+		return epoch, p.p.Log().EndOffset(), nil
+	}
+	e, end := p.p.Log().EndOffsetForEpoch(epoch)
+	return e, end, nil
 }

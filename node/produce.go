@@ -72,14 +72,18 @@ func (n *Node) Produce(ctx context.Context, req *ProduceRequest) {
 			w.Err = err
 			continue
 		}
-		if req.Acks == -1 && p.MinInsyncReplicas > 1 { // one replica: the leader
-			w.Err = ErrNotEnoughReplicas
+		if req.Acks == -1 {
+			if err := p.checkAppend(p.MinInsyncReplicas); err != nil {
+				w.Err = err
+				continue
+			}
+		}
+		if !p.DurableAcks && req.Acks != -1 {
+			n.appendTo(ctx, p, w, req.Acks)
 			continue
 		}
-		if !p.DurableAcks {
-			n.appendTo(ctx, p, w)
-			continue
-		}
+		// Durable acks and acks=all wait: concurrently, within the
+		// request's timeout.
 		if dctx == nil {
 			dctx, cancel = ctx, func() {}
 			if req.Timeout > 0 {
@@ -98,7 +102,7 @@ func (n *Node) Produce(ctx context.Context, req *ProduceRequest) {
 					panicMu.Unlock()
 				}
 			}()
-			n.appendTo(dctx, p, w)
+			n.appendTo(dctx, p, w, req.Acks)
 		}()
 	}
 	wg.Wait()
@@ -110,10 +114,16 @@ func (n *Node) Produce(ctx context.Context, req *ProduceRequest) {
 	}
 }
 
-// appendTo appends one partition's records and fills its result.
-func (n *Node) appendTo(ctx context.Context, p *logs.Partition, w *ProducePartition) {
-	res, err := p.Append(ctx, w.Records)
+// appendTo appends one partition's records, stamped with the leader epoch,
+// and fills its result; with acks=all it waits until the ISR has them
+// (the high watermark passes them).
+func (n *Node) appendTo(ctx context.Context, p *replicated, w *ProducePartition, acks int16) {
+	res, err := p.AppendEpoch(ctx, w.Records, p.epoch.Load())
+	p.appended()
 	w.LogStartOffset = p.Log().StartOffset()
+	if err == nil && acks == -1 {
+		err = p.waitAcksAll(ctx, res.NextOffset, p.MinInsyncReplicas)
+	}
 	if err != nil {
 		w.Err = err
 		n.logger.Debug("produce failed", "topic", p.Topic, "partition", p.Index, "err", err)
@@ -126,7 +136,7 @@ func (n *Node) appendTo(ctx context.Context, p *logs.Partition, w *ProducePartit
 // producePartition finds the partition a produce writes to: one this broker
 // leads (ErrNotLeader, ErrLeaderNotAvailable otherwise), of a topic that
 // exists (created first when auto-creation is on) and is not internal.
-func (n *Node) producePartition(ctx context.Context, topic string, partition int32) (*logs.Partition, error) {
+func (n *Node) producePartition(ctx context.Context, topic string, partition int32) (*replicated, error) {
 	if topic == OffsetsTopic {
 		return nil, fmt.Errorf("%w: %s", ErrWriteToInternalTopic, topic)
 	}
@@ -142,7 +152,7 @@ func (n *Node) producePartition(ctx context.Context, topic string, partition int
 
 // leaderPartition returns the open log of a partition this broker leads, and
 // its leader epoch.
-func (n *Node) leaderPartition(topic string, partition int32) (*logs.Partition, int32, error) {
+func (n *Node) leaderPartition(topic string, partition int32) (*replicated, int32, error) {
 	im, _ := n.image.load()
 	t := im.Topics[topic]
 	switch {
@@ -159,9 +169,9 @@ func (n *Node) leaderPartition(topic string, partition int32) (*logs.Partition, 
 		return nil, 0, fmt.Errorf("%w: %s is led by broker %d", ErrNotLeader, logs.DirName(topic, partition), v.Leader)
 	}
 	p, ok := n.localPartition(topic, t.ID, partition)
-	if !ok {
-		// Elected, not yet opened here: the client retries.
-		return nil, 0, fmt.Errorf("%w: %s is not open here yet", ErrNotLeader, logs.DirName(topic, partition))
+	if !ok || !p.leading.Load() || p.epoch.Load() != v.LeaderEpoch {
+		// Elected, not yet opened (or leading) here: the client retries.
+		return nil, 0, fmt.Errorf("%w: %s is not led here yet", ErrNotLeader, logs.DirName(topic, partition))
 	}
 	return p, v.LeaderEpoch, nil
 }

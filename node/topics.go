@@ -229,14 +229,6 @@ func (n *Node) CreateTopic(ctx context.Context, req CreateTopic) (TopicInfo, err
 	return n.waitReady(ctx, req.Name)
 }
 
-// maxReplicationFactor is 1 until followers replicate: a second replica
-// that holds nothing would be elected leader when the first dies (it is in
-// the ISR from the start), and the records acknowledged by the first would
-// be gone.
-const maxReplicationFactor = 1
-
-const noReplication = "weir does not replicate partitions yet, so a replication factor above 1 would keep nothing safe (replication is the next step)"
-
 // assign returns the replicas of each partition of a topic to create.
 func (n *Node) assign(im *meta.Image, req CreateTopic) ([][]int32, error) {
 	live := make([]int32, 0, len(im.Brokers))
@@ -255,9 +247,6 @@ func (n *Node) assign(im *meta.Image, req CreateTopic) ([][]int32, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrInvalidReplicaAssignment, err)
 		}
-		if len(a[0]) > maxReplicationFactor {
-			return nil, fmt.Errorf("%w: %d replicas per partition: %s", ErrInvalidReplicaAssignment, len(a[0]), noReplication)
-		}
 		if len(a) > MaxPartitions {
 			return nil, fmt.Errorf("%w: %d for topic %q, want 1..%d", ErrInvalidPartitions, len(a), req.Name, MaxPartitions)
 		}
@@ -272,9 +261,6 @@ func (n *Node) assign(im *meta.Image, req CreateTopic) ([][]int32, error) {
 	}
 	if partitions < 1 || partitions > MaxPartitions {
 		return nil, fmt.Errorf("%w: %d for topic %q, want 1..%d", ErrInvalidPartitions, partitions, req.Name, MaxPartitions)
-	}
-	if rf > maxReplicationFactor && int(rf) <= len(live) {
-		return nil, fmt.Errorf("%w: %d: %s", ErrInvalidReplicationFactor, rf, noReplication)
 	}
 	a, err := controller.Assign(live, partitions, rf, mrand.New(mrand.NewPCG(mrand.Uint64(), mrand.Uint64())))
 	if errors.Is(err, controller.ErrInvalidReplicationFactor) {

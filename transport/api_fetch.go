@@ -10,9 +10,12 @@ package transport
 // every response has session ID 0, which tells clients to send full requests,
 // and a request naming a session gets FETCH_SESSION_ID_NOT_FOUND.
 //
-// A partition is read up to its high watermark (the node says what that is);
-// the response waits up to MaxWait for MinBytes, woken by the partitions
-// when something is appended, not by polling.
+// A consumer reads a partition up to its high watermark, a follower
+// (ReplicaID = its broker id) up to the log end (the node says what each is,
+// and records a follower's fetch offset, which moves the high watermark); the
+// response waits up to MaxWait for MinBytes, woken by the partitions when
+// what may be read grows, not by polling. CurrentLeaderEpoch (v9+) is checked
+// (FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH).
 
 import (
 	"context"
@@ -43,7 +46,11 @@ func handleFetch(ctx context.Context, s *Server, r *request) (rawResponse, error
 			fp := &ft.parts[j]
 			fp.index, fp.offset, fp.maxBytes = rp.Partition, rp.FetchOffset, int64(rp.PartitionMaxBytes)
 			fp.hw, fp.logStart = -1, -1
-			p, err := s.node.Partition(rt.Topic, rp.Partition)
+			current := rp.CurrentLeaderEpoch
+			if req.Version < 9 {
+				current = -1
+			}
+			p, err := s.node.FetchPartition(rt.Topic, rp.Partition, req.ReplicaID, rp.FetchOffset, current)
 			if err != nil {
 				fp.errCode = s.code(err)
 				continue
@@ -102,12 +109,13 @@ func (r *fetchResponse) read(s *Server, maxBytes int64) (total int64, failed boo
 				failed = true
 				continue
 			}
+			fp.readLimit = fp.p.ReadLimit()
 			fp.hw, fp.lso, fp.logStart = fp.p.HighWatermark(), fp.p.LastStableOffset(), fp.p.LogStartOffset()
 			limit := min(fp.maxBytes, remaining)
 			if total > 0 && limit <= 0 {
 				continue
 			}
-			recs, err := fp.p.Read(fp.offset, limit, fp.hw)
+			recs, err := fp.p.Read(fp.offset, limit, fp.readLimit)
 			if err != nil {
 				fp.errCode = s.code(err)
 				failed = true
@@ -135,7 +143,7 @@ func (r *fetchResponse) waitChannels(chans []<-chan struct{}) ([]<-chan struct{}
 				continue
 			}
 			chans = append(chans, p.p.Wait())
-			if p.p.HighWatermark() != p.hw {
+			if p.p.ReadLimit() != p.readLimit {
 				moved = true
 			}
 		}

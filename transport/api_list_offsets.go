@@ -28,7 +28,11 @@ func handleListOffsets(_ context.Context, s *Server, r *request) (kmsg.Response,
 			sp.Default()
 			sp.Partition = rp.Partition
 			sp.Timestamp, sp.Offset = -1, -1
-			p, err := s.node.Partition(rt.Topic, rp.Partition)
+			current := rp.CurrentLeaderEpoch
+			if req.Version < 4 {
+				current = -1
+			}
+			p, err := s.node.FetchPartition(rt.Topic, rp.Partition, -1, 0, current)
 			if err != nil {
 				sp.ErrorCode = s.code(err)
 				continue

@@ -12,6 +12,7 @@ import (
 	"github.com/weir-broker/weir/core/producers"
 	"github.com/weir-broker/weir/core/recompress"
 	"github.com/weir-broker/weir/core/record"
+	"github.com/weir-broker/weir/core/replica"
 	"github.com/weir-broker/weir/core/segment"
 	"github.com/weir-broker/weir/core/topicconfig"
 	"github.com/weir-broker/weir/node"
@@ -80,6 +81,12 @@ var errorTable = []struct {
 	// The node's decisions.
 	{node.ErrTransactionsNotSupported, kerr.InvalidRequest},
 	{node.ErrNotEnoughReplicas, kerr.NotEnoughReplicas},
+	{node.ErrNotEnoughReplicasAfterAppend, kerr.NotEnoughReplicasAfterAppend},
+	{node.ErrFencedLeaderEpoch, kerr.FencedLeaderEpoch},
+	{node.ErrUnknownLeaderEpoch, kerr.UnknownLeaderEpoch},
+	{replica.ErrNotLeader, kerr.NotLeaderForPartition},
+	{replica.ErrNotReplica, kerr.NotLeaderForPartition},
+	{replica.ErrOffsetOutOfRange, kerr.OffsetOutOfRange},
 	{node.ErrInvalidAcks, kerr.InvalidRequiredAcks},
 	{node.ErrInvalidReplicationFactor, kerr.InvalidReplicationFactor},
 	{node.ErrInvalidReplicaAssignment, kerr.InvalidReplicaAssignment},

@@ -62,9 +62,10 @@ type fetchPart struct {
 	records  node.Records // empty when no records
 
 	// What the request asked for, for re-reads while long polling.
-	p        *node.Partition // nil: errCode says why
-	offset   int64
-	maxBytes int64
+	p         *node.Partition // nil: errCode says why
+	offset    int64
+	maxBytes  int64
+	readLimit int64 // what the last read went up to (the high watermark, or a follower's log end)
 }
 
 // size is the frame size after the size prefix: correlation ID and body.

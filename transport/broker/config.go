@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	"github.com/weir-broker/weir/core/clock"
+	"github.com/weir-broker/weir/core/coord"
 	"github.com/weir-broker/weir/core/vfs"
 	"github.com/weir-broker/weir/node"
 )
@@ -57,6 +59,17 @@ type Config struct {
 	// RetentionCheckInterval is how often retention is applied to every
 	// partition. Default DefaultRetentionCheckInterval.
 	RetentionCheckInterval time.Duration
+	// Coord, when set, is the coordination store (tests: an in-memory one);
+	// see node.Config.Coord.
+	Coord coord.Store
+	// ReplicaDialer, when set, dials the leaders this broker follows (tests:
+	// a faulty network); see node.Config.ReplicaDialer.
+	ReplicaDialer func(ctx context.Context, network, address string) (net.Conn, error)
+	// ReplicaLagTimeMax: see node.Config.ReplicaLagTimeMax.
+	ReplicaLagTimeMax time.Duration
+	// OffsetsReplicationFactor and OffsetsPartitions: see node.Config.
+	OffsetsReplicationFactor int16
+	OffsetsPartitions        int32
 	// CleanerBackoff is how often the log cleaner looks for compacted
 	// partitions to clean. Default node.DefaultCleanerBackoff (15 s).
 	CleanerBackoff time.Duration
@@ -222,6 +235,11 @@ func (c Config) nodeConfig(advertised string) node.Config {
 		RetentionCheckInterval:     c.RetentionCheckInterval,
 		OffsetsRetention:           c.OffsetsRetention,
 		CleanerBackoff:             c.CleanerBackoff,
+		Coord:                      c.Coord,
+		ReplicaDialer:              c.ReplicaDialer,
+		ReplicaLagTimeMax:          c.ReplicaLagTimeMax,
+		OffsetsReplicationFactor:   c.OffsetsReplicationFactor,
+		OffsetsPartitions:          c.OffsetsPartitions,
 		GroupMinSessionTimeout:     c.GroupMinSessionTimeout,
 		GroupMaxSessionTimeout:     c.GroupMaxSessionTimeout,
 		GroupInitialRebalanceDelay: c.GroupInitialRebalanceDelay,

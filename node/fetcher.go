@@ -1,0 +1,379 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/weir-broker/weir/cluster/peer"
+	"github.com/weir-broker/weir/core/logs"
+	"github.com/weir-broker/weir/core/replica"
+)
+
+// Replica fetcher settings (Kafka's defaults).
+const (
+	replicaFetchWait     = 500 * time.Millisecond // replica.fetch.wait.max.ms
+	replicaFetchBytes    = 1 << 20                // replica.fetch.max.bytes, per partition
+	replicaFetchResponse = 10 << 20               // replica.fetch.response.max.bytes
+	replicaFetchBackoff  = time.Second            // replica.fetch.backoff.ms
+)
+
+// fetchers are this broker's replica fetchers, one per source broker (Kafka's
+// num.replica.fetchers = 1): each fetches every partition this broker
+// follows on that leader in one Fetch request, after asking the leader
+// where its epoch ends for the partitions that just started following
+// (OffsetForLeaderEpoch). The replica values decide; fetchers carry the
+// requests and hand the answers back.
+type fetchers struct {
+	n  *Node
+	mu sync.Mutex
+	by map[int32]*fetcher
+	of map[*replicated]*fetcher
+}
+
+// fetchPart is one partition a fetcher serves.
+type fetchPart struct {
+	epoch int32 // the leader epoch followed, sent as CurrentLeaderEpoch
+	query bool  // asking where our epoch ends, not fetching yet
+	// until: after an error, not before then.
+	until time.Time
+}
+
+type fetcher struct {
+	fs     *fetchers
+	source int32
+	mu     sync.Mutex
+	parts  map[*replicated]*fetchPart
+	wake   chan struct{}
+	ctx    context.Context
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	client *peer.Client // for addr; the fetcher goroutine's own
+	addr   string
+}
+
+func newFetchers(n *Node) *fetchers {
+	return &fetchers{n: n, by: map[int32]*fetcher{}, of: map[*replicated]*fetcher{}}
+}
+
+// query has rp's fetcher of leader ask where rp's latest epoch ends.
+func (fs *fetchers) query(rp *replicated, leader, epoch int32) {
+	fs.put(rp, leader, &fetchPart{epoch: epoch, query: true})
+}
+
+// fetch has rp fetched from leader, from its log end.
+func (fs *fetchers) fetch(rp *replicated, leader, epoch int32, _ int64) {
+	fs.put(rp, leader, &fetchPart{epoch: epoch})
+}
+
+func (fs *fetchers) put(rp *replicated, leader int32, fp *fetchPart) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	if old := fs.of[rp]; old != nil && old.source != leader {
+		old.drop(rp)
+	}
+	f := fs.by[leader]
+	if f == nil {
+		f = &fetcher{fs: fs, source: leader, parts: map[*replicated]*fetchPart{}, wake: make(chan struct{}, 1),
+			done: make(chan struct{})}
+		f.ctx, f.cancel = context.WithCancel(fs.n.ctx)
+		fs.by[leader] = f
+		go f.run()
+	}
+	fs.of[rp] = f
+	f.mu.Lock()
+	f.parts[rp] = fp
+	f.mu.Unlock()
+	f.poke()
+}
+
+// remove stops fetching rp.
+func (fs *fetchers) remove(rp *replicated) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	if f := fs.of[rp]; f != nil {
+		f.drop(rp)
+		delete(fs.of, rp)
+	}
+}
+
+// close stops every fetcher and waits for them.
+func (fs *fetchers) close() {
+	fs.mu.Lock()
+	all := fs.by
+	fs.by, fs.of = map[int32]*fetcher{}, map[*replicated]*fetcher{}
+	fs.mu.Unlock()
+	for _, f := range all {
+		f.cancel()
+		<-f.done
+	}
+}
+
+func (f *fetcher) drop(rp *replicated) {
+	f.mu.Lock()
+	delete(f.parts, rp)
+	f.mu.Unlock()
+	f.poke()
+}
+
+func (f *fetcher) poke() {
+	select {
+	case f.wake <- struct{}{}:
+	default:
+	}
+}
+
+// sleep waits d, or until poked or stopped.
+func (f *fetcher) sleep(d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-f.wake:
+	case <-f.ctx.Done():
+	}
+}
+
+func (f *fetcher) run() {
+	defer close(f.done)
+	defer func() {
+		if f.client != nil {
+			f.client.Close()
+		}
+	}()
+	log := f.fs.n.logger.With("component", "fetcher", "source", f.source)
+	for f.ctx.Err() == nil {
+		queries, fetches, next := f.snapshot()
+		if len(queries) == 0 && len(fetches) == 0 {
+			if next.IsZero() {
+				select {
+				case <-f.wake:
+				case <-f.ctx.Done():
+				}
+			} else {
+				f.sleep(time.Until(next))
+			}
+			continue
+		}
+		cl, err := f.clientOf()
+		if err != nil {
+			log.Debug("no route to the leader", "err", err)
+			f.sleep(replicaFetchBackoff)
+			continue
+		}
+		if len(queries) > 0 {
+			f.askEpochs(cl, queries, log)
+		}
+		if len(fetches) > 0 {
+			f.fetchOnce(cl, fetches, log)
+		}
+	}
+}
+
+type queued struct {
+	rp    *replicated
+	epoch int32
+}
+
+// snapshot returns what to do now, and when the earliest backed-off
+// partition may go again.
+func (f *fetcher) snapshot() (queries, fetches []queued, next time.Time) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	now := time.Now()
+	for rp, fp := range f.parts {
+		if now.Before(fp.until) {
+			if next.IsZero() || fp.until.Before(next) {
+				next = fp.until
+			}
+			continue
+		}
+		if fp.query {
+			queries = append(queries, queued{rp, fp.epoch})
+		} else {
+			fetches = append(fetches, queued{rp, fp.epoch})
+		}
+	}
+	return queries, fetches, next
+}
+
+// backoff holds rp back after an error.
+func (f *fetcher) backoff(rp *replicated) {
+	f.mu.Lock()
+	if fp := f.parts[rp]; fp != nil {
+		fp.until = time.Now().Add(replicaFetchBackoff)
+	}
+	f.mu.Unlock()
+}
+
+// clientOf returns a client of the source broker at its address in the
+// image (a new one when the address changed).
+func (f *fetcher) clientOf() (*peer.Client, error) {
+	im, _ := f.fs.n.image.load()
+	b, ok := im.Brokers[f.source]
+	if !ok {
+		return nil, fmt.Errorf("broker %d is not registered", f.source)
+	}
+	addr := net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port)))
+	if f.client != nil && f.addr == addr {
+		return f.client, nil
+	}
+	if f.client != nil {
+		f.client.Close()
+		f.client = nil
+	}
+	cl, err := peer.Dial(addr, f.fs.n.cfg.NodeID, f.fs.n.cfg.ReplicaDialer)
+	if err != nil {
+		return nil, err
+	}
+	f.client, f.addr = cl, addr
+	return cl, nil
+}
+
+func (f *fetcher) askEpochs(cl *peer.Client, qs []queued, log interface{ Debug(string, ...any) }) {
+	var req []peer.EpochQuery
+	var asked []queued
+	for _, q := range qs {
+		latest, ok := q.rp.Log().LatestEpoch()
+		if !ok {
+			// An empty log: nothing to truncate.
+			q.rp.epochAnswered(f.source, q.epoch, replica.Undefined)
+			continue
+		}
+		req = append(req, peer.EpochQuery{Topic: q.rp.Topic, Partition: q.rp.Index, CurrentLeaderEpoch: q.epoch, LeaderEpoch: latest})
+		asked = append(asked, q)
+	}
+	if len(req) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(f.ctx, 30*time.Second)
+	answers, err := cl.EpochEnds(ctx, req)
+	cancel()
+	if err != nil {
+		log.Debug("OffsetForLeaderEpoch failed", "err", err)
+		for _, q := range asked {
+			f.backoff(q.rp)
+		}
+		return
+	}
+	for _, q := range asked {
+		a, ok := findAnswer(answers, q.rp)
+		switch {
+		case !ok:
+			f.backoff(q.rp)
+		case a.Err != nil:
+			log.Debug("OffsetForLeaderEpoch refused", "partition", logs.DirName(q.rp.Topic, q.rp.Index), "err", a.Err)
+			f.backoff(q.rp)
+		default:
+			q.rp.epochAnswered(f.source, q.epoch, replica.EpochEnd{Epoch: a.Epoch, EndOffset: a.EndOffset})
+		}
+	}
+}
+
+func findAnswer(as []peer.EpochAnswer, rp *replicated) (peer.EpochAnswer, bool) {
+	for _, a := range as {
+		if a.Topic == rp.Topic && a.Partition == rp.Index {
+			return a, true
+		}
+	}
+	return peer.EpochAnswer{}, false
+}
+
+func (f *fetcher) fetchOnce(cl *peer.Client, fetches []queued, log interface{ Debug(string, ...any) }) {
+	req := peer.FetchRequest{MaxWait: replicaFetchWait, MinBytes: 1, MaxBytes: replicaFetchResponse}
+	offsets := make(map[*replicated]int64, len(fetches))
+	for _, q := range fetches {
+		off := q.rp.Log().EndOffset()
+		offsets[q.rp] = off
+		req.Partitions = append(req.Partitions, peer.FetchPartition{Topic: q.rp.Topic, Partition: q.rp.Index,
+			CurrentLeaderEpoch: q.epoch, FetchOffset: off, MaxBytes: replicaFetchBytes})
+	}
+	ctx, cancel := context.WithTimeout(f.ctx, replicaFetchWait+30*time.Second)
+	res, err := cl.Fetch(ctx, req)
+	cancel()
+	if err != nil {
+		if f.ctx.Err() == nil {
+			log.Debug("fetch failed", "err", err)
+			for _, q := range fetches {
+				f.backoff(q.rp)
+			}
+		}
+		return
+	}
+	for _, q := range fetches {
+		var got *peer.Fetched
+		for i := range res {
+			if res[i].Topic == q.rp.Topic && res[i].Partition == q.rp.Index {
+				got = &res[i]
+				break
+			}
+		}
+		if got == nil {
+			f.backoff(q.rp)
+			continue
+		}
+		if err := q.rp.fetched(f.source, q.epoch, offsets[q.rp], got); err != nil {
+			log.Debug("fetched partition refused", "partition", logs.DirName(q.rp.Topic, q.rp.Index), "err", err)
+			f.backoff(q.rp)
+		}
+	}
+}
+
+// following reports whether rp still follows source in epoch. mu held.
+func (rp *replicated) followingLocked(source, epoch int32) bool {
+	return rp.r.Role() == replica.Follower && rp.r.Leader() == source && rp.r.Epoch() == epoch
+}
+
+// epochAnswered hands the leader's answer to an epoch query to the replica,
+// with where the follower's own log ends that epoch.
+func (rp *replicated) epochAnswered(source, epoch int32, leader replica.EpochEnd) {
+	rp.mu.Lock()
+	defer rp.mu.Unlock()
+	if !rp.followingLocked(source, epoch) {
+		return
+	}
+	local := replica.Undefined
+	if leader.Epoch >= 0 {
+		e, end := rp.Log().EndOffsetForEpoch(leader.Epoch)
+		local = replica.EpochEnd{Epoch: e, EndOffset: end}
+	}
+	rp.r.EpochEnd(leader, local)
+	rp.applyLocked()
+}
+
+// errStaleFetch: an answer for a fetch the partition has moved on from.
+var errStaleFetch = errors.New("node: stale fetch answer")
+
+// fetched appends what a fetch at offset brought, and hands the leader's
+// high watermark (or an out-of-range answer) to the replica.
+func (rp *replicated) fetched(source, epoch int32, offset int64, got *peer.Fetched) error {
+	rp.mu.Lock()
+	defer rp.mu.Unlock()
+	if !rp.followingLocked(source, epoch) || rp.Log().EndOffset() != offset {
+		return errStaleFetch
+	}
+	switch {
+	case errors.Is(got.Err, kerr.OffsetOutOfRange):
+		rp.r.OutOfRange(got.LogStartOffset)
+		rp.applyLocked()
+		return nil
+	case got.Err != nil:
+		return got.Err
+	}
+	if len(got.Records) > 0 {
+		if _, err := rp.AppendReplicated(rp.n.ctx, got.Records); err != nil {
+			return fmt.Errorf("append what %s fetched from broker %d: %w", logs.DirName(rp.Topic, rp.Index), source, err)
+		}
+		rp.r.Appended(rp.Log().EndOffset())
+	}
+	rp.r.LeaderHighWatermark(got.HighWatermark)
+	rp.applyLocked()
+	return nil
+}
