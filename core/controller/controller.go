@@ -45,6 +45,10 @@ type Controller struct {
 	// name): a late read of one is ignored.
 	gone    map[[16]byte]bool
 	deposed bool
+	// shutting are the brokers in controlled shutdown; preferred asks the
+	// next Ready for preferred-leader elections.
+	shutting  []int32
+	preferred bool
 }
 
 // topic is what the controller knows of one topic.
@@ -434,8 +438,46 @@ func (c *Controller) Ready() []Action {
 	for _, name := range slices.Sorted(maps.Keys(c.topics)) {
 		out = c.readyTopic(c.topics[name], out)
 	}
+	c.preferred = false
 	return out
 }
+
+// SetShuttingDown names the brokers in controlled shutdown (each announced
+// it before stopping; a broker that is gone is not listed): the partitions
+// they lead go to other in-sync replicas, and they leave the ISRs, so that
+// clients see their leaders move before the brokers stop, not a failure.
+// The list replaces the previous one.
+func (c *Controller) SetShuttingDown(ids []int32) {
+	c.shutting = slices.Sorted(slices.Values(ids))
+}
+
+// ShuttingDownDone reports whether broker id, in controlled shutdown, leads
+// no partition any more that another live in-sync replica could take, and
+// is in no ISR with another live member: it may stop.
+func (c *Controller) ShuttingDownDone(id int32) bool {
+	for _, tp := range c.topics {
+		if tp.removed || tp.t.Deleting {
+			continue
+		}
+		for _, st := range tp.t.States {
+			if st == nil || !slices.Contains(st.ISR, id) {
+				continue
+			}
+			for _, r := range st.ISR {
+				if r != id && c.isLive(r) && !slices.Contains(c.shutting, r) {
+					return false // someone else could take its place
+				}
+			}
+		}
+	}
+	return true
+}
+
+// PreferredElection asks the next Ready to move every partition's leadership
+// to its preferred replica (the first of its assignment) where that one is
+// live, in the ISR and not shutting down (Kafka's auto.leader.rebalance,
+// which the loop runs every leader.imbalance.check.interval).
+func (c *Controller) PreferredElection() { c.preferred = true }
 
 func (c *Controller) readyTopic(tp *topic, out []Action) []Action {
 	if tp.removed {
@@ -470,7 +512,8 @@ func (c *Controller) readyTopic(tp *topic, out []Action) []Action {
 			}
 			w = &CreateState{Topic: name, TopicID: tp.t.ID, Partition: int32(p), State: s}
 		} else {
-			s, ok := nextState(tp.t.Assignment[p], *st, c.isLive, pt.bounced, unclean, c.cfg.ControllerEpoch)
+			s, ok := nextState(tp.t.Assignment[p], *st, c.isLive, pt.bounced, unclean, c.cfg.ControllerEpoch,
+				c.shutting, c.preferred)
 			if !ok {
 				pt.bounced = nil
 				continue

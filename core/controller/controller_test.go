@@ -77,6 +77,33 @@ var scripts = []struct {
 		{live(1, 2, 3), []string{"update t/0@1 leader=3 epoch=2 isr=[3] ce=5"}},
 		{apply, nil},
 	}},
+	{name: "controlled shutdown: leaders move to the next ISR member, the broker leaves the ISRs; a sole replica stays", steps: []step{
+		{all(live(1, 2, 3), newTopic("t", r(1, 2, 3), r(2, 1, 3), r(1))), []string{
+			"create t/0 leader=1 epoch=0 isr=[1 2 3] ce=5",
+			"create t/1 leader=2 epoch=0 isr=[2 1 3] ce=5",
+			"create t/2 leader=1 epoch=0 isr=[1] ce=5"}},
+		{apply, nil},
+		{shuttingDown(1), []string{
+			"update t/0@0 leader=2 epoch=1 isr=[2 3] ce=5",
+			"update t/1@0 leader=2 epoch=1 isr=[2 3] ce=5"}},
+		{all(apply, shutdownDone(1, true)), nil},
+		// It stops, and comes back out of sync: leaders add it again.
+		{all(shuttingDown(), live(2, 3)), []string{"update t/2@0 leader=-1 epoch=1 isr=[1] ce=5"}},
+		{apply, nil},
+		{live(1, 2, 3), []string{"update t/2@1 leader=1 epoch=2 isr=[1] ce=5"}},
+		{apply, nil},
+		// Back in the ISRs, a preferred election gives t/0 back to 1.
+		{all(isrChange("t", 0, 2, 3, 1), isrChange("t", 1, 2, 3, 1), feedTopic("t")), nil},
+		{preferredElection, []string{"update t/0@2 leader=1 epoch=2 isr=[2 3 1] ce=5"}},
+		{all(apply, settled("t")), nil},
+		{preferredElection, nil},
+	}},
+	{name: "controlled shutdown waits while another ISR member could take over", steps: []step{
+		{all(live(1, 2), newTopic("t", r(1, 2))), []string{"create t/0 leader=1 epoch=0 isr=[1 2] ce=5"}},
+		{apply, nil},
+		{all(shuttingDown(1), shutdownDone(1, false)), []string{"update t/0@0 leader=2 epoch=1 isr=[2] ce=5"}},
+		{all(shutdownDone(1, false), apply, shutdownDone(1, true)), nil},
+	}},
 	{name: "unclean election: the first live replica leads with the ISR [leader]", unclean: true, steps: []step{
 		{all(live(1, 2, 3), newTopic("t", r(1, 2, 3))), []string{"create t/0 leader=1 epoch=0 isr=[1 2 3] ce=5"}},
 		{apply, nil},

@@ -113,6 +113,21 @@
 //   - Unclean election is Config.UncleanLeaderElection, overridden by the
 //     topic's unclean.leader.election.enable (leaderForOffline reads the
 //     topic's log config).
+//   - Controlled shutdown (SetShuttingDown; Kafka's ControlledShutdown and
+//     ControlledShutdownPartitionLeaderElectionStrategy): a broker shutting
+//     down hands each partition it leads to the first live ISR member in
+//     assignment order that is not shutting down, and leaves every ISR that
+//     has such a member; a partition it alone holds keeps it (it could not
+//     move without losing data). ShuttingDownDone tells the broker when it
+//     may stop.
+//   - Preferred-leader election (PreferredElection; Kafka's
+//     auto.leader.rebalance.enable, run every
+//     leader.imbalance.check.interval.seconds by the loop): a partition
+//     whose first assigned replica is live, in the ISR and not shutting
+//     down, but not leading, is handed back to it. Kafka only does this
+//     when a broker's share of non-preferred leaders passes
+//     leader.imbalance.per.broker.percentage (10%); here every call
+//     rebalances every such partition.
 //   - Topics being deleted get no elections and no ISR changes
 //     (onReplicasBecomeOffline and triggerOnlinePartitionStateChange leave
 //     topics queued for deletion out).

@@ -347,3 +347,25 @@ func deposed(want bool) func(*harness) {
 		}
 	}
 }
+
+// shuttingDown sets the brokers in controlled shutdown.
+func shuttingDown(ids ...int32) func(*harness) {
+	return func(h *harness) { h.c.SetShuttingDown(ids) }
+}
+
+// shutdownDone checks ShuttingDownDone.
+func shutdownDone(id int32, want bool) func(*harness) {
+	return func(h *harness) {
+		h.t.Helper()
+		if got := h.c.ShuttingDownDone(id); got != want {
+			h.t.Fatalf("ShuttingDownDone(%d) = %v, want %v", id, got, want)
+		}
+	}
+}
+
+func preferredElection(h *harness) { h.c.PreferredElection() }
+
+// feedTopic feeds the stored topic to the controller (a read).
+func feedTopic(name string) func(*harness) {
+	return func(h *harness) { h.feed(name) }
+}

@@ -73,15 +73,36 @@ func settle(assignment []int32, s meta.PartitionState, live liveFunc, unclean bo
 // processBrokerChange does, a failure (settle without them) and then a
 // startup (settle with them), folded into one write. Every write bumps the
 // leader epoch by one and carries the controller's epoch.
+//
+// shutting are brokers in controlled shutdown (Kafka's
+// ControlledShutdownPartitionLeaderElectionStrategy): one that leads hands
+// the leadership to the first live ISR member in assignment order that is
+// not shutting down, and they leave the ISR, except that a partition with
+// no other live ISR member keeps its leader and ISR (nothing could take
+// over without losing what only it has). preferred moves the leadership to
+// the first replica of the assignment when it is live, in the ISR and not
+// shutting down (Kafka's preferred replica election).
 func nextState(assignment []int32, s meta.PartitionState, live liveFunc, bounced []int32, unclean bool,
-	controllerEpoch int32) (meta.PartitionState, bool) {
+	controllerEpoch int32, shutting []int32, preferred bool) (meta.PartitionState, bool) {
 	cur, changed := s, false
 	if len(bounced) > 0 {
 		down := func(id int32) bool { return live(id) && !slices.Contains(bounced, id) }
 		cur.Leader, cur.ISR, changed = settle(assignment, s, down, unclean)
 	}
 	leader, isr, again := settle(assignment, cur, live, unclean)
-	if !changed && !again {
+	changed = changed || again
+	eligible := func(id int32) bool { return live(id) && !slices.Contains(shutting, id) }
+	if len(shutting) > 0 && leader != meta.NoLeader {
+		if l, i, moved := handOver(assignment, leader, isr, eligible); moved {
+			leader, isr, changed = l, i, true
+		}
+	}
+	if preferred && len(assignment) > 0 {
+		if p := assignment[0]; p != leader && eligible(p) && slices.Contains(isr, p) {
+			leader, changed = p, true
+		}
+	}
+	if !changed {
 		return meta.PartitionState{}, false
 	}
 	return meta.PartitionState{
@@ -91,6 +112,29 @@ func nextState(assignment []int32, s meta.PartitionState, live liveFunc, bounced
 		ControllerEpoch: controllerEpoch,
 		Version:         -1,
 	}, true
+}
+
+// handOver applies a controlled shutdown to a partition led by leader
+// with ISR isr: brokers not eligible (shutting down) leave the ISR and the
+// leadership goes to the first eligible ISR member in assignment order, when
+// there is one; otherwise nothing changes.
+func handOver(assignment []int32, leader int32, isr []int32, eligible liveFunc) (int32, []int32, bool) {
+	keep := filter(isr, eligible)
+	if len(keep) == 0 || len(keep) == len(isr) {
+		return leader, isr, false
+	}
+	if !eligible(leader) {
+		for _, r := range assignment {
+			if slices.Contains(keep, r) {
+				leader = r
+				break
+			}
+		}
+		if !eligible(leader) {
+			leader = keep[0] // an ISR member outside the assignment: still a replica that has it all
+		}
+	}
+	return leader, keep, true
 }
 
 // filter returns the live members of isr, in ISR order (a new slice).
