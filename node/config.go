@@ -91,6 +91,17 @@ type Config struct {
 	// ReplicaDialer, when set, dials the leaders this broker follows (tests
 	// put a faulty network here). Default: net.Dialer.
 	ReplicaDialer func(ctx context.Context, network, address string) (net.Conn, error)
+	// LeaderImbalanceCheckInterval is how often the controller hands
+	// partitions back to their preferred leaders (the first replica of each
+	// assignment) when they are in sync (Kafka auto.leader.rebalance.enable,
+	// leader.imbalance.check.interval.seconds). Default 5 minutes; negative
+	// turns it off.
+	LeaderImbalanceCheckInterval time.Duration
+	// ControlledShutdownTimeout bounds how long Close waits for the
+	// controller to move this broker's leaderships to other in-sync
+	// replicas before it stops (Kafka's controlled shutdown). Default 30 s;
+	// negative skips the controlled shutdown.
+	ControlledShutdownTimeout time.Duration
 	// CleanerBackoff is how often the log cleaner looks for compacted
 	// partitions to clean (Kafka log.cleaner.backoff.ms). Default
 	// DefaultCleanerBackoff (15 s).
@@ -172,6 +183,12 @@ func (c Config) Validate() (Config, error) {
 		c.RetentionCheckInterval = DefaultRetentionCheckInterval
 	case c.RetentionCheckInterval < 0:
 		return bad("RetentionCheckInterval %v is negative", c.RetentionCheckInterval)
+	}
+	if c.LeaderImbalanceCheckInterval == 0 {
+		c.LeaderImbalanceCheckInterval = 5 * time.Minute
+	}
+	if c.ControlledShutdownTimeout == 0 {
+		c.ControlledShutdownTimeout = 30 * time.Second
 	}
 	switch {
 	case c.ReplicaLagTimeMax == 0:

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strconv"
 	"time"
 
@@ -25,6 +26,9 @@ type control struct {
 	brokers  map[int32]meta.Broker  // as last fed
 	fed      map[string]*meta.Topic // topics as last fed (images share unchanged ones)
 	lastTick time.Time
+	shutting []int32 // brokers in controlled shutdown, as last fed
+	// lastPreferred is when the last preferred-leader election was asked for.
+	lastPreferred time.Time
 }
 
 // control runs the controller part of one loop step: elect this broker when
@@ -50,7 +54,7 @@ func (l *loop) control(ctx context.Context, im *meta.Image) error {
 		if err != nil {
 			return err
 		}
-		l.ctl = &control{c: c, sm: sm, fed: map[string]*meta.Topic{}, lastTick: time.Now()}
+		l.ctl = &control{c: c, sm: sm, fed: map[string]*meta.Topic{}, lastTick: time.Now(), lastPreferred: time.Now()}
 		l.n.logger.Info("elected controller", "broker", self, "controller_epoch", c.Epoch)
 	}
 	ct := l.ctl
@@ -59,6 +63,14 @@ func (l *loop) control(ctx context.Context, im *meta.Image) error {
 			return err
 		}
 		ct.brokers = im.Brokers
+	}
+	if !slices.Equal(ct.shutting, im.ShuttingDown) {
+		ct.sm.SetShuttingDown(im.ShuttingDown)
+		ct.shutting = im.ShuttingDown
+	}
+	if iv := l.n.cfg.LeaderImbalanceCheckInterval; iv > 0 && time.Since(ct.lastPreferred) >= iv {
+		ct.sm.PreferredElection()
+		ct.lastPreferred = time.Now()
 	}
 	for name, t := range im.Topics {
 		if ct.fed[name] == t {

@@ -55,26 +55,27 @@ type loop struct {
 
 	// What was read, owned by the loop goroutine. Topics are replaced, never
 	// changed in place, so published images can share them.
-	session    int64 // the session the cache belongs to
-	registered bool
-	brokers    map[int32]meta.Broker
-	controller int32
-	ctrlEpoch  int32
-	names      []string
-	deleting   map[string]bool
-	topics     map[string]*meta.Topic
-	acked      map[string]bool   // deletions this broker acknowledged
-	removed    map[[16]byte]bool // topics (by id) whose logs this broker removed
-	strayDone  atomic.Bool       // setAsideStrays ran
-	ctl        *control          // non-nil while this broker is controller
-	lastWarn   string            // the last round failure logged at WARN, and when
-	lastWarnAt time.Time
+	session      int64 // the session the cache belongs to
+	registered   bool
+	brokers      map[int32]meta.Broker
+	controller   int32
+	ctrlEpoch    int32
+	names        []string
+	deleting     map[string]bool
+	topics       map[string]*meta.Topic
+	acked        map[string]bool   // deletions this broker acknowledged
+	removed      map[[16]byte]bool // topics (by id) whose logs this broker removed
+	strayDone    atomic.Bool       // setAsideStrays ran
+	ctl          *control          // non-nil while this broker is controller
+	shuttingDown []int32           // brokers in controlled shutdown, as read
+	lastWarn     string            // the last round failure logged at WARN, and when
+	lastWarnAt   time.Time
 }
 
 // dirty is what must be read again.
 type dirty struct {
-	all, brokers, controller, names, deleting bool
-	topics                                    map[string]bool
+	all, brokers, controller, names, deleting, shutdown bool
+	topics                                              map[string]bool
 }
 
 func newLoop(n *Node, store coord.Store) *loop {
@@ -240,7 +241,7 @@ func (l *loop) refresh(ctx context.Context, d dirty) (err error) {
 		}
 	}()
 	if d.all {
-		d.brokers, d.controller, d.names, d.deleting = true, true, true, true
+		d.brokers, d.controller, d.names, d.deleting, d.shutdown = true, true, true, true, true
 		for t := range l.topics {
 			d.topics[t] = true
 		}
@@ -253,6 +254,16 @@ func (l *loop) refresh(ctx context.Context, d dirty) (err error) {
 	if d.controller {
 		if err := l.readController(ctx); err != nil {
 			return err
+		}
+	}
+	if d.shutdown {
+		ids, watch, err := layout.ReadShuttingDown(ctx, l.store)
+		if err != nil {
+			return err
+		}
+		l.shuttingDown = ids
+		if !l.isArmed(layout.ShuttingDownPath) {
+			l.arm(layout.ShuttingDownPath, watch, func(d *dirty) { d.shutdown = true })
 		}
 	}
 	if d.names {
@@ -495,6 +506,11 @@ func (l *loop) readTopic(ctx context.Context, name string) (*meta.Topic, error) 
 func (l *loop) image() *meta.Image {
 	im := &meta.Image{ClusterID: l.n.id.ClusterID, Controller: l.controller, ControllerEpoch: l.ctrlEpoch,
 		Brokers: maps.Clone(l.brokers), Topics: maps.Clone(l.topics)}
+	for _, id := range l.shuttingDown {
+		if im.Live(id) {
+			im.ShuttingDown = append(im.ShuttingDown, id)
+		}
+	}
 	if !im.Live(im.Controller) {
 		im.Controller = -1
 	}

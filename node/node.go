@@ -281,7 +281,10 @@ func (n *Node) Logger() *slog.Logger { return n.logger }
 // their flush policies until closed). Whoever serves the node must have
 // stopped calling it first. Calling Close again returns the same result.
 func (n *Node) Close() error {
-	n.closeOnce.Do(func() { n.closeErr = n.stop() })
+	n.closeOnce.Do(func() {
+		n.controlledShutdown()
+		n.closeErr = n.stop()
+	})
 	return n.closeErr
 }
 

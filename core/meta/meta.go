@@ -105,6 +105,8 @@ type Image struct {
 	Brokers map[int32]Broker
 	// Topics by name.
 	Topics map[string]*Topic
+	// ShuttingDown are the live brokers in controlled shutdown, sorted.
+	ShuttingDown []int32
 }
 
 // Empty is an image with no brokers, no controller and no topics.

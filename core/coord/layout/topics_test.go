@@ -260,3 +260,33 @@ func TestReadTopicMalformed(t *testing.T) {
 	_, err = layout.ReadTopic(ctx(t), s, "t")
 	wantErr(t, err, errs(layout.ErrMalformed), "/config/topics/t")
 }
+
+// A broker in controlled shutdown is listed while its session lives; a
+// malformed child is an error naming the path.
+func TestShuttingDown(t *testing.T) {
+	_, ss := cluster(2)
+	ids, _, err := layout.ReadShuttingDown(ctx(t), ss[0])
+	must(t, err)
+	if len(ids) != 0 {
+		t.Fatalf("shutting down %v before any announcement", ids)
+	}
+	must(t, layout.AnnounceShutdown(ctx(t), ss[1], 7))
+	must(t, layout.AnnounceShutdown(ctx(t), ss[1], 7)) // again, same session
+	ids, _, err = layout.ReadShuttingDown(ctx(t), ss[0])
+	must(t, err)
+	if !slices.Equal(ids, []int32{7}) {
+		t.Fatalf("shutting down %v, want [7]", ids)
+	}
+	if err := layout.AnnounceShutdown(ctx(t), ss[0], 7); err == nil {
+		t.Fatal("another session announced broker 7's shutdown")
+	}
+	must(t, ss[1].Close())
+	ids, _, err = layout.ReadShuttingDown(ctx(t), ss[0])
+	must(t, err)
+	if len(ids) != 0 {
+		t.Fatalf("shutting down %v after the session ended", ids)
+	}
+	must(t, coord.CreateAll(ctx(t), ss[0], layout.ShuttingDownPath+"/x", nil, coord.Persistent))
+	_, _, err = layout.ReadShuttingDown(ctx(t), ss[0])
+	wantErr(t, err, errs(layout.ErrMalformed), layout.ShuttingDownPath+"/x")
+}
