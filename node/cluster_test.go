@@ -221,14 +221,19 @@ func TestBrokerJoins(t *testing.T) {
 	if _, err := c.nodes[1].CreateTopic(context.Background(), CreateTopic{Name: "rf4", Partitions: 1, ReplicationFactor: 4}); !errors.Is(err, ErrInvalidReplicationFactor) {
 		t.Errorf("replication factor 4 on 3 brokers: %v, want ErrInvalidReplicationFactor", err)
 	}
-	// Until followers replicate, a second replica would keep nothing safe.
-	if _, err := c.nodes[1].CreateTopic(context.Background(), CreateTopic{Name: "rf2", Partitions: 1, ReplicationFactor: 2}); !errors.Is(err, ErrInvalidReplicationFactor) || !strings.Contains(err.Error(), "replicate") {
-		t.Errorf("replication factor 2: %v, want ErrInvalidReplicationFactor saying why", err)
+	ti, err := c.nodes[1].CreateTopic(context.Background(), CreateTopic{Name: "rf3", Partitions: 2, ReplicationFactor: 3})
+	if err != nil || ti.ReplicationFactor() != 3 {
+		t.Fatalf("replication factor 3 on 3 brokers: %+v, %v", ti, err)
 	}
-	_, err := c.nodes[1].CreateTopic(context.Background(), CreateTopic{Name: "two", Partitions: -1, ReplicationFactor: -1,
-		Assignment: []ReplicaAssignment{{Partition: 0, Replicas: []int32{1, 2}}}})
+	c.await("every replica of rf3 in its ISR", func(im *meta.Image) bool {
+		t := im.Topics["rf3"]
+		return t != nil && len(t.States) == 2 && t.States[0] != nil && t.States[1] != nil &&
+			len(t.States[0].ISR) == 3 && len(t.States[1].ISR) == 3
+	})
+	_, err = c.nodes[1].CreateTopic(context.Background(), CreateTopic{Name: "two", Partitions: -1, ReplicationFactor: -1,
+		Assignment: []ReplicaAssignment{{Partition: 0, Replicas: []int32{1, 1}}}})
 	if !errors.Is(err, ErrInvalidReplicaAssignment) {
-		t.Errorf("an assignment of two replicas: %v, want ErrInvalidReplicaAssignment", err)
+		t.Errorf("an assignment naming a broker twice: %v, want ErrInvalidReplicaAssignment", err)
 	}
 }
 
