@@ -31,6 +31,10 @@ type AppendResult struct {
 // bytes 12-15 in place (not covered by the CRC), and writes them to the active
 // segment with one write. The log keeps no reference to buf after returning.
 //
+// A leaderEpoch above the log's latest starts that epoch in the epoch cache
+// at the first offset appended; one below it is ErrStaleEpoch (see "Leader
+// epochs" in the package doc); a negative one is stamped but starts none.
+//
 // Invalid input changes nothing: a corrupt batch (errors.Is(err,
 // record.ErrCorrupt)) or one over MaxBatchBytes (ErrBatchTooLarge) rejects the
 // whole append. The flush policy is consulted once per call, after the
@@ -163,6 +167,18 @@ func (l *Log) appendLocked(buf []byte, epoch int32) (AppendResult, bool, pending
 	if span >= math.MaxUint32 {
 		return AppendResult{}, false, pa, fmt.Errorf("partlog: append of %d offsets: %w", span, record.ErrBadRecords)
 	}
+	// The epoch cache after the append: an epoch above the latest starts
+	// at the first batch; one below it is refused.
+	var epochs []EpochEntry
+	newEpoch := false
+	if epoch >= 0 {
+		es := l.epochList()
+		if n := len(es); n > 0 && epoch < es[n-1].Epoch {
+			return AppendResult{}, false, pa, fmt.Errorf("%w: append with epoch %d, latest is %d", ErrStaleEpoch, epoch, es[n-1].Epoch)
+		} else if n == 0 || epoch > es[n-1].Epoch {
+			epochs, newEpoch = withEpoch(es, epoch, l.end.Load()), true
+		}
+	}
 	// Assign offsets.
 	base := l.end.Load()
 	next, pos := base, 0
@@ -195,10 +211,20 @@ func (l *Log) appendLocked(buf []byte, epoch int32) (AppendResult, bool, pending
 		segs := append(append([]*segment.Segment(nil), l.segments()...), s)
 		l.setSegments(segs)
 	}
+	if newEpoch {
+		// The checkpoint first: until the records are written it holds an
+		// epoch starting at the log end, as AssignEpoch would have left it.
+		if err := l.writeEpochCheckpoint(epochs); err != nil {
+			return AppendResult{}, rolled, pa, l.fail(err)
+		}
+	}
 	if err := active.Append(buf, hs); err != nil {
 		return AppendResult{}, rolled, pa, l.fail(err)
 	}
 	res := AppendResult{BaseOffset: base, NextOffset: next, Records: records, Generation: l.gen.Load()}
+	if newEpoch {
+		l.epochs.Store(&epochs) // before the end: see EndOffsetForEpoch
+	}
 
 	l.statMu.Lock()
 	l.end.Store(next)

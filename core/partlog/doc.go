@@ -10,6 +10,7 @@
 //	    recovery-point                                  "v1 <offset> <active base> <active born> <crc>": segments ending at or below are sealed and fsynced
 //	    clean-shutdown                                  present only between a clean Close and the next Open
 //	    cleaner-point                                   "v1 <n> <end> <at>... <crc>": below the last end the log is cleaned (see Compaction)
+//	    leader-epoch-checkpoint                         Kafka's: "0", "<n>", then n lines "<epoch> <start offset>" (see Leader epochs)
 //	    00000000000000000000.log.cleaned (.index.cleaned, .timeindex.cleaned)  a cleaned segment being written; removed by Open
 //	    00000000000000000000.log.swap    (.index.swap, .timeindex.swap)        a cleaned segment replacing others; Open finishes the swap
 //	    fresh-tail.tmp/                                 a recovery's new empty segment, before it replaces the one a cut emptied
@@ -145,6 +146,53 @@
 // sendfile, holding a reference that keeps the file open even if retention
 // deletes the segment meanwhile.
 //
+// # Leader epochs
+//
+// The leader-epoch cache is Kafka's LeaderEpochFileCache: for each leader
+// epoch the log holds records of, the offset of its first record, oldest
+// first; epochs and start offsets both increase. Epochs never go down along
+// the log: an append (Append's leaderEpoch, or a replicated batch's
+// partitionLeaderEpoch) below the latest epoch is ErrStaleEpoch, nothing
+// appended (Kafka would drop the later entries instead, which leaves the
+// cache claiming what the log does not hold). A batch above the latest
+// starts its epoch at its base offset; a negative epoch (the -1 producers
+// send, never stamped) carries none and changes nothing. AssignEpoch is a
+// new leader's entry before its first record (Kafka's makeLeader): its
+// epoch at the log end. EndOffsetForEpoch answers OffsetForLeaderEpoch with
+// Kafka 3.8's table (see it); replication decides what to do with it, the
+// log knows nothing of leaders.
+//
+// The checkpoint (leader-epoch-checkpoint, Kafka's format) is replaced
+// atomically and durably whenever the cache changes: once per epoch, by the
+// append that brings it (written before its records, so until they are
+// there it holds an epoch starting at the log end, as AssignEpoch leaves
+// it), by AssignEpoch, Truncate, Reset and retention. A failed write fails
+// the log like any other, leaving the cache as it was.
+//
+// The cuts are Kafka's: Truncate (and a recovery's cut) removes the
+// entries starting at or past the new end, after the end moved back (an
+// entry starting exactly there too: its records are gone; and Truncate at
+// or past the end, which cuts no record, still removes an epoch assigned at
+// the end); retention trims from the front, the entry covering the new log
+// start keeping it as its start.
+//
+// Open and every recovery load the cache with the log they recover: the
+// checkpoint's entries below the first segment re-read batch by batch are
+// the file's word (every append of a new epoch wrote it before the
+// recovery point could pass its records), trimmed to the log start; from
+// that segment on, the batches' own epochs; then the entries at or past the
+// log end go (Kafka's truncateFromEnd on load: an epoch assigned without
+// records does not survive a reopen; the next leader assigns again). The
+// entries are then checked where they can be cheaply, at their edges: the
+// batch at each start begins there and carries its epoch, the batch before
+// it the previous entry's, the last batch the latest. A checkpoint that is
+// missing (on a log that is not empty: weir's logs before epochs, all epoch
+// 0), garbled or inconsistent is rebuilt from the batches, logged and said
+// in Report.EpochsRebuilt, never a reason to refuse to open: the log is the
+// truth. When the first and last batch carry the same epoch (an old log),
+// two header reads rebuild it; otherwise every batch header is read. Any
+// change is written before the recovery point moves.
+//
 // # Retention and truncation
 //
 // ApplyRetention deletes whole segments from the front by age (newest record
@@ -155,7 +203,7 @@
 // Truncate cuts the tail
 // for replication: the recovery point moves below the affected segment first,
 // later segments are deleted newest first, so a crash at any step leaves a log
-// that recovery puts right. A truncation below the cleaner point moves it
+// that recovery puts right. Both trim the epoch cache (see Leader epochs). A truncation below the cleaner point moves it
 // back, before any append can reuse the offsets cut (see Compaction).
 //
 // # Compaction

@@ -112,6 +112,11 @@ type Log struct {
 	// cleaned is the cleaner point and when offsets were first cleaned
 	// (cleanpoint.go); replaced under appendMu.
 	cleaned atomic.Pointer[cleanHistory]
+
+	// epochs is the leader-epoch cache (epochs.go), oldest first: an
+	// immutable slice replaced under appendMu, the checkpoint file written
+	// first.
+	epochs atomic.Pointer[[]EpochEntry]
 }
 
 // Report says what Open found.
@@ -129,7 +134,10 @@ type Report struct {
 	// CleanSwaps counts the swaps of cleaned segments that a crash (or a
 	// failure) interrupted after their commit point, and that Open finished.
 	CleanSwaps int
-	Duration   time.Duration
+	// EpochsRebuilt says why the leader-epoch cache was rebuilt from the
+	// batches instead of read from its checkpoint (nil: it was read).
+	EpochsRebuilt error
+	Duration      time.Duration
 }
 
 // Open opens (creating if needed) the partition log in dir. Without a
@@ -174,6 +182,11 @@ func (l *Log) open() (Report, error) {
 	} else {
 		l.activeBorn.Store(l.cfg.Clock.Now().UnixMilli())
 	}
+	// The epoch cache before the recovery point moves (settle): what the
+	// checkpoint is trusted for must stay below it.
+	if ld.rep.EpochsRebuilt, err = l.loadEpochs(ld.recoveredFrom); err != nil {
+		return ld.rep, err
+	}
 
 	// Make the recovered state durable (truncations, rebuilt indexes), then
 	// drop the clean-shutdown marker before any append can happen.
@@ -217,6 +230,10 @@ type loaded struct {
 	// The cleaner point read, and why it could not be (it is then empty).
 	cleaned       *cleanHistory
 	cleanedDamage error
+	// recoveredFrom is the base of the first segment re-read batch by
+	// batch (Recover), or the log end when none was: below it the
+	// checkpoints are trusted.
+	recoveredFrom int64
 }
 
 // load opens the segments in the directory as Open describes, recovering
@@ -294,6 +311,7 @@ func (l *Log) load() (ld loaded, err error) {
 	rep.RecoveryPoint = rp
 
 	opts := segment.Options{IndexIntervalBytes: l.cfg.IndexIntervalBytes}
+	ld.recoveredFrom = -1
 	for i, base := range bases {
 		end := int64(-1)
 		if i+1 < len(bases) {
@@ -311,6 +329,9 @@ func (l *Log) load() (ld loaded, err error) {
 		rep.Segments++
 		if mode == segment.Recover {
 			rep.Recovered++
+			if ld.recoveredFrom < 0 {
+				ld.recoveredFrom = base
+			}
 		}
 		rep.Batches += r.Batches
 		if r.Truncated > 0 {
@@ -339,6 +360,9 @@ func (l *Log) load() (ld loaded, err error) {
 			return ld, fmt.Errorf("partlog: %w", err)
 		}
 		ld.segs = append(ld.segs, s)
+	}
+	if ld.recoveredFrom < 0 {
+		ld.recoveredFrom = ld.segs[len(ld.segs)-1].NextOffset()
 	}
 	return ld, nil
 }

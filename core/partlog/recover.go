@@ -277,6 +277,9 @@ func (l *Log) recoverLocked() (Report, int64, error) {
 	if err := l.loadCleanHistory(ld.cleaned, ld.cleanedDamage); err != nil {
 		return ld.rep, before, err
 	}
+	if ld.rep.EpochsRebuilt, err = l.loadEpochs(ld.recoveredFrom); err != nil {
+		return ld.rep, before, err
+	}
 	if active.NextOffset() > keep {
 		if err := l.truncateLocked(keep, false); err != nil {
 			return ld.rep, before, err
