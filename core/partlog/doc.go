@@ -203,7 +203,25 @@
 // Truncate cuts the tail
 // for replication: the recovery point moves below the affected segment first,
 // later segments are deleted newest first, so a crash at any step leaves a log
-// that recovery puts right. Both trim the epoch cache (see Leader epochs). A truncation below the cleaner point moves it
+// that recovery puts right. Both trim the epoch cache (see Leader epochs).
+//
+// Truncation never changes bytes under a reader. Kafka cuts the file in
+// place, and its next appends write the new records at the positions the
+// cut freed, where a Slice taken before (a sendfile in progress, a fetch
+// response being written) then finds them. Here the segment the cut goes
+// into is cut in place too, which keeps every byte before the cut where it
+// was, but the next append goes to a new file: the cut segment is sealed
+// and a new active segment starts at the new end, as after a recovery's
+// cut (freshTail; a segment the cut emptied is replaced by a new file of
+// the same name, the log's only segment through fresh-tail.tmp). So a Slice
+// of kept bytes reads them unchanged, and a Slice of cut bytes reads them
+// (MemFS, or a file not yet cut) or comes up short, which Slice.Bytes and
+// the transport's sendfile report as an error: never the records now at
+// those offsets. The alternative, copying the kept prefix to a new file,
+// would keep cut bytes readable too, at the cost of rewriting up to a whole
+// segment per truncation; only a reader past the high watermark can hold
+// cut bytes, and it must see them vanish or fail, which is what it gets.
+// The cost here is one more, smaller, segment per truncation. A truncation below the cleaner point moves it
 // back, before any append can reuse the offsets cut (see Compaction).
 //
 // # Compaction

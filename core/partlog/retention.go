@@ -90,6 +90,12 @@ func (l *Log) ApplyRetention() ([]int64, error) {
 // offset >= EndOffset and no record goes: an epoch assigned at the end).
 // Replication uses it to cut a follower's divergent tail. offset below the
 // log start is ErrOffsetOutOfRange.
+//
+// Bytes a reader holds a Slice of are never rewritten: the cut segment's
+// file is cut in place (what it keeps stays where it was; a Slice of the
+// cut bytes comes up short, an error), and the next append goes to a new
+// segment file, so that no Slice can ever see the records that take the
+// cut offsets. A cut that empties a segment replaces it by a new file.
 func (l *Log) Truncate(offset int64) error {
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
@@ -114,7 +120,13 @@ func (l *Log) Truncate(offset int64) error {
 	if offset < l.segments()[0].Base() {
 		return fmt.Errorf("%w: truncate to %d below log start %d", ErrOffsetOutOfRange, offset, l.segments()[0].Base())
 	}
-	return l.truncateLocked(offset, true)
+	if err := l.truncateLocked(offset, true); err != nil {
+		return err
+	}
+	// What is appended next goes to a new file: a Slice of the cut bytes
+	// reads them or comes up short, never the records that take their
+	// offsets (see "Retention and truncation" in the package doc).
+	return l.freshTail()
 }
 
 // truncateLocked cuts the log at offset (at least the log start; every

@@ -367,9 +367,10 @@ func (s *Segment) Delete() error {
 
 // TruncateTo removes every batch holding an offset >= offset; a batch is never
 // split, so the one containing offset goes too and the segment then ends at its
-// base. The segment must be active (Unseal it first). Readers holding Slices past
-// the new end see whatever is appended there next: truncation is for replicas,
-// whose readers stop at the high watermark, below any truncation point.
+// base. The segment must be active (Unseal it first). The bytes before the cut
+// stay where they are; a Slice past the new end comes up short, and would see
+// whatever is appended there next: package partlog never appends to a segment
+// it cut, but seals it and starts a new file.
 func (s *Segment) TruncateTo(offset int64) error {
 	if s.idxFile == nil {
 		return fmt.Errorf("segment %d: truncate a sealed segment: %w", s.base, ErrClosed)
