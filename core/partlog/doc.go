@@ -27,6 +27,24 @@
 // appender that caused the roll after it leaves the append lock, so other
 // producers are not held up. The recovery point then moves past it.
 //
+// # Replicated appends
+//
+// AppendReplicated is a follower's append: batches exactly as its leader's
+// log stores them, their offsets and leader epochs set. They are checked as
+// bytes (length, magic, CRC-32C, MaxBatchBytes) and as stored batches
+// (record.ValidateStored: records within the batch's offsets), not as a
+// producer's: the shapes the cleaner writes (offset deltas that skip,
+// batches lowered over a gap, batches of no records) pass, as they must for
+// a compacted topic to replicate. Nothing is rewritten; the batches must
+// continue the log exactly: the first at the log end, each next one at the
+// offset after the one before (ErrNotContiguous: a follower that fetched
+// from the wrong offset, or a gap or overlap in what it got), and their
+// epochs may not go down (ErrStaleEpoch: it should have truncated first).
+// Anything refused writes nothing. From there on it is Append: one write,
+// rolls and their seals, the flush policy, failures and recoveries, Wait's
+// wake-up and the epoch cache. The follower's own generation (cuts of its
+// log) is its business; AppendInGeneration stays the leader's.
+//
 // # Flushing and durability
 //
 // After every append the flush policy (package plugins/flushpolicy) is told what
