@@ -11,6 +11,7 @@
 //	    clean-shutdown                                  present only between a clean Close and the next Open
 //	    cleaner-point                                   "v1 <n> <end> <at>... <crc>": below the last end the log is cleaned (see Compaction)
 //	    leader-epoch-checkpoint                         Kafka's: "0", "<n>", then n lines "<epoch> <start offset>" (see Leader epochs)
+//	    reset                                           "v1 <offset> <crc>": a Reset past its commit point; Open finishes it
 //	    00000000000000000000.log.cleaned (.index.cleaned, .timeindex.cleaned)  a cleaned segment being written; removed by Open
 //	    00000000000000000000.log.swap    (.index.swap, .timeindex.swap)        a cleaned segment replacing others; Open finishes the swap
 //	    fresh-tail.tmp/                                 a recovery's new empty segment, before it replaces the one a cut emptied
@@ -241,6 +242,29 @@
 // cut bytes, and it must see them vanish or fail, which is what it gets.
 // The cost here is one more, smaller, segment per truncation. A truncation below the cleaner point moves it
 // back, before any append can reuse the offsets cut (see Compaction).
+//
+// Reset (Kafka's truncateFullyAndStartAt) restarts the log empty at any
+// offset, for a follower whose leader's log no longer overlaps its own.
+// Its commit point is the reset file, written atomically: before it the
+// old log stands, untouched; after it, the reset is finished by whoever
+// gets there (Reset itself, or the next load, at Open or in a recovery):
+// every segment file and cleaner or recovery leftover goes, a new empty
+// segment at the offset is created and fsynced, the epoch checkpoint
+// (empty), the cleaner point (never cleaned) and the recovery point (the
+// offset) are written, and only then, once the CutHook has heard of it, does
+// the reset file go. Each step may be repeated, so a crash anywhere leaves
+// the old log or the new empty one. The old segments stay published, their
+// handles open, until the new one replaces them, so readers never fail
+// meanwhile and Slices keep the old files; a failure on the way fails the
+// log, whose recovery finishes the reset. A new generation starts, in which
+// nothing appended before survives (Survived, FlushAppended).
+//
+// Config.CutHook lets a layer that keeps state about offsets in the
+// partition directory (package logs' producer snapshots) hear of every
+// cut before anything can be appended at the cut offsets: after Truncate
+// and Reset, and at the end of Open and of every recovery, with the log
+// end (-1 after a Reset). It runs under the log's locks and must be
+// idempotent; an error fails the log, and the recovery calls it again.
 //
 // # Compaction
 //

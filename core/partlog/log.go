@@ -137,6 +137,9 @@ type Report struct {
 	// EpochsRebuilt says why the leader-epoch cache was rebuilt from the
 	// batches instead of read from its checkpoint (nil: it was read).
 	EpochsRebuilt error
+	// ResetFinished: a Reset had passed its commit point (a crash or a
+	// failure interrupted it), and Open finished it: the log is empty.
+	ResetFinished bool
 	Duration      time.Duration
 }
 
@@ -162,9 +165,10 @@ func Open(fsys vfs.FS, dir string, cfg Config) (*Log, Report, error) {
 		}
 		return nil, rep, err
 	}
-	if rep.Truncated > 0 || len(rep.Deleted) > 0 || rep.CleanSwaps > 0 {
+	if rep.Truncated > 0 || len(rep.Deleted) > 0 || rep.CleanSwaps > 0 || rep.ResetFinished {
 		cfg.Logger.Warn("partition log recovered", "dir", dir, "truncated_bytes", rep.Truncated,
-			"deleted_segments", len(rep.Deleted), "clean_swaps_finished", rep.CleanSwaps, "causes", errors.Join(rep.Causes...))
+			"deleted_segments", len(rep.Deleted), "clean_swaps_finished", rep.CleanSwaps, "reset_finished", rep.ResetFinished,
+			"causes", errors.Join(rep.Causes...))
 	}
 	return l, rep, nil
 }
@@ -194,6 +198,9 @@ func (l *Log) open() (Report, error) {
 		return ld.rep, err
 	}
 	if err := l.loadCleanHistory(ld.cleaned, ld.cleanedDamage); err != nil {
+		return ld.rep, err
+	}
+	if err := l.afterLoad(ld); err != nil {
 		return ld.rep, err
 	}
 	if ld.rep.Clean {
@@ -234,6 +241,25 @@ type loaded struct {
 	// batch (Recover), or the log end when none was: below it the
 	// checkpoints are trusted.
 	recoveredFrom int64
+	// reset: load finished a Reset; the reset file is still there.
+	reset bool
+}
+
+// afterLoad ends Open and recoveries: the CutHook hears of the log end (-1 when
+// load finished a Reset), and only then does a finished Reset's file go.
+// appendMu held (or the log not yet published).
+func (l *Log) afterLoad(ld loaded) error {
+	end := l.end.Load()
+	if ld.reset {
+		end = -1
+	}
+	if err := l.afterCut(end); err != nil {
+		return err
+	}
+	if ld.reset {
+		return l.removeResetFile()
+	}
+	return nil
 }
 
 // load opens the segments in the directory as Open describes, recovering
@@ -251,6 +277,17 @@ func (l *Log) load() (ld loaded, err error) {
 	}()
 	if err := l.fs.MkdirAll(l.dir, 0o755); err != nil {
 		return ld, fmt.Errorf("partlog: %w", err)
+	}
+	// A Reset past its commit point is finished first: its log is empty.
+	resetTo, resetting, err := l.readResetFile()
+	if err != nil {
+		return ld, err
+	}
+	if resetting {
+		if err := l.finishReset(resetTo, l.cfg.Clock.Now().UnixMilli()); err != nil {
+			return ld, err
+		}
+		ld.reset, rep.ResetFinished = true, true
 	}
 	names, err := l.fs.List(l.dir)
 	if err != nil {

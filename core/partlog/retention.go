@@ -126,7 +126,13 @@ func (l *Log) Truncate(offset int64) error {
 	// What is appended next goes to a new file: a Slice of the cut bytes
 	// reads them or comes up short, never the records that take their
 	// offsets (see "Retention and truncation" in the package doc).
-	return l.freshTail()
+	if err := l.freshTail(); err != nil {
+		return err
+	}
+	if err := l.afterCut(l.end.Load()); err != nil {
+		return l.fail(err) // the recovery calls it again before any append
+	}
+	return nil
 }
 
 // truncateLocked cuts the log at offset (at least the log start; every

@@ -345,6 +345,17 @@ func (s *Segment) Close() error {
 	return err
 }
 
+// Drop drops the owner's reference without sealing the segment or removing
+// its files: for a segment whose files its owner removed or replaced
+// already (package partlog's Reset), which has nothing left to make
+// durable. Readers holding a Slice keep reading until they release it; then
+// the files close.
+func (s *Segment) Drop() {
+	if !s.retired.Swap(true) {
+		s.release()
+	}
+}
+
 // Delete removes the segment's files and drops the owner's reference. Readers
 // holding a Slice keep reading the unlinked file until they release it. The
 // caller syncs the directory.
