@@ -31,6 +31,10 @@ type AppendResult struct {
 // bytes 12-15 in place (not covered by the CRC), and writes them to the active
 // segment with one write. The log keeps no reference to buf after returning.
 //
+// A leaderEpoch above the log's latest starts that epoch in the epoch cache
+// at the first offset appended; one below it is ErrStaleEpoch (see "Leader
+// epochs" in the package doc); a negative one is stamped but starts none.
+//
 // Invalid input changes nothing: a corrupt batch (errors.Is(err,
 // record.ErrCorrupt)) or one over MaxBatchBytes (ErrBatchTooLarge) rejects the
 // whole append. The flush policy is consulted once per call, after the
@@ -45,7 +49,7 @@ type AppendResult struct {
 // BaseOffset: the records are in the log unless a recovery cuts them
 // (Survived tells).
 func (l *Log) Append(ctx context.Context, buf []byte, leaderEpoch int32) (AppendResult, error) {
-	return l.append(ctx, buf, leaderEpoch, -1)
+	return l.append(ctx, buf, leaderEpoch, -1, false)
 }
 
 // ErrGenerationChanged: AppendInGeneration found the log in another
@@ -63,16 +67,40 @@ func (l *Log) AppendInGeneration(ctx context.Context, buf []byte, leaderEpoch in
 	if gen < 0 {
 		return AppendResult{}, fmt.Errorf("partlog: negative generation %d", gen)
 	}
-	return l.append(ctx, buf, leaderEpoch, gen)
+	return l.append(ctx, buf, leaderEpoch, gen, false)
 }
 
-// append is Append, in generation gen only unless gen < 0.
+// ErrNotContiguous: a replicated append does not continue the log: its
+// first batch does not start at the log end, or a batch does not start
+// right after the one before (a gap or an overlap). Nothing is appended.
+var ErrNotContiguous = errors.New("partlog: replicated batches do not continue the log")
+
+// AppendReplicated appends batches exactly as a leader's log stores them (a
+// follower's fetch): their offsets and leader epochs are kept, never
+// assigned nor rewritten, and they may have the shapes the log cleaner
+// writes (record offset deltas that skip, batches lowered over a gap,
+// batches of no records). Every batch is checked (length, magic, CRC-32C,
+// header sanity: record.ValidateStored, not the producer checks) and must
+// continue the log: the first starts at the log end (Kafka's follower
+// append likewise refuses another offset), each next one right after the
+// one before; otherwise nothing is appended and the error wraps
+// record.ErrCorrupt, ErrBatchTooLarge (over MaxBatchBytes, as for Append) or
+// ErrNotContiguous. A batch whose epoch is above the log's latest starts it
+// in the epoch cache; one below is ErrStaleEpoch (the follower should have
+// truncated first). The write path is Append's: rolls, the flush policy,
+// failures and recoveries, Wait's wake-up, AppendResult's generation.
+func (l *Log) AppendReplicated(ctx context.Context, buf []byte) (AppendResult, error) {
+	return l.append(ctx, buf, 0, -1, true)
+}
+
+// append is Append, in generation gen only unless gen < 0; or, replicated,
+// AppendReplicated (leaderEpoch unused).
 //
 // The flush policy is called after appendMu is released (policy.go), and
 // its answer acted on here: Flush makes the append wait for an fsync that
 // covers it (Flush, so concurrent appends share fsyncs), FlushBy arms the
 // deadline timer, unless an fsync covered the append meanwhile.
-func (l *Log) append(ctx context.Context, buf []byte, leaderEpoch int32, gen int64) (AppendResult, error) {
+func (l *Log) append(ctx context.Context, buf []byte, leaderEpoch int32, gen int64, replicated bool) (AppendResult, error) {
 	res, rolled, pa, err := func() (AppendResult, bool, pendingAppended, error) {
 		l.appendMu.Lock()
 		defer l.appendMu.Unlock() // even if a recovery panics: never wedge the partition
@@ -83,7 +111,7 @@ func (l *Log) append(ctx context.Context, buf []byte, leaderEpoch int32, gen int
 			return AppendResult{}, false, pendingAppended{}, fmt.Errorf("%w: %w: expected generation %d, now %d",
 				ErrFailed, ErrGenerationChanged, gen, now)
 		}
-		return l.appendLocked(buf, leaderEpoch)
+		return l.appendLocked(buf, leaderEpoch, replicated)
 	}()
 	if err != nil {
 		// Nothing appended, so no call of its own; a failed log may
@@ -124,7 +152,10 @@ type pendingAppended struct {
 	info flushpolicy.AppendInfo
 }
 
-func (l *Log) appendLocked(buf []byte, epoch int32) (AppendResult, bool, pendingAppended, error) {
+// appendLocked validates buf and writes it. A leader's append (replicated
+// false) gets the next offsets and epoch stamped; a replicated one must
+// continue the log as it is, its offsets and epochs kept.
+func (l *Log) appendLocked(buf []byte, epoch int32, replicated bool) (AppendResult, bool, pendingAppended, error) {
 	var pa pendingAppended
 	if l.closed.Load() {
 		return AppendResult{}, false, pa, ErrClosed
@@ -135,16 +166,25 @@ func (l *Log) appendLocked(buf []byte, epoch int32) (AppendResult, bool, pending
 	// Validate every batch before touching anything.
 	hs := l.hdrs[:0]
 	var records int64
+	what := "batch"
+	if replicated {
+		what = "replicated batch"
+	}
 	for b := buf; len(b) > 0; {
 		h, n, err := record.Next(b, l.cfg.MaxBatchBytes)
 		if err != nil {
 			if h, perr := record.ParseHeader(b); perr == nil && h.Size() > l.cfg.MaxBatchBytes {
 				err = fmt.Errorf("%w: %d bytes, limit %d", ErrBatchTooLarge, h.Size(), l.cfg.MaxBatchBytes)
 			}
-			return AppendResult{}, false, pa, fmt.Errorf("partlog: batch %d: %w", len(hs), err)
+			return AppendResult{}, false, pa, fmt.Errorf("partlog: %s %d: %w", what, len(hs), err)
 		}
-		if err := record.ValidateProduced(h); err != nil {
-			return AppendResult{}, false, pa, fmt.Errorf("partlog: batch %d: %w", len(hs), err)
+		if replicated {
+			err = record.ValidateStored(h)
+		} else {
+			err = record.ValidateProduced(h)
+		}
+		if err != nil {
+			return AppendResult{}, false, pa, fmt.Errorf("partlog: %s %d: %w", what, len(hs), err)
 		}
 		hs = append(hs, h)
 		records += int64(h.RecordCount)
@@ -163,15 +203,38 @@ func (l *Log) appendLocked(buf []byte, epoch int32) (AppendResult, bool, pending
 	if span >= math.MaxUint32 {
 		return AppendResult{}, false, pa, fmt.Errorf("partlog: append of %d offsets: %w", span, record.ErrBadRecords)
 	}
-	// Assign offsets.
 	base := l.end.Load()
-	next, pos := base, 0
-	for i := range hs {
-		record.SetBaseOffset(buf[pos:], next)
-		record.SetPartitionLeaderEpoch(buf[pos:], epoch)
-		hs[i].BaseOffset, hs[i].PartitionLeaderEpoch = next, epoch
-		next = hs[i].NextOffset()
-		pos += hs[i].Size()
+	next := base
+	if replicated {
+		// Exactly where the log ends, each batch right after the one
+		// before: a follower copies its leader's offsets, gaps and all
+		// (those the cleaner left lie inside batches, never between).
+		for i, h := range hs {
+			if h.BaseOffset != next {
+				return AppendResult{}, false, pa, fmt.Errorf("%w: replicated batch %d starts at %d, expected %d (log end %d)",
+					ErrNotContiguous, i, h.BaseOffset, next, base)
+			}
+			next = h.NextOffset()
+		}
+	} else {
+		for i := range hs {
+			hs[i].BaseOffset, hs[i].PartitionLeaderEpoch = next, epoch
+			next = hs[i].NextOffset()
+		}
+	}
+	// The epoch cache after the append: an epoch above the latest starts at
+	// its first batch; one below it is refused.
+	epochs, newEpoch, err := nextEpochs(l.epochList(), hs)
+	if err != nil {
+		return AppendResult{}, false, pa, err
+	}
+	if !replicated {
+		// Assign offsets (hs holds them already).
+		for i, pos := 0, 0; i < len(hs); i++ {
+			record.SetBaseOffset(buf[pos:], hs[i].BaseOffset)
+			record.SetPartitionLeaderEpoch(buf[pos:], epoch)
+			pos += hs[i].Size()
+		}
 	}
 	now := l.cfg.Clock.Now()
 	rolled := false
@@ -195,10 +258,20 @@ func (l *Log) appendLocked(buf []byte, epoch int32) (AppendResult, bool, pending
 		segs := append(append([]*segment.Segment(nil), l.segments()...), s)
 		l.setSegments(segs)
 	}
+	if newEpoch {
+		// The checkpoint first: until the records are written it holds an
+		// epoch starting at the log end, as AssignEpoch would have left it.
+		if err := l.writeEpochCheckpoint(epochs); err != nil {
+			return AppendResult{}, rolled, pa, l.fail(err)
+		}
+	}
 	if err := active.Append(buf, hs); err != nil {
 		return AppendResult{}, rolled, pa, l.fail(err)
 	}
 	res := AppendResult{BaseOffset: base, NextOffset: next, Records: records, Generation: l.gen.Load()}
+	if newEpoch {
+		l.epochs.Store(&epochs) // before the end: see EndOffsetForEpoch
+	}
 
 	l.statMu.Lock()
 	l.end.Store(next)

@@ -60,6 +60,12 @@ func checksum(s string) string {
 // Log.rp never claims more than the file may: it goes down before the
 // write, up after it.
 func (l *Log) writeCheckpoint(rp int64) error {
+	return l.writeRecoveryPoint(rp, l.active().Base(), l.activeBorn.Load())
+}
+
+// writeRecoveryPoint writes the recovery-point file with an active segment
+// at activeBase created at born (unix ms).
+func (l *Log) writeRecoveryPoint(rp, activeBase, born int64) error {
 	if rp < l.rp.Load() {
 		l.rp.Store(rp)
 	}
@@ -68,7 +74,7 @@ func (l *Log) writeCheckpoint(rp int64) error {
 	if err != nil {
 		return fmt.Errorf("partlog: recovery point: %w", err)
 	}
-	nums := fmt.Sprintf("%d %d %d", rp, l.active().Base(), max(0, l.activeBorn.Load()))
+	nums := fmt.Sprintf("%d %d %d", rp, activeBase, max(0, born))
 	_, err = f.Write([]byte("v1 " + nums + " " + checksum(nums) + "\n"))
 	if err = errors.Join(err, f.Sync(), f.Close()); err != nil {
 		return fmt.Errorf("partlog: recovery point: %w", err)

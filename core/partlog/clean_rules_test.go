@@ -466,10 +466,12 @@ func TestCleanCancelAndClose(t *testing.T) {
 	}
 }
 
-// A Truncate into a segment the pass has read, and appends that refill it to
-// the same end before it rolls again, leave the same segment objects with
-// the same offsets but other records: the swap must see the cut and refuse,
-// or the truncated records would come back and the new ones go.
+// A Truncate into a segment the pass has read, and appends that refill the
+// cut offsets before the log rolls again: the swap must see the cut and
+// refuse, or the truncated records would come back and the new ones go.
+// (Before Truncate started a new file after a cut, the refill went into the
+// cut segment itself, restoring its shape with other records; now it goes
+// to a new segment, and the check must hold all the same.)
 func TestCleanRefusesSwapAfterCut(t *testing.T) {
 	clk := newClock()
 	mem := memFS(t)
@@ -518,8 +520,8 @@ func TestCleanRefusesSwapAfterCut(t *testing.T) {
 		}
 		clk.Advance(l.cfg.SegmentAge)
 		add(unkeyed("rolled again"))
-		if segs := l.Segments(); len(segs) != 2 || segs[0].Next != end || recoveryPoint(l) < end {
-			t.Errorf("the refill did not restore the segment's shape: %s", segNames(l))
+		if segs := l.Segments(); len(segs) != 3 || segs[0].Next != end-3 || segs[1].Next != end {
+			t.Errorf("the refill did not go to a new segment after the cut: %s", segNames(l))
 		}
 	}
 	mu.Unlock()

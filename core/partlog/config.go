@@ -48,6 +48,24 @@ type Config struct {
 	Clock Clock
 	// Logger receives recovery and failure reports. Default: discarded.
 	Logger *slog.Logger
+	// CutHook, when set, hears of every cut of the log (see CutHook).
+	// Default: none.
+	CutHook CutHook
+}
+
+// CutHook is told after records were removed from the end of the log,
+// before anything can be appended at their offsets: after Truncate cut
+// records (end: the new log end), after Reset (end -1: no record of the old
+// log remains), and at the end of Open and of every recovery in place,
+// whether or not they cut (end: the log end, or -1 when they finished an
+// interrupted Reset). It is for a layer keeping state about offsets in the
+// partition directory (package logs' producer snapshots), which must drop
+// what it keeps about offsets past end; so AfterCut must be idempotent. It
+// runs with the log's locks held and must not call the log. An error fails
+// the log (and Open): the recovery calls it again before appends resume,
+// and a Reset keeps its commit point until it succeeded.
+type CutHook interface {
+	AfterCut(end int64) error
 }
 
 // Defaults, exported for documentation and for callers building configs.

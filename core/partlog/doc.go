@@ -10,6 +10,8 @@
 //	    recovery-point                                  "v1 <offset> <active base> <active born> <crc>": segments ending at or below are sealed and fsynced
 //	    clean-shutdown                                  present only between a clean Close and the next Open
 //	    cleaner-point                                   "v1 <n> <end> <at>... <crc>": below the last end the log is cleaned (see Compaction)
+//	    leader-epoch-checkpoint                         Kafka's: "0", "<n>", then n lines "<epoch> <start offset>" (see Leader epochs)
+//	    reset                                           "v1 <offset> <crc>": a Reset past its commit point; Open finishes it
 //	    00000000000000000000.log.cleaned (.index.cleaned, .timeindex.cleaned)  a cleaned segment being written; removed by Open
 //	    00000000000000000000.log.swap    (.index.swap, .timeindex.swap)        a cleaned segment replacing others; Open finishes the swap
 //	    fresh-tail.tmp/                                 a recovery's new empty segment, before it replaces the one a cut emptied
@@ -25,6 +27,24 @@
 // and the old one is sealed (fsynced, final time-index entry written) by the
 // appender that caused the roll after it leaves the append lock, so other
 // producers are not held up. The recovery point then moves past it.
+//
+// # Replicated appends
+//
+// AppendReplicated is a follower's append: batches exactly as its leader's
+// log stores them, their offsets and leader epochs set. They are checked as
+// bytes (length, magic, CRC-32C, MaxBatchBytes) and as stored batches
+// (record.ValidateStored: records within the batch's offsets), not as a
+// producer's: the shapes the cleaner writes (offset deltas that skip,
+// batches lowered over a gap, batches of no records) pass, as they must for
+// a compacted topic to replicate. Nothing is rewritten; the batches must
+// continue the log exactly: the first at the log end, each next one at the
+// offset after the one before (ErrNotContiguous: a follower that fetched
+// from the wrong offset, or a gap or overlap in what it got), and their
+// epochs may not go down (ErrStaleEpoch: it should have truncated first).
+// Anything refused writes nothing. From there on it is Append: one write,
+// rolls and their seals, the flush policy, failures and recoveries, Wait's
+// wake-up and the epoch cache. The follower's own generation (cuts of its
+// log) is its business; AppendInGeneration stays the leader's.
 //
 // # Flushing and durability
 //
@@ -145,6 +165,53 @@
 // sendfile, holding a reference that keeps the file open even if retention
 // deletes the segment meanwhile.
 //
+// # Leader epochs
+//
+// The leader-epoch cache is Kafka's LeaderEpochFileCache: for each leader
+// epoch the log holds records of, the offset of its first record, oldest
+// first; epochs and start offsets both increase. Epochs never go down along
+// the log: an append (Append's leaderEpoch, or a replicated batch's
+// partitionLeaderEpoch) below the latest epoch is ErrStaleEpoch, nothing
+// appended (Kafka would drop the later entries instead, which leaves the
+// cache claiming what the log does not hold). A batch above the latest
+// starts its epoch at its base offset; a negative epoch (the -1 producers
+// send, never stamped) carries none and changes nothing. AssignEpoch is a
+// new leader's entry before its first record (Kafka's makeLeader): its
+// epoch at the log end. EndOffsetForEpoch answers OffsetForLeaderEpoch with
+// Kafka 3.8's table (see it); replication decides what to do with it, the
+// log knows nothing of leaders.
+//
+// The checkpoint (leader-epoch-checkpoint, Kafka's format) is replaced
+// atomically and durably whenever the cache changes: once per epoch, by the
+// append that brings it (written before its records, so until they are
+// there it holds an epoch starting at the log end, as AssignEpoch leaves
+// it), by AssignEpoch, Truncate, Reset and retention. A failed write fails
+// the log like any other, leaving the cache as it was.
+//
+// The cuts are Kafka's: Truncate (and a recovery's cut) removes the
+// entries starting at or past the new end, after the end moved back (an
+// entry starting exactly there too: its records are gone; and Truncate at
+// or past the end, which cuts no record, still removes an epoch assigned at
+// the end); retention trims from the front, the entry covering the new log
+// start keeping it as its start.
+//
+// Open and every recovery load the cache with the log they recover: the
+// checkpoint's entries below the first segment re-read batch by batch are
+// the file's word (every append of a new epoch wrote it before the
+// recovery point could pass its records), trimmed to the log start; from
+// that segment on, the batches' own epochs; then the entries at or past the
+// log end go (Kafka's truncateFromEnd on load: an epoch assigned without
+// records does not survive a reopen; the next leader assigns again). The
+// entries are then checked where they can be cheaply, at their edges: the
+// batch at each start begins there and carries its epoch, the batch before
+// it the previous entry's, the last batch the latest. A checkpoint that is
+// missing (on a log that is not empty: weir's logs before epochs, all epoch
+// 0), garbled or inconsistent is rebuilt from the batches, logged and said
+// in Report.EpochsRebuilt, never a reason to refuse to open: the log is the
+// truth. When the first and last batch carry the same epoch (an old log),
+// two header reads rebuild it; otherwise every batch header is read. Any
+// change is written before the recovery point moves.
+//
 // # Retention and truncation
 //
 // ApplyRetention deletes whole segments from the front by age (newest record
@@ -155,8 +222,49 @@
 // Truncate cuts the tail
 // for replication: the recovery point moves below the affected segment first,
 // later segments are deleted newest first, so a crash at any step leaves a log
-// that recovery puts right. A truncation below the cleaner point moves it
+// that recovery puts right. Both trim the epoch cache (see Leader epochs).
+//
+// Truncation never changes bytes under a reader. Kafka cuts the file in
+// place, and its next appends write the new records at the positions the
+// cut freed, where a Slice taken before (a sendfile in progress, a fetch
+// response being written) then finds them. Here the segment the cut goes
+// into is cut in place too, which keeps every byte before the cut where it
+// was, but the next append goes to a new file: the cut segment is sealed
+// and a new active segment starts at the new end, as after a recovery's
+// cut (freshTail; a segment the cut emptied is replaced by a new file of
+// the same name, the log's only segment through fresh-tail.tmp). So a Slice
+// of kept bytes reads them unchanged, and a Slice of cut bytes reads them
+// (MemFS, or a file not yet cut) or comes up short, which Slice.Bytes and
+// the transport's sendfile report as an error: never the records now at
+// those offsets. The alternative, copying the kept prefix to a new file,
+// would keep cut bytes readable too, at the cost of rewriting up to a whole
+// segment per truncation; only a reader past the high watermark can hold
+// cut bytes, and it must see them vanish or fail, which is what it gets.
+// The cost here is one more, smaller, segment per truncation. A truncation below the cleaner point moves it
 // back, before any append can reuse the offsets cut (see Compaction).
+//
+// Reset (Kafka's truncateFullyAndStartAt) restarts the log empty at any
+// offset, for a follower whose leader's log no longer overlaps its own.
+// Its commit point is the reset file, written atomically: before it the
+// old log stands, untouched; after it, the reset is finished by whoever
+// gets there (Reset itself, or the next load, at Open or in a recovery):
+// every segment file and cleaner or recovery leftover goes, a new empty
+// segment at the offset is created and fsynced, the epoch checkpoint
+// (empty), the cleaner point (never cleaned) and the recovery point (the
+// offset) are written, and only then, once the CutHook has heard of it, does
+// the reset file go. Each step may be repeated, so a crash anywhere leaves
+// the old log or the new empty one. The old segments stay published, their
+// handles open, until the new one replaces them, so readers never fail
+// meanwhile and Slices keep the old files; a failure on the way fails the
+// log, whose recovery finishes the reset. A new generation starts, in which
+// nothing appended before survives (Survived, FlushAppended).
+//
+// Config.CutHook lets a layer that keeps state about offsets in the
+// partition directory (package logs' producer snapshots) hear of every
+// cut before anything can be appended at the cut offsets: after Truncate
+// and Reset, and at the end of Open and of every recovery, with the log
+// end (-1 after a Reset). It runs under the log's locks and must be
+// idempotent; an error fails the log, and the recovery calls it again.
 //
 // # Compaction
 //

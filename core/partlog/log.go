@@ -112,6 +112,11 @@ type Log struct {
 	// cleaned is the cleaner point and when offsets were first cleaned
 	// (cleanpoint.go); replaced under appendMu.
 	cleaned atomic.Pointer[cleanHistory]
+
+	// epochs is the leader-epoch cache (epochs.go), oldest first: an
+	// immutable slice replaced under appendMu, the checkpoint file written
+	// first.
+	epochs atomic.Pointer[[]EpochEntry]
 }
 
 // Report says what Open found.
@@ -129,7 +134,13 @@ type Report struct {
 	// CleanSwaps counts the swaps of cleaned segments that a crash (or a
 	// failure) interrupted after their commit point, and that Open finished.
 	CleanSwaps int
-	Duration   time.Duration
+	// EpochsRebuilt says why the leader-epoch cache was rebuilt from the
+	// batches instead of read from its checkpoint (nil: it was read).
+	EpochsRebuilt error
+	// ResetFinished: a Reset had passed its commit point (a crash or a
+	// failure interrupted it), and Open finished it: the log is empty.
+	ResetFinished bool
+	Duration      time.Duration
 }
 
 // Open opens (creating if needed) the partition log in dir. Without a
@@ -154,9 +165,10 @@ func Open(fsys vfs.FS, dir string, cfg Config) (*Log, Report, error) {
 		}
 		return nil, rep, err
 	}
-	if rep.Truncated > 0 || len(rep.Deleted) > 0 || rep.CleanSwaps > 0 {
+	if rep.Truncated > 0 || len(rep.Deleted) > 0 || rep.CleanSwaps > 0 || rep.ResetFinished {
 		cfg.Logger.Warn("partition log recovered", "dir", dir, "truncated_bytes", rep.Truncated,
-			"deleted_segments", len(rep.Deleted), "clean_swaps_finished", rep.CleanSwaps, "causes", errors.Join(rep.Causes...))
+			"deleted_segments", len(rep.Deleted), "clean_swaps_finished", rep.CleanSwaps, "reset_finished", rep.ResetFinished,
+			"causes", errors.Join(rep.Causes...))
 	}
 	return l, rep, nil
 }
@@ -174,6 +186,11 @@ func (l *Log) open() (Report, error) {
 	} else {
 		l.activeBorn.Store(l.cfg.Clock.Now().UnixMilli())
 	}
+	// The epoch cache before the recovery point moves (settle): what the
+	// checkpoint is trusted for must stay below it.
+	if ld.rep.EpochsRebuilt, err = l.loadEpochs(ld.recoveredFrom); err != nil {
+		return ld.rep, err
+	}
 
 	// Make the recovered state durable (truncations, rebuilt indexes), then
 	// drop the clean-shutdown marker before any append can happen.
@@ -181,6 +198,9 @@ func (l *Log) open() (Report, error) {
 		return ld.rep, err
 	}
 	if err := l.loadCleanHistory(ld.cleaned, ld.cleanedDamage); err != nil {
+		return ld.rep, err
+	}
+	if err := l.afterLoad(ld); err != nil {
 		return ld.rep, err
 	}
 	if ld.rep.Clean {
@@ -217,6 +237,29 @@ type loaded struct {
 	// The cleaner point read, and why it could not be (it is then empty).
 	cleaned       *cleanHistory
 	cleanedDamage error
+	// recoveredFrom is the base of the first segment re-read batch by
+	// batch (Recover), or the log end when none was: below it the
+	// checkpoints are trusted.
+	recoveredFrom int64
+	// reset: load finished a Reset; the reset file is still there.
+	reset bool
+}
+
+// afterLoad ends Open and recoveries: the CutHook hears of the log end (-1 when
+// load finished a Reset), and only then does a finished Reset's file go.
+// appendMu held (or the log not yet published).
+func (l *Log) afterLoad(ld loaded) error {
+	end := l.end.Load()
+	if ld.reset {
+		end = -1
+	}
+	if err := l.afterCut(end); err != nil {
+		return err
+	}
+	if ld.reset {
+		return l.removeResetFile()
+	}
+	return nil
 }
 
 // load opens the segments in the directory as Open describes, recovering
@@ -234,6 +277,17 @@ func (l *Log) load() (ld loaded, err error) {
 	}()
 	if err := l.fs.MkdirAll(l.dir, 0o755); err != nil {
 		return ld, fmt.Errorf("partlog: %w", err)
+	}
+	// A Reset past its commit point is finished first: its log is empty.
+	resetTo, resetting, err := l.readResetFile()
+	if err != nil {
+		return ld, err
+	}
+	if resetting {
+		if err := l.finishReset(resetTo, l.cfg.Clock.Now().UnixMilli()); err != nil {
+			return ld, err
+		}
+		ld.reset, rep.ResetFinished = true, true
 	}
 	names, err := l.fs.List(l.dir)
 	if err != nil {
@@ -294,6 +348,7 @@ func (l *Log) load() (ld loaded, err error) {
 	rep.RecoveryPoint = rp
 
 	opts := segment.Options{IndexIntervalBytes: l.cfg.IndexIntervalBytes}
+	ld.recoveredFrom = -1
 	for i, base := range bases {
 		end := int64(-1)
 		if i+1 < len(bases) {
@@ -311,6 +366,9 @@ func (l *Log) load() (ld loaded, err error) {
 		rep.Segments++
 		if mode == segment.Recover {
 			rep.Recovered++
+			if ld.recoveredFrom < 0 {
+				ld.recoveredFrom = base
+			}
 		}
 		rep.Batches += r.Batches
 		if r.Truncated > 0 {
@@ -339,6 +397,9 @@ func (l *Log) load() (ld loaded, err error) {
 			return ld, fmt.Errorf("partlog: %w", err)
 		}
 		ld.segs = append(ld.segs, s)
+	}
+	if ld.recoveredFrom < 0 {
+		ld.recoveredFrom = ld.segs[len(ld.segs)-1].NextOffset()
 	}
 	return ld, nil
 }

@@ -622,3 +622,108 @@ func TestFailedLog(t *testing.T) {
 		t.Fatalf("append after recovery: %+v, %v", res, err)
 	}
 }
+
+// TestTruncateUnderReaders: a reader holding Slices across a Truncate and
+// the appends that then take the cut offsets (with other records) reads the
+// bytes it was given, or, for cut bytes, fails; never the new records.
+// Cuts inside the active segment, at a segment's base (emptying one of
+// several) and emptying the only segment; on MemFS and on the OS.
+func TestTruncateUnderReaders(t *testing.T) {
+	for _, fsName := range []string{"mem", "os"} {
+		for _, tc := range []struct {
+			name string
+			cut  func(l *Log) int64
+		}{
+			{"inside the active segment", func(l *Log) int64 { return l.EndOffset() - 5 }},
+			{"at a segment base", func(l *Log) int64 { s := l.Segments(); return s[len(s)-1].Base }},
+			{"the only segment", func(l *Log) int64 { return 0 }},
+		} {
+			t.Run(fsName+"/"+tc.name, func(t *testing.T) {
+				var fsys vfs.FS = memFS(t)
+				d := dir
+				if fsName == "os" {
+					fsys, d = vfs.Default, t.TempDir()
+				}
+				cfg := Config{SegmentBytes: 2048, IndexIntervalBytes: 256}
+				if tc.name == "the only segment" {
+					cfg.SegmentBytes = 1 << 20
+				}
+				l, _, err := Open(fsys, d, cfg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer func() { _ = l.Close() }()
+				for i := range 30 {
+					if _, err := l.Append(ctx, batch(i, 2, 60), 1); err != nil {
+						t.Fatal(err)
+					}
+				}
+				cut := tc.cut(l)
+				if tc.name == "at a segment base" && len(l.Segments()) < 3 {
+					t.Fatalf("want several segments: %s", segNames(l))
+				}
+				// One Slice per batch, held across everything below.
+				type held struct {
+					sl  Slice
+					old []byte
+				}
+				var hs []held
+				for off := l.StartOffset(); off < l.EndOffset(); {
+					sl, err := l.Read(off, 1, NoLimit)
+					if err != nil {
+						t.Fatal(err)
+					}
+					b, err := sl.Bytes()
+					if err != nil {
+						t.Fatal(err)
+					}
+					hs = append(hs, held{sl, b})
+					off = sl.NextOffset
+				}
+				defer func() {
+					for i := range hs {
+						hs[i].sl.Release()
+					}
+				}()
+				oldEnd := l.EndOffset()
+				if err := l.Truncate(cut); err != nil {
+					t.Fatal(err)
+				}
+				end := l.EndOffset()
+				for i := 0; l.EndOffset() < oldEnd+4; i++ {
+					if _, err := l.Append(ctx, batch(5000+i, 2, 60), 2); err != nil {
+						t.Fatal(err)
+					}
+				}
+				cutSlices := 0
+				for _, h := range hs {
+					b, err := h.sl.Bytes()
+					switch {
+					case h.sl.FirstOffset < end && (err != nil || !bytes.Equal(b, h.old)):
+						t.Fatalf("kept batch at %d: read %v (equal %v) after the truncation", h.sl.FirstOffset, err, bytes.Equal(b, h.old))
+					case h.sl.FirstOffset >= end && err == nil && !bytes.Equal(b, h.old):
+						t.Fatalf("cut batch at %d: the held Slice reads other bytes (new records?)", h.sl.FirstOffset)
+					case h.sl.FirstOffset >= end:
+						cutSlices++
+					}
+				}
+				if cutSlices == 0 {
+					t.Fatalf("no held Slice covered the cut [%d, %d)", end, oldEnd)
+				}
+				// The log itself serves the new records at the cut offsets.
+				sl, err := l.Read(end, 1, NoLimit)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer sl.Release()
+				b, err := sl.Bytes()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if h, _ := record.ParseHeader(b); h.PartitionLeaderEpoch != 2 || h.BaseOffset != end {
+					t.Fatalf("the log serves %+v at %d, want the new epoch-2 records", h, end)
+				}
+			})
+		}
+	}
+}

@@ -26,7 +26,8 @@ const MaxRecoveryBackoff = time.Minute
 // than all of them counts as cut (the safe answer).
 const maxCuts = 64
 
-// cut records that a generation began by moving the log end back to `to`.
+// cut records that a generation began by moving the log end back to `to`
+// (-1: Reset removed every record).
 type cut struct{ gen, to int64 }
 
 // fail fails the log after a write (or create, truncate, rename, directory
@@ -260,7 +261,10 @@ func (l *Log) recoverLocked() (Report, int64, error) {
 		// otherwise would have nothing left to cut into.
 		keep = max(min(keep, l.flushed.Load()), ld.segs[0].Base())
 	}
-	if keep < before {
+	switch {
+	case ld.reset: // load finished a Reset: every record went
+		l.recordCut(-1)
+	case keep < before:
 		l.recordCut(keep)
 	}
 	l.setSegments(ld.segs)
@@ -277,6 +281,9 @@ func (l *Log) recoverLocked() (Report, int64, error) {
 	if err := l.loadCleanHistory(ld.cleaned, ld.cleanedDamage); err != nil {
 		return ld.rep, before, err
 	}
+	if ld.rep.EpochsRebuilt, err = l.loadEpochs(ld.recoveredFrom); err != nil {
+		return ld.rep, before, err
+	}
 	if active.NextOffset() > keep {
 		if err := l.truncateLocked(keep, false); err != nil {
 			return ld.rep, before, err
@@ -291,6 +298,9 @@ func (l *Log) recoverLocked() (Report, int64, error) {
 	}
 	if err := l.fs.SyncDir(l.dir); err != nil {
 		return ld.rep, before, fmt.Errorf("partlog: %w", err)
+	}
+	if err := l.afterLoad(ld); err != nil {
+		return ld.rep, before, err
 	}
 
 	l.statMu.Lock()

@@ -51,7 +51,7 @@ func contiguous(t *testing.T, l *Log) {
 func rollWithoutSeal(t *testing.T, l *Log, buf []byte) AppendResult {
 	t.Helper()
 	l.appendMu.Lock()
-	res, rolled, pa, err := l.appendLocked(buf, 7)
+	res, rolled, pa, err := l.appendLocked(buf, 7, false)
 	l.appendMu.Unlock()
 	if err != nil || !rolled {
 		t.Fatalf("append did not roll: %v %v", rolled, err)

@@ -12,6 +12,7 @@ import (
 // as long as the log stays at least RetentionBytes without them. The active
 // segment is never deleted. Readers holding Slices of a deleted segment keep
 // reading it until they release them. It returns the base offsets deleted.
+// The epoch covering the new log start then starts there.
 //
 // Only durable segments go (those ending at or below FlushedOffset), and
 // nothing while the log is failed: a recovery after a failed fsync cuts the
@@ -72,13 +73,29 @@ func (l *Log) ApplyRetention() ([]int64, error) {
 	if err := l.fs.SyncDir(l.dir); err != nil {
 		return deleted, l.fail(fmt.Errorf("partlog: %w", err))
 	}
+	// The epoch covering the new start now starts there. A crash before
+	// this is put right by the next load, which trims the same way.
+	if es, changed := epochsFrom(l.epochList(), segs[n].Base()); changed {
+		if err := l.writeEpochCheckpoint(es); err != nil {
+			return deleted, l.fail(err)
+		}
+		l.epochs.Store(&es)
+	}
 	return deleted, nil
 }
 
 // Truncate removes every record at an offset >= offset (a batch containing
-// offset goes whole), so the log then ends at or below offset. Replication uses
-// it to cut a follower's divergent tail. offset below the log start is
-// ErrOffsetOutOfRange.
+// offset goes whole), so the log then ends at or below offset, and the
+// epochs starting at or past the new end from the epoch cache (even when
+// offset >= EndOffset and no record goes: an epoch assigned at the end).
+// Replication uses it to cut a follower's divergent tail. offset below the
+// log start is ErrOffsetOutOfRange.
+//
+// Bytes a reader holds a Slice of are never rewritten: the cut segment's
+// file is cut in place (what it keeps stays where it was; a Slice of the
+// cut bytes comes up short, an error), and the next append goes to a new
+// segment file, so that no Slice can ever see the records that take the
+// cut offsets. A cut that empties a segment replaces it by a new file.
 func (l *Log) Truncate(offset int64) error {
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
@@ -91,7 +108,9 @@ func (l *Log) Truncate(offset int64) error {
 		return err
 	}
 	if offset >= l.end.Load() {
-		return nil
+		// No record goes, but an epoch assigned at offset (which has no
+		// records) does: a leader that became a follower drops its own.
+		return l.trimEpochs(offset)
 	}
 	// A roll whose seal is still pending must be sealed before the recovery
 	// point can name any segment after it.
@@ -101,7 +120,19 @@ func (l *Log) Truncate(offset int64) error {
 	if offset < l.segments()[0].Base() {
 		return fmt.Errorf("%w: truncate to %d below log start %d", ErrOffsetOutOfRange, offset, l.segments()[0].Base())
 	}
-	return l.truncateLocked(offset, true)
+	if err := l.truncateLocked(offset, true); err != nil {
+		return err
+	}
+	// What is appended next goes to a new file: a Slice of the cut bytes
+	// reads them or comes up short, never the records that take their
+	// offsets (see "Retention and truncation" in the package doc).
+	if err := l.freshTail(); err != nil {
+		return err
+	}
+	if err := l.afterCut(l.end.Load()); err != nil {
+		return l.fail(err) // the recovery calls it again before any append
+	}
+	return nil
 }
 
 // truncateLocked cuts the log at offset (at least the log start; every
@@ -151,10 +182,30 @@ func (l *Log) truncateLocked(offset int64, record bool) error {
 	l.statMu.Unlock()
 	l.syncCount.Add(1)
 	l.activeBorn.Store(l.cfg.Clock.Now().UnixMilli()) // its real creation time is not known
+	// The epochs that started at or past the new end go, after the end
+	// moved (see EndOffsetForEpoch). A crash before this is put right by
+	// the next load: the recovery point is below the cut.
+	if err := l.trimEpochs(s.NextOffset()); err != nil {
+		return err
+	}
 	// Offsets from the new end on will hold records no cleaning pass has
 	// seen: the cleaner point must not claim them.
 	if err := l.clampCleanPoint(s.NextOffset()); err != nil {
 		return l.fail(err)
 	}
+	return nil
+}
+
+// trimEpochs removes the epochs starting at or past end from the cache
+// (Kafka's truncateFromEnd), file first. appendMu held.
+func (l *Log) trimEpochs(end int64) error {
+	es, changed := epochsBelow(l.epochList(), end)
+	if !changed {
+		return nil
+	}
+	if err := l.writeEpochCheckpoint(es); err != nil {
+		return l.fail(err)
+	}
+	l.epochs.Store(&es)
 	return nil
 }

@@ -244,6 +244,23 @@ func ValidateProduced(h Header) error {
 	return nil
 }
 
+// ValidateStored does the checks a batch must pass to be stored as a log
+// already holds it (a follower copying its leader's log), after Next
+// succeeded: baseOffset >= 0, its last offset fits an int64, and
+// recordCount <= lastOffsetDelta+1 (each record has its own offset within
+// the batch), else ErrBadRecords. Unlike ValidateProduced it accepts the
+// shapes the log cleaner writes: offset deltas that skip, and batches of no
+// records. It never allocates unless it fails.
+func ValidateStored(h Header) error {
+	if h.BaseOffset < 0 || h.BaseOffset > math.MaxInt64-1-int64(h.LastOffsetDelta) {
+		return fmt.Errorf("%w: stored batch at offset %d with lastOffsetDelta %d", ErrBadRecords, h.BaseOffset, h.LastOffsetDelta)
+	}
+	if int64(h.RecordCount) > int64(h.LastOffsetDelta)+1 {
+		return fmt.Errorf("%w: %d records in %d offsets", ErrBadRecords, h.RecordCount, int64(h.LastOffsetDelta)+1)
+	}
+	return nil
+}
+
 // SetBaseOffset writes offset into the batch at the start of b (@0). The CRC
 // does not cover it, so the batch stays valid. It panics if len(b) < 8.
 func SetBaseOffset(b []byte, offset int64) {

@@ -256,6 +256,36 @@ func TestValidateProduced(t *testing.T) {
 	}
 }
 
+func TestValidateStored(t *testing.T) {
+	tests := []struct {
+		name    string
+		base    int64
+		count   int32
+		last    int32
+		wantErr bool
+	}{
+		{"as produced", 0, 3, 2, false},
+		{"compacted gap", 100, 2, 3, false},
+		{"no records", 100, 0, 6, false},
+		{"count above delta", 0, 3, 1, true},
+		{"negative base", -1, 1, 0, true},
+		{"last offset overflows", math.MaxInt64 - 1, 2, 1, true},
+		{"last offset fits", math.MaxInt64 - 2, 2, 1, false},
+		{"max", 0, math.MaxInt32, math.MaxInt32 - 1, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := ValidateStored(Header{BaseOffset: tc.base, RecordCount: tc.count, LastOffsetDelta: tc.last})
+			if tc.wantErr != (err != nil) {
+				t.Fatalf("err = %v, wantErr %v", err, tc.wantErr)
+			}
+			if err != nil && (!errors.Is(err, ErrBadRecords) || !errors.Is(err, ErrCorrupt)) {
+				t.Errorf("err = %v, want ErrBadRecords", err)
+			}
+		})
+	}
+}
+
 func TestNextReturnsOnlyFirstBatch(t *testing.T) {
 	batch := mustBuild(t, DefaultBuildOptions(), testRecords(3))
 	garbage := bytes.Repeat([]byte{0xde, 0xad, 0xbe, 0xef}, 40)

@@ -80,6 +80,9 @@ func TestCompactedBatchShapes(t *testing.T) {
 			if err := ValidateProduced(h); err == nil {
 				t.Fatal("ValidateProduced accepted a compacted batch: a producer may not send one")
 			}
+			if err := ValidateStored(h); err != nil {
+				t.Fatalf("ValidateStored refused a compacted batch: %v", err)
+			}
 			recs, err := Records(tc.b, nil)
 			if err != nil {
 				t.Fatalf("Records: %v", err)

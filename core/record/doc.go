@@ -69,15 +69,16 @@
 // while its records' offset deltas then skip. With AppendWithOffsetDelta it
 // lowers a batch's base offset over records removed before it, and PutHeader
 // writes batches of no records that only cover a range of offsets. Records
-// accepts all of these; ValidateProduced refuses them, as a producer never
-// sends one.
+// and ValidateStored accept all of these; ValidateProduced refuses them, as a
+// producer never sends one.
 //
 // # Validation
 //
 // ParseHeader checks what the header alone can tell; Next checks a whole batch
 // (length, size limit, CRC) and returns its size so callers can walk
 // concatenated batches; ValidateProduced adds the checks a broker applies to a
-// batch a producer sent. None of them allocates on success, nor looks inside
+// batch a producer sent, ValidateStored those a batch copied from a log
+// (a follower's) must pass, compacted shapes included. None of them allocates on success, nor looks inside
 // the records section: Records decodes it, and is for tests, the harness and
 // tools rather than the produce path.
 //

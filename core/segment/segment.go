@@ -345,6 +345,17 @@ func (s *Segment) Close() error {
 	return err
 }
 
+// Drop drops the owner's reference without sealing the segment or removing
+// its files: for a segment whose files its owner removed or replaced
+// already (package partlog's Reset), which has nothing left to make
+// durable. Readers holding a Slice keep reading until they release it; then
+// the files close.
+func (s *Segment) Drop() {
+	if !s.retired.Swap(true) {
+		s.release()
+	}
+}
+
 // Delete removes the segment's files and drops the owner's reference. Readers
 // holding a Slice keep reading the unlinked file until they release it. The
 // caller syncs the directory.
@@ -367,9 +378,10 @@ func (s *Segment) Delete() error {
 
 // TruncateTo removes every batch holding an offset >= offset; a batch is never
 // split, so the one containing offset goes too and the segment then ends at its
-// base. The segment must be active (Unseal it first). Readers holding Slices past
-// the new end see whatever is appended there next: truncation is for replicas,
-// whose readers stop at the high watermark, below any truncation point.
+// base. The segment must be active (Unseal it first). The bytes before the cut
+// stay where they are; a Slice past the new end comes up short, and would see
+// whatever is appended there next: package partlog never appends to a segment
+// it cut, but seals it and starts a new file.
 func (s *Segment) TruncateTo(offset int64) error {
 	if s.idxFile == nil {
 		return fmt.Errorf("segment %d: truncate a sealed segment: %w", s.base, ErrClosed)
