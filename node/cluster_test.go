@@ -61,7 +61,7 @@ func (c *testCluster) start(id int32) *Node {
 func (c *testCluster) config(id int32) Config {
 	return Config{DataDir: filepath.Join("/data", fmt.Sprint(id)), NodeID: id, FS: c.fs,
 		Advertised: fmt.Sprintf("broker-%d.test:%d", id, 9092+id), Coord: c.srv.Connect(),
-		OffsetsPartitions: 6, Logger: testLogger(c.t)}
+		OffsetsPartitions: 6, OffsetsReplicationFactor: 1, Logger: testLogger(c.t)}
 }
 
 // kill stops broker id the way a crash looks to the others: its session
@@ -371,9 +371,10 @@ func TestJoiningBrokerLogsClusterID(t *testing.T) {
 	}
 }
 
-// A group's committed offsets stay with it when its coordinator dies: they
-// are in its partition of the offsets topic on the coordinating broker's
-// disk (not replicated yet), so the offsets topic has one replica and the group waits for its coordinator
+// A group's committed offsets stay with it when its coordinator dies: with
+// one replica of the offsets topic (these brokers have no network to
+// replicate over; transport/broker's tests replicate it), they are on the
+// coordinating broker's disk and the group waits for its coordinator
 // (COORDINATOR_NOT_AVAILABLE) rather than moving to a broker that has none
 // of its offsets. With three replicas (Kafka's default, used until now) the
 // group moved at once and its committed offsets read back as none: a
@@ -395,7 +396,7 @@ func TestCoordinatorDiesOffsetsKept(t *testing.T) {
 		t.Fatal(err)
 	}
 	if rf := ti.ReplicationFactor(); rf != 1 {
-		t.Errorf("%s has %d replicas, want 1 while committed offsets are not replicated", OffsetsTopic, rf)
+		t.Errorf("%s has %d replicas, want the 1 configured", OffsetsTopic, rf)
 	}
 	waitLoaded(t, c.nodes[b.ID], "g")
 	perCommit, err := c.nodes[b.ID].CommitOffsets("g", "", nil, -1,

@@ -79,6 +79,7 @@ type Node struct {
 	pidMu           sync.Mutex
 	pidNext, pidEnd int64 // the producer-id block in use: [pidNext, pidEnd)
 	closeOnce       sync.Once
+	handoverOnce    sync.Once // the controlled shutdown, done once
 	closeErr        error
 }
 
@@ -282,7 +283,7 @@ func (n *Node) Logger() *slog.Logger { return n.logger }
 // stopped calling it first. Calling Close again returns the same result.
 func (n *Node) Close() error {
 	n.closeOnce.Do(func() {
-		n.controlledShutdown()
+		n.ControlledShutdown()
 		n.closeErr = n.stop()
 	})
 	return n.closeErr

@@ -9,8 +9,10 @@ import (
 	"github.com/weir-broker/weir/core/meta"
 )
 
-// controlledShutdown is the first step of Close in a cluster (Kafka's
-// controlled shutdown): the broker announces it is stopping
+// ControlledShutdown is the first step of Close in a cluster (Kafka's
+// controlled shutdown); whoever serves the node calls it while still serving
+// (followers catch up, clients find the new leaders), then stops serving and
+// closes the node. It is done once; Close does it if nobody did: the broker announces it is stopping
 // (layout.AnnounceShutdown), and the controller hands the partitions it
 // leads to other in-sync replicas and takes it out of their ISRs; when its
 // image shows it holds nothing another live replica could take over (or
@@ -18,6 +20,13 @@ import (
 // leaders move, not a failure: produces and fetches go to the new leaders
 // at once instead of waiting for the session to expire. A broker alone, or
 // with nothing to hand over, skips it.
+func (n *Node) ControlledShutdown() { n.handoverOnce.Do(n.controlledShutdown) }
+
+// SkipControlledShutdown makes Close stop as a crash would leave the
+// cluster: no controlled shutdown (the others notice when its session
+// goes). For fault tests.
+func (n *Node) SkipControlledShutdown() { n.handoverOnce.Do(func() {}) }
+
 func (n *Node) controlledShutdown() {
 	if n.loop == nil || n.cfg.ControlledShutdownTimeout < 0 {
 		return

@@ -22,6 +22,25 @@ func noError(int16) int16 { return 0 }
 // the registry serves an API missing here, so ApiVersions cannot claim an
 // untested range.
 var versionCases = map[int16]versionCase{
+	23: {
+		// Where epoch 0 (the only one of "t") ends: the log end, for the
+		// current epoch of a single node.
+		build: func(t testing.TB, v int16) kmsg.Request {
+			req := kmsg.NewPtrOffsetForLeaderEpochRequest()
+			req.Version = v
+			req.ReplicaID = -2
+			rt := kmsg.NewOffsetForLeaderEpochRequestTopic()
+			rt.Topic = "t"
+			rp := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
+			rp.Partition, rp.CurrentLeaderEpoch, rp.LeaderEpoch = 0, -1, 0
+			rt.Partitions = append(rt.Partitions, rp)
+			req.Topics = append(req.Topics, rt)
+			return req
+		},
+		errorOf: func(r kmsg.Response) int16 {
+			return r.(*kmsg.OffsetForLeaderEpochResponse).Topics[0].Partitions[0].ErrorCode
+		},
+	},
 	0: {
 		build: func(t testing.TB, v int16) kmsg.Request { return produceReq(v, -1, "t", 0, batch(t, "v", 2)) },
 		errorOf: func(r kmsg.Response) int16 {

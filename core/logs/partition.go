@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/weir-broker/weir/core/clock"
 	"github.com/weir-broker/weir/core/partlog"
@@ -46,6 +47,21 @@ type Partition struct {
 	prodMu  sync.RWMutex
 	prod    producers.Table
 	prodGen int64 // the log generation prod was built for
+
+	// stampEpoch is the leader epoch Append stamps (temporary: AppendEpoch
+	// sets it).
+	stampEpoch atomic.Int32
+}
+
+// AppendEpoch is Append stamping epoch.
+func (p *Partition) AppendEpoch(ctx context.Context, records []byte, epoch int32) (AppendResult, error) {
+	p.stampEpoch.Store(epoch)
+	return p.Append(ctx, records)
+}
+
+// AppendReplicated appends a follower's batches as the leader stored them.
+func (p *Partition) AppendReplicated(ctx context.Context, records []byte) (partlog.AppendResult, error) {
+	return p.log.AppendReplicated(ctx, records)
 }
 
 // AppendResult says where an append went.
@@ -146,7 +162,7 @@ func (p *Partition) Append(ctx context.Context, records []byte) (AppendResult, e
 	if idempotent {
 		res, r, err = p.appendIdempotent(ctx, records, hs)
 	} else {
-		r, err = p.log.Append(ctx, records, leaderEpoch)
+		r, err = p.log.Append(ctx, records, p.stampEpoch.Load())
 		res = AppendResult{BaseOffset: r.BaseOffset, NextOffset: r.NextOffset}
 	}
 	if err != nil {
@@ -297,7 +313,7 @@ func (p *Partition) appendIdempotent(ctx context.Context, records []byte, hs []r
 
 	// Only in the generation the checks saw: a cut since (a recovery
 	// another appender made) may have removed batches they counted on.
-	r, err := p.log.AppendInGeneration(ctx, records, leaderEpoch, p.prodGen)
+	r, err := p.log.AppendInGeneration(ctx, records, p.stampEpoch.Load(), p.prodGen)
 	if err != nil && r.NextOffset <= r.BaseOffset {
 		unlock()
 		return AppendResult{}, partlog.AppendResult{}, err

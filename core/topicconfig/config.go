@@ -32,9 +32,10 @@ const (
 	DurableAcks        = "weir.durable.acks"    // true|false; default false
 	MinInsyncReplicas  = "min.insync.replicas"  // >= 1; default 1 (one node: above 1, acks=all fails)
 	// Compaction (see the package doc).
-	CleanupPolicy          = "cleanup.policy"            // delete|compact|compact,delete; default delete
-	DeleteRetentionMs      = "delete.retention.ms"       // >= 0; default 1 day
-	MinCleanableDirtyRatio = "min.cleanable.dirty.ratio" // 0..1; default 0.5
+	UncleanLeaderElection  = "unclean.leader.election.enable" // true|false; default false (the controller's)
+	CleanupPolicy          = "cleanup.policy"                 // delete|compact|compact,delete; default delete
+	DeleteRetentionMs      = "delete.retention.ms"            // >= 0; default 1 day
+	MinCleanableDirtyRatio = "min.cleanable.dirty.ratio"      // 0..1; default 0.5
 )
 
 // cleanup.policy values.
@@ -99,6 +100,10 @@ var configCheckers = map[string]func(string) error{
 		return err
 	},
 	DeleteRetentionMs: intRange(0, math.MaxInt64),
+	UncleanLeaderElection: func(v string) error {
+		_, err := parseBool(v)
+		return err
+	},
 	MinCleanableDirtyRatio: func(v string) error {
 		f, err := strconv.ParseFloat(v, 64)
 		if err != nil || !(f >= 0 && f <= 1) {

@@ -28,6 +28,7 @@ func TestNormalizeConfigs(t *testing.T) {
 		{"weir.durable.acks": "true"}, {"weir.durable.acks": "FALSE"},
 		{"cleanup.policy": "delete"}, {"cleanup.policy": "compact"}, {"cleanup.policy": "compact, delete"},
 		{"delete.retention.ms": "0"}, {"min.cleanable.dirty.ratio": "0"}, {"min.cleanable.dirty.ratio": "0.9"},
+		{"unclean.leader.election.enable": "TRUE"},
 	}
 	for _, m := range ok {
 		if _, err := Normalize(m, BuiltinPlugins{}); err != nil {
@@ -59,6 +60,7 @@ func TestNormalizeConfigs(t *testing.T) {
 		{"weir.durable.acks", "yes"},
 		{"weir.durable.acks", "1"},
 		{"cleanup.policy", ""},
+		{"unclean.leader.election.enable", "yes"},
 		{"cleanup.policy", "compacted"},
 		{"cleanup.policy", "compact,"},
 		{"delete.retention.ms", "-1"},

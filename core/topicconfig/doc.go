@@ -9,7 +9,8 @@
 // Topics take Kafka's config names: retention.ms, retention.bytes,
 // segment.bytes, segment.ms, max.message.bytes, index.interval.bytes,
 // flush.messages, flush.ms, compression.type, min.insync.replicas,
-// cleanup.policy, delete.retention.ms, min.cleanable.dirty.ratio; and weir's own
+// cleanup.policy, delete.retention.ms, min.cleanable.dirty.ratio,
+// unclean.leader.election.enable (read by the controller); and weir's own
 // weir.flush.policy (a plugins/flushpolicy spec, say "messages:n=1000") and
 // weir.durable.acks (true|false). Unknown keys and out-of-range values are
 // refused with ErrInvalidConfig naming the key and value. A topic's metadata

@@ -32,6 +32,7 @@ type Broker struct {
 	serveErr  error         // what it returned, read after serveDone
 
 	closeOnce sync.Once
+	crash     bool // Crash: stop without a controlled shutdown
 	closing   chan struct{}
 	closeErr  error
 }
@@ -181,10 +182,24 @@ func (b *Broker) Close() error {
 	return b.closeErr
 }
 
+// Crash stops the broker as a crash would: no controlled shutdown, so the
+// cluster notices when its session ends. For fault tests; the file system
+// is the caller's to cut (a crash clone).
+func (b *Broker) Crash() error {
+	b.crash = true
+	return b.Close()
+}
+
 // stop releases whatever start got as far as opening, in dependency order:
 // the protocol server first (no handler calls the node any more), then the
 // metrics endpoint, then the node.
 func (b *Broker) stop() error {
+	switch {
+	case b.node != nil && b.crash:
+		b.node.SkipControlledShutdown()
+	case b.node != nil:
+		b.node.ControlledShutdown() // while still serving: followers catch up, clients follow the leaders
+	}
 	close(b.closing)
 	var errs []error
 	if b.server != nil {

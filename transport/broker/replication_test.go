@@ -12,8 +12,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/weir-broker/weir/core/internal/logtest"
 	"github.com/weir-broker/weir/core/partlog"
+	"github.com/weir-broker/weir/core/record"
 	"github.com/weir-broker/weir/transport/broker"
 	"github.com/weir-broker/weir/transport/broker/brokertest"
 )
@@ -91,6 +91,34 @@ func inSync(t *testing.T, c *brokertest.MemCluster, topic string, p int32) {
 	})
 }
 
+// batches returns the log's batches, each a copy.
+func batches(t *testing.T, l *partlog.Log) [][]byte {
+	t.Helper()
+	var out [][]byte
+	for off := l.StartOffset(); off < l.EndOffset(); {
+		sl, err := l.Read(off, 1<<20, partlog.NoLimit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := sl.Bytes()
+		next := sl.NextOffset
+		sl.Release()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for len(b) > 0 {
+			h, err := record.ParseHeader(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, slices.Clone(b[:h.Size()]))
+			b = b[h.Size():]
+		}
+		off = next
+	}
+	return out
+}
+
 // sameBytes checks that every running replica holds the same batches,
 // byte for byte (offsets, leader epochs, CRCs).
 func sameBytes(t *testing.T, c *brokertest.MemCluster, topic string, p int32) int {
@@ -101,7 +129,7 @@ func sameBytes(t *testing.T, c *brokertest.MemCluster, topic string, p int32) in
 		if m.Broker() == nil {
 			continue
 		}
-		got := logtest.Batches(t, replicaLog(t, m.Broker(), topic, p))
+		got := batches(t, replicaLog(t, m.Broker(), topic, p))
 		if ref == nil {
 			ref = got
 			continue
@@ -120,7 +148,8 @@ func TestReplicatedAcksAll(t *testing.T) {
 	c := brokertest.StartMemCluster(t, 3)
 	addr := c.Member(1).Addr
 	createReplicated(t, addr, "r", 2, 3, map[string]string{"min.insync.replicas": "2"})
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Addrs()...), kgo.RequiredAcks(kgo.AllISRAcks()))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Addrs()...), kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +178,8 @@ func TestReplicatedLeaderPowerCut(t *testing.T) {
 	c := brokertest.StartMemCluster(t, 3)
 	createReplicated(t, c.Member(1).Addr, "f", 1, 3, map[string]string{"min.insync.replicas": "2"})
 	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Addrs()...), kgo.RequiredAcks(kgo.AllISRAcks()),
-		kgo.DefaultProduceTopic("f"), kgo.RecordRetries(1000), kgo.RetryTimeout(60*time.Second))
+		kgo.DefaultProduceTopic("f"), kgo.RecordRetries(1000), kgo.RetryTimeout(60*time.Second),
+		kgo.MetadataMinAge(50*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,4 +263,3 @@ func leaderOf(t *testing.T, c *brokertest.MemCluster, topic string, p int32) int
 	t.Fatalf("no leader of %s-%d", topic, p)
 	return -1
 }
-

@@ -145,7 +145,13 @@ func (c *MemCluster) Stop(id int32) {
 func (c *MemCluster) PowerCut(id int32) {
 	c.t.Helper()
 	m := c.Member(id)
+	if m.b == nil {
+		return
+	}
 	clone := m.FS.CrashClone()
-	c.Stop(id)
+	if err := m.b.Crash(); err != nil {
+		c.t.Logf("broker %d: Crash: %v", id, err)
+	}
+	m.b = nil
 	m.FS = clone
 }
