@@ -35,7 +35,10 @@ type MemMember struct {
 	FS   *vfs.MemFS
 	Log  *LogBuffer
 	Addr string
-	b    *broker.Broker
+	// Coord is the broker's connection to the store (Store.Disconnect,
+	// Expire and Reconnect it to cut the broker off from coordination).
+	Coord *memstore.Store
+	b     *broker.Broker
 }
 
 // Broker is the running broker (nil while stopped).
@@ -105,7 +108,7 @@ func (c *MemCluster) Start(id int32) *MemMember {
 		NodeID:                     id,
 		FS:                         m.FS,
 		Listen:                     "127.0.0.1:0",
-		Coord:                      c.Store.Connect(),
+		Coord:                      nil, // below
 		ReplicaDialer:              c.Net.Dialer(id),
 		AutoCreateTopics:           true,
 		GroupInitialRebalanceDelay: 0,
@@ -113,6 +116,8 @@ func (c *MemCluster) Start(id int32) *MemMember {
 		Logger: slog.New(slog.NewTextHandler(teeWriter{log: m.Log, t: c.t, prefix: fmt.Sprintf("broker %d: ", id)},
 			&slog.HandlerOptions{Level: slog.LevelInfo})),
 	}
+	m.Coord = c.Store.Connect()
+	cfg.Coord = m.Coord
 	for _, mod := range c.mods {
 		mod(&cfg)
 	}
