@@ -9,9 +9,10 @@ import (
 	"slices"
 )
 
-// A snapshot is the table as of a log offset: every idempotent batch below
-// it is in the state (and possibly a few past it, which a replay from the
-// offset must skip: see State.Last). Big-endian throughout:
+// A snapshot is the table as of a log offset: the remembered batches below
+// it, those ending past it left out (a replay of the log from the offset
+// brings them back), and the producers left with none. Big-endian
+// throughout:
 //
 //	magic      4 bytes "WPSN"
 //	version    u16  1
@@ -45,8 +46,9 @@ var (
 )
 
 // AppendSnapshot appends the snapshot of the table as of log offset offset
-// to dst. The caller keeps appends away meanwhile (no entry may be locked),
-// as for Reset; Expire may run.
+// to dst: the batches ending at or below it (see the format above). The
+// caller keeps appends away meanwhile (no entry may be locked), as for
+// Reset; Expire may run.
 func (ps *Table) AppendSnapshot(dst []byte, offset int64) []byte {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
@@ -60,15 +62,19 @@ func (ps *Table) AppendSnapshot(dst []byte, offset int64) []byte {
 	n := uint32(0)
 	for _, id := range ids {
 		e := ps.m[id]
-		if e.State.n == 0 {
+		k := e.State.n
+		for k > 0 && e.State.batches[k-1].Next > offset {
+			k--
+		}
+		if k == 0 {
 			continue
 		}
 		n++
 		dst = binary.BigEndian.AppendUint64(dst, uint64(id))
 		dst = binary.BigEndian.AppendUint16(dst, uint16(e.State.epoch))
 		dst = binary.BigEndian.AppendUint64(dst, uint64(e.Used))
-		dst = append(dst, byte(e.State.n))
-		for _, b := range e.State.batches[:e.State.n] {
+		dst = append(dst, byte(k))
+		for _, b := range e.State.batches[:k] {
 			dst = binary.BigEndian.AppendUint32(dst, uint32(b.FirstSeq))
 			dst = binary.BigEndian.AppendUint32(dst, uint32(b.LastSeq))
 			dst = binary.BigEndian.AppendUint64(dst, uint64(b.Base))
@@ -82,8 +88,8 @@ func (ps *Table) AppendSnapshot(dst []byte, offset int64) []byte {
 // Restore replaces every producer of the table by those of the snapshot b,
 // returning the offset it is as of. b is checked whole first (length,
 // magic, version, CRC, every field in range, ids ascending, each producer's
-// batches in offset order); a bad snapshot is ErrBadSnapshot and leaves the
-// table as it was. The caller keeps Lock from being called meanwhile, as
+// batches in offset order and below the offset); a bad snapshot is
+// ErrBadSnapshot and leaves the table as it was. The caller keeps Lock from being called meanwhile, as
 // for Reset.
 func (ps *Table) Restore(b []byte) (offset int64, err error) {
 	m, offset, err := decodeSnapshot(b)
@@ -141,7 +147,8 @@ func decodeSnapshot(b []byte) (map[int64]*Entry, int64, error) {
 			bt := Batch{FirstSeq: int32(be.Uint32(p)), LastSeq: int32(be.Uint32(p[4:])),
 				Base: int64(be.Uint64(p[8:])), Next: int64(be.Uint64(p[16:]))}
 			p = p[batchSize:]
-			if bt.FirstSeq < 0 || bt.LastSeq < 0 || bt.Base < 0 || bt.Next <= bt.Base || j > 0 && bt.Base < e.State.batches[j-1].Next {
+			if bt.FirstSeq < 0 || bt.LastSeq < 0 || bt.Base < 0 || bt.Next <= bt.Base || bt.Next > offset ||
+				j > 0 && bt.Base < e.State.batches[j-1].Next {
 				return bad("producer %d batch %d: %+v", id, j, bt)
 			}
 			e.State.batches[j] = bt
@@ -155,8 +162,7 @@ func decodeSnapshot(b []byte) (map[int64]*Entry, int64, error) {
 }
 
 // Last returns the producer's latest remembered batch, false when it is
-// unknown. A replay of batch headers onto restored state skips the batches
-// at or below it: the snapshot has them.
+// unknown.
 func (s *State) Last() (Batch, bool) {
 	if s.n == 0 {
 		return Batch{}, false

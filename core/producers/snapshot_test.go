@@ -98,6 +98,20 @@ func TestSnapshotRoundTrip(t *testing.T) {
 	if n := ps.Expire(2500); n != 2 { // producers 7 and 2 were last used before 2500
 		t.Errorf("Expire(2500) forgot %d producers, want 2", n)
 	}
+	// As of an earlier offset: producer 40 is left out (its remembered
+	// batch ends at 301), producer 7 keeps the batches ending by 45.
+	if _, err := ps.Restore(sampleTable([]int{0, 1, 2}).AppendSnapshot(nil, 45)); err != nil {
+		t.Fatal(err)
+	}
+	if ps.Count() != 1 {
+		t.Fatalf("as of 45: %d producers, want producer 7 alone", ps.Count())
+	}
+	e := ps.Lock(7)
+	last, ok := e.State.Last()
+	ps.Unlock(7, e)
+	if !ok || last != (Batch{FirstSeq: 8, LastSeq: 9, Base: 40, Next: 42}) {
+		t.Fatalf("as of 45: producer 7's last batch %+v", last)
+	}
 	empty := (&Table{}).AppendSnapshot(nil, 0)
 	if off, err := ps.Restore(empty); err != nil || off != 0 || ps.Count() != 0 {
 		t.Fatalf("restore of an empty table: %d, %v, %d producers", off, err, ps.Count())
@@ -149,6 +163,7 @@ func TestSnapshotRejects(t *testing.T) {
 		{"too many batches", func(b []byte) { b[36] = Remembered + 1 }},
 		{"negative sequence", func(b []byte) { binary.BigEndian.PutUint32(b[37:], 0x80000000) }},
 		{"empty batch", func(b []byte) { binary.BigEndian.PutUint64(b[53:], 100) }},
+		{"batch past the offset", func(b []byte) { binary.BigEndian.PutUint64(b[6:], 103) }},
 		{"batches out of order", func(b []byte) {
 			// producer 7's second batch starts before its first ends
 			binary.BigEndian.PutUint64(b[61+19+24+8:], 1)
