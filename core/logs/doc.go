@@ -10,7 +10,8 @@
 //
 //	<Dir>/<topic>-<partition>/
 //	    partition.metadata    "version: 1\ntopic_id: <hex>": marks the directory as weir's
-//	    00000000000000000000.log .index .timeindex recovery-point ...
+//	    00000000000000000000.log .index .timeindex recovery-point ...   the log (package partlog)
+//	    00000000000000368769.snapshot                                  the producer state as of that offset
 //
 // The marker is written (and fsynced) before any log file, so a directory
 // without one holds no data. A directory whose marker names another topic id
@@ -52,19 +53,46 @@
 // allows; one producer's batches are serialised, as their sequences demand.
 // The transport must hand a connection's produce requests to Append in order.
 //
-// The state lives in memory. After a restart, Manager.Open rebuilds it from the batch
-// headers of each partition's active segment (headers only: nothing is
-// decompressed; about one 64 KiB read per 64 KiB of small batches). Producers
-// whose last batch lies in an older segment are forgotten, and so are retries
-// older than what the active segment holds. A forgotten producer's next batch
-// (sequence > 0) gets producers.ErrUnknownProducerID (UNKNOWN_PRODUCER_ID): franz-go
-// (v1.22, by default) then logs possible data loss, takes a new producer id
-// and resends with fresh sequences, so a request that was in flight across
-// the restart may be appended twice; other clients may instead fail the
-// producer. A producer is also forgotten after the registry's ProducerExpiry (default
+// The state lives in memory, with snapshots (Kafka's <offset>.snapshot):
+// when the log has rolled, the append that notices it writes the table as
+// of the log end (package producers' format: versioned, CRC-32C, the same
+// table giving the same bytes) to <offset>.snapshot, through a temporary
+// file, fsync, rename and an fsync of the directory; so does Close. The
+// producers' lock is held alone only while the table is encoded, not while
+// the file is written, and the two latest snapshots are kept. Manager.Open
+// restores the latest one the log still covers (between its start and its
+// end) and replays the batch headers after it (headers only: nothing is
+// decompressed; about one 64 KiB read per 64 KiB of small batches), so
+// producers whose batches only older segments hold are remembered. A
+// snapshot that does not restore is logged, removed, and the one before it
+// tried; with none usable every header from the log start is read, and a
+// snapshot taken at once. The exception is a log closed cleanly without any
+// snapshot, as weir wrote them before it kept snapshots: only its active
+// segment is read, as before, so that the first start after an upgrade does
+// not read whole logs, and producers whose last batch lies in an older
+// segment are forgotten that once. A forgotten producer's next batch
+// (sequence > 0) gets producers.ErrUnknownProducerID (UNKNOWN_PRODUCER_ID):
+// franz-go (v1.22, by default) then logs possible data loss, takes a new
+// producer id and resends with fresh sequences, so a request in flight
+// across that restart may be appended twice; other clients may instead fail
+// the producer.
+//
+// A snapshot must never describe records the log no longer holds at its
+// offsets. partlog's CutHook removes the snapshots past every cut
+// (Truncate, Reset: all of them, a recovery's) before anything can be
+// appended at the cut offsets, and again at the end of Open and of every
+// recovery; a snapshot being written while a cut comes is removed by
+// whichever of the two finishes second (the writer checks the log's
+// generation once its file is in place, under the same lock as the hook).
+// The state in memory is rebuilt the same way (latest snapshot left, then
+// the headers) before the next idempotent or replicated append, since the
+// cut moved the log's generation on.
+//
+// A producer is also forgotten after the registry's ProducerExpiry (default
 // 24 h, Kafka's producer.id.expiration.ms) without appends, when the broker
-// calls ApplyRetention. Kafka avoids the restart case with producer-state
-// snapshots taken at every segment roll; weir does not keep them yet.
+// calls ApplyRetention. The time of its last append is in the snapshots, so
+// expiry counts across restarts; a batch replayed at Open counts as used
+// then.
 //
 // Deviations from Kafka, on purpose: a batch lying wholly before the producer's
 // last sequence but older than the 5 remembered batches is ErrDuplicateSequence
@@ -73,6 +101,19 @@
 // Kafka answers OUT_OF_ORDER_SEQUENCE_NUMBER; and an unknown producer must
 // start at sequence 0 (Kafka, since KIP-360, accepts any sequence from a
 // producer whose state retention deleted).
+//
+// # Replication
+//
+// The partition does what its log's replication needs from storage and
+// knows nothing of leaders: the node decides. AppendEpoch is a leader's
+// Append in its epoch (Append stamps epoch 0, for the single node);
+// AppendReplicated is a follower's append of batches as its leader stored
+// them (partlog.Log.AppendReplicated): no recompression and no idempotence
+// checks, but every idempotent batch header goes to the producer state, as
+// a leader's appends record theirs (Kafka's appendAsFollower), so that a
+// follower made leader answers a producer's retry as a duplicate. Epochs
+// (AssignEpoch, EndOffsetForEpoch), Truncate and Reset are the log's
+// (Log()); the producer state and its snapshots follow their cuts (above).
 //
 // # Durable acks
 //

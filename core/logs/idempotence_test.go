@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -169,12 +171,17 @@ func TestIdempotenceSizeLimit(t *testing.T) {
 	}
 }
 
-// TestRebuildProducers: after a clean reopen and after a crash, the producers
-// of the active segment are remembered (retries get their original offsets),
-// those only in older segments are forgotten (UNKNOWN_PRODUCER_ID), and epochs
-// survive.
+// TestRebuildProducers: after a reopen the producers are remembered
+// (retries get their original offsets, the next sequence goes on, epochs
+// survive), those whose batches only an older segment holds too: from the
+// snapshot Close takes (clean), from the one taken at the roll (crash),
+// from every batch header when no snapshot is left (crash, none) or the
+// latest does not restore (damaged: the one before it, or the headers). A
+// log closed cleanly without any snapshot, as weir wrote them before it
+// kept snapshots (upgrade), is read from its active segment only, as
+// before: producer 1 is forgotten (UNKNOWN_PRODUCER_ID).
 func TestRebuildProducers(t *testing.T) {
-	for _, mode := range []string{"clean", "crash"} {
+	for _, mode := range []string{"clean", "crash", "crash, no snapshot", "damaged", "upgrade"} {
 		t.Run(mode, func(t *testing.T) {
 			mem := vfs.NewMem()
 			cfg := PartitionConfig{Log: partlog.Config{SegmentBytes: 1024}}
@@ -200,7 +207,7 @@ func TestRebuildProducers(t *testing.T) {
 				return res
 			}
 			// Producer 1 writes into the first segment only.
-			mustAppend(testbatch.Idempotent(1, 0, 0, 2))
+			p1 := mustAppend(testbatch.Idempotent(1, 0, 0, 2))
 			// Roll with plain batches until producer 1 is out of the active segment.
 			for i := 0; len(p.Log().Segments()) < 2; i++ {
 				mustAppend(testbatch.Tagged(fmt.Sprint("fill", i), 10))
@@ -217,12 +224,20 @@ func TestRebuildProducers(t *testing.T) {
 				t.Fatalf("%d segments; the test wants producers 2 and 3 in the second (active) one", len(p.Log().Segments()))
 			}
 			end := p.Log().EndOffset()
+			dir := p.Log().Dir()
+			snaps := func(fsys vfs.FS) []string {
+				names, err := fsys.List(dir)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return slices.DeleteFunc(names, func(n string) bool { return !strings.HasSuffix(n, snapshotSuffix) })
+			}
 			switch mode {
-			case "clean":
+			case "clean", "upgrade", "damaged":
 				if err := p.Close(); err != nil {
 					t.Fatal(err)
 				}
-			case "crash":
+			default:
 				if err := p.Log().Flush(end); err != nil {
 					t.Fatal(err)
 				}
@@ -231,6 +246,28 @@ func TestRebuildProducers(t *testing.T) {
 					t.Fatal(err)
 				}
 				mem = clone
+			}
+			names := snaps(mem)
+			if len(names) == 0 {
+				t.Fatalf("no snapshot taken (%s)", mode)
+			}
+			switch mode {
+			case "crash, no snapshot", "upgrade":
+				for _, n := range names {
+					if err := mem.Remove(dir + "/" + n); err != nil {
+						t.Fatal(err)
+					}
+				}
+			case "damaged":
+				latest := dir + "/" + names[len(names)-1]
+				b, err := vfs.ReadFile(mem, latest)
+				if err != nil {
+					t.Fatal(err)
+				}
+				b[len(b)/2] ^= 0xff
+				if err := vfs.WriteFileSynced(mem, latest, b); err != nil {
+					t.Fatal(err)
+				}
 			}
 			p = openRB(mem)
 			defer p.Close()
@@ -245,9 +282,17 @@ func TestRebuildProducers(t *testing.T) {
 				{name: "producer 2 old epoch", records: testbatch.Idempotent(2, 4, 7, 1), err: producers.ErrInvalidProducerEpoch},
 				{name: "producer 3 old epoch", records: testbatch.Idempotent(3, 0, 1, 1), err: producers.ErrInvalidProducerEpoch},
 				{name: "producer 3 retry", records: testbatch.Idempotent(3, 2, 0, 4), dup: true, base: p3.BaseOffset, next: p3.NextOffset},
-				{name: "producer 1 forgotten", records: testbatch.Idempotent(1, 0, 2, 1), err: producers.ErrUnknownProducerID},
-				{name: "producer 2 goes on", records: testbatch.Idempotent(2, 5, 7, 1), base: end, next: end + 1},
-				{name: "producer 1 starts over", records: testbatch.Idempotent(1, 1, 0, 1), base: end + 1, next: end + 2},
+			}
+			if mode == "upgrade" {
+				steps = append(steps,
+					idemStep{name: "producer 1 forgotten", records: testbatch.Idempotent(1, 0, 2, 1), err: producers.ErrUnknownProducerID},
+					idemStep{name: "producer 2 goes on", records: testbatch.Idempotent(2, 5, 7, 1), base: end, next: end + 1},
+					idemStep{name: "producer 1 starts over", records: testbatch.Idempotent(1, 1, 0, 1), base: end + 1, next: end + 2})
+			} else {
+				steps = append(steps,
+					idemStep{name: "producer 1 retry (older segment)", records: testbatch.Idempotent(1, 0, 0, 2), dup: true, base: p1.BaseOffset, next: p1.NextOffset},
+					idemStep{name: "producer 1 goes on", records: testbatch.Idempotent(1, 0, 2, 1), base: end, next: end + 1},
+					idemStep{name: "producer 2 goes on", records: testbatch.Idempotent(2, 5, 7, 1), base: end + 1, next: end + 2})
 			}
 			runIdemSteps(t, p, steps)
 		})

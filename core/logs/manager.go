@@ -105,7 +105,8 @@ type Compaction struct {
 
 // Open opens partition index of topic (whose id is topicID), creating its
 // directory, marker and log when missing, recovering the log, and rebuilding
-// its idempotent-producer state from the active segment's batch headers.
+// its idempotent-producer state from its latest snapshot and the batch
+// headers after it (see the package doc).
 // A directory whose marker names another topic id is ErrForeignPartition.
 func (m *Manager) Open(topic string, index int32, topicID [16]byte, pc PartitionConfig) (*Partition, error) {
 	fsys := m.o.FS
@@ -136,18 +137,27 @@ func (m *Manager) Open(topic string, index int32, topicID [16]byte, pc Partition
 			cfg.FlushPolicy = flushpolicy.EveryBatch()
 		}
 	}
+	snaps := &snapshots{fs: fsys, dir: dir, logger: cfg.Logger}
+	cfg.CutHook = snaps // before any append can reuse cut offsets, snapshots past them go
 	l, rep, err := partlog.Open(fsys, dir, cfg)
 	if err != nil {
 		return nil, err
 	}
-	p := newPartition(topic, index, l, pc, m.o.Clock)
-	batches, err := p.rebuildProducers()
+	p := newPartition(topic, index, l, pc, m.o.Clock, snaps)
+	batches, used, err := p.rebuildProducers(rep.Clean)
 	if err != nil {
 		_ = l.Close()
 		return nil, fmt.Errorf("rebuild producer state: %w", err)
 	}
+	if !used && l.EndOffset() > l.StartOffset() {
+		// The next Open starts from here instead of reading again.
+		if err := p.writeSnapshot(); err != nil {
+			cfg.Logger.Warn("producer-state snapshot failed", "dir", dir, "err", err)
+		}
+	}
 	m.o.Logger.Debug("partition opened", "topic", topic, "partition", index, "clean", rep.Clean,
-		"start", l.StartOffset(), "end", l.EndOffset(), "producers", p.prod.Count(), "producer_batches", batches)
+		"start", l.StartOffset(), "end", l.EndOffset(), "producers", p.prod.Count(), "producer_batches", batches,
+		"producer_snapshot", used)
 	return p, nil
 }
 

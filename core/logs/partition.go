@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -15,14 +16,16 @@ import (
 	"github.com/weir-broker/weir/core/record"
 )
 
-// leaderEpoch is the partitionLeaderEpoch stamped on appended batches: a single
-// node is leader of every partition from epoch 0 on.
+// leaderEpoch is the partitionLeaderEpoch Append stamps: a single node is
+// leader of every partition from epoch 0 on. AppendEpoch takes another.
 const leaderEpoch = 0
 
 // Partition is one partition's log with what every append to it needs: the
-// idempotent-producer state (package producers), recompression (package
-// recompress) and durable acks. Reads, offsets and waits go to Log; appends
-// go through Append. It knows nothing of leaders, replicas or the network.
+// idempotent-producer state (package producers) and its snapshots,
+// recompression (package recompress) and durable acks. Reads, offsets,
+// waits, epochs and cuts go to Log; appends go through Append, AppendEpoch
+// (a leader's) and AppendReplicated (a follower's). It knows nothing of
+// leaders, replicas or the network.
 type Partition struct {
 	Topic string
 	Index int32
@@ -42,26 +45,19 @@ type Partition struct {
 	clock      clock.Clock
 
 	// prod is rebuilt from the log when the log's generation moves on (a
-	// recovery or Truncate cut records it remembers). Idempotent appends
-	// hold prodMu shared; the rebuild holds it alone.
+	// recovery, Truncate or Reset cut records it remembers). Idempotent
+	// appends (and replicated ones) hold prodMu shared; the rebuild and a
+	// snapshot hold it alone.
 	prodMu  sync.RWMutex
 	prod    producers.Table
 	prodGen int64 // the log generation prod was built for
 
-	// stampEpoch is the leader epoch Append stamps (temporary: AppendEpoch
-	// sets it).
-	stampEpoch atomic.Int32
-}
-
-// AppendEpoch is Append stamping epoch.
-func (p *Partition) AppendEpoch(ctx context.Context, records []byte, epoch int32) (AppendResult, error) {
-	p.stampEpoch.Store(epoch)
-	return p.Append(ctx, records)
-}
-
-// AppendReplicated appends a follower's batches as the leader stored them.
-func (p *Partition) AppendReplicated(ctx context.Context, records []byte) (partlog.AppendResult, error) {
-	return p.log.AppendReplicated(ctx, records)
+	// Producer-state snapshots (snapshots.go): one is taken when the log
+	// has rolled (its active segment's base moved from snapBase), by the
+	// append that notices, and at Close.
+	snaps    *snapshots
+	snapBase atomic.Int64
+	snapBusy atomic.Bool
 }
 
 // AppendResult says where an append went.
@@ -75,21 +71,34 @@ type AppendResult struct {
 	LogAppendTime int64
 }
 
-func newPartition(topic string, i int32, l *partlog.Log, pc PartitionConfig, clk clock.Clock) *Partition {
+func newPartition(topic string, i int32, l *partlog.Log, pc PartitionConfig, clk clock.Clock, snaps *snapshots) *Partition {
 	mb := pc.Log.MaxBatchBytes
 	if mb == 0 {
 		mb = partlog.DefaultMaxBatchBytes
 	}
-	return &Partition{Topic: topic, Index: i, log: l, DurableAcks: pc.DurableAcks, MinInsyncReplicas: max(pc.MinInsyncReplicas, 1),
-		Compaction: pc.Compaction, maxBatch: mb, recompress: pc.Recompress, clock: clk}
+	p := &Partition{Topic: topic, Index: i, log: l, DurableAcks: pc.DurableAcks, MinInsyncReplicas: max(pc.MinInsyncReplicas, 1),
+		Compaction: pc.Compaction, maxBatch: mb, recompress: pc.Recompress, clock: clk, snaps: snaps}
+	p.snapBase.Store(l.ActiveBase())
+	return p
 }
 
-// Log is the partition's log, for reads, offsets and waits (appends go
-// through Append).
+// Log is the partition's log, for reads, offsets, waits, the epoch cache
+// (Epochs, AssignEpoch, EndOffsetForEpoch), Truncate and Reset (appends go
+// through Append, AppendEpoch and AppendReplicated, which keep the producer
+// state). After a Truncate or Reset the producer state is rebuilt before the
+// next idempotent or replicated append, from what the log still holds; the
+// snapshots past the cut are gone with it (partlog's CutHook).
 func (p *Partition) Log() *partlog.Log { return p.log }
 
-// Close closes the log cleanly (sealed, with its clean-shutdown marker).
-func (p *Partition) Close() error { return p.log.Close() }
+// Close takes a producer-state snapshot, then closes the log cleanly
+// (sealed, with its clean-shutdown marker). A snapshot that fails is logged:
+// the next Open reads more of the log instead.
+func (p *Partition) Close() error {
+	if err := p.writeSnapshot(); err != nil {
+		p.snaps.logger.Warn("producer-state snapshot at close failed", "dir", p.log.Dir(), "err", err)
+	}
+	return p.log.Close()
+}
 
 // ApplyRetention applies the log's retention and forgets idempotent producers
 // whose last append was before expireBefore (unix ms; negative: none).
@@ -148,6 +157,15 @@ func (p *Partition) ProducerCount() int { return p.prod.Count() }
 // log published before its append failed is recorded all the same, so that
 // its retry is answered as a duplicate, not appended twice.
 func (p *Partition) Append(ctx context.Context, records []byte) (AppendResult, error) {
+	return p.AppendEpoch(ctx, records, leaderEpoch)
+}
+
+// AppendEpoch is Append stamping the batches with leader epoch epoch: a
+// leader's append in that epoch. An epoch above the log's latest starts it
+// in the epoch cache (a new leader records it first, with
+// Log().AssignEpoch); one below is partlog.ErrStaleEpoch, nothing appended.
+func (p *Partition) AppendEpoch(ctx context.Context, records []byte, epoch int32) (AppendResult, error) {
+	defer p.maybeSnapshot()
 	if p.recompress != nil {
 		var err error
 		if records, err = p.recompress.Apply(ctx, records); err != nil {
@@ -160,9 +178,9 @@ func (p *Partition) Append(ctx context.Context, records []byte) (AppendResult, e
 	var r partlog.AppendResult // what to wait for: the append, or a duplicate's original
 	var err error
 	if idempotent {
-		res, r, err = p.appendIdempotent(ctx, records, hs)
+		res, r, err = p.appendIdempotent(ctx, records, hs, epoch)
 	} else {
-		r, err = p.log.Append(ctx, records, p.stampEpoch.Load())
+		r, err = p.log.Append(ctx, records, epoch)
 		res = AppendResult{BaseOffset: r.BaseOffset, NextOffset: r.NextOffset}
 	}
 	if err != nil {
@@ -214,7 +232,7 @@ type pending struct {
 
 // appendIdempotent returns the result, and the log's view of what a durable
 // ack must wait for: the append, or a duplicate's original append.
-func (p *Partition) appendIdempotent(ctx context.Context, records []byte, hs []record.Header) (AppendResult, partlog.AppendResult, error) {
+func (p *Partition) appendIdempotent(ctx context.Context, records []byte, hs []record.Header, epoch int32) (AppendResult, partlog.AppendResult, error) {
 	// A failed log recovers (or refuses) first: duplicates are answered
 	// without appending, and must not be while the log is failed, nor from
 	// state a recovery's cut has made stale.
@@ -313,7 +331,7 @@ func (p *Partition) appendIdempotent(ctx context.Context, records []byte, hs []r
 
 	// Only in the generation the checks saw: a cut since (a recovery
 	// another appender made) may have removed batches they counted on.
-	r, err := p.log.AppendInGeneration(ctx, records, p.stampEpoch.Load(), p.prodGen)
+	r, err := p.log.AppendInGeneration(ctx, records, epoch, p.prodGen)
 	if err != nil && r.NextOffset <= r.BaseOffset {
 		unlock()
 		return AppendResult{}, partlog.AppendResult{}, err
@@ -347,16 +365,15 @@ func (p *Partition) appendIdempotent(ctx context.Context, records []byte, hs []r
 
 // resyncProducers rebuilds the producers' state from the log after its
 // generation moved on: batches a cut removed must not answer retries. The
-// rebuild reads the active segment's batch headers, as Open does (so it
-// forgets what only older segments hold, as a restart would).
+// rebuild is Open's (rebuildProducers): the latest snapshot the cut left,
+// and the headers after it.
 func (p *Partition) resyncProducers() error {
 	p.prodMu.Lock()
 	defer p.prodMu.Unlock()
 	if p.prodGen == p.log.Generation() {
 		return nil
 	}
-	p.prod.Reset() // forget every producer; appenders are held off by prodMu
-	if _, err := p.rebuildProducers(); err != nil {
+	if _, _, err := p.rebuildProducers(false); err != nil {
 		return fmt.Errorf("rebuild producer state after a cut: %w", err)
 	}
 	return nil
@@ -394,28 +411,63 @@ func (p *Partition) validate(records []byte) error {
 // headerWindow is how much of a segment rebuildProducers reads at a time.
 const headerWindow = 64 << 10
 
-// rebuildProducers restores the idempotent producers' state after Open (and
-// after a cut, see resyncProducers) by reading the batch headers (never the
-// records, so nothing is decompressed) of the active segment (or of the one
-// before it, while the active one is empty), in windows of 64 KiB. It returns the number of
-// idempotent batches seen. What older segments held is forgotten; see the
-// package doc.
-func (p *Partition) rebuildProducers() (int, error) {
+// rebuildProducers restores the idempotent producers' state (after Open,
+// and after a cut, see resyncProducers): from the latest snapshot the log
+// still covers (at or past its start, at or below its end), then the batch
+// headers after it (never the records, so nothing is decompressed), read in
+// windows of 64 KiB. A snapshot that does not restore is logged, removed,
+// and the one before tried. With none usable the headers are read from the
+// log start; except for a log closed cleanly without any snapshot (written
+// before weir kept them: upgrade), where only the active segment is read
+// (or the one before it, while the active one is empty), as weir always did:
+// reading whole logs at the first start would take long, and the state of
+// producers only older segments hold is forgotten as before. It returns the
+// idempotent batches read and whether a snapshot was used. prodMu held
+// alone (or the partition not yet published).
+func (p *Partition) rebuildProducers(upgrade bool) (int, bool, error) {
 	gen := p.log.Generation()
-	segs := p.log.Segments()
-	// The active segment, or the one before it while the active one is
-	// still empty (just rolled, or started anew after a cut).
-	last := len(segs) - 1
-	if last > 0 && segs[last].Next == segs[last].Base {
-		last--
+	p.prod.Reset() // forget every producer; appenders are held off by prodMu
+	from := p.log.StartOffset()
+	offs, err := p.snaps.list()
+	if err != nil {
+		return 0, false, err
+	}
+	used := false
+	for i := len(offs) - 1; i >= 0 && !used; i-- {
+		off := offs[i]
+		if off < from || off > p.log.EndOffset() {
+			continue // past the end: a cut is removing it; below the start: its gap cannot be replayed
+		}
+		b, err := p.snaps.read(off)
+		if err == nil {
+			_, err = p.prod.Restore(b)
+		}
+		switch {
+		case err == nil:
+			from, used = off, true
+		case errors.Is(err, fs.ErrNotExist): // a cut removed it meanwhile
+		default:
+			p.snaps.logger.Warn("producer-state snapshot ignored", "dir", p.log.Dir(), "offset", off, "err", err)
+			if rerr := p.snaps.remove(off); rerr != nil {
+				p.snaps.logger.Warn("could not remove a bad producer-state snapshot", "dir", p.log.Dir(), "offset", off, "err", rerr)
+			}
+		}
+	}
+	if !used && upgrade && len(offs) == 0 {
+		segs := p.log.Segments()
+		last := len(segs) - 1
+		if last > 0 && segs[last].Next == segs[last].Base {
+			last--
+		}
+		from = segs[last].Base
 	}
 	now := p.clock.Now().UnixMilli()
 	seen := 0
 	buf := make([]byte, 0, headerWindow)
-	for off := segs[last].Base; off < p.log.EndOffset(); {
+	for off := from; off < p.log.EndOffset(); {
 		sl, err := p.log.Read(off, 4<<20, partlog.NoLimit)
 		if err != nil {
-			return seen, err
+			return seen, used, err
 		}
 		if sl.Size == 0 {
 			sl.Release()
@@ -426,11 +478,11 @@ func (p *Partition) rebuildProducers() (int, error) {
 		off = sl.NextOffset
 		sl.Release()
 		if err != nil {
-			return seen, err
+			return seen, used, err
 		}
 	}
 	p.prodGen = gen
-	return seen, nil
+	return seen, used, nil
 }
 
 // scanSlice feeds every idempotent batch header in sl to the producer state.
@@ -453,13 +505,7 @@ func (p *Partition) scanSlice(sl *partlog.Slice, buf []byte, now int64) (int, er
 			return seen, fmt.Errorf("batch at %s:%d: %w", sl.File.Name(), pos, err)
 		}
 		if h.ProducerID >= 0 {
-			e := p.prod.Lock(h.ProducerID)
-			if !e.State.Known() || h.ProducerEpoch >= e.State.Epoch() {
-				e.State.Push(h.ProducerEpoch, producers.Batch{FirstSeq: h.BaseSequence,
-					LastSeq: producers.LastSequence(h.BaseSequence, h.LastOffsetDelta), Base: h.BaseOffset, Next: h.NextOffset()})
-			}
-			e.Used = now
-			p.prod.Unlock(h.ProducerID, e)
+			p.record(h, now)
 			seen++
 		}
 		pos += int64(h.Size())
@@ -468,3 +514,105 @@ func (p *Partition) scanSlice(sl *partlog.Slice, buf []byte, now int64) (int, er
 }
 
 var errShortRead = errors.New("short read")
+
+// record feeds one idempotent batch header, as the log stores it, to the
+// producer state: a rebuild's replay and a follower's append. A batch older
+// than the producer's epoch changes nothing. (A replay never meets a batch
+// the state has: it starts at the offset of the snapshot it restored, which
+// holds only batches below it.)
+func (p *Partition) record(h record.Header, now int64) {
+	e := p.prod.Lock(h.ProducerID)
+	if !e.State.Known() || h.ProducerEpoch >= e.State.Epoch() {
+		e.State.Push(h.ProducerEpoch, producers.Batch{FirstSeq: h.BaseSequence,
+			LastSeq: producers.LastSequence(h.BaseSequence, h.LastOffsetDelta), Base: h.BaseOffset, Next: h.NextOffset()})
+	}
+	e.Used = now
+	p.prod.Unlock(h.ProducerID, e)
+}
+
+// AppendReplicated appends batches exactly as the leader's log stores them
+// (a follower's fetch; see partlog.Log.AppendReplicated): no recompression,
+// no idempotence checks, but every idempotent batch header is fed to the
+// producer state, as a leader's appends record theirs (Kafka's
+// appendAsFollower), so that a follower that becomes leader answers a
+// producer's retry as a duplicate. DurableAcks does not apply: a follower
+// acknowledges nothing. The errors are partlog's (record.ErrCorrupt,
+// partlog.ErrNotContiguous, partlog.ErrStaleEpoch, partlog.ErrFailed, ...).
+func (p *Partition) AppendReplicated(ctx context.Context, records []byte) (partlog.AppendResult, error) {
+	defer p.maybeSnapshot()
+	var buf [4]record.Header
+	hs, idempotent := scanHeaders(buf[:0], records)
+	if !idempotent {
+		r, err := p.log.AppendReplicated(ctx, records)
+		if err != nil {
+			return r, p.wrap(err)
+		}
+		return r, nil
+	}
+	p.prodMu.RLock()
+	if p.prodGen != p.log.Generation() {
+		p.prodMu.RUnlock()
+		if err := p.resyncProducers(); err != nil {
+			return partlog.AppendResult{}, p.wrap(err)
+		}
+		p.prodMu.RLock()
+	}
+	defer p.prodMu.RUnlock()
+	r, err := p.log.AppendReplicated(ctx, records)
+	if r.NextOffset > r.BaseOffset {
+		// Published (even if a later step failed): recorded as Append's
+		// are. A cut since the resync moves the generation on, and the
+		// next append rebuilds the state from the log.
+		now := p.clock.Now().UnixMilli()
+		for _, h := range hs {
+			if h.ProducerID >= 0 {
+				p.record(h, now)
+			}
+		}
+	}
+	if err != nil {
+		return r, p.wrap(err)
+	}
+	return r, nil
+}
+
+// maybeSnapshot takes a producer-state snapshot if the log rolled since the
+// last one (Kafka takes one at each roll): the appender that notices pays
+// for it, after its append, holding none of its locks. One at a time; a
+// failure is logged and not retried before the next roll.
+func (p *Partition) maybeSnapshot() {
+	base := p.log.ActiveBase()
+	if base == p.snapBase.Load() || !p.snapBusy.CompareAndSwap(false, true) {
+		return
+	}
+	defer p.snapBusy.Store(false)
+	p.snapBase.Store(base)
+	if err := p.writeSnapshot(); err != nil {
+		p.snaps.logger.Warn("producer-state snapshot failed", "dir", p.log.Dir(), "err", err)
+	}
+}
+
+// writeSnapshot writes the producer state as of the log end. Under prodMu
+// alone no idempotent append is between its append and its record, so
+// every idempotent batch below the end is in the state. A cut that comes
+// after the state was taken either bumps the generation before the file is
+// in place (write then removes it) or runs its CutHook after (which
+// removes it if it lies past the cut). A failed log is skipped: its
+// recovery may cut.
+func (p *Partition) writeSnapshot() error {
+	p.prodMu.Lock()
+	if p.prodGen != p.log.Generation() {
+		if _, _, err := p.rebuildProducers(false); err != nil {
+			p.prodMu.Unlock()
+			return err
+		}
+	}
+	if p.log.Err() != nil {
+		p.prodMu.Unlock()
+		return nil
+	}
+	gen, off := p.prodGen, p.log.EndOffset()
+	b := p.prod.AppendSnapshot(nil, off)
+	p.prodMu.Unlock()
+	return p.snaps.write(off, b, func() bool { return p.log.Generation() == gen && p.log.Err() == nil })
+}

@@ -13,6 +13,7 @@ import (
 	"github.com/weir-broker/weir/core/producers"
 	"github.com/weir-broker/weir/core/record"
 	"github.com/weir-broker/weir/core/topicconfig"
+	"github.com/weir-broker/weir/core/vfs"
 )
 
 // TestProducerExpiry: ApplyRetention forgets producers idle since before
@@ -126,8 +127,17 @@ func TestDurableAcks(t *testing.T) {
 // TestConcurrentAppends races idempotent producers, their retries (each batch
 // sent twice at once) and plain producers on one partition: every idempotent
 // batch lands once, in sequence order, and both sends get the same offsets.
+// With small segments, producer-state snapshots race them too, and a reopen
+// has the state the log gives.
 func TestConcurrentAppends(t *testing.T) {
-	p := topicPartition(t, nil, newClock(), nil)
+	for _, configs := range []map[string]string{nil, {topicconfig.SegmentBytes: "1024"}} {
+		t.Run(fmt.Sprint(configs), func(t *testing.T) { testConcurrentAppends(t, configs) })
+	}
+}
+
+func testConcurrentAppends(t *testing.T, configs map[string]string) {
+	mem := vfs.NewMem()
+	p := topicPartition(t, mem, newClock(), configs)
 	const producers, batches, plain = 4, 60, 3
 	var wg sync.WaitGroup
 	fail := make(chan error, 1)
@@ -196,4 +206,8 @@ func TestConcurrentAppends(t *testing.T) {
 	if plainSeen != plain*batches {
 		t.Errorf("%d plain batches, want %d", plainSeen, plain*batches)
 	}
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	checkProducersOf(t, mem, configs, "reopened")
 }

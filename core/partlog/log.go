@@ -432,6 +432,11 @@ func (l *Log) active() *segment.Segment {
 // Dir is the partition directory.
 func (l *Log) Dir() string { return l.dir }
 
+// ActiveBase is the base offset of the active segment: it changes when the
+// log rolls, and when a cut, Reset or recovery starts a new file. It takes
+// no lock.
+func (l *Log) ActiveBase() int64 { return l.active().Base() }
+
 // StartOffset is the first offset still in the log.
 func (l *Log) StartOffset() int64 { return l.segments()[0].Base() }
 

@@ -2,9 +2,11 @@
 // producer id, its epoch and its last 5 batches (first and last sequence,
 // first and next offset), and Kafka's rules that decide whether a batch is
 // new, a retry to answer with its original offsets, or an error. It holds no
-// I/O: the partition feeds it every idempotent batch it appends (and, at
-// open, the batch headers of its active segment), and checks each new batch
-// against it before appending.
+// I/O: the partition feeds it every idempotent batch it appends (a leader's
+// and a follower's; at open, the batch headers after its latest snapshot),
+// and checks each new batch against it before appending. A snapshot
+// (snapshot.go) encodes the table as of a log offset, deterministically,
+// for the partition to keep in a file and Restore at open.
 //
 // The rules (Check), in Kafka's order: a retry of a remembered batch of the
 // same epoch is a duplicate; an older epoch is ErrInvalidProducerEpoch; a
