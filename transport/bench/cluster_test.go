@@ -104,6 +104,12 @@ func newClient(tb testing.TB, addr string, opts ...kgo.Opt) *kgo.Client {
 // metadata shows all its partitions.
 func createTopic(tb testing.TB, addr string, partitions int32, configs map[string]string) {
 	tb.Helper()
+	createTopicRF(tb, addr, partitions, 1, configs)
+}
+
+// createTopicRF is createTopic with rf replicas per partition.
+func createTopicRF(tb testing.TB, addr string, partitions int32, rf int16, configs map[string]string) {
+	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
 	defer cancel()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
@@ -116,7 +122,7 @@ func createTopic(tb testing.TB, addr string, partitions int32, configs map[strin
 	rt := kmsg.NewCreateTopicsRequestTopic()
 	rt.Topic = topic
 	rt.NumPartitions = partitions
-	rt.ReplicationFactor = 1
+	rt.ReplicationFactor = rf
 	for _, k := range slices.Sorted(maps.Keys(configs)) {
 		c := kmsg.NewCreateTopicsRequestTopicConfig()
 		c.Name = k

@@ -144,3 +144,40 @@ func (s *brokerSet) cpu(tb testing.TB) time.Duration {
 	}
 	return total
 }
+
+// replicationSetups are what BenchmarkReplication's setup key compares, on
+// the same 3-broker cluster: replication factor 1 (acks=1), replication
+// factor 3 with acks=1 (the leader's append), and replication factor 3 with
+// acks=all and min.insync.replicas=2 (every in-sync replica has it).
+var replicationSetups = []struct {
+	name string
+	rf   int16
+	acks string
+}{
+	{"rf1-acks1", 1, "1"},
+	{"rf3-acks1", 3, "1"},
+	{"rf3-acksall", 3, "all"},
+}
+
+// BenchmarkReplication: one franz-go producer as fast as it goes, 100-byte
+// records to 6 partitions of a 3-broker cluster (`weir broker` processes and
+// ZooKeeper on this machine), under each replication setup; one op is 1 MiB
+// of record values. Followers fetch from the leaders as Kafka's do. See the
+// package doc.
+func BenchmarkReplication(b *testing.B) {
+	for _, su := range ordered(replicationSetups) {
+		c := produceConfig{100, clusterPartitions, su.acks}
+		b.Run(fmt.Sprintf("size=%s/partitions=%d/setup=%s", sizeName(c.size), c.partitions, su.name), func(b *testing.B) {
+			b.StopTimer()
+			s := startBrokerSet(b, 3)
+			addr := s.addrs()[0]
+			createTopicRF(b, addr, c.partitions, su.rf, map[string]string{"min.insync.replicas": fmt.Sprint(min(su.rf, 2))})
+			cpu0 := s.cpu(b)
+			r := produce(b, b, addr, c, b.N*c.recordsPerOp())
+			cpu := s.cpu(b) - cpu0
+			reportThroughput(b, c.size, c.recordsPerOp(), r.elapsed)
+			b.ReportMetric(r.meanBatchBytes, "B/batch")
+			b.ReportMetric(cpu.Seconds()/(float64(b.N)*opBytes/1e9), "broker-cpu-s/GB")
+		})
+	}
+}
