@@ -598,7 +598,7 @@ func (p *Partition) maybeSnapshot() {
 // after the state was taken either bumps the generation before the file is
 // in place (write then removes it) or runs its CutHook after (which
 // removes it if it lies past the cut). A failed log is skipped: its
-// recovery may cut.
+// recovery may cut; so is an empty log.
 func (p *Partition) writeSnapshot() error {
 	p.prodMu.Lock()
 	if p.prodGen != p.log.Generation() {
@@ -607,9 +607,9 @@ func (p *Partition) writeSnapshot() error {
 			return err
 		}
 	}
-	if p.log.Err() != nil {
+	if p.log.Err() != nil || p.log.EndOffset() == p.log.StartOffset() {
 		p.prodMu.Unlock()
-		return nil
+		return nil // a failed log's recovery may cut; an empty log has nothing to replay
 	}
 	gen, off := p.prodGen, p.log.EndOffset()
 	b := p.prod.AppendSnapshot(nil, off)

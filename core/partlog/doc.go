@@ -1,6 +1,9 @@
 // Package partlog is one partition's log: an ordered list of segments (package
 // segment), the last of them active, plus the rules that tie them together:
-// offset assignment, rolling, flushing, recovery, retention and truncation.
+// offset assignment, rolling, flushing, recovery, retention and truncation,
+// and what replication needs from storage: a leader-epoch cache, a
+// follower's append, truncation and a reset. It knows nothing of who leads,
+// of high watermarks or of the network.
 //
 // Directory layout of a partition:
 //
@@ -12,9 +15,10 @@
 //	    cleaner-point                                   "v1 <n> <end> <at>... <crc>": below the last end the log is cleaned (see Compaction)
 //	    leader-epoch-checkpoint                         Kafka's: "0", "<n>", then n lines "<epoch> <start offset>" (see Leader epochs)
 //	    reset                                           "v1 <offset> <crc>": a Reset past its commit point; Open finishes it
+//	    00000000000000368769.snapshot                   not the log's: package logs' producer state (see Config.CutHook)
 //	    00000000000000000000.log.cleaned (.index.cleaned, .timeindex.cleaned)  a cleaned segment being written; removed by Open
 //	    00000000000000000000.log.swap    (.index.swap, .timeindex.swap)        a cleaned segment replacing others; Open finishes the swap
-//	    fresh-tail.tmp/                                 a recovery's new empty segment, before it replaces the one a cut emptied
+//	    fresh-tail.tmp/                                 a new empty segment, before it replaces the only one a cut emptied
 //
 // # Appending
 //
@@ -133,7 +137,8 @@
 //     short (an error), never the records now at their offsets. An fsync that
 //     fails inside a recovery counts the same: the next attempt cuts.
 //
-// A cut starts a new Generation. AppendResult carries the generation it was
+// A cut starts a new Generation (so do Truncate and Reset, after which no
+// earlier append survives). AppendResult carries the generation it was
 // made in, and FlushAppended (the durable-ack wait) fails with ErrCut when the
 // records it waits for were cut, instead of reporting success for whatever
 // holds their offsets now. A caller that decided what to append from the
@@ -153,8 +158,10 @@
 // inside the log deletes the segments after it, so offsets never skip. With the
 // marker, every segment is trusted, but indexes that fail their checks are
 // rebuilt and the last segment's tail is still re-checked. Before any of
-// this, Open removes what an interrupted clean left and finishes a swap that
-// had passed its commit point (see Compaction).
+// this, Open finishes a Reset that had passed its commit point (see
+// Retention and truncation), removes what an interrupted clean left and
+// finishes a swap that had passed its commit point (see Compaction); after
+// it, it loads the epoch cache (see Leader epochs).
 //
 // # Reading
 //
@@ -222,7 +229,9 @@
 // Truncate cuts the tail
 // for replication: the recovery point moves below the affected segment first,
 // later segments are deleted newest first, so a crash at any step leaves a log
-// that recovery puts right. Both trim the epoch cache (see Leader epochs).
+// that recovery puts right. A truncation below the cleaner point moves it
+// back, before any append can reuse the offsets cut (see Compaction). Both
+// trim the epoch cache (see Leader epochs).
 //
 // Truncation never changes bytes under a reader. Kafka cuts the file in
 // place, and its next appends write the new records at the positions the
@@ -240,8 +249,7 @@
 // would keep cut bytes readable too, at the cost of rewriting up to a whole
 // segment per truncation; only a reader past the high watermark can hold
 // cut bytes, and it must see them vanish or fail, which is what it gets.
-// The cost here is one more, smaller, segment per truncation. A truncation below the cleaner point moves it
-// back, before any append can reuse the offsets cut (see Compaction).
+// The cost here is one more, smaller, segment per truncation.
 //
 // Reset (Kafka's truncateFullyAndStartAt) restarts the log empty at any
 // offset, for a follower whose leader's log no longer overlaps its own.

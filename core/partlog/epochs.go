@@ -88,8 +88,10 @@ func (l *Log) epochList() []EpochEntry {
 // makeLeader, which passes the log end). An epoch above the latest is added
 // (replacing the latest entry if that starts at startOffset too: it has no
 // records); startOffset must lie between the latest entry's start (and the
-// log start) and the log end, else ErrOffsetOutOfRange. The latest epoch is
-// a no-op; an older one is ErrStaleEpoch; a negative one an error. The
+// log start) and the log end, else ErrOffsetOutOfRange; a start below the
+// log end claims records of older epochs for this one, which the batches
+// then contradict (the next Open rebuilds the cache from them). The latest
+// epoch is a no-op; an older one is ErrStaleEpoch; a negative one an error. The
 // checkpoint is durable before it returns; a failure to write it fails the
 // log (ErrFailed), leaving the cache as it was. A closed log is ErrClosed, a
 // failed one returns its error.
