@@ -10,6 +10,7 @@
 //	    │                          │  └──▶ controller (core/controller), while elected
 //	    ▼                          ▼
 //	core/logs (partition logs)   core/groups (group coordinator)
+//	core/replica (per partition) ◀── fetchers (cluster/peer) ──▶ leaders
 //
 // # Decisions
 //
@@ -56,6 +57,30 @@
 // has; a malformed node in the store is logged naming its path and its topic
 // left out, never a crash.
 //
+// # Replication
+//
+// Each partition this broker holds a replica of is a replicated
+// (replication.go): its log and its replication state, a core/replica value
+// behind a mutex. The loop gives it the partition's state record from each
+// image before publishing the image (syncReplicas), so a client told this
+// broker leads finds it leading; appends (Produce, the group coordinator's
+// commits), followers' fetches and the ISR expiration pass (every
+// ReplicaLagTimeMax/2) step it too, and whoever stepped it executes its
+// Ready at once: publish the high watermark (and wake long polls and
+// acks=all waits, which watch it), record an epoch's start in the log,
+// truncate or reset the log, point a fetcher at a leader, write an ISR
+// change to the store (a compare-and-set, layout.WriteISR; a conflict has
+// the loop read the record again). The replica fetchers (fetcher.go) are
+// one goroutine per leader followed: each asks where the epochs of the
+// partitions that just started following end (OffsetForLeaderEpoch), then
+// fetches all its partitions in one Fetch and hands each answer back to its
+// replica. The high watermarks are checkpointed in
+// replication-offset-checkpoint every 5 s and at Close (hwcheckpoint.go).
+// Close begins with a controlled shutdown (shutdown.go), while the broker
+// still serves: it announces itself in the store and waits, up to
+// ControlledShutdownTimeout, for the controller to move its leaderships
+// away.
+//
 // # Topics
 //
 // Any broker creates a topic, as in Kafka's ZooKeeper mode: it assigns the
@@ -79,6 +104,7 @@
 //	    weir-meta.json.migrated  the metadata file of weirs before the store, once migrated
 //	    <topic>-<partition>/     one partition log each (core/logs, core/partlog)
 //	    __consumer_offsets-<n>/  committed offsets (the internal topic's partitions)
+//	    replication-offset-checkpoint  every partition's high watermark (Kafka's format)
 //	    __groups/                committed offsets of weirs before __consumer_offsets: moved into
 //	                             the topic at the first start, then removed
 //

@@ -24,6 +24,8 @@
 //	                 and a group coordinator spread over them; the controller killed; a `weir broker`
 //	                 process SIGKILLed and restarted (also within its old session); a broker joining;
 //	                 ZooKeeper stopped for 10 s, sessions expired; a broker id already in use
+//	cluster_replication_test.go  the leader of a 3-replica partition SIGKILLed or stopped by SIGTERM under an
+//	                 idempotent acks=all producer: nothing lost, nothing twice
 //
 // kcat comes from the Debian package (make deps and .ci/run install it). When
 // it is missing the kcat tests skip with a message, except under CI=true,
