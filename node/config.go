@@ -190,17 +190,20 @@ func (c Config) Validate() (Config, error) {
 	if c.ControlledShutdownTimeout == 0 {
 		c.ControlledShutdownTimeout = 30 * time.Second
 	}
-	switch {
-	case c.ReplicaLagTimeMax == 0:
-		c.ReplicaLagTimeMax = replica.DefaultLagTimeMax
-	case c.ReplicaLagTimeMax < 0:
-		return bad("ReplicaLagTimeMax %v is negative", c.ReplicaLagTimeMax)
-	}
-	switch {
-	case c.CleanerBackoff == 0:
-		c.CleanerBackoff = DefaultCleanerBackoff
-	case c.CleanerBackoff < 0:
-		return bad("CleanerBackoff %v is negative", c.CleanerBackoff)
+	for _, d := range []struct {
+		name string
+		v    *time.Duration
+		def  time.Duration
+	}{
+		{"ReplicaLagTimeMax", &c.ReplicaLagTimeMax, replica.DefaultLagTimeMax},
+		{"CleanerBackoff", &c.CleanerBackoff, DefaultCleanerBackoff},
+	} {
+		switch {
+		case *d.v == 0:
+			*d.v = d.def
+		case *d.v < 0:
+			return bad("%s %v is negative", d.name, *d.v)
+		}
 	}
 	switch {
 	case c.OffsetsSegmentBytes == 0:

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -171,86 +170,6 @@ func TestReplicatedAcksAll(t *testing.T) {
 	}
 }
 
-// The leader of a partition loses its power while an idempotent acks=all
-// producer writes: another in-sync replica takes over, the producer goes
-// on, and every acknowledged record is there exactly once, in order.
-func TestReplicatedLeaderPowerCut(t *testing.T) {
-	c := brokertest.StartMemCluster(t, 3)
-	createReplicated(t, c.Member(1).Addr, "f", 1, 3, map[string]string{"min.insync.replicas": "2"})
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Addrs()...), kgo.RequiredAcks(kgo.AllISRAcks()),
-		kgo.DefaultProduceTopic("f"), kgo.RecordRetries(1000), kgo.RetryTimeout(60*time.Second),
-		kgo.MetadataMinAge(50*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	ctx := context.Background()
-	var (
-		mu    sync.Mutex
-		acked []string
-	)
-	produce := func(from, to int) {
-		var wg sync.WaitGroup
-		for i := from; i < to; i++ {
-			v := fmt.Sprintf("v%05d", i)
-			wg.Add(1)
-			cl.Produce(ctx, &kgo.Record{Value: []byte(v)}, func(r *kgo.Record, err error) {
-				defer wg.Done()
-				if err == nil {
-					mu.Lock()
-					acked = append(acked, v)
-					mu.Unlock()
-				}
-			})
-		}
-		wg.Wait()
-	}
-	produce(0, 300)
-	leader := leaderOf(t, c, "f", 0)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		produce(300, 900)
-	}()
-	c.PowerCut(leader)
-	<-done
-	if len(acked) < 600 {
-		t.Fatalf("%d of 900 records acknowledged across the failover", len(acked))
-	}
-	c.Start(leader) // back, on what its disk kept: it truncates and follows
-	inSync(t, c, "f", 0)
-	sameBytes(t, c, "f", 0)
-	// Read everything from the new leader, as a consumer.
-	cons, err := kgo.NewClient(kgo.SeedBrokers(c.Addrs()...), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{
-		"f": {0: kgo.NewOffset().AtStart()}}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cons.Close()
-	var got []string
-	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	for len(got) < len(acked) {
-		fs := cons.PollFetches(cctx)
-		if err := cctx.Err(); err != nil {
-			t.Fatalf("consumed %d of %d acknowledged records", len(got), len(acked))
-		}
-		fs.EachRecord(func(r *kgo.Record) { got = append(got, string(r.Value)) })
-	}
-	seen := map[string]int{}
-	for _, v := range got {
-		seen[v]++
-	}
-	for _, v := range acked {
-		if seen[v] != 1 {
-			t.Fatalf("acknowledged record %s read %d times", v, seen[v])
-		}
-	}
-	if !slices.IsSorted(got) {
-		t.Fatal("records out of order")
-	}
-}
-
 func leaderOf(t *testing.T, c *brokertest.MemCluster, topic string, p int32) int32 {
 	t.Helper()
 	for _, id := range c.IDs() {
@@ -262,30 +181,6 @@ func leaderOf(t *testing.T, c *brokertest.MemCluster, topic string, p int32) int
 	}
 	t.Fatalf("no leader of %s-%d", topic, p)
 	return -1
-}
-
-// load produces values "<prefix>-<i>" for i in [from, to) with p, an
-// idempotent acks=all franz-go producer, and returns those acknowledged.
-func load(ctx context.Context, p *kgo.Client, prefix string, from, to int) []string {
-	var (
-		mu    sync.Mutex
-		acked []string
-		wg    sync.WaitGroup
-	)
-	for i := from; i < to; i++ {
-		v := fmt.Sprintf("%s-%05d", prefix, i)
-		wg.Add(1)
-		p.Produce(ctx, &kgo.Record{Value: []byte(v)}, func(r *kgo.Record, err error) {
-			defer wg.Done()
-			if err == nil {
-				mu.Lock()
-				acked = append(acked, v)
-				mu.Unlock()
-			}
-		})
-	}
-	wg.Wait()
-	return acked
 }
 
 // consumeAll reads topic-0 from the start on any broker until it has n
@@ -368,14 +263,14 @@ func TestReplicationUnderFaults(t *testing.T) {
 			}
 			defer p.Close()
 			ctx := context.Background()
-			acked := load(ctx, p, "a", 0, 200)
+			acked := brokertest.ProduceAcked(ctx, p, "a", 0, 200)
 			leader := leaderOf(t, c, "x", 0)
 			during := make(chan []string)
-			go func() { during <- load(ctx, p, "b", 0, 400) }()
+			go func() { during <- brokertest.ProduceAcked(ctx, p, "b", 0, 400) }()
 			heal := fault.inject(t, c, leader)
 			acked = append(acked, <-during...)
 			heal()
-			acked = append(acked, load(ctx, p, "c", 0, 200)...)
+			acked = append(acked, brokertest.ProduceAcked(ctx, p, "c", 0, 200)...)
 			if len(acked) < 600 {
 				t.Fatalf("%d of 800 records acknowledged", len(acked))
 			}

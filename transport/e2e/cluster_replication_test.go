@@ -1,10 +1,8 @@
 package e2e_test
 
 import (
-	"context"
 	"fmt"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -39,32 +37,6 @@ func createLedBy(t *testing.T, addr, topic string, replicas []int32) {
 	awaitLeaders(t, addr, topic, func(ls []int32) bool { return len(ls) == 1 && ls[0] == replicas[0] })
 }
 
-// produceAcked produces values prefix-<i> for i in [from, to) with an
-// idempotent acks=all producer and returns those acknowledged.
-func produceAcked(cl *kgo.Client, prefix string, from, to int) []string {
-	var (
-		mu    sync.Mutex
-		acked []string
-		wg    sync.WaitGroup
-	)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*waitTimeout)
-	defer cancel()
-	for i := from; i < to; i++ {
-		v := seqValue(prefix, i)
-		wg.Add(1)
-		cl.Produce(ctx, &kgo.Record{Value: []byte(v)}, func(_ *kgo.Record, err error) {
-			defer wg.Done()
-			if err == nil {
-				mu.Lock()
-				acked = append(acked, v)
-				mu.Unlock()
-			}
-		})
-	}
-	wg.Wait()
-	return acked
-}
-
 // TestClusterReplicatedLeaderStops: three brokers on a real ZooKeeper, the
 // third a `weir broker` process leading a partition replicated on all three
 // (min.insync.replicas 2). While a franz-go idempotent producer writes with
@@ -87,9 +59,9 @@ func TestClusterReplicatedLeaderStops(t *testing.T) {
 			p := newClient(t, boot, kgo.DefaultProduceTopic(topic), kgo.RequiredAcks(kgo.AllISRAcks()),
 				kgo.RecordRetries(1000), kgo.RetryTimeout(2*waitTimeout), kgo.MetadataMinAge(100*time.Millisecond),
 				kgo.ProduceRequestTimeout(5*time.Second))
-			acked := produceAcked(p, "a", 0, 300)
+			acked := brokertest.ProduceAcked(testContext(t), p, "a", 0, 300)
 			during := make(chan []string)
-			go func() { during <- produceAcked(p, "b", 0, 600) }()
+			go func() { during <- brokertest.ProduceAcked(testContext(t), p, "b", 0, 600) }()
 			begin := time.Now()
 			if how == "SIGKILL" {
 				b3.kill()
@@ -104,7 +76,7 @@ func TestClusterReplicatedLeaderStops(t *testing.T) {
 			t.Logf("a new leader %v after the %s", time.Since(begin).Round(time.Millisecond), how)
 			acked = append(acked, <-during...)
 			b3.start()
-			acked = append(acked, produceAcked(p, "c", 0, 300)...)
+			acked = append(acked, brokertest.ProduceAcked(testContext(t), p, "c", 0, 300)...)
 			if len(acked) < 900 {
 				t.Fatalf("%d of 1200 records acknowledged", len(acked))
 			}

@@ -103,21 +103,27 @@ func (c *Cluster) Add() *Member {
 // listens on and the ZooKeeper dialer), for a test that starts a broker of
 // its own. Its log lines go to the test log, and to log when not nil.
 func (c *Cluster) Config(id int32, dir string, log *LogBuffer) broker.Config {
-	cfg := broker.Config{
-		DataDir:                    dir,
-		NodeID:                     id,
-		ZooKeeper:                  c.ZK.ConnectString(),
-		ZooKeeperSessionTimeout:    c.SessionTimeout,
-		AutoCreateTopics:           true,
-		GroupInitialRebalanceDelay: 0,
-		GroupMinSessionTimeout:     100 * time.Millisecond,
-		Logger: slog.New(slog.NewTextHandler(teeWriter{log: log, t: c.t, prefix: fmt.Sprintf("broker %d: ", id)},
-			&slog.HandlerOptions{Level: slog.LevelInfo})),
-	}
+	cfg := memberConfig(c.t, id, dir, log)
+	cfg.ZooKeeper, cfg.ZooKeeperSessionTimeout = c.ZK.ConnectString(), c.SessionTimeout
 	for _, mod := range c.mods {
 		mod(&cfg)
 	}
 	return cfg
+}
+
+// memberConfig is what every broker of a test cluster starts with: quick
+// groups, auto-created topics, and its log lines (INFO and up) to the test
+// log and to log, prefixed with its id.
+func memberConfig(t testing.TB, id int32, dir string, log *LogBuffer) broker.Config {
+	return broker.Config{
+		DataDir:                    dir,
+		NodeID:                     id,
+		AutoCreateTopics:           true,
+		GroupInitialRebalanceDelay: 0,
+		GroupMinSessionTimeout:     100 * time.Millisecond,
+		Logger: slog.New(slog.NewTextHandler(teeWriter{log: log, t: t, prefix: fmt.Sprintf("broker %d: ", id)},
+			&slog.HandlerOptions{Level: slog.LevelInfo})),
+	}
 }
 
 func (c *Cluster) start(m *Member, listen string) error {

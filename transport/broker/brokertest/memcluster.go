@@ -1,11 +1,8 @@
 package brokertest
 
 import (
-	"fmt"
-	"log/slog"
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/weir-broker/weir/cluster/netfault"
 	"github.com/weir-broker/weir/core/coord/memstore"
@@ -103,19 +100,8 @@ func (c *MemCluster) Addrs() []string {
 func (c *MemCluster) Start(id int32) *MemMember {
 	c.t.Helper()
 	m := c.Member(id)
-	cfg := broker.Config{
-		DataDir:                    "/data",
-		NodeID:                     id,
-		FS:                         m.FS,
-		Listen:                     "127.0.0.1:0",
-		Coord:                      nil, // below
-		ReplicaDialer:              c.Net.Dialer(id),
-		AutoCreateTopics:           true,
-		GroupInitialRebalanceDelay: 0,
-		GroupMinSessionTimeout:     100 * time.Millisecond,
-		Logger: slog.New(slog.NewTextHandler(teeWriter{log: m.Log, t: c.t, prefix: fmt.Sprintf("broker %d: ", id)},
-			&slog.HandlerOptions{Level: slog.LevelInfo})),
-	}
+	cfg := memberConfig(c.t, id, "/data", m.Log)
+	cfg.FS, cfg.Listen, cfg.ReplicaDialer = m.FS, "127.0.0.1:0", c.Net.Dialer(id)
 	m.Coord = c.Store.Connect()
 	cfg.Coord = m.Coord
 	for _, mod := range c.mods {
