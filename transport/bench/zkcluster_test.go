@@ -166,6 +166,23 @@ func (s *brokerSet) start(id int32) {
 	b.proc = p
 }
 
+// term stops broker id with SIGTERM (its controlled shutdown) and returns
+// the time just before the signal; it returns before the process exits.
+func (s *brokerSet) term(id int32) (time.Time, <-chan struct{}) {
+	s.tb.Helper()
+	b := s.brokers[id]
+	if b == nil || b.proc == nil {
+		s.tb.Fatalf("broker %d is not running", id)
+	}
+	t := time.Now()
+	if err := b.proc.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		s.tb.Fatalf("stop broker %d: %v", id, err)
+	}
+	exited := b.proc.Exited()
+	b.proc = nil
+	return t, exited
+}
+
 // kill SIGKILLs broker id, waits until it has been reaped, and returns the
 // time just before the signal.
 func (s *brokerSet) kill(id int32) time.Time {
@@ -400,12 +417,17 @@ func poll(ctx context.Context, f func() error) error {
 // produceOne sends one record of 100 B to topic's partition p at addr with
 // acks=1 (a plain, non-idempotent batch) and returns the partition's error.
 func (s *brokerSet) produceOne(ctx context.Context, addr, topic string, p int32) error {
+	return s.produceOneAcks(ctx, addr, topic, p, 1)
+}
+
+// produceOneAcks is produceOne with the acks given (-1: acks=all).
+func (s *brokerSet) produceOneAcks(ctx context.Context, addr, topic string, p int32, acks int16) error {
 	batch, err := record.Build(record.DefaultBuildOptions(), []record.Record{{Value: make([]byte, 100), Timestamp: time.Now().UnixMilli()}})
 	if err != nil {
 		return err
 	}
 	req := kmsg.NewPtrProduceRequest()
-	req.Acks = 1
+	req.Acks = acks
 	req.TimeoutMillis = int32(requestTimeout / time.Millisecond)
 	rt := kmsg.NewProduceRequestTopic()
 	rt.Topic = topic
