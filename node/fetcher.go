@@ -22,6 +22,12 @@ const (
 	replicaFetchBytes    = 1 << 20                // replica.fetch.max.bytes, per partition
 	replicaFetchResponse = 10 << 20               // replica.fetch.response.max.bytes
 	replicaFetchBackoff  = time.Second            // replica.fetch.backoff.ms
+	// replicaRetryBackoff is the wait after an answer that will change in
+	// a moment: the leader has not applied the new state yet
+	// (UNKNOWN_LEADER_EPOCH, NOT_LEADER_OR_FOLLOWER): in Kafka the
+	// controller tells the new leader first; here every broker reads the
+	// state from the store, and the follower may read it first.
+	replicaRetryBackoff = 20 * time.Millisecond
 )
 
 // fetchers are this broker's replica fetchers, one per source broker (Kafka's
@@ -204,11 +210,16 @@ func (f *fetcher) snapshot() (queries, fetches []queued, next time.Time) {
 	return queries, fetches, next
 }
 
-// backoff holds rp back after an error.
-func (f *fetcher) backoff(rp *replicated) {
+// backoff holds rp back after an error: briefly when the leader is only
+// behind on the partition's state, replicaFetchBackoff otherwise.
+func (f *fetcher) backoff(rp *replicated, err ...error) {
+	d := replicaFetchBackoff
+	if len(err) > 0 && (errors.Is(err[0], kerr.UnknownLeaderEpoch) || errors.Is(err[0], kerr.NotLeaderForPartition)) {
+		d = replicaRetryBackoff
+	}
 	f.mu.Lock()
 	if fp := f.parts[rp]; fp != nil {
-		fp.until = time.Now().Add(replicaFetchBackoff)
+		fp.until = time.Now().Add(d)
 	}
 	f.mu.Unlock()
 }
@@ -270,7 +281,7 @@ func (f *fetcher) askEpochs(cl *peer.Client, qs []queued, log interface{ Debug(s
 			f.backoff(q.rp)
 		case a.Err != nil:
 			log.Debug("OffsetForLeaderEpoch refused", "partition", logs.DirName(q.rp.Topic, q.rp.Index), "err", a.Err)
-			f.backoff(q.rp)
+			f.backoff(q.rp, a.Err)
 		default:
 			q.rp.epochAnswered(f.source, q.epoch, replica.EpochEnd{Epoch: a.Epoch, EndOffset: a.EndOffset})
 		}
@@ -321,7 +332,7 @@ func (f *fetcher) fetchOnce(cl *peer.Client, fetches []queued, log interface{ De
 		}
 		if err := q.rp.fetched(f.source, q.epoch, offsets[q.rp], got); err != nil {
 			log.Debug("fetched partition refused", "partition", logs.DirName(q.rp.Topic, q.rp.Index), "err", err)
-			f.backoff(q.rp)
+			f.backoff(q.rp, err)
 		}
 	}
 }
