@@ -17,10 +17,12 @@ import (
 	"github.com/weir-broker/weir/transport/broker/brokertest"
 )
 
-// eventually polls cond every 20 ms for up to 30 s.
+// eventually checks cond every 20 ms until it holds, for up to 30 s.
 func eventually(t *testing.T, what string, cond func() (bool, string)) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
 	for {
 		ok, state := cond()
 		if ok {
@@ -29,7 +31,7 @@ func eventually(t *testing.T, what string, cond func() (bool, string)) {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s; last: %s", what, state)
 		}
-		time.Sleep(20 * time.Millisecond) // polling a condition with a deadline, not ordering events
+		<-tick.C
 	}
 }
 
