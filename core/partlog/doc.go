@@ -146,7 +146,10 @@
 // appends with AppendInGeneration, which refuses the append (ErrFailed,
 // ErrGenerationChanged) if a cut came in between. Reads racing a recovery wait for it and read
 // again. Config.RecoveryBackoff < 0 turns automatic recovery off: the log then
-// stays failed until Recover or a reopen.
+// stays failed until Recover or a reopen; HoldRecovery does the same for a
+// while, for a layer above that must choose the moment of the cut (a replica
+// leader whose followers may hold the records past the last fsync resigns
+// first, and recovers once it follows).
 //
 // # Recovery
 //

@@ -379,6 +379,48 @@ func TestFaultNoAutomaticRecovery(t *testing.T) {
 	}
 }
 
+// HoldRecovery keeps a failed log failed past its backoff, the way a
+// negative RecoveryBackoff does, until the hold is released (the next
+// append then recovers) or Recover is called.
+func TestFaultHoldRecovery(t *testing.T) {
+	clk := newClock()
+	fs, inj := faultFS(memFS(t), faultPoints[0], faultModes[1])
+	l, _ := mustOpen(t, fs, faultConfig(clk, flushpolicy.Never))
+	defer l.Close()
+	if _, err := l.Append(ctx, batch(1, 1, 100), 0); err != nil {
+		t.Fatal(err)
+	}
+	l.HoldRecovery(true)
+	if !l.RecoveryHeld() {
+		t.Fatal("RecoveryHeld after HoldRecovery(true)")
+	}
+	inj.K = inj.Count()
+	if _, err := l.Append(ctx, batch(2, 1, 100), 0); !errors.Is(err, syscall.EIO) {
+		t.Fatal(err)
+	}
+	if l.RecoveryDue() {
+		t.Fatal("RecoveryDue at once after the failure")
+	}
+	clk.Advance(time.Hour)
+	if _, err := l.Append(ctx, batch(3, 1, 100), 0); !errors.Is(err, ErrFailed) || l.Recoveries() != 0 {
+		t.Fatalf("append with recovery held: %v (recoveries %d)", err, l.Recoveries())
+	}
+	if err := l.RecoverIfDue(); !errors.Is(err, ErrFailed) || l.Recoveries() != 0 {
+		t.Fatalf("RecoverIfDue with recovery held: %v (recoveries %d)", err, l.Recoveries())
+	}
+	if !l.RecoveryDue() {
+		t.Fatal("RecoveryDue is false an hour after the failure")
+	}
+	l.HoldRecovery(false)
+	res, err := l.Append(ctx, batch(4, 1, 100), 0)
+	if err != nil || res.BaseOffset != 1 || l.Recoveries() != 1 {
+		t.Fatalf("append once the hold is released: %+v, %v (recoveries %d)", res, err, l.Recoveries())
+	}
+	if l.RecoveryDue() {
+		t.Fatal("RecoveryDue on a healthy log")
+	}
+}
+
 // After a cut, a reader still holding a Slice of the cut records reads them
 // or comes up short, never the records appended at their offsets since:
 // the next append goes to a new file, whether the cut left the active

@@ -88,6 +88,7 @@ type Log struct {
 	lostPages  atomic.Bool   // an fsync failed: what it was writing may be gone
 	readLimit  atomic.Int64  // readers see offsets below it only (NoLimit unless lostPages)
 	retryAt    atomic.Int64  // unix ns (cfg.Clock): appends before it do not try to recover
+	held       atomic.Bool   // HoldRecovery: no automatic recovery
 	backoff    time.Duration // the wait after the next failed recovery; appendMu
 	recoveries atomic.Int64
 	gen        atomic.Int64 // see Generation

@@ -152,6 +152,28 @@ func (l *Log) Recover() (Report, error) {
 	return l.tryRecoverLocked()
 }
 
+// HoldRecovery turns automatic recovery off (hold) or back on. While held, a
+// failed log stays failed: appends and RecoverIfDue return its error, and
+// only Recover (or a reopen) recovers it. It is for a layer above that knows
+// when cutting the log back is safe and when it is not: records past the last
+// fsync may have been copied elsewhere (a replica leader's followers hold
+// them), and a cut whose offsets then go to new records would make the copies
+// differ. Releasing the hold lets the next append recover once the backoff
+// has passed, as usual. The log knows nothing of why.
+func (l *Log) HoldRecovery(hold bool) { l.held.Store(hold) }
+
+// RecoveryHeld reports whether HoldRecovery holds automatic recovery.
+func (l *Log) RecoveryHeld() bool { return l.held.Load() }
+
+// RecoveryDue reports whether a failed log's backoff has passed: since the
+// failure, or since the last recovery attempt that failed (the wait doubles
+// after each). A caller that recovers the log itself (Recover) asks first,
+// so that a disk that keeps failing is not tried more often than appends
+// would try it. On a healthy log it reports false.
+func (l *Log) RecoveryDue() bool {
+	return l.Err() != nil && l.cfg.Clock.Now().UnixNano() >= l.retryAt.Load()
+}
+
 // RecoverIfDue is what Append does first: on a failed log it returns the
 // log's error (ErrFailed) until Config.RecoveryBackoff has passed since the
 // failure (or the last failed attempt), then tries to recover, returning nil
@@ -174,7 +196,7 @@ func (l *Log) recoverIfDue() error {
 	if err == nil || l.closed.Load() {
 		return nil // appendLocked reports a closed log
 	}
-	if l.cfg.RecoveryBackoff < 0 || l.cfg.Clock.Now().UnixNano() < l.retryAt.Load() {
+	if l.cfg.RecoveryBackoff < 0 || l.held.Load() || l.cfg.Clock.Now().UnixNano() < l.retryAt.Load() {
 		return err
 	}
 	_, err = l.tryRecoverLocked()
