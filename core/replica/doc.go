@@ -8,14 +8,15 @@
 // and executes what comes out of Ready: publish and checkpoint the high
 // watermark, record the start of a leader epoch in the log, ask the leader
 // where an epoch ended, truncate, point the fetcher at the leader, propose
-// an ISR change to the store.
+// an ISR change to the store, resign from the ISR.
 //
-//	state record   SetState                ─┐
-//	the log        Appended, Truncated      ─┤
-//	leader side    FollowerFetch, Tick      ─┼─▶ Replica ──Ready──▶ HW, epoch start, truncate, fetch, ISR proposal
-//	follower side  LeaderHighWatermark,     ─┤
-//	               EpochEnd, OutOfRange     ─┤
-//	store outcome  ProposalFailed           ─┘
+//	state record    SetState                  ─┐
+//	the log         Appended, Truncated        ─┤
+//	leader side     FollowerFetch, Tick        ─┼─▶ Replica ──Ready──▶ HW, epoch start, truncate, fetch,
+//	follower side   LeaderHighWatermark,       ─┤                      ISR proposal, resignation
+//	                EpochEnd, OutOfRange       ─┤
+//	store outcome   ProposalFailed             ─┤
+//	the log failed  LogFailed, TruncateFailed  ─┘
 //
 // # Roles
 //
@@ -77,4 +78,20 @@
 //     past the follower) empties the log and restarts it at the leader's
 //     start; above the leader's log end (an unclean election) asks again
 //     where the follower's epoch ends, which truncates it.
+//
+// # A failed log (Kafka's offline log directory)
+//
+// A log whose write or fsync failed recovers in place by cutting back to
+// its last fsync (core/partlog). An in-sync replica of a partition with
+// others must not do that by itself: as a leader it would give the cut
+// offsets to new records in the same epoch, which its followers hold other
+// records at; as a follower it could be elected without records the high
+// watermark counted. So while it is in the ISR, its log's automatic
+// recovery is held (HoldRecovery), and a failure makes it resign
+// (LogFailed, Ready.Resign): the controller takes it out of the ISR as for
+// a bounce of that broker, moving the leadership to another in-sync replica
+// (or back to it, alone, in a new epoch). The loop recovers the log once a
+// state record says that is safe (MayRecover), and the replica then follows
+// (truncating by epochs) and rejoins the ISR when it has caught up. A
+// truncation that fails is asked for again (TruncateFailed), never skipped.
 package replica

@@ -27,6 +27,10 @@ var (
 	// ErrOffsetOutOfRange: a follower fetched past the leader's log end (its
 	// log diverged, and it has not truncated yet). OFFSET_OUT_OF_RANGE.
 	ErrOffsetOutOfRange = errors.New("replica: fetch offset out of range")
+	// ErrLogFailed: the leader's log failed and it resigned; it serves
+	// nothing of the partition until the controller has moved the
+	// leadership. KAFKA_STORAGE_ERROR, which clients and followers retry.
+	ErrLogFailed = errors.New("replica: the leader's log failed; it resigned")
 )
 
 // DefaultLagTimeMax is Kafka's replica.lag.time.max.ms.
@@ -130,12 +134,15 @@ type Ready struct {
 	StopFetch bool
 	// Propose: write this ISR change.
 	Propose *Proposal
+	// Resign: the log failed while this broker leads in this leader
+	// epoch; ask the controller to move the leadership (see LogFailed).
+	Resign *int32
 }
 
 // Empty reports whether there is nothing to do.
 func (rd Ready) Empty() bool {
 	return !rd.HWChanged && rd.StartEpoch == nil && rd.QueryEpoch == nil && rd.Truncate == nil &&
-		rd.Reset == nil && rd.Fetch == nil && !rd.StopFetch && rd.Propose == nil
+		rd.Reset == nil && rd.Fetch == nil && !rd.StopFetch && rd.Propose == nil && rd.Resign == nil
 }
 
 // follower is the leader's view of one follower.
@@ -178,6 +185,7 @@ type Replica struct {
 	epochStart int64
 	followers  map[int32]*follower
 	pending    *Proposal
+	resigned   bool // the log failed in this term (LogFailed)
 
 	// follower
 	follow   followState
@@ -230,6 +238,41 @@ func (r *Replica) FollowerLogEnd(id int32) int64 {
 	return -1
 }
 
+// Resigned reports whether the log failed in this term while this broker
+// was in the ISR, and it asked the controller to take it out (LogFailed).
+func (r *Replica) Resigned() bool { return r.resigned }
+
+// HoldRecovery reports whether the log must not recover in place by itself
+// now: other replicas exist and this broker is in the ISR, so the high
+// watermark may count records past its last fsync that a recovery would cut
+// (as a leader it would then give their offsets to new records in the same
+// epoch; as a follower it could be elected without them). The loop holds
+// the log's automatic recovery while this is true (see LogFailed and
+// MayRecover).
+func (r *Replica) HoldRecovery() bool {
+	return len(r.replicas) > 1 && slices.Contains(r.isr, r.cfg.Self)
+}
+
+// MayRecover reports whether a failed log may be recovered in place (cut
+// back to its last fsync) before the state record st is applied, given
+// latestEpoch, the latest leader epoch in the log (-1 for none): when
+// under st no in-sync replica can count on what the log holds past that
+// fsync. That is so when this broker is not in st's ISR (or is the only
+// replica), and when st makes it leader alone in the ISR in an epoch its
+// log has not started: the others, out of sync, learn from the new epoch
+// where its log ends (OffsetForLeaderEpoch) and truncate to it. The loop
+// asks before every SetState while the log is failed.
+func (r *Replica) MayRecover(replicas []int32, st *meta.PartitionState, latestEpoch int32) bool {
+	self := r.cfg.Self
+	switch {
+	case len(replicas) <= 1 || !slices.Contains(replicas, self) || st == nil:
+		return true
+	case !slices.Contains(st.ISR, self):
+		return true
+	}
+	return st.Leader == self && len(st.ISR) == 1 && st.LeaderEpoch > latestEpoch
+}
+
 // Pending returns the ISR proposal in flight, if any.
 func (r *Replica) Pending() (Proposal, bool) {
 	if r.pending == nil {
@@ -251,6 +294,7 @@ func (r *Replica) Ready() Ready {
 // ISR changes (confirming a proposal in flight).
 func (r *Replica) SetState(now time.Time, replicas []int32, st *meta.PartitionState, logEnd int64) {
 	r.leo = logEnd
+	r.clampHW()
 	r.replicas = slices.Clone(replicas)
 	if st == nil || st.Leader == meta.NoLeader || !slices.Contains(replicas, r.cfg.Self) {
 		if st != nil {
@@ -288,14 +332,14 @@ func (r *Replica) becomeNone() {
 	if r.role == Follower {
 		r.ready.StopFetch, r.ready.Fetch, r.ready.QueryEpoch = true, nil, nil
 	}
-	r.role, r.leader, r.followers, r.pending = None, meta.NoLeader, nil, nil
+	r.role, r.leader, r.followers, r.pending, r.resigned = None, meta.NoLeader, nil, nil, false
 }
 
 func (r *Replica) becomeLeader(now time.Time, st *meta.PartitionState) {
 	if r.role == Follower {
 		r.ready.StopFetch, r.ready.Fetch, r.ready.QueryEpoch = true, nil, nil
 	}
-	r.role, r.leader, r.epoch = Leader, r.cfg.Self, st.LeaderEpoch
+	r.role, r.leader, r.epoch, r.resigned = Leader, r.cfg.Self, st.LeaderEpoch, false
 	r.isr, r.version, r.stateEpoch, r.pending = slices.Clone(st.ISR), st.Version, st.ControllerEpoch, nil
 	r.epochStart = r.leo
 	r.ready.StartEpoch = &EpochStart{Epoch: st.LeaderEpoch, StartOffset: r.leo}
@@ -315,7 +359,7 @@ func (r *Replica) becomeLeader(now time.Time, st *meta.PartitionState) {
 func (r *Replica) becomeFollower(st *meta.PartitionState) {
 	r.role, r.leader, r.epoch = Follower, st.Leader, st.LeaderEpoch
 	r.isr, r.version, r.stateEpoch = slices.Clone(st.ISR), st.Version, st.ControllerEpoch
-	r.followers, r.pending = nil, nil
+	r.followers, r.pending, r.resigned = nil, nil, false
 	r.follow = awaitingEpochEnd
 	r.leaderHW = -1
 	r.ready.Fetch, r.ready.StopFetch = nil, true // no fetching until truncated
@@ -344,6 +388,11 @@ func (r *Replica) FollowerFetch(now time.Time, id int32, fetchOffset int64) erro
 	if f == nil {
 		return fmt.Errorf("%w: broker %d", ErrNotReplica, id)
 	}
+	if r.resigned {
+		// What it reads may be cut: a follower must not learn of an end
+		// (or copy records) the recovery is about to take back.
+		return fmt.Errorf("%w: broker %d fetched in epoch %d", ErrLogFailed, id, r.epoch)
+	}
 	if fetchOffset > r.leo || fetchOffset < 0 {
 		return fmt.Errorf("%w: broker %d fetched at %d, log ends at %d", ErrOffsetOutOfRange, id, fetchOffset, r.leo)
 	}
@@ -370,7 +419,7 @@ func maxTime(a, b time.Time) time.Time {
 // maybeExpand proposes id into the ISR when it has caught up with the high
 // watermark and the leader's epoch.
 func (r *Replica) maybeExpand(id int32, f *follower) {
-	if r.pending != nil || slices.Contains(r.isr, id) {
+	if r.pending != nil || r.resigned || slices.Contains(r.isr, id) {
 		return
 	}
 	if f.leo < r.hw || f.leo < r.epochStart {
@@ -388,7 +437,7 @@ func (r *Replica) maybeExpand(id int32, f *follower) {
 // Tick lets time pass: followers not caught up for LagTimeMax are proposed
 // out of the ISR.
 func (r *Replica) Tick(now time.Time) {
-	if r.role != Leader || r.pending != nil {
+	if r.role != Leader || r.pending != nil || r.resigned {
 		return
 	}
 	var out []int32
@@ -456,6 +505,41 @@ func (r *Replica) advanceHW() {
 	r.setHW(hw)
 }
 
+// clampHW lowers the high watermark to the log end when a cut (a recovery
+// between terms, a truncation) left the log shorter: Kafka's truncateTo
+// does the same. A leader's high watermark never goes down within a term;
+// its log is cut only between terms (see LogFailed).
+func (r *Replica) clampHW() {
+	if r.hw > r.leo {
+		r.hw = r.leo
+		r.ready.HighWatermark, r.ready.HWChanged = r.leo, true
+	}
+}
+
+// LogFailed tells that the log failed (a write or an fsync failed): its
+// recovery in place would cut it back to its last fsync. A replica out of
+// the ISR may recover so (a follower truncates and fetches again anyway),
+// and so may a partition's only replica (what a power cut would lose). An
+// in-sync replica of a partition with others must not (see HoldRecovery):
+// it resigns instead, as Kafka takes a failed log directory offline.
+// Ready.Resign asks the controller to take it out of the ISR, which it
+// does as for a bounced broker: a leader hands the leadership to another
+// live in-sync replica, or leads again alone in a new epoch when none can
+// take it; a follower leaves the ISR. Until a new state record arrives, a
+// resigned leader serves no follower (ErrLogFailed), proposes no ISR
+// change, holds its high watermark and fails acks=all waits it cannot
+// complete; the loop recovers the log when MayRecover says so, and calls
+// LogFailed again in a new term that still finds the log failed. Once per
+// term.
+func (r *Replica) LogFailed() {
+	if r.role == None || r.resigned || !r.HoldRecovery() {
+		return
+	}
+	r.resigned = true
+	epoch := r.epoch
+	r.ready.Resign = &epoch
+}
+
 func (r *Replica) setHW(hw int64) {
 	if hw > r.hw {
 		r.hw = hw
@@ -466,8 +550,11 @@ func (r *Replica) setHW(hw int64) {
 // CheckAppend is the check before an acks=all append: the ISR must have
 // at least minInsync members.
 func (r *Replica) CheckAppend(minInsync int) error {
-	if r.role != Leader {
+	switch {
+	case r.role != Leader:
 		return ErrNotLeader
+	case r.resigned:
+		return fmt.Errorf("%w: epoch %d", ErrLogFailed, r.epoch)
 	}
 	if len(r.isr) < minInsync {
 		return fmt.Errorf("%w: %d in sync (%v), min.insync.replicas %d", ErrNotEnoughReplicas, len(r.isr), r.isr, minInsync)
@@ -480,8 +567,13 @@ func (r *Replica) CheckAppend(minInsync int) error {
 // ErrNotEnoughReplicasAfterAppend if the maximal ISR then has fewer than
 // minInsync members, ErrNotLeader once this broker does not lead.
 func (r *Replica) AcksAll(next int64, minInsync int) (done bool, err error) {
-	if r.role != Leader {
+	switch {
+	case r.role != Leader:
 		return true, ErrNotLeader
+	case r.resigned && r.hw < next:
+		// Another replica may yet commit them: the producer's retry
+		// (idempotent) finds out there.
+		return true, fmt.Errorf("%w: epoch %d", ErrLogFailed, r.epoch)
 	}
 	if r.hw < next {
 		return false, nil
@@ -556,14 +648,24 @@ func (r *Replica) OutOfRange(leaderStart int64) {
 	r.ready.QueryEpoch = &EpochQuery{Leader: r.leader, LeaderEpoch: r.epoch}
 }
 
+// TruncateFailed tells that the truncation (or reset) Ready asked for
+// failed (the log failed): the follower asks the leader again where its
+// epoch ends, and truncates then. It never fetches onto a log it could not
+// cut: the records it kept may differ from the leader's at those offsets.
+func (r *Replica) TruncateFailed() {
+	if r.role != Follower || r.follow != truncating {
+		return
+	}
+	r.follow = awaitingEpochEnd
+	r.ready.Fetch, r.ready.StopFetch = nil, true
+	r.ready.QueryEpoch = &EpochQuery{Leader: r.leader, LeaderEpoch: r.epoch}
+}
+
 // Truncated tells that the log was cut (or reset) as asked and now ends
 // at end: the follower fetches from there.
 func (r *Replica) Truncated(end int64) {
 	r.leo = end
-	if r.hw > end {
-		r.hw = end
-		r.ready.HighWatermark, r.ready.HWChanged = end, true
-	}
+	r.clampHW()
 	if r.role != Follower || r.follow != truncating {
 		return
 	}

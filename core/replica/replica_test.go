@@ -230,6 +230,33 @@ func TestFollowerTruncation(t *testing.T) {
 	}
 }
 
+// A truncation that fails (the log failed) is asked for again through a
+// new epoch query, never followed by a fetch onto the uncut log.
+func TestFollowerTruncateFailed(t *testing.T) {
+	r := New(Config{Self: 2}, 100, 50)
+	r.SetState(t0, []int32{1, 2}, state(1, 4, 3, 1, 2), 100)
+	r.Ready()
+	r.EpochEnd(EpochEnd{4, 80}, EpochEnd{4, 100})
+	if rd := r.Ready(); rd.Truncate == nil || *rd.Truncate != 80 {
+		t.Fatalf("truncation %+v, want to 80", rd)
+	}
+	r.TruncateFailed()
+	rd := r.Ready()
+	if rd.Fetch != nil || !rd.StopFetch || rd.QueryEpoch == nil || *rd.QueryEpoch != (EpochQuery{Leader: 1, LeaderEpoch: 4}) {
+		t.Fatalf("after a failed truncation: %+v, want a new epoch query and no fetch", rd)
+	}
+	r.Truncated(100) // a late report of the failed cut changes nothing
+	if rd := r.Ready(); rd.Fetch != nil {
+		t.Fatalf("fetching after a failed truncation: %+v", rd)
+	}
+	r.EpochEnd(EpochEnd{4, 80}, EpochEnd{4, 100})
+	r.Ready()
+	r.Truncated(80)
+	if rd := r.Ready(); rd.Fetch == nil || rd.Fetch.Offset != 80 {
+		t.Fatalf("after the truncation worked: %+v", rd)
+	}
+}
+
 // A follower's high watermark is min(the leader's, its log end).
 func TestFollowerHighWatermark(t *testing.T) {
 	r := New(Config{Self: 2}, 0, 0)
@@ -312,5 +339,130 @@ func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A leader with other replicas whose log fails resigns: it asks for the
+// leadership to move, serves no follower, proposes no ISR change, answers
+// acks=all waits and new appends with ErrLogFailed, and holds its log's
+// automatic recovery; the log may recover only under a record that takes
+// it out of the ISR (here: a follower of broker 2), or makes it lead alone
+// in an epoch its log has not started, and the next term clears the
+// resignation and lowers the high watermark to the log the recovery left.
+func TestLeaderLogFailedResigns(t *testing.T) {
+	r := leaderOf(t, 100, 100)
+	if !r.HoldRecovery() {
+		t.Fatal("a leader of three replicas must hold its log's recovery")
+	}
+	r.Appended(120)
+	must(t, r.FollowerFetch(t0, 2, 110))
+	must(t, r.FollowerFetch(t0, 3, 110))
+	wantHW(t, r, 110)
+	r.Ready()
+
+	r.LogFailed()
+	rd := r.Ready()
+	if rd.Resign == nil || *rd.Resign != 5 || !r.Resigned() {
+		t.Fatalf("after LogFailed: ready %+v, resigned %v; want Resign in epoch 5", rd, r.Resigned())
+	}
+	r.LogFailed()
+	if rd := r.Ready(); rd.Resign != nil {
+		t.Fatalf("a second LogFailed in the term resigns again: %+v", rd)
+	}
+	if err := r.FollowerFetch(t0, 2, 120); !errors.Is(err, ErrLogFailed) {
+		t.Fatalf("a follower's fetch from a resigned leader: %v, want ErrLogFailed", err)
+	}
+	wantHW(t, r, 110)
+	r.Tick(t0.Add(time.Hour)) // followers long "behind": still no ISR change
+	if rd := r.Ready(); rd.Propose != nil {
+		t.Fatalf("a resigned leader proposes %+v", rd.Propose)
+	}
+	if done, err := r.AcksAll(120, 2); !done || !errors.Is(err, ErrLogFailed) {
+		t.Fatalf("acks=all wait on a resigned leader: %v %v, want done with ErrLogFailed", done, err)
+	}
+	if done, err := r.AcksAll(110, 2); !done || err != nil {
+		t.Fatalf("acks=all wait below the high watermark: %v %v, want done", done, err)
+	}
+	if err := r.CheckAppend(1); !errors.Is(err, ErrLogFailed) {
+		t.Fatalf("append check on a resigned leader: %v", err)
+	}
+
+	replicas := []int32{1, 2, 3}
+	for _, c := range []struct {
+		name string
+		st   *meta.PartitionState
+		may  bool
+	}{
+		{"the same term, an ISR change", state(1, 5, 11, 1, 2), false},
+		{"a new epoch, still in sync with others", state(1, 6, 11, 1, 2, 3), false},
+		{"another leader, still in the ISR", state(2, 6, 11, 2, 1), false},
+		{"out of the ISR", state(2, 6, 11, 2, 3), true},
+		{"alone in the ISR in a new epoch", state(1, 6, 11, 1), true},
+		{"alone in the ISR in an epoch the log has", state(1, 5, 11, 1), false},
+	} {
+		if got := r.MayRecover(replicas, c.st, 5); got != c.may {
+			t.Errorf("MayRecover, %s: %v, want %v", c.name, got, c.may)
+		}
+	}
+
+	// The controller moved the leadership to broker 2; the recovery cut the
+	// log back to 105, below the high watermark.
+	r.SetState(t0, replicas, state(2, 6, 12, 2, 3), 105)
+	rd = r.Ready()
+	if r.Role() != Follower || r.Resigned() || r.HoldRecovery() {
+		t.Fatalf("after the leadership moved: role %v resigned %v hold %v", r.Role(), r.Resigned(), r.HoldRecovery())
+	}
+	if !rd.HWChanged || rd.HighWatermark != 105 || rd.QueryEpoch == nil {
+		t.Fatalf("ready %+v, want the high watermark lowered to 105 and an epoch query", rd)
+	}
+
+	// A leader resigned with no other ISR member is elected again in a new
+	// epoch: it leads with its (recovered) log, not resigned.
+	r2 := leaderOf(t, 100, 100)
+	r2.LogFailed()
+	r2.Ready()
+	r2.SetState(t0, replicas, state(1, 6, 11, 1), 90)
+	rd = r2.Ready()
+	if r2.Role() != Leader || r2.Resigned() || r2.Epoch() != 6 {
+		t.Fatalf("re-elected: role %v resigned %v epoch %d", r2.Role(), r2.Resigned(), r2.Epoch())
+	}
+	if rd.StartEpoch == nil || *rd.StartEpoch != (EpochStart{Epoch: 6, StartOffset: 90}) || r2.HighWatermark() != 90 {
+		t.Fatalf("re-elected: ready %+v, high watermark %d; want epoch 6 from 90 and the high watermark at 90", rd, r2.HighWatermark())
+	}
+}
+
+// An in-sync follower whose log fails resigns too (it could otherwise be
+// elected without records the high watermark counted); a replica out of
+// the ISR, or a partition's only replica, may recover in place.
+func TestFollowerLogFailed(t *testing.T) {
+	f := New(Config{Self: 2}, 10, 10)
+	f.SetState(t0, []int32{1, 2}, state(1, 3, 4, 1, 2), 10)
+	f.Ready()
+	if !f.HoldRecovery() {
+		t.Fatal("an in-sync follower does not hold its recovery")
+	}
+	f.LogFailed()
+	if rd := f.Ready(); rd.Resign == nil || *rd.Resign != 3 || !f.Resigned() {
+		t.Fatalf("an in-sync follower's failed log: %+v, want Resign in epoch 3", rd)
+	}
+	f.SetState(t0, []int32{1, 2}, state(1, 4, 5, 1), 10)
+	f.Ready()
+	if f.HoldRecovery() || f.Resigned() {
+		t.Fatalf("out of the ISR: hold %v resigned %v", f.HoldRecovery(), f.Resigned())
+	}
+	f.LogFailed()
+	if rd := f.Ready(); rd.Resign != nil {
+		t.Fatalf("a follower out of the ISR resigned: %+v", rd)
+	}
+
+	single := New(Config{Self: 1}, 10, 10)
+	single.SetState(t0, []int32{1}, state(1, 0, 0, 1), 10)
+	single.Ready()
+	if single.HoldRecovery() {
+		t.Fatal("a single replica holds its recovery")
+	}
+	single.LogFailed()
+	if rd := single.Ready(); rd.Resign != nil || single.Resigned() {
+		t.Fatalf("a single replica resigned: %+v", rd)
 	}
 }

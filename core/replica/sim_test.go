@@ -16,7 +16,10 @@ import (
 // (Kafka's clean election, core/controller's rules), and every event is
 // chosen at random: appends, follower fetches, epoch queries, time passing,
 // brokers dying and coming back (their logs intact: power cuts are the node
-// layer's business). The invariants checked after every event:
+// layer's business), fsyncs, and logs failing: a failed log may lose what
+// its last fsync did not cover, which a follower's recovery cuts at once and
+// a leader's only once its resignation ended the term (LogFailed), as the
+// node does. The invariants checked after every event:
 //
 //   - a leader is in its maximal ISR, and its high watermark never goes down
 //     within its term and never passes its log end;
@@ -36,6 +39,10 @@ type simBroker struct {
 	epochs []EpochStart // the leader-epoch cache
 	hw     int64        // checkpointed
 	r      *Replica
+	// flushed: what the last fsync covered; failed: the log failed and
+	// its recovery (a cut to flushed) is held until the term ends.
+	flushed int64
+	failed  bool
 }
 
 func (b *simBroker) leo() int64 { return int64(len(b.log)) }
@@ -81,6 +88,21 @@ func (b *simBroker) truncate(to int64) {
 		b.epochs = b.epochs[:len(b.epochs)-1]
 	}
 	b.hw = min(b.hw, b.leo())
+	b.flushed = min(b.flushed, b.leo())
+}
+
+// recover is a failed log's recovery in place: back to its last fsync. A
+// broker alone in the ISR holds the only copy the high watermark counts:
+// what it had not fsynced is lost, as in a power cut of a single node, and
+// is committed no more. Any other cut of a committed record is a bug the
+// checks catch.
+func (s *sim) recover(b *simBroker) {
+	if slices.Equal(s.rec.ISR, []int32{b.id}) && int64(len(s.committed)) > b.flushed {
+		s.logf("the sole in-sync copy loses committed [%d, %d)", b.flushed, len(s.committed))
+		s.committed = s.committed[:b.flushed]
+	}
+	b.truncate(b.flushed)
+	b.failed = false
 }
 
 type sim struct {
@@ -98,7 +120,11 @@ type sim struct {
 	epochLeader map[int32]int32
 	// termHW: the high watermark the leader of the current epoch published.
 	termHW map[int32]int64
-	trace  []string
+	// resignations wait for the controller: (broker, epoch).
+	resignations [][2]int32
+	// handovers counts leaderships moved by a resignation.
+	handovers int
+	trace     []string
 }
 
 func newSim(t *testing.T, seed uint64) *sim {
@@ -135,7 +161,12 @@ func (s *sim) publish() {
 		b := s.brokers[id]
 		if b.alive {
 			st := s.rec.Clone()
+			if b.failed && b.r.MayRecover(s.replicas, &st, b.latestEpoch()) {
+				s.recover(b)
+				s.logf("b%d recovers (end %d)", id, b.leo())
+			}
 			b.r.SetState(s.now, s.replicas, &st, b.leo())
+			s.stillFailed(b)
 		}
 	}
 	s.settle()
@@ -168,6 +199,10 @@ func (s *sim) settle() {
 			}
 			if rd.Reset != nil {
 				s.fail("reset to %d: the simulation has no retention", *rd.Reset)
+			}
+			if rd.Resign != nil {
+				s.logf("b%d resigns epoch %d", id, *rd.Resign)
+				s.resignations = append(s.resignations, [2]int32{id, *rd.Resign})
 			}
 			if rd.Propose != nil {
 				p := rd.Propose
@@ -224,6 +259,58 @@ func (s *sim) control() {
 	s.publish()
 }
 
+// stillFailed is the node's step after a state record reached a broker
+// whose log is failed: an in-sync replica resigns (again, in a new term),
+// any other recovers in place at once.
+func (s *sim) stillFailed(b *simBroker) {
+	switch {
+	case !b.failed:
+	case b.r.HoldRecovery():
+		b.r.LogFailed()
+	default:
+		s.recover(b)
+		b.r.Truncated(b.leo())
+		s.logf("b%d recovers in place (end %d)", b.id, b.leo())
+	}
+}
+
+// resign is the controller's answer to a resignation (core/controller
+// handles it as a bounce of the broker): it leaves the ISR, and a leader
+// hands the leadership to the first other live ISR member in assignment
+// order; with none, it leads again, alone in the ISR, in a new epoch.
+func (s *sim) resign(id, epoch int32) {
+	st := s.rec
+	if st.LeaderEpoch != epoch || !slices.Contains(st.ISR, id) {
+		return
+	}
+	others := func(r int32) bool { return r != id && s.brokers[r].alive }
+	leader := st.Leader
+	if leader == meta.NoLeader || !others(leader) {
+		leader = meta.NoLeader
+		for _, r := range s.replicas {
+			if others(r) && slices.Contains(st.ISR, r) {
+				leader = r
+				break
+			}
+		}
+	}
+	var isr []int32
+	for _, r := range st.ISR {
+		if others(r) {
+			isr = append(isr, r)
+		}
+	}
+	if leader == meta.NoLeader {
+		leader, isr = id, []int32{id}
+	}
+	if st.Leader == id && leader != id {
+		s.handovers++
+	}
+	s.rec = meta.PartitionState{Leader: leader, LeaderEpoch: epoch + 1, ISR: isr, Version: st.Version + 1}
+	s.logf("controller: b%d resigned: leader %d epoch %d ISR %v", id, leader, s.rec.LeaderEpoch, isr)
+	s.publish()
+}
+
 func (s *sim) leader() *simBroker {
 	if s.rec.Leader == meta.NoLeader {
 		return nil
@@ -247,7 +334,7 @@ func (s *sim) step() {
 			l.r.Appended(l.leo())
 			s.logf("b%d appends %d (end %d)", l.id, k, l.leo())
 		}
-	case n < 75: // a follower fetches or asks for its epoch's end
+	case n < 72: // a follower fetches or asks for its epoch's end
 		f := s.brokers[s.replicas[s.rnd.IntN(3)]]
 		l := s.leader()
 		if !f.alive || l == nil || f.r.Role() != Follower || f.r.Leader() != l.id || f.r.Epoch() != l.r.Epoch() {
@@ -281,6 +368,24 @@ func (s *sim) step() {
 			f.r.LeaderHighWatermark(l.r.HighWatermark())
 			s.logf("b%d fetched [%d, %d) from b%d", f.id, off, end, l.id)
 		}
+	case n < 78: // a broker fsyncs its log
+		if b := s.brokers[s.replicas[s.rnd.IntN(3)]]; b.alive && !b.failed {
+			b.flushed = b.leo()
+		}
+	case n < 83: // a broker's log fails
+		b := s.brokers[s.replicas[s.rnd.IntN(3)]]
+		if !b.alive || b.failed {
+			break
+		}
+		b.failed = true
+		s.logf("b%d's log fails (end %d, flushed %d, %v)", b.id, b.leo(), b.flushed, b.r.Role())
+		s.stillFailed(b)
+	case n < 85: // the controller handles the resignations
+		rs := s.resignations
+		s.resignations = nil
+		for _, r := range rs {
+			s.resign(r[0], r[1])
+		}
 	case n < 88: // time passes
 		s.now = s.now.Add(time.Duration(s.rnd.IntN(12)) * time.Second)
 		for _, id := range s.replicas {
@@ -299,6 +404,9 @@ func (s *sim) step() {
 		b := s.brokers[s.replicas[s.rnd.IntN(3)]]
 		if !b.alive {
 			b.alive = true
+			if b.failed { // a restart recovers the log
+				s.recover(b)
+			}
 			b.r = New(Config{Self: b.id, LagTimeMax: 30 * time.Second}, b.leo(), b.hw)
 			s.logf("b%d returns (end %d, hw %d)", b.id, b.leo(), b.hw)
 			st := s.rec.Clone()
@@ -357,13 +465,18 @@ func TestRandomizedReplication(t *testing.T) {
 	if testing.Short() {
 		seeds = 50
 	}
-	maxCommitted := 0
+	maxCommitted, handovers := 0, 0
 	for seed := range uint64(seeds) {
 		s := newSim(t, seed)
 		for range 600 {
 			s.step()
 		}
 		maxCommitted = max(maxCommitted, len(s.committed))
+		handovers += s.handovers
+	}
+	t.Logf("%d leaderships moved by failed logs in %d runs", handovers, seeds)
+	if handovers < seeds/10 {
+		t.Fatalf("%d leaderships moved by a failed log in %d runs: the simulation does not exercise resignations", handovers, seeds)
 	}
 	if maxCommitted < 50 {
 		t.Fatalf("the simulation committed at most %d records in a run: it does not exercise replication", maxCommitted)
