@@ -49,6 +49,9 @@ type Controller struct {
 	// next Ready for preferred-leader elections.
 	shutting  []int32
 	preferred bool
+	// resigned are the brokers that resigned a partition, by topic and
+	// partition, with the leader epoch they resigned in.
+	resigned map[string]map[int32][]meta.Resignation
 }
 
 // topic is what the controller knows of one topic.
@@ -473,6 +476,43 @@ func (c *Controller) ShuttingDownDone(id int32) bool {
 	return true
 }
 
+// SetResignations replaces the resignations (each a broker whose log of a
+// partition failed while it was in the ISR, in a leader epoch; see
+// meta.Resignation and core/replica's LogFailed). A resignation whose epoch
+// is the partition's current one is handled as a bounce of that broker for
+// that partition alone (Kafka takes the replicas of a failed log directory
+// offline): it leaves the ISR, and if it led, the leadership goes to the
+// first other live ISR member in assignment order, or, when there is none,
+// back to it in a new epoch (unclean election aside, as for a bounce). The
+// new epoch makes the resignation stale, so each is acted on once.
+func (c *Controller) SetResignations(rs []meta.Resignation) {
+	c.resigned = map[string]map[int32][]meta.Resignation{}
+	for _, r := range rs {
+		byPart := c.resigned[r.Topic]
+		if byPart == nil {
+			byPart = map[int32][]meta.Resignation{}
+			c.resigned[r.Topic] = byPart
+		}
+		byPart[r.Partition] = append(byPart[r.Partition], r)
+	}
+}
+
+// resignedFrom returns the brokers that resigned partition p of topic in
+// epoch epoch and are still in the ISR, added to bounced (a new slice).
+func (c *Controller) resignedFrom(topic string, p int, st *meta.PartitionState, bounced []int32) []int32 {
+	rs := c.resigned[topic][int32(p)]
+	if len(rs) == 0 {
+		return bounced
+	}
+	out := slices.Clone(bounced)
+	for _, r := range rs {
+		if r.LeaderEpoch == st.LeaderEpoch && slices.Contains(st.ISR, r.Broker) && !slices.Contains(out, r.Broker) {
+			out = append(out, r.Broker)
+		}
+	}
+	return out
+}
+
 // PreferredElection asks the next Ready to move every partition's leadership
 // to its preferred replica (the first of its assignment) where that one is
 // live, in the ISR and not shutting down (Kafka's auto.leader.rebalance,
@@ -512,7 +552,8 @@ func (c *Controller) readyTopic(tp *topic, out []Action) []Action {
 			}
 			w = &CreateState{Topic: name, TopicID: tp.t.ID, Partition: int32(p), State: s}
 		} else {
-			s, ok := nextState(tp.t.Assignment[p], *st, c.isLive, pt.bounced, unclean, c.cfg.ControllerEpoch,
+			bounced := c.resignedFrom(name, p, st, pt.bounced)
+			s, ok := nextState(tp.t.Assignment[p], *st, c.isLive, bounced, unclean, c.cfg.ControllerEpoch,
 				c.shutting, c.preferred)
 			if !ok {
 				pt.bounced = nil

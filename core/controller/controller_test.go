@@ -77,6 +77,25 @@ var scripts = []struct {
 		{live(1, 2, 3), []string{"update t/0@1 leader=3 epoch=2 isr=[3] ce=5"}},
 		{apply, nil},
 	}},
+	{name: "a resigned leader (its log failed) hands over to the next ISR member, or leads alone in a new epoch", steps: []step{
+		{all(live(1, 2, 3), newTopic("t", r(1, 2, 3), r(1, 2, 3), r(2, 1, 3))), []string{
+			"create t/0 leader=1 epoch=0 isr=[1 2 3] ce=5",
+			"create t/1 leader=1 epoch=0 isr=[1 2 3] ce=5",
+			"create t/2 leader=2 epoch=0 isr=[2 1 3] ce=5"}},
+		{apply, nil},
+		// t/0 is handed over; t/2's follower 1 leaves its ISR; a resignation
+		// of another epoch (t/1's) is stale.
+		{resigned(resignation(1, "t", 0, 0), resignation(1, "t", 1, 7), resignation(1, "t", 2, 0)), []string{
+			"update t/0@0 leader=2 epoch=1 isr=[2 3] ce=5",
+			"update t/2@0 leader=2 epoch=1 isr=[2 3] ce=5"}},
+		// Applied: the epochs moved on, and the same resignations ask nothing more.
+		{apply, nil},
+		{resigned(resignation(1, "t", 0, 0), resignation(1, "t", 1, 7), resignation(1, "t", 2, 0)), nil},
+		// The sole ISR member of t/0 resigns: it leads again, in a new epoch.
+		{all(isrChange("t", 0, 2), feedTopic("t")), nil},
+		{resigned(resignation(2, "t", 0, 1)), []string{"update t/0@2 leader=2 epoch=2 isr=[2] ce=5"}},
+		{all(apply, resigned(), settled("t")), nil},
+	}},
 	{name: "controlled shutdown: leaders move to the next ISR member, the broker leaves the ISRs; a sole replica stays", steps: []step{
 		{all(live(1, 2, 3), newTopic("t", r(1, 2, 3), r(2, 1, 3), r(1))), []string{
 			"create t/0 leader=1 epoch=0 isr=[1 2 3] ce=5",

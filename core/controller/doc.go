@@ -120,6 +120,16 @@
 //     has such a member; a partition it alone holds keeps it (it could not
 //     move without losing data). ShuttingDownDone tells the broker when it
 //     may stop.
+//   - Resignations (SetResignations; Kafka's log directory failure, where
+//     the broker reports its replicas offline and the controller elects
+//     other leaders, onReplicasBecomeOffline): a broker whose log of a
+//     partition failed while it was in the ISR resigns that partition in the
+//     current leader epoch (core/replica's LogFailed), and the controller
+//     handles it as a bounce of that broker for that partition only: it
+//     leaves the ISR, and a leader hands the leadership to the first other
+//     live ISR member in assignment order, or, with none, leads again alone
+//     in a new epoch, after its log's recovery. The new epoch makes the
+//     resignation stale.
 //   - Preferred-leader election (PreferredElection; Kafka's
 //     auto.leader.rebalance.enable, run every
 //     leader.imbalance.check.interval.seconds by the loop): a partition

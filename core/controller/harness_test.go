@@ -369,3 +369,12 @@ func preferredElection(h *harness) { h.c.PreferredElection() }
 func feedTopic(name string) func(*harness) {
 	return func(h *harness) { h.feed(name) }
 }
+
+// resigned sets the resignations (SetResignations).
+func resigned(rs ...meta.Resignation) func(*harness) {
+	return func(h *harness) { h.c.SetResignations(rs) }
+}
+
+func resignation(broker int32, topic string, p, epoch int32) meta.Resignation {
+	return meta.Resignation{Broker: broker, Topic: topic, Partition: p, LeaderEpoch: epoch}
+}

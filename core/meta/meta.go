@@ -107,6 +107,37 @@ type Image struct {
 	Topics map[string]*Topic
 	// ShuttingDown are the live brokers in controlled shutdown, sorted.
 	ShuttingDown []int32
+	// Resigned are the resignations of live brokers from partitions whose
+	// logs failed, sorted (see Resignation).
+	Resigned []Resignation
+}
+
+// Resignation says that Broker's log of a partition failed while it was in
+// the ISR in leader epoch LeaderEpoch (core/replica's LogFailed): the
+// controller takes it out of the ISR, moving the leadership if it led, as
+// for a bounce of that broker. It is stale once the partition's state has
+// another epoch.
+type Resignation struct {
+	Broker      int32
+	Topic       string
+	Partition   int32
+	LeaderEpoch int32
+}
+
+// Compare orders resignations by topic, partition, broker and epoch.
+func (r Resignation) Compare(o Resignation) int {
+	if c := strings.Compare(r.Topic, o.Topic); c != 0 {
+		return c
+	}
+	for _, d := range [3][2]int32{{r.Partition, o.Partition}, {r.Broker, o.Broker}, {r.LeaderEpoch, o.LeaderEpoch}} {
+		if d[0] != d[1] {
+			if d[0] < d[1] {
+				return -1
+			}
+			return 1
+		}
+	}
+	return 0
 }
 
 // Empty is an image with no brokers, no controller and no topics.

@@ -35,6 +35,9 @@
 //	  {"version":1,"broker":1,"block_start":"1000","block_end":"1999"}
 //	/cluster/id                   persistent; the first broker to start (ClusterID)
 //	  {"version":"1","id":"<id>"}
+//	/weir/controlled_shutdown/<b> ephemeral, empty; WEIR'S OWN: broker b is stopping (AnnounceShutdown)
+//	/weir/resigned/<b>:<t>:<p>:<e> ephemeral, empty; WEIR'S OWN: broker b's log of t-p failed while it
+//	                              was in the ISR of leader epoch e (ResignReplica, WithdrawResignation)
 //
 // The controller deletes a topic's nodes (DeleteTopic) once every replica
 // acked its deletion. Kafka keeps those acks in the controller's memory
@@ -42,7 +45,9 @@
 // so a new controller knows which replicas still hold logs. A Kafka
 // controller would not understand them (its delete of the request would
 // fail with children): the acks are the one thing here Kafka does not
-// write. Kafka's /isr_change_notification, /config/changes,
+// write; nor are the nodes under /weir, which stand in for requests a
+// Kafka broker sends its controller (ControlledShutdown, and the offline
+// replicas of a failed log directory). Kafka's /isr_change_notification, /config/changes,
 // /admin/reassign_partitions and /admin/preferred_replica_election are
 // not used.
 //

@@ -1,6 +1,7 @@
 package layout_test
 
 import (
+	"errors"
 	"maps"
 	"slices"
 	"strings"
@@ -289,4 +290,51 @@ func TestShuttingDown(t *testing.T) {
 	must(t, coord.CreateAll(ctx(t), ss[0], layout.ShuttingDownPath+"/x", nil, coord.Persistent))
 	_, _, err = layout.ReadShuttingDown(ctx(t), ss[0])
 	wantErr(t, err, errs(layout.ErrMalformed), layout.ShuttingDownPath+"/x")
+}
+
+// A resignation is listed while its session lives and until withdrawn; a
+// malformed child is an error naming the path; names that break the
+// store's rules are refused before anything is written.
+func TestResignations(t *testing.T) {
+	_, ss := cluster(2)
+	rs, _, err := layout.ReadResignations(ctx(t), ss[0])
+	must(t, err)
+	if len(rs) != 0 {
+		t.Fatalf("resignations %v before any", rs)
+	}
+	a := meta.Resignation{Broker: 3, Topic: "a.b-c_d", Partition: 12, LeaderEpoch: 7}
+	b := meta.Resignation{Broker: 1, Topic: "a.b-c_d", Partition: 2, LeaderEpoch: 0}
+	c := meta.Resignation{Broker: 2, Topic: "z", Partition: 0, LeaderEpoch: 40}
+	must(t, layout.ResignReplica(ctx(t), ss[1], a))
+	must(t, layout.ResignReplica(ctx(t), ss[1], a)) // again, same session
+	must(t, layout.ResignReplica(ctx(t), ss[1], b))
+	must(t, layout.ResignReplica(ctx(t), ss[0], c))
+	if err := layout.ResignReplica(ctx(t), ss[0], a); err == nil {
+		t.Fatal("another session made broker 3's resignation")
+	}
+	rs, watch, err := layout.ReadResignations(ctx(t), ss[0])
+	must(t, err)
+	if want := []meta.Resignation{b, a, c}; !slices.Equal(rs, want) {
+		t.Fatalf("resignations %v, want %v", rs, want)
+	}
+	must(t, layout.WithdrawResignation(ctx(t), ss[1], b))
+	must(t, layout.WithdrawResignation(ctx(t), ss[1], b)) // gone already
+	<-watch
+	must(t, ss[1].Close())
+	rs, _, err = layout.ReadResignations(ctx(t), ss[0])
+	must(t, err)
+	if want := []meta.Resignation{c}; !slices.Equal(rs, want) {
+		t.Fatalf("resignations %v after a withdrawal and the end of a session, want %v", rs, want)
+	}
+	for _, bad := range []meta.Resignation{{Broker: -1, Topic: "t"}, {Broker: 1, Topic: "a/b"}, {Broker: 1, Topic: ""}} {
+		if err := layout.ResignReplica(ctx(t), ss[0], bad); !errors.Is(err, layout.ErrInvalid) {
+			t.Errorf("ResignReplica(%+v): %v, want ErrInvalid", bad, err)
+		}
+	}
+	for _, name := range []string{"x", "1:t:0", "1::0:0", "a:t:0:0", "1:t:-1:0", "1:t:0:01"} {
+		must(t, coord.CreateAll(ctx(t), ss[0], layout.ResignedPath+"/"+name, nil, coord.Persistent))
+		_, _, err = layout.ReadResignations(ctx(t), ss[0])
+		wantErr(t, err, errs(layout.ErrMalformed), layout.ResignedPath+"/"+name)
+		must(t, ss[0].Delete(ctx(t), layout.ResignedPath+"/"+name, coord.AnyVersion))
+	}
 }
