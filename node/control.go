@@ -26,7 +26,8 @@ type control struct {
 	brokers  map[int32]meta.Broker  // as last fed
 	fed      map[string]*meta.Topic // topics as last fed (images share unchanged ones)
 	lastTick time.Time
-	shutting []int32 // brokers in controlled shutdown, as last fed
+	shutting []int32            // brokers in controlled shutdown, as last fed
+	resigned []meta.Resignation // as last fed
 	// lastPreferred is when the last preferred-leader election was asked for.
 	lastPreferred time.Time
 }
@@ -67,6 +68,13 @@ func (l *loop) control(ctx context.Context, im *meta.Image) error {
 	if !slices.Equal(ct.shutting, im.ShuttingDown) {
 		ct.sm.SetShuttingDown(im.ShuttingDown)
 		ct.shutting = im.ShuttingDown
+	}
+	if ct.resigned == nil || !slices.Equal(ct.resigned, im.Resigned) {
+		ct.sm.SetResignations(im.Resigned)
+		ct.resigned = im.Resigned
+		if ct.resigned == nil {
+			ct.resigned = []meta.Resignation{}
+		}
 	}
 	if iv := l.n.cfg.LeaderImbalanceCheckInterval; iv > 0 && time.Since(ct.lastPreferred) >= iv {
 		ct.sm.PreferredElection()

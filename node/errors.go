@@ -25,6 +25,10 @@ var (
 	ErrNotEnoughReplicasAfterAppend = replica.ErrNotEnoughReplicasAfterAppend
 	// ErrFencedLeaderEpoch and ErrUnknownLeaderEpoch: a request's
 	// CurrentLeaderEpoch is older, or newer, than the partition's (KIP-320).
+	// ErrReplicaOffline: the partition's log failed on this broker, which
+	// resigned from its ISR; it serves the partition again once the
+	// controller moved it and the log recovered (KAFKA_STORAGE_ERROR).
+	ErrReplicaOffline           = replica.ErrLogFailed
 	ErrFencedLeaderEpoch        = errors.New("node: fenced leader epoch")
 	ErrUnknownLeaderEpoch       = errors.New("node: unknown leader epoch")
 	ErrTransactionsNotSupported = errors.New("node: transactions are not supported")

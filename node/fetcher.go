@@ -13,6 +13,7 @@ import (
 
 	"github.com/weir-broker/weir/cluster/peer"
 	"github.com/weir-broker/weir/core/logs"
+	"github.com/weir-broker/weir/core/partlog"
 	"github.com/weir-broker/weir/core/replica"
 )
 
@@ -70,8 +71,10 @@ func newFetchers(n *Node) *fetchers {
 }
 
 // query has rp's fetcher of leader ask where rp's latest epoch ends.
+// The query waits until rp.queryNotBefore (after a failed truncation).
+// rp.mu held.
 func (fs *fetchers) query(rp *replicated, leader, epoch int32) {
-	fs.put(rp, leader, &fetchPart{epoch: epoch, query: true})
+	fs.put(rp, leader, &fetchPart{epoch: epoch, query: true, until: rp.queryNotBefore})
 }
 
 // fetch has rp fetched from leader, from its log end.
@@ -318,6 +321,7 @@ func (f *fetcher) fetchOnce(cl *peer.Client, fetches []queued, log interface{ De
 		}
 		return
 	}
+	var durable []*replicated
 	for _, q := range fetches {
 		var got *peer.Fetched
 		for i := range res {
@@ -333,7 +337,45 @@ func (f *fetcher) fetchOnce(cl *peer.Client, fetches []queued, log interface{ De
 		if err := q.rp.fetched(f.source, q.epoch, offsets[q.rp], got); err != nil {
 			log.Debug("fetched partition refused", "partition", logs.DirName(q.rp.Topic, q.rp.Index), "err", err)
 			f.backoff(q.rp, err)
+			continue
 		}
+		if q.rp.DurableAcks && q.rp.Log().FlushedOffset() < q.rp.Log().EndOffset() {
+			durable = append(durable, q.rp)
+		}
+	}
+	f.flushDurable(durable, log)
+}
+
+// flushDurable fsyncs what this round appended to partitions with durable
+// acks (weir.durable.acks), concurrently, before the next fetch: the offset
+// a follower fetches at is then covered by its fsync, and the leader, which
+// counts that offset as the follower's log end, completes acks=all only for
+// records on the disk of every in-sync replica. (Kafka's Fetch carries no
+// flushed offset; this makes the fetch offset one.) A failed fsync fails
+// the log, whose recovery cuts back to what the last one covered, so the
+// next fetch offset is again durable.
+func (f *fetcher) flushDurable(rps []*replicated, log interface{ Debug(string, ...any) }) {
+	flush := func(rp *replicated) {
+		if err := rp.Log().Flush(rp.Log().EndOffset()); err != nil {
+			log.Debug("fsync of a durable partition failed", "partition", logs.DirName(rp.Topic, rp.Index), "err", err)
+			f.backoff(rp, err)
+			rp.logFailed()
+		}
+	}
+	switch len(rps) {
+	case 0:
+	case 1:
+		flush(rps[0])
+	default:
+		var wg sync.WaitGroup
+		for _, rp := range rps {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				flush(rp)
+			}()
+		}
+		wg.Wait()
 	}
 }
 
@@ -380,6 +422,9 @@ func (rp *replicated) fetched(source, epoch int32, offset int64, got *peer.Fetch
 	}
 	if len(got.Records) > 0 {
 		if _, err := rp.AppendReplicated(rp.n.ctx, got.Records); err != nil {
+			if errors.Is(err, partlog.ErrFailed) {
+				rp.logFailedLocked()
+			}
 			return fmt.Errorf("append what %s fetched from broker %d: %w", logs.DirName(rp.Topic, rp.Index), source, err)
 		}
 		rp.r.Appended(rp.Log().EndOffset())

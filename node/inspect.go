@@ -2,6 +2,7 @@ package node
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/weir-broker/weir/core/meta"
 	"github.com/weir-broker/weir/core/partlog"
@@ -39,6 +40,17 @@ func (n *Node) LeaderOf(topic string, index int32) int32 {
 		return meta.NoLeader
 	}
 	return im.View(t, int(index)).Leader
+}
+
+// ISROf returns the partition's ISR as this broker's image has it (nil:
+// no state, or no such partition).
+func (n *Node) ISROf(topic string, index int32) []int32 {
+	im, _ := n.image.load()
+	t := im.Topics[topic]
+	if t == nil || index < 0 || int(index) >= len(t.States) || t.States[index] == nil {
+		return nil
+	}
+	return slices.Clone(t.States[index].ISR)
 }
 
 func (n *Node) replicaOf(topic string, index int32) (*replicated, error) {

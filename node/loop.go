@@ -63,19 +63,20 @@ type loop struct {
 	names        []string
 	deleting     map[string]bool
 	topics       map[string]*meta.Topic
-	acked        map[string]bool   // deletions this broker acknowledged
-	removed      map[[16]byte]bool // topics (by id) whose logs this broker removed
-	strayDone    atomic.Bool       // setAsideStrays ran
-	ctl          *control          // non-nil while this broker is controller
-	shuttingDown []int32           // brokers in controlled shutdown, as read
-	lastWarn     string            // the last round failure logged at WARN, and when
+	acked        map[string]bool    // deletions this broker acknowledged
+	removed      map[[16]byte]bool  // topics (by id) whose logs this broker removed
+	strayDone    atomic.Bool        // setAsideStrays ran
+	ctl          *control           // non-nil while this broker is controller
+	shuttingDown []int32            // brokers in controlled shutdown, as read
+	resigned     []meta.Resignation // resignations of failed replica logs, as read
+	lastWarn     string             // the last round failure logged at WARN, and when
 	lastWarnAt   time.Time
 }
 
 // dirty is what must be read again.
 type dirty struct {
-	all, brokers, controller, names, deleting, shutdown bool
-	topics                                              map[string]bool
+	all, brokers, controller, names, deleting, shutdown, resigned bool
+	topics                                                        map[string]bool
 }
 
 func newLoop(n *Node, store coord.Store) *loop {
@@ -137,6 +138,8 @@ func (l *loop) redo(d dirty) {
 	l.dirty.controller = l.dirty.controller || d.controller
 	l.dirty.names = l.dirty.names || d.names
 	l.dirty.deleting = l.dirty.deleting || d.deleting
+	l.dirty.shutdown = l.dirty.shutdown || d.shutdown
+	l.dirty.resigned = l.dirty.resigned || d.resigned
 	for t := range d.topics {
 		l.dirty.topics[t] = true
 	}
@@ -241,7 +244,7 @@ func (l *loop) refresh(ctx context.Context, d dirty) (err error) {
 		}
 	}()
 	if d.all {
-		d.brokers, d.controller, d.names, d.deleting, d.shutdown = true, true, true, true, true
+		d.brokers, d.controller, d.names, d.deleting, d.shutdown, d.resigned = true, true, true, true, true, true
 		for t := range l.topics {
 			d.topics[t] = true
 		}
@@ -264,6 +267,16 @@ func (l *loop) refresh(ctx context.Context, d dirty) (err error) {
 		l.shuttingDown = ids
 		if !l.isArmed(layout.ShuttingDownPath) {
 			l.arm(layout.ShuttingDownPath, watch, func(d *dirty) { d.shutdown = true })
+		}
+	}
+	if d.resigned {
+		rs, watch, err := layout.ReadResignations(ctx, l.store)
+		if err != nil {
+			return err
+		}
+		l.resigned = rs
+		if !l.isArmed(layout.ResignedPath) {
+			l.arm(layout.ResignedPath, watch, func(d *dirty) { d.resigned = true })
 		}
 	}
 	if d.names {
@@ -509,6 +522,11 @@ func (l *loop) image() *meta.Image {
 	for _, id := range l.shuttingDown {
 		if im.Live(id) {
 			im.ShuttingDown = append(im.ShuttingDown, id)
+		}
+	}
+	for _, r := range l.resigned {
+		if im.Live(r.Broker) {
+			im.Resigned = append(im.Resigned, r)
 		}
 	}
 	if !im.Live(im.Controller) {

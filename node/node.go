@@ -80,6 +80,7 @@ type Node struct {
 	pidNext, pidEnd int64 // the producer-id block in use: [pidNext, pidEnd)
 	closeOnce       sync.Once
 	handoverOnce    sync.Once // the controlled shutdown, done once
+	withdrawing     sync.Map  // meta.Resignation -> true: being withdrawn
 	closeErr        error
 }
 

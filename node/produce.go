@@ -10,6 +10,7 @@ import (
 	"github.com/weir-broker/weir/core/coord/layout"
 	"github.com/weir-broker/weir/core/logs"
 	"github.com/weir-broker/weir/core/meta"
+	"github.com/weir-broker/weir/core/partlog"
 )
 
 // ProduceRequest is one Produce request's writes.
@@ -120,6 +121,9 @@ func (n *Node) Produce(ctx context.Context, req *ProduceRequest) {
 func (n *Node) appendTo(ctx context.Context, p *replicated, w *ProducePartition, acks int16) {
 	res, err := p.AppendEpoch(ctx, w.Records, p.epoch.Load())
 	p.appended()
+	if errors.Is(err, partlog.ErrFailed) {
+		p.logFailed()
+	}
 	w.LogStartOffset = p.Log().StartOffset()
 	if err == nil && acks == -1 {
 		err = p.waitAcksAll(ctx, res.NextOffset, p.MinInsyncReplicas)
@@ -172,6 +176,12 @@ func (n *Node) leaderPartition(topic string, partition int32) (*replicated, int3
 	if !ok || !p.leading.Load() || p.epoch.Load() != v.LeaderEpoch {
 		// Elected, not yet opened (or leading) here: the client retries.
 		return nil, 0, fmt.Errorf("%w: %s is not led here yet", ErrNotLeader, logs.DirName(topic, partition))
+	}
+	p.logFailed()
+	if p.resigned.Load() {
+		// What it would serve may be cut: neither consumers nor followers
+		// may see an end (or records) the recovery takes back.
+		return nil, 0, fmt.Errorf("%w: %s, epoch %d", ErrReplicaOffline, logs.DirName(topic, partition), v.LeaderEpoch)
 	}
 	return p, v.LeaderEpoch, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -32,8 +33,14 @@ type replicated struct {
 	hw      atomic.Int64
 	epoch   atomic.Int32
 	leading atomic.Bool
-	hwMu    sync.Mutex
-	hwCh    chan struct{} // closed and replaced when hw moves
+	// resigned: the log failed while this broker was in the ISR, and it
+	// asked to be taken out (replica.LogFailed): reads are refused.
+	resigned atomic.Bool
+	// queryNotBefore holds the next epoch query back after a failed
+	// truncation (mu).
+	queryNotBefore time.Time
+	hwMu           sync.Mutex
+	hwCh           chan struct{} // closed and replaced when hw moves
 }
 
 func newReplicated(n *Node, p *logs.Partition, topicID [16]byte, hw int64) *replicated {
@@ -73,12 +80,28 @@ func (rp *replicated) wakeAll() {
 	rp.hwMu.Unlock()
 }
 
-// setState applies the partition's record as the image has it.
+// setState applies the partition's record as the image has it. A failed
+// log is recovered first when the record allows it (replica.MayRecover:
+// the cut back to its last fsync can no longer take away what an in-sync
+// replica counts on); one that stays failed resigns again in a new term.
 func (rp *replicated) setState(now time.Time, replicas []int32, st *meta.PartitionState) {
 	rp.mu.Lock()
 	defer rp.mu.Unlock()
 	was := rp.r.Role()
-	rp.r.SetState(now, replicas, st, rp.Log().EndOffset())
+	l := rp.Log()
+	if l.Err() != nil {
+		latest, ok := l.LatestEpoch()
+		if !ok {
+			latest = -1
+		}
+		if l.RecoveryDue() && rp.r.MayRecover(replicas, st, latest) {
+			rp.recoverLocked()
+		}
+	}
+	rp.r.SetState(now, replicas, st, l.EndOffset())
+	if l.Err() != nil {
+		rp.r.LogFailed()
+	}
 	rp.applyLocked()
 	role := rp.r.Role()
 	rp.leading.Store(role == replica.Leader)
@@ -92,6 +115,38 @@ func (rp *replicated) setState(now time.Time, replicas []int32, st *meta.Partiti
 			"leader", rp.r.Leader(), "epoch", rp.r.Epoch(), "log_end", rp.r.LogEnd(), "high_watermark", rp.r.HighWatermark())
 		rp.wakeAll()
 	}
+}
+
+// recoverLocked recovers the failed log in place now (partlog's Recover,
+// whatever HoldRecovery says). mu held.
+func (rp *replicated) recoverLocked() {
+	name := logs.DirName(rp.Topic, rp.Index)
+	before := rp.Log().EndOffset()
+	if _, err := rp.Log().Recover(); err != nil {
+		rp.n.logger.Error("replica log recovery failed", "partition", name, "err", err)
+		return
+	}
+	rp.n.logger.Warn("replica log recovered after its failure", "partition", name, "end_before", before,
+		"end", rp.Log().EndOffset())
+}
+
+// logFailed tells the replica its log failed (an append, a flush or a read
+// met the failure): an in-sync replica resigns (replica.LogFailed).
+func (rp *replicated) logFailed() {
+	if rp.Log().Err() == nil || rp.resigned.Load() {
+		return
+	}
+	rp.mu.Lock()
+	defer rp.mu.Unlock()
+	rp.logFailedLocked()
+}
+
+func (rp *replicated) logFailedLocked() {
+	if rp.Log().Err() == nil {
+		return
+	}
+	rp.r.LogFailed()
+	rp.applyLocked()
 }
 
 // appended tells the replica the log end moved (an append on this broker).
@@ -113,6 +168,10 @@ func (rp *replicated) tick(now time.Time) {
 // applyLocked executes the replica's Ready until it has nothing more to do
 // (a truncation is followed by a fetch from its end). mu held.
 func (rp *replicated) applyLocked() {
+	defer func() {
+		rp.Log().HoldRecovery(rp.r.HoldRecovery())
+		rp.resigned.Store(rp.r.Resigned())
+	}()
 	for range 8 {
 		rd := rp.r.Ready()
 		if rd.Empty() {
@@ -133,20 +192,10 @@ func (rp *replicated) execute(rd replica.Ready) {
 		n.fetchers.remove(rp)
 	}
 	if rd.Truncate != nil {
-		if err := rp.Log().Truncate(*rd.Truncate); err != nil {
-			n.logger.Error("cannot truncate", "partition", name, "to", *rd.Truncate, "err", err)
-		} else {
-			n.logger.Info("truncated", "partition", name, "to", *rd.Truncate)
-		}
-		rp.r.Truncated(rp.Log().EndOffset())
+		rp.cut("truncate", *rd.Truncate, func(to int64) error { return rp.Log().Truncate(to) })
 	}
 	if rd.Reset != nil {
-		if err := rp.Log().Reset(*rd.Reset); err != nil {
-			n.logger.Error("cannot reset the log", "partition", name, "at", *rd.Reset, "err", err)
-		} else {
-			n.logger.Info("log reset", "partition", name, "at", *rd.Reset)
-		}
-		rp.r.Truncated(rp.Log().EndOffset())
+		rp.cut("reset", *rd.Reset, func(at int64) error { return rp.Log().Reset(at) })
 	}
 	if rd.HWChanged {
 		rp.publishHW(rd.HighWatermark)
@@ -160,6 +209,102 @@ func (rp *replicated) execute(rd replica.Ready) {
 	if rd.Propose != nil {
 		n.proposeISR(rp, *rd.Propose)
 	}
+	if rd.Resign != nil {
+		n.resignReplica(rp, *rd.Resign)
+	}
+}
+
+// resignReplica writes this broker's resignation from the partition's ISR
+// in leader epoch epoch (its log failed; see replica.LogFailed), on a
+// goroutine of its own (mu held), trying again every loopRetry while the replica is
+// still resigned in that epoch. The controller's answer arrives as a new
+// state record (setState), and the resignation is withdrawn once stale
+// (withdrawResignations).
+func (n *Node) resignReplica(rp *replicated, epoch int32) {
+	r := meta.Resignation{Broker: n.cfg.NodeID, Topic: rp.Topic, Partition: rp.Index, LeaderEpoch: epoch}
+	n.logger.Warn("replica log failed: resigning from the ISR", "partition", logs.DirName(rp.Topic, rp.Index),
+		"epoch", epoch, "err", rp.Log().Err())
+	l, alone := rp.Log(), len(rp.r.ISR()) <= 1 // mu held
+	go func() {
+		// Alone in the ISR, it will lead again in the next epoch: let the
+		// log's backoff pass first, so that the new term finds it due for
+		// its recovery instead of failing and resigning again at once.
+		for alone && l.Err() != nil && !l.RecoveryDue() {
+			select {
+			case <-time.After(20 * time.Millisecond):
+			case <-n.ctx.Done():
+				return
+			}
+		}
+		for {
+			ctx, cancel := context.WithTimeout(n.ctx, storeTimeout)
+			err := layout.ResignReplica(ctx, n.store, r)
+			cancel()
+			if err == nil {
+				return // the controller's watch on the resignations fires
+			}
+			rp.mu.Lock()
+			still := rp.r.Resigned() && rp.r.Epoch() == epoch
+			rp.mu.Unlock()
+			if !still {
+				return
+			}
+			n.logger.Warn("resignation not written; will retry", "partition", logs.DirName(rp.Topic, rp.Index),
+				"err", err, "in", loopRetry)
+			select {
+			case <-time.After(loopRetry):
+			case <-n.ctx.Done():
+				return
+			}
+		}
+	}()
+}
+
+// withdrawResignations removes this broker's resignations that im shows
+// stale: the partition's state moved to another epoch, or this broker is
+// out of its ISR (the controller took it out, or the topic is gone).
+func (n *Node) withdrawResignations(im *meta.Image) {
+	for _, r := range im.Resigned {
+		if r.Broker != n.cfg.NodeID {
+			continue
+		}
+		if t := im.Topics[r.Topic]; t != nil && int(r.Partition) < len(t.States) {
+			if st := t.States[r.Partition]; st != nil && st.LeaderEpoch == r.LeaderEpoch && slices.Contains(st.ISR, r.Broker) {
+				continue // not answered yet
+			}
+		}
+		if _, busy := n.withdrawing.LoadOrStore(r, true); busy {
+			continue
+		}
+		go func() {
+			defer n.withdrawing.Delete(r)
+			ctx, cancel := context.WithTimeout(n.ctx, storeTimeout)
+			defer cancel()
+			if err := layout.WithdrawResignation(ctx, n.store, r); err != nil {
+				n.logger.Warn("stale resignation not withdrawn", "resignation", r, "err", err)
+			}
+		}()
+	}
+}
+
+// cut executes a truncation or reset the replica asked for. A failed log
+// that may recover (it is not held: out of the ISR) recovers first once its
+// backoff has passed; if the cut still fails, the replica asks the leader
+// again where its epoch ends, after replicaFetchBackoff, instead of
+// fetching onto a log it could not cut. mu held.
+func (rp *replicated) cut(what string, to int64, do func(int64) error) {
+	n, name, l := rp.n, logs.DirName(rp.Topic, rp.Index), rp.Log()
+	if l.Err() != nil && !l.RecoveryHeld() && l.RecoveryDue() {
+		rp.recoverLocked()
+	}
+	if err := do(to); err != nil {
+		n.logger.Error("cannot "+what+" the log; asking the leader again later", "partition", name, "to", to, "err", err)
+		rp.queryNotBefore = time.Now().Add(replicaFetchBackoff)
+		rp.r.TruncateFailed()
+		return
+	}
+	n.logger.Info(what, "partition", name, "to", to)
+	rp.r.Truncated(l.EndOffset())
 }
 
 // proposeISR writes an ISR change the replica proposes, on a goroutine of
@@ -192,6 +337,7 @@ func (n *Node) proposeISR(rp *replicated, p replica.Proposal) {
 // calls it after reconcile and before publishing im, so that a client told
 // this broker leads finds it leading.
 func (n *Node) syncReplicas(im *meta.Image) {
+	n.withdrawResignations(im)
 	now := n.cfg.Clock.Now()
 	n.localMu.RLock()
 	defer n.localMu.RUnlock()
@@ -222,6 +368,7 @@ func (n *Node) syncReplicas(im *meta.Image) {
 func (n *Node) tickReplicas() error {
 	now := n.cfg.Clock.Now()
 	for _, rp := range n.localPartitions() {
+		rp.logFailed() // a failure no request met yet (a flush on a timer)
 		if rp.leading.Load() {
 			rp.tick(now)
 		}

@@ -41,6 +41,9 @@ var errorTable = []struct {
 	{partlog.ErrBatchTooLarge, kerr.MessageTooLarge},
 	{partlog.ErrOffsetOutOfRange, kerr.OffsetOutOfRange},
 	{partlog.ErrFailed, kerr.KafkaStorageError},
+	// A replica whose log failed resigned: the partition moves, and clients
+	// and followers retry (Kafka answers an offline replica so).
+	{replica.ErrLogFailed, kerr.KafkaStorageError},
 	// A closed log belongs to a topic being deleted or a broker shutting
 	// down: retriable, and the client refreshes its metadata.
 	{partlog.ErrClosed, kerr.NotLeaderForPartition},

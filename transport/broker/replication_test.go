@@ -5,6 +5,9 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -13,6 +16,7 @@ import (
 
 	"github.com/weir-broker/weir/core/partlog"
 	"github.com/weir-broker/weir/core/record"
+	"github.com/weir-broker/weir/core/vfs/errorfs"
 	"github.com/weir-broker/weir/transport/broker"
 	"github.com/weir-broker/weir/transport/broker/brokertest"
 )
@@ -279,6 +283,173 @@ func TestReplicationUnderFaults(t *testing.T) {
 			inSync(t, c, "x", 0)
 			sameBytes(t, c, "x", 0)
 			exactlyOnce(t, acked, consumeAll(t, c, "x", len(acked)))
+		})
+	}
+}
+
+// syncFaults fails the fsyncs of one partition's log files on the brokers
+// it is switched on for, as a disk that starts returning EIO would.
+type syncFaults struct {
+	dir string // "/<topic>-<partition>/"
+	on  sync.Map
+}
+
+func (f *syncFaults) wrap(cfg *broker.Config) {
+	id := cfg.NodeID
+	cfg.FS = errorfs.Wrap(cfg.FS, errorfs.InjectorFunc(func(op errorfs.Op, path string) error {
+		if on, _ := f.on.Load(id); on == true && op == errorfs.OpSync && strings.Contains(path, f.dir) &&
+			strings.HasSuffix(path, ".log") {
+			return syscall.EIO
+		}
+		return nil
+	}))
+}
+
+// A leader whose fsync fails resigns instead of cutting its log back under
+// records its followers hold (Kafka takes the log directory offline): under
+// an idempotent acks=all load (min.insync.replicas 2 of 3, an fsync per
+// batch), the leader's log-file fsyncs start failing; another in-sync
+// replica takes over, the producer goes on there, the old leader's log is
+// cut back to its last fsync only once it follows, and it catches up and
+// returns to the ISR. Every acknowledged record is read exactly once and
+// the replicas end byte-identical. (Recovering in place as a single node
+// does would give the cut offsets to new records in the same epoch, and
+// the replicas would differ.)
+func TestLeaderFsyncFailure(t *testing.T) {
+	faults := &syncFaults{dir: "/x-0/"}
+	c := brokertest.StartMemCluster(t, 3, func(cfg *broker.Config) { cfg.ReplicaLagTimeMax = 2 * time.Second }, faults.wrap)
+	createReplicated(t, c.Member(1).Addr, "x", 1, 3, map[string]string{"min.insync.replicas": "2", "flush.ms": "20"})
+	p, err := kgo.NewClient(kgo.SeedBrokers(c.Addrs()...), kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.DefaultProduceTopic("x"), kgo.RecordRetries(1000), kgo.RetryTimeout(60*time.Second),
+		kgo.MetadataMinAge(50*time.Millisecond), kgo.ProduceRequestTimeout(3*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	ctx := context.Background()
+	acked := brokertest.ProduceAcked(ctx, p, "a", 0, 200)
+	leader := leaderOf(t, c, "x", 0)
+	old := replicaLog(t, c.Member(leader).Broker(), "x", 0)
+	during := make(chan []string)
+	go func() { during <- brokertest.ProduceAcked(ctx, p, "b", 0, 400) }()
+	faults.on.Store(leader, true)
+	eventually(t, fmt.Sprintf("broker %d's log to fail", leader), func() (bool, string) {
+		return old.Err() != nil, fmt.Sprintf("flushed %d, end %d", old.FlushedOffset(), old.EndOffset())
+	})
+	faults.on.Store(leader, false) // the disk is fine again: only what the failed fsync covered is in doubt
+	eventually(t, "another leader", func() (bool, string) {
+		l := leaderOf(t, c, "x", 0)
+		return l != leader && l >= 0, fmt.Sprintf("leader %d", l)
+	})
+	acked = append(acked, <-during...)
+	acked = append(acked, brokertest.ProduceAcked(ctx, p, "c", 0, 200)...)
+	if len(acked) < 600 {
+		t.Fatalf("%d of 800 records acknowledged", len(acked))
+	}
+	eventually(t, fmt.Sprintf("broker %d back in the ISR", leader), func() (bool, string) {
+		isr := c.Member(1).Broker().Node().ISROf("x", 0)
+		return slices.Contains(isr, leader), fmt.Sprintf("ISR %v", isr)
+	})
+	inSync(t, c, "x", 0)
+	if old.Recoveries() == 0 || old.Err() != nil {
+		t.Fatalf("broker %d's log: %d recoveries, error %v; want it recovered", leader, old.Recoveries(), old.Err())
+	}
+	sameBytes(t, c, "x", 0)
+	exactlyOnce(t, acked, consumeAll(t, c, "x", len(acked)))
+}
+
+// readToHW reads topic-0 from the start until the leader's high watermark,
+// as a consumer, and returns the values (none when the watermark is 0).
+func readToHW(t *testing.T, c *brokertest.MemCluster, topic string) []string {
+	t.Helper()
+	leader := leaderOf(t, c, topic, 0)
+	hw, err := c.Member(leader).Broker().Node().ReplicaHighWatermark(topic, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hw == 0 {
+		return nil
+	}
+	cons, err := kgo.NewClient(kgo.SeedBrokers(c.Addrs()...), kgo.MetadataMinAge(50*time.Millisecond),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().AtStart()}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cons.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var got []string
+	for next := int64(0); next < hw; {
+		fs := cons.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("read to offset %d of %d", next, hw)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			got = append(got, string(r.Value))
+			next = r.Offset + 1
+		})
+	}
+	return got
+}
+
+// weir.durable.acks over the ISR: an acks=all produce is acknowledged only
+// once every in-sync replica has fsynced the records (followers fsync what
+// a fetch brought before fetching again, so the offset they fetch at, which
+// the leader counts as theirs, is on their disk). A power cut of every
+// replica at once then loses no acknowledged record, whichever replica
+// leads afterwards (here a former follower). Without durable acks,
+// acknowledged records live in the replicas' page caches, and the same cut
+// loses them: that arm shows the cut really drops what was not fsynced.
+func TestDurableAcksSurviveAPowerCutOfEveryReplica(t *testing.T) {
+	for _, durable := range []bool{true, false} {
+		t.Run(map[bool]string{true: "durable", false: "page-cache"}[durable], func(t *testing.T) {
+			c := brokertest.StartMemCluster(t, 3, func(cfg *broker.Config) { cfg.ReplicaLagTimeMax = 2 * time.Second })
+			createReplicated(t, c.Member(1).Addr, "d", 1, 3, map[string]string{"min.insync.replicas": "3",
+				"weir.durable.acks": fmt.Sprint(durable)})
+			p, err := kgo.NewClient(kgo.SeedBrokers(c.Addrs()...), kgo.RequiredAcks(kgo.AllISRAcks()),
+				kgo.DefaultProduceTopic("d"), kgo.RecordRetries(1000), kgo.RetryTimeout(30*time.Second),
+				kgo.MaxBufferedRecords(50), kgo.ProducerLinger(0))
+			if err != nil {
+				t.Fatal(err)
+			}
+			acked := brokertest.ProduceAcked(context.Background(), p, "v", 0, 300)
+			p.Close()
+			if len(acked) != 300 {
+				t.Fatalf("%d of 300 records acknowledged", len(acked))
+			}
+			// The leader goes first and a follower last: the ISR keeps the
+			// last one (the controller takes the dead out of it, but never
+			// the last member), which alone comes back and leads, so what
+			// is read is what a follower's disk kept.
+			leader := leaderOf(t, c, "d", 0)
+			last := leader%3 + 1
+			c.PowerCut(leader)
+			c.PowerCut(last%3 + 1)
+			c.PowerCut(last)
+			c.Start(last)
+			eventually(t, fmt.Sprintf("broker %d to lead", last), func() (bool, string) {
+				l := c.Member(last).Broker().Node().LeaderOf("d", 0)
+				return l == last, fmt.Sprintf("leader %d", l)
+			})
+			inSync(t, c, "d", 0)
+			got := readToHW(t, c, "d")
+			seen := map[string]bool{}
+			for _, v := range got {
+				seen[v] = true
+			}
+			lost := 0
+			for _, v := range acked {
+				if !seen[v] {
+					lost++
+				}
+			}
+			t.Logf("durable acks %v: %d of %d acknowledged records lost to the power cut", durable, lost, len(acked))
+			if durable && lost > 0 {
+				t.Fatalf("%d acknowledged records lost with durable acks", lost)
+			}
+			if !durable && lost == 0 {
+				t.Fatal("the power cut lost nothing without durable acks: it did not drop the page caches")
+			}
 		})
 	}
 }
