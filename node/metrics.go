@@ -6,27 +6,41 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/weir-broker/weir/core/partlog"
+	"github.com/weir-broker/weir/core/replica"
 )
 
-// partitionCollector reports every partition's log offsets, size and fsyncs
-// at scrape time:
+// partitionCollector reports every partition's log offsets, size and fsyncs,
+// and its replication state on this broker, at scrape time:
 //
 //	weir_partition_log_start_offset{topic,partition}, weir_partition_log_end_offset,
-//	weir_partition_flushed_offset, weir_partition_size_bytes, weir_partition_fsyncs_total
+//	weir_partition_flushed_offset, weir_partition_size_bytes, weir_partition_fsyncs_total,
+//	weir_partition_high_watermark, weir_partition_leader (1 where this broker leads),
+//	and where it leads: weir_partition_replicas, weir_partition_in_sync_replicas,
+//	weir_partition_under_replicated (1 while the ISR is smaller than the replicas, Kafka's
+//	UnderReplicatedPartitions), weir_partition_replica_lag_records (the largest follower
+//	lag behind the log end; followers not heard from yet count from 0)
 type partitionCollector struct {
 	n                                 *Node
 	start, end, flushed, size, fsyncs *prometheus.Desc
+	hw, leader, replicas, isr, under  *prometheus.Desc
+	lag                               *prometheus.Desc
 }
 
 func newPartitionCollector(n *Node) *partitionCollector {
 	labels := []string{"topic", "partition"}
 	return &partitionCollector{
-		n:       n,
-		start:   prometheus.NewDesc("weir_partition_log_start_offset", "First offset still in the partition's log.", labels, nil),
-		end:     prometheus.NewDesc("weir_partition_log_end_offset", "Offset the next record appended to the partition will get.", labels, nil),
-		flushed: prometheus.NewDesc("weir_partition_flushed_offset", "Every offset below it is fsynced.", labels, nil),
-		size:    prometheus.NewDesc("weir_partition_size_bytes", "Bytes of the partition's segments.", labels, nil),
-		fsyncs:  prometheus.NewDesc("weir_partition_fsyncs_total", "Fsync rounds of the partition's log (group commits, rolls, closes).", labels, nil),
+		n:        n,
+		start:    prometheus.NewDesc("weir_partition_log_start_offset", "First offset still in the partition's log.", labels, nil),
+		end:      prometheus.NewDesc("weir_partition_log_end_offset", "Offset the next record appended to the partition will get.", labels, nil),
+		flushed:  prometheus.NewDesc("weir_partition_flushed_offset", "Every offset below it is fsynced.", labels, nil),
+		size:     prometheus.NewDesc("weir_partition_size_bytes", "Bytes of the partition's segments.", labels, nil),
+		fsyncs:   prometheus.NewDesc("weir_partition_fsyncs_total", "Fsync rounds of the partition's log (group commits, rolls, closes).", labels, nil),
+		hw:       prometheus.NewDesc("weir_partition_high_watermark", "Offset consumers read up to on this broker.", labels, nil),
+		leader:   prometheus.NewDesc("weir_partition_leader", "1 where this broker leads the partition, else 0.", labels, nil),
+		replicas: prometheus.NewDesc("weir_partition_replicas", "Assigned replicas of a partition this broker leads.", labels, nil),
+		isr:      prometheus.NewDesc("weir_partition_in_sync_replicas", "In-sync replicas of a partition this broker leads.", labels, nil),
+		under:    prometheus.NewDesc("weir_partition_under_replicated", "1 while a partition this broker leads has fewer in-sync replicas than replicas.", labels, nil),
+		lag:      prometheus.NewDesc("weir_partition_replica_lag_records", "Records the furthest follower of a partition this broker leads is behind its log end.", labels, nil),
 	}
 }
 
@@ -36,6 +50,9 @@ func (pc *partitionCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- pc.flushed
 	ch <- pc.size
 	ch <- pc.fsyncs
+	for _, d := range []*prometheus.Desc{pc.hw, pc.leader, pc.replicas, pc.isr, pc.under, pc.lag} {
+		ch <- d
+	}
 }
 
 func (pc *partitionCollector) Collect(ch chan<- prometheus.Metric) {
@@ -47,7 +64,66 @@ func (pc *partitionCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(pc.flushed, prometheus.GaugeValue, float64(st.FlushedOffset), labels...)
 		ch <- prometheus.MustNewConstMetric(pc.size, prometheus.GaugeValue, float64(st.Size), labels...)
 		ch <- prometheus.MustNewConstMetric(pc.fsyncs, prometheus.CounterValue, float64(st.Fsyncs), labels...)
+		ch <- prometheus.MustNewConstMetric(pc.hw, prometheus.GaugeValue, float64(st.HighWatermark), labels...)
+		rs := p.replicationStats()
+		ch <- prometheus.MustNewConstMetric(pc.leader, prometheus.GaugeValue, boolGauge(rs.leading), labels...)
+		if !rs.leading {
+			continue
+		}
+		ch <- prometheus.MustNewConstMetric(pc.replicas, prometheus.GaugeValue, float64(rs.replicas), labels...)
+		ch <- prometheus.MustNewConstMetric(pc.isr, prometheus.GaugeValue, float64(rs.isr), labels...)
+		ch <- prometheus.MustNewConstMetric(pc.under, prometheus.GaugeValue, boolGauge(rs.isr < rs.replicas), labels...)
+		ch <- prometheus.MustNewConstMetric(pc.lag, prometheus.GaugeValue, float64(rs.lag), labels...)
 	}
+}
+
+func boolGauge(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// replicationStats is a partition's replication state, for metrics.
+type replicationStats struct {
+	leading       bool
+	replicas, isr int
+	lag           int64 // the largest follower lag (records), leader only
+}
+
+func (rp *replicated) replicationStats() replicationStats {
+	rp.mu.Lock()
+	defer rp.mu.Unlock()
+	r := rp.r
+	if r.Role() != replica.Leader {
+		return replicationStats{}
+	}
+	st := replicationStats{leading: true, replicas: len(r.Replicas()), isr: len(r.ISR())}
+	for _, id := range r.Replicas() {
+		if id == r.Leader() {
+			continue
+		}
+		st.lag = max(st.lag, r.LogEnd()-max(r.FollowerLogEnd(id), 0))
+	}
+	return st
+}
+
+// replicationCounters count replication events on this broker:
+//
+//	weir_isr_shrinks_total, weir_isr_expands_total (ISR changes this broker wrote as leader),
+//	weir_replica_resignations_total (in-sync replicas whose log failed, see replica.LogFailed)
+type replicationCounters struct {
+	shrinks, expands, resignations prometheus.Counter
+}
+
+func newReplicationCounters(reg prometheus.Registerer) *replicationCounters {
+	c := &replicationCounters{
+		shrinks:      prometheus.NewCounter(prometheus.CounterOpts{Name: "weir_isr_shrinks_total", Help: "ISR shrinks this broker wrote as a leader."}),
+		expands:      prometheus.NewCounter(prometheus.CounterOpts{Name: "weir_isr_expands_total", Help: "ISR expansions this broker wrote as a leader."}),
+		resignations: prometheus.NewCounter(prometheus.CounterOpts{Name: "weir_replica_resignations_total", Help: "Times a log of this broker failed while it was in the partition's ISR, and it resigned."}),
+	}
+	reg.MustRegister(c.shrinks, c.expands, c.resignations)
+	return c
 }
 
 // cleanerStats are the log cleaner's counters:

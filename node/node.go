@@ -65,6 +65,8 @@ type Node struct {
 	hwAtOpen     map[string]int64
 	// cleanerStats count what the cleaner did.
 	cleanerStats *cleanerStats
+	// replCounters count ISR changes and resignations.
+	replCounters *replicationCounters
 	// ctx ends when Close begins: work of the node's own (cleaning) stops.
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -139,6 +141,7 @@ func (n *Node) open(parent context.Context) error {
 		newPartitionCollector(n),
 	)
 	n.cleanerStats = newCleanerStats(n.metrics)
+	n.replCounters = newReplicationCounters(n.metrics)
 	n.plugins = pluginhost.New(pluginhost.Config{
 		Dir:         cfg.PluginDir,
 		CallTimeout: cfg.PluginCallTimeout,

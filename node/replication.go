@@ -224,6 +224,7 @@ func (n *Node) resignReplica(rp *replicated, epoch int32) {
 	r := meta.Resignation{Broker: n.cfg.NodeID, Topic: rp.Topic, Partition: rp.Index, LeaderEpoch: epoch}
 	n.logger.Warn("replica log failed: resigning from the ISR", "partition", logs.DirName(rp.Topic, rp.Index),
 		"epoch", epoch, "err", rp.Log().Err())
+	n.replCounters.resignations.Inc()
 	l, alone := rp.Log(), len(rp.r.ISR()) <= 1 // mu held
 	go func() {
 		// Alone in the ISR, it will lead again in the next epoch: let the
@@ -314,11 +315,17 @@ func (rp *replicated) cut(what string, to int64, do func(int64) error) {
 func (n *Node) proposeISR(rp *replicated, p replica.Proposal) {
 	n.logger.Info("proposing an ISR change", "partition", logs.DirName(rp.Topic, rp.Index), "isr", p.State.ISR,
 		"version", p.Version)
+	grew := len(p.State.ISR) > len(rp.r.ISR()) // mu held
 	go func() {
 		ctx, cancel := context.WithTimeout(n.ctx, storeTimeout)
 		defer cancel()
 		_, err := layout.WriteISR(ctx, n.store, rp.Topic, rp.Index, p.State, p.Version)
 		if err == nil {
+			if grew {
+				n.replCounters.expands.Inc()
+			} else {
+				n.replCounters.shrinks.Inc()
+			}
 			return
 		}
 		n.logger.Warn("ISR change not written", "partition", logs.DirName(rp.Topic, rp.Index), "err", err)

@@ -212,6 +212,9 @@ func (r *Replica) Epoch() int32         { return r.epoch }
 func (r *Replica) LogEnd() int64        { return r.leo }
 func (r *Replica) HighWatermark() int64 { return r.hw }
 
+// Replicas returns the partition's assigned replicas (a copy).
+func (r *Replica) Replicas() []int32 { return slices.Clone(r.replicas) }
+
 // ISR returns the ISR of the state record (a copy).
 func (r *Replica) ISR() []int32 { return slices.Clone(r.isr) }
 

@@ -356,6 +356,49 @@ func TestLeaderFsyncFailure(t *testing.T) {
 	}
 	sameBytes(t, c, "x", 0)
 	exactlyOnce(t, acked, consumeAll(t, c, "x", len(acked)))
+	if n := metric(t, c.Member(leader).Broker(), "weir_replica_resignations_total", nil); n < 1 {
+		t.Fatalf("broker %d's weir_replica_resignations_total is %v after its log failed", leader, n)
+	}
+	now := leaderOf(t, c, "x", 0)
+	labels := map[string]string{"topic": "x", "partition": "0"}
+	if v := metric(t, c.Member(now).Broker(), "weir_partition_under_replicated", labels); v != 0 {
+		t.Fatalf("weir_partition_under_replicated %v on the leader once every replica is back", v)
+	}
+	if v := metric(t, c.Member(now).Broker(), "weir_isr_expands_total", nil); v < 1 {
+		t.Fatalf("weir_isr_expands_total %v on the leader that took broker %d back", v, leader)
+	}
+}
+
+// metric returns the value of a counter or gauge of b's registry whose
+// labels include labels (0 when there is none).
+func metric(t *testing.T, b *broker.Broker, name string, labels map[string]string) float64 {
+	t.Helper()
+	mfs, err := b.Node().Metrics().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	next:
+		for _, m := range mf.GetMetric() {
+			have := map[string]string{}
+			for _, lp := range m.GetLabel() {
+				have[lp.GetName()] = lp.GetValue()
+			}
+			for k, v := range labels {
+				if have[k] != v {
+					continue next
+				}
+			}
+			if c := m.GetCounter(); c != nil {
+				return c.GetValue()
+			}
+			return m.GetGauge().GetValue()
+		}
+	}
+	return 0
 }
 
 // readToHW reads topic-0 from the start until the leader's high watermark,
