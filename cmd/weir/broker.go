@@ -38,6 +38,9 @@ type brokerSettings struct {
 	GroupInitialRebalanceDelay time.Duration     `yaml:"group-initial-rebalance-delay"`
 	GroupMinSessionTimeout     time.Duration     `yaml:"group-min-session-timeout"`
 	GroupMaxSessionTimeout     time.Duration     `yaml:"group-max-session-timeout"`
+	ReplicaLagTimeMax          time.Duration     `yaml:"replica-lag-time-max"`
+	LeaderImbalanceCheck       time.Duration     `yaml:"leader-imbalance-check-interval"`
+	ControlledShutdownTimeout  time.Duration     `yaml:"controlled-shutdown-timeout"`
 	MaxConnections             int               `yaml:"max-connections"`
 	MaxRequestBytes            int32             `yaml:"max-request-bytes"`
 	MaxInFlightRequests        int               `yaml:"max-in-flight-requests"`
@@ -102,6 +105,9 @@ func newBrokerCmdWith(run func(context.Context, brokerSettings, io.Writer) error
 		GroupInitialRebalanceDelay: 3 * time.Second,
 		GroupMinSessionTimeout:     broker.DefaultGroupMinSessionTimeout,
 		GroupMaxSessionTimeout:     broker.DefaultGroupMaxSessionTimeout,
+		ReplicaLagTimeMax:          30 * time.Second,
+		LeaderImbalanceCheck:       5 * time.Minute,
+		ControlledShutdownTimeout:  30 * time.Second,
 		MaxRequestBytes:            broker.DefaultMaxRequestBytes,
 		PluginDir:                  os.Getenv("WEIR_PLUGIN_DIR"),
 		LogLevel:                   "info",
@@ -140,6 +146,9 @@ func newBrokerCmdWith(run func(context.Context, brokerSettings, io.Writer) error
 	f.DurationVar(&s.GroupInitialRebalanceDelay, "group-initial-rebalance-delay", s.GroupInitialRebalanceDelay, "how long a new group's first rebalance waits for more members")
 	f.DurationVar(&s.GroupMinSessionTimeout, "group-min-session-timeout", s.GroupMinSessionTimeout, "smallest session timeout a group member may ask for")
 	f.DurationVar(&s.GroupMaxSessionTimeout, "group-max-session-timeout", s.GroupMaxSessionTimeout, "largest session timeout a group member may ask for")
+	f.DurationVar(&s.ReplicaLagTimeMax, "replica-lag-time-max", s.ReplicaLagTimeMax, "a follower not caught up with its leader for this long leaves the ISR (Kafka's replica.lag.time.max.ms)")
+	f.DurationVar(&s.LeaderImbalanceCheck, "leader-imbalance-check-interval", s.LeaderImbalanceCheck, "how often the controller hands partitions back to their preferred (first assigned) replica once in sync (Kafka's auto.leader.rebalance.enable with leader.imbalance.check.interval.seconds); negative turns it off")
+	f.DurationVar(&s.ControlledShutdownTimeout, "controlled-shutdown-timeout", s.ControlledShutdownTimeout, "on SIGTERM, how long to wait for the controller to move this broker's leaderships before stopping; negative skips the controlled shutdown")
 	f.IntVar(&s.MaxConnections, "max-connections", s.MaxConnections, "most client connections served at once (default 0: unlimited)")
 	f.Int32Var(&s.MaxRequestBytes, "max-request-bytes", s.MaxRequestBytes, "largest request `size` accepted; larger ones close the connection before anything is allocated")
 	f.IntVar(&s.MaxInFlightRequests, "max-in-flight-requests", s.MaxInFlightRequests, "requests a connection may have read and not yet answered; while that many are pending it is not read, so a client that stops reading is held back by TCP (default 0: 2)")
@@ -185,6 +194,9 @@ func (s *brokerSettings) merge(flags *pflag.FlagSet, configFile string, topicCon
 		set("group-initial-rebalance-delay", func() { s.GroupInitialRebalanceDelay = file.GroupInitialRebalanceDelay })
 		set("group-min-session-timeout", func() { s.GroupMinSessionTimeout = file.GroupMinSessionTimeout })
 		set("group-max-session-timeout", func() { s.GroupMaxSessionTimeout = file.GroupMaxSessionTimeout })
+		set("replica-lag-time-max", func() { s.ReplicaLagTimeMax = file.ReplicaLagTimeMax })
+		set("leader-imbalance-check-interval", func() { s.LeaderImbalanceCheck = file.LeaderImbalanceCheck })
+		set("controlled-shutdown-timeout", func() { s.ControlledShutdownTimeout = file.ControlledShutdownTimeout })
 		set("max-connections", func() { s.MaxConnections = file.MaxConnections })
 		set("max-request-bytes", func() { s.MaxRequestBytes = file.MaxRequestBytes })
 		set("max-in-flight-requests", func() { s.MaxInFlightRequests = file.MaxInFlightRequests })
@@ -257,34 +269,37 @@ func runBroker(ctx context.Context, s brokerSettings, stderr io.Writer) error {
 	defer stopSignals()
 
 	b, err := broker.StartContext(ctx, broker.Config{
-		DataDir:                    s.DataDir,
-		NodeID:                     s.BrokerID,
-		ZooKeeper:                  s.ZooKeeper,
-		ZooKeeperSessionTimeout:    s.ZooKeeperSessionTimeout,
-		Listen:                     s.Listen,
-		Advertised:                 s.Advertised,
-		MetricsListen:              s.MetricsListen,
-		TopicDefaults:              s.TopicConfig,
-		DefaultPartitions:          s.DefaultPartitions,
-		AutoCreateTopics:           s.AutoCreateTopics,
-		RetentionCheckInterval:     s.RetentionCheckInterval,
-		OffsetsRetention:           s.OffsetsRetention,
-		GroupMinSessionTimeout:     s.GroupMinSessionTimeout,
-		GroupMaxSessionTimeout:     s.GroupMaxSessionTimeout,
-		GroupInitialRebalanceDelay: s.GroupInitialRebalanceDelay,
-		MaxConnections:             s.MaxConnections,
-		MaxRequestBytes:            s.MaxRequestBytes,
-		MaxInFlightRequests:        s.MaxInFlightRequests,
-		MaxConnectionBytes:         s.MaxConnectionBytes,
-		MaxFetchBytes:              s.MaxFetchBytes,
-		FrameReadTimeout:           s.FrameReadTimeout,
-		WriteTimeout:               s.WriteTimeout,
-		MaxIdle:                    s.MaxIdle,
-		MaxQueuedRequestBytes:      s.MaxQueuedRequestBytes,
-		DisableSendfile:            s.DisableSendfile,
-		PluginDir:                  s.PluginDir,
-		PluginCallTimeout:          s.PluginCallTimeout,
-		Logger:                     logger,
+		DataDir:                      s.DataDir,
+		NodeID:                       s.BrokerID,
+		ZooKeeper:                    s.ZooKeeper,
+		ZooKeeperSessionTimeout:      s.ZooKeeperSessionTimeout,
+		Listen:                       s.Listen,
+		Advertised:                   s.Advertised,
+		MetricsListen:                s.MetricsListen,
+		TopicDefaults:                s.TopicConfig,
+		DefaultPartitions:            s.DefaultPartitions,
+		AutoCreateTopics:             s.AutoCreateTopics,
+		RetentionCheckInterval:       s.RetentionCheckInterval,
+		OffsetsRetention:             s.OffsetsRetention,
+		GroupMinSessionTimeout:       s.GroupMinSessionTimeout,
+		GroupMaxSessionTimeout:       s.GroupMaxSessionTimeout,
+		GroupInitialRebalanceDelay:   s.GroupInitialRebalanceDelay,
+		ReplicaLagTimeMax:            s.ReplicaLagTimeMax,
+		LeaderImbalanceCheckInterval: s.LeaderImbalanceCheck,
+		ControlledShutdownTimeout:    s.ControlledShutdownTimeout,
+		MaxConnections:               s.MaxConnections,
+		MaxRequestBytes:              s.MaxRequestBytes,
+		MaxInFlightRequests:          s.MaxInFlightRequests,
+		MaxConnectionBytes:           s.MaxConnectionBytes,
+		MaxFetchBytes:                s.MaxFetchBytes,
+		FrameReadTimeout:             s.FrameReadTimeout,
+		WriteTimeout:                 s.WriteTimeout,
+		MaxIdle:                      s.MaxIdle,
+		MaxQueuedRequestBytes:        s.MaxQueuedRequestBytes,
+		DisableSendfile:              s.DisableSendfile,
+		PluginDir:                    s.PluginDir,
+		PluginCallTimeout:            s.PluginCallTimeout,
+		Logger:                       logger,
 	})
 	if err != nil {
 		return err

@@ -56,6 +56,7 @@ func TestBrokerSettingsDefaults(t *testing.T) {
 		DefaultPartitions: 1, RetentionCheckInterval: 5 * time.Minute, OffsetsRetention: 7 * 24 * time.Hour,
 		GroupInitialRebalanceDelay: 3 * time.Second,
 		GroupMinSessionTimeout:     6 * time.Second, GroupMaxSessionTimeout: 30 * time.Minute, MaxRequestBytes: 100 << 20,
+		ReplicaLagTimeMax: 30 * time.Second, LeaderImbalanceCheck: 5 * time.Minute, ControlledShutdownTimeout: 30 * time.Second,
 		LogLevel: "info", LogFormat: "text",
 	}
 	if fmt.Sprint(s) != fmt.Sprint(want) {

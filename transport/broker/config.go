@@ -65,8 +65,11 @@ type Config struct {
 	// ReplicaDialer, when set, dials the leaders this broker follows (tests:
 	// a faulty network); see node.Config.ReplicaDialer.
 	ReplicaDialer func(ctx context.Context, network, address string) (net.Conn, error)
-	// ReplicaLagTimeMax: see node.Config.ReplicaLagTimeMax.
-	ReplicaLagTimeMax time.Duration
+	// ReplicaLagTimeMax, LeaderImbalanceCheckInterval and
+	// ControlledShutdownTimeout: see node.Config.
+	ReplicaLagTimeMax            time.Duration
+	LeaderImbalanceCheckInterval time.Duration
+	ControlledShutdownTimeout    time.Duration
 	// OffsetsReplicationFactor and OffsetsPartitions: see node.Config.
 	OffsetsReplicationFactor int16
 	OffsetsPartitions        int32
@@ -223,30 +226,32 @@ func (c Config) validate() (Config, error) {
 // nodeConfig is the node's part of c.
 func (c Config) nodeConfig(advertised string) node.Config {
 	return node.Config{
-		DataDir:                    c.DataDir,
-		NodeID:                     c.NodeID,
-		ZooKeeper:                  c.ZooKeeper,
-		ZooKeeperSessionTimeout:    c.ZooKeeperSessionTimeout,
-		ZooKeeperDialer:            c.ZooKeeperDialer,
-		Advertised:                 advertised,
-		TopicDefaults:              c.TopicDefaults,
-		DefaultPartitions:          c.DefaultPartitions,
-		AutoCreateTopics:           c.AutoCreateTopics,
-		RetentionCheckInterval:     c.RetentionCheckInterval,
-		OffsetsRetention:           c.OffsetsRetention,
-		CleanerBackoff:             c.CleanerBackoff,
-		Coord:                      c.Coord,
-		ReplicaDialer:              c.ReplicaDialer,
-		ReplicaLagTimeMax:          c.ReplicaLagTimeMax,
-		OffsetsReplicationFactor:   c.OffsetsReplicationFactor,
-		OffsetsPartitions:          c.OffsetsPartitions,
-		GroupMinSessionTimeout:     c.GroupMinSessionTimeout,
-		GroupMaxSessionTimeout:     c.GroupMaxSessionTimeout,
-		GroupInitialRebalanceDelay: c.GroupInitialRebalanceDelay,
-		PluginDir:                  c.PluginDir,
-		PluginCallTimeout:          c.PluginCallTimeout,
-		FS:                         c.FS,
-		Clock:                      c.Clock,
-		Logger:                     c.Logger,
+		DataDir:                      c.DataDir,
+		NodeID:                       c.NodeID,
+		ZooKeeper:                    c.ZooKeeper,
+		ZooKeeperSessionTimeout:      c.ZooKeeperSessionTimeout,
+		ZooKeeperDialer:              c.ZooKeeperDialer,
+		Advertised:                   advertised,
+		TopicDefaults:                c.TopicDefaults,
+		DefaultPartitions:            c.DefaultPartitions,
+		AutoCreateTopics:             c.AutoCreateTopics,
+		RetentionCheckInterval:       c.RetentionCheckInterval,
+		OffsetsRetention:             c.OffsetsRetention,
+		CleanerBackoff:               c.CleanerBackoff,
+		Coord:                        c.Coord,
+		ReplicaDialer:                c.ReplicaDialer,
+		ReplicaLagTimeMax:            c.ReplicaLagTimeMax,
+		LeaderImbalanceCheckInterval: c.LeaderImbalanceCheckInterval,
+		ControlledShutdownTimeout:    c.ControlledShutdownTimeout,
+		OffsetsReplicationFactor:     c.OffsetsReplicationFactor,
+		OffsetsPartitions:            c.OffsetsPartitions,
+		GroupMinSessionTimeout:       c.GroupMinSessionTimeout,
+		GroupMaxSessionTimeout:       c.GroupMaxSessionTimeout,
+		GroupInitialRebalanceDelay:   c.GroupInitialRebalanceDelay,
+		PluginDir:                    c.PluginDir,
+		PluginCallTimeout:            c.PluginCallTimeout,
+		FS:                           c.FS,
+		Clock:                        c.Clock,
+		Logger:                       c.Logger,
 	}
 }
