@@ -178,11 +178,13 @@ func (f *fetcher) run() {
 			continue
 		}
 		if len(queries) > 0 {
+			// Then look again: the partitions answered have truncated
+			// and fetch in this round, not after a long poll of the
+			// others.
 			f.askEpochs(cl, queries, log)
+			continue
 		}
-		if len(fetches) > 0 {
-			f.fetchOnce(cl, fetches, log)
-		}
+		f.fetchOnce(cl, fetches, log)
 	}
 }
 

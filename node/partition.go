@@ -228,6 +228,14 @@ func (n *Node) FetchPartition(topic string, index int32, replicaID int32, fetchO
 	p.follower = true
 	p.p.mu.Lock()
 	defer p.p.mu.Unlock()
+	// The replica learns of a produce's append only once the producer's
+	// goroutine tells it (appended), which may come after a follower has
+	// read those records and fetches past them: tell it of the log end
+	// first, or the fetch would look out of range and send the follower
+	// through an epoch query.
+	if end := p.p.Log().EndOffset(); end > p.p.r.LogEnd() {
+		p.p.r.Appended(end)
+	}
 	if err := p.p.r.FollowerFetch(n.cfg.Clock.Now(), replicaID, fetchOffset); err != nil {
 		return nil, err
 	}

@@ -1,0 +1,50 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/weir-broker/weir/core/meta"
+	"github.com/weir-broker/weir/core/replica"
+)
+
+// A follower may fetch past what the replica has been told of the leader's
+// log end: a produce's records are readable as soon as the log publishes
+// them, before the producer's goroutine reports the append. The fetch is
+// in range (it must not send the follower through an epoch query and a
+// long poll, which held acks=all for replica.fetch.wait.max.ms) and moves
+// the follower's log end and the high watermark.
+func TestFollowerFetchPastReportedEnd(t *testing.T) {
+	c := newTestCluster(t, 1, 2)
+	c.await("both brokers", func(im *meta.Image) bool { return im.Live(1) && im.Live(2) })
+	ctx := context.Background()
+	if _, err := c.nodes[1].CreateTopic(ctx, CreateTopic{Name: "r", Partitions: -1, ReplicationFactor: -1,
+		Assignment: []ReplicaAssignment{{Partition: 0, Replicas: []int32{1, 2}}}}); err != nil {
+		t.Fatal(err)
+	}
+	c.await("a leader", func(im *meta.Image) bool { return led(im, "r") })
+	n := c.nodes[1]
+	p, err := n.Partition("r", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp := p.p
+	// The append the producer's goroutine has not reported yet.
+	res, err := rp.AppendEpoch(ctx, oneRecord(t, "x"), rp.epoch.Load())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := n.FetchPartition("r", 0, 2, res.NextOffset, -1); err != nil {
+		t.Fatalf("a follower's fetch at the log end %d: %v", res.NextOffset, err)
+	}
+	rp.mu.Lock()
+	leo, hw := rp.r.FollowerLogEnd(2), rp.r.HighWatermark()
+	rp.mu.Unlock()
+	if leo != res.NextOffset || hw != res.NextOffset {
+		t.Fatalf("follower log end %d, high watermark %d; want both %d", leo, hw, res.NextOffset)
+	}
+	if _, err := n.FetchPartition("r", 0, 2, res.NextOffset+1, -1); !errors.Is(err, replica.ErrOffsetOutOfRange) {
+		t.Fatalf("a fetch past the log end: %v, want out of range", err)
+	}
+}
