@@ -1,7 +1,8 @@
-// Package harness runs reproducible experiments against weir (or any Kafka
-// bootstrap address): disk and memory probes, and produce/consume
-// throughput and latency across codecs, partitioners, flush policies, acks
-// and the load's shape, with statistics, Markdown tables, SVG plots and Go
+// Package harness runs reproducible experiments against weir (one broker, a
+// cluster of brokers on ZooKeeper, or any Kafka bootstrap address): disk
+// and memory probes, and produce/consume throughput and latency across
+// codecs, partitioners, flush policies, replication factors, acks and the
+// load's shape, with statistics, Markdown tables, SVG plots and Go
 // benchmark lines written under results/.
 //
 // The harness exists because weir's users come to measure (DESIGN.md §1):
@@ -15,16 +16,19 @@
 //
 //	spec      the experiment file (YAML, or an OpenMessaging Benchmark
 //	          workload): parsing, validation naming each field, matrix expansion
-//	presets   the specs weir ships (quick, kreps2014, probes, flush, durability), embedded
+//	presets   the specs weir ships (quick, kreps2014, probes, flush, durability,
+//	          replication), embedded
 //	load      one repetition of a workload with franz-go: topics, paced
 //	          producers, consumers, the measured window, the figures
 //	probe     disk and memory probes (DESIGN.md §8's comparisons)
 //	durability crash and power-cut runs: what each flush policy and ack mode
 //	          loses, checked against its bound
 //	env       the machine and storage a run measured
-//	runner    a whole run: validate, probes, a broker subprocess per point,
-//	          repetitions, progress, Ctrl-C, the report
+//	runner    a whole run: validate, probes, a broker subprocess or a cluster
+//	          per point, repetitions, progress, Ctrl-C, the report
 //	brokerproc a `weir broker` subprocess on free loopback ports
+//	clusterproc a cluster as processes: ZooKeeper and N brokers on loopback,
+//	          held as one value (brokers by id, processes, addresses, data)
 //	result    the run schema every other package reads or writes
 //	stats     medians, spreads, confidence intervals, significance tests
 //	report    run.json, report.md, bench.txt and plots from a run

@@ -25,7 +25,6 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -34,10 +33,9 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/weir-broker/weir/cluster/zk/zkserver"
+	"github.com/weir-broker/weir/harness/clusterproc"
 )
 
 // Errors of the cluster commands.
@@ -359,8 +357,8 @@ func startBroker(weir, dir string, id int, zookeeper string, ports brokerPorts, 
 	}
 	defer logf.Close() // the child has its own descriptor
 	fmt.Fprintf(logf, "%s broker %d at %s\n", startMarker, id, time.Now().Format(time.RFC3339Nano))
-	args := append([]string{"broker", "--broker-id", strconv.Itoa(id), "--zookeeper", zookeeper,
-		"--data-dir", dataDir, "--listen", addr, "--metrics-listen", metrics}, extra...)
+	args := append([]string{"broker"}, clusterproc.MemberArgs(int32(id), zookeeper)...)
+	args = append(append(args, "--data-dir", dataDir, "--listen", addr, "--metrics-listen", metrics), extra...)
 	cmd := exec.Command(weir, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.Dir = dir
@@ -393,80 +391,24 @@ func lastStart(path string, n int) string {
 	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
 
-// waitBrokersReady polls each broker with a Metadata request until it lists
-// every broker of the cluster and a controller, a broker exits, or ctx ends.
+// waitBrokersReady waits until every broker lists all of them and a
+// controller (clusterproc.WaitFormed), a broker exits, or ctx ends.
 func waitBrokersReady(ctx context.Context, brokers []*startedBroker) error {
-	want := make([]int32, len(brokers))
+	members := make([]clusterproc.Member, len(brokers))
 	for i, b := range brokers {
-		want[i] = int32(b.id)
-	}
-	errs := make([]error, len(brokers))
-	var wg sync.WaitGroup
-	for i, b := range brokers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = b.waitReady(ctx, want)
-		}()
-	}
-	wg.Wait()
-	return errors.Join(errs...)
-}
-
-func (b *startedBroker) waitReady(ctx context.Context, want []int32) error {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(b.proc.Addr), kgo.DialTimeout(time.Second))
-	if err != nil {
-		return fmt.Errorf("%w: %s: %w", errClusterStart, b.proc.Name, err)
-	}
-	defer cl.Close()
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	last := "no answer"
-	for {
-		got, err := metadataBrokers(ctx, cl)
-		if err == nil && slices.Equal(got.ids, want) && got.controller >= 0 {
-			return nil
-		}
-		if err != nil {
-			if ctx.Err() == nil {
-				last = err.Error()
+		members[i] = clusterproc.Member{ID: int32(b.id), Addr: b.proc.Addr, Exited: b.exited, Describe: func() string {
+			select {
+			case <-b.exited:
+				return fmt.Sprintf("exit: %v; its log, %s, ends:\n%s", b.exitErr, b.proc.Log, lastStart(b.proc.Log, 20))
+			default:
+				return "see " + b.proc.Log
 			}
-		} else {
-			last = fmt.Sprintf("lists brokers %v, controller %d", got.ids, got.controller)
-		}
-		select {
-		case <-b.exited:
-			return fmt.Errorf("%w: %s exited (%v); its log, %s, ends:\n%s", errClusterStart, b.proc.Name, b.exitErr, b.proc.Log, lastStart(b.proc.Log, 20))
-		case <-ctx.Done():
-			return fmt.Errorf("%w: %s on %s not ready (%w): %s; see %s", errClusterStart, b.proc.Name, b.proc.Addr, context.Cause(ctx), last, b.proc.Log)
-		case <-tick.C:
-		}
+		}}
 	}
-}
-
-type metadataView struct {
-	ids        []int32 // sorted
-	controller int32
-}
-
-// metadataBrokers asks the client's seed broker (and only it) for the
-// cluster's brokers, naming no topic.
-func metadataBrokers(ctx context.Context, cl *kgo.Client) (metadataView, error) {
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	req := kmsg.NewPtrMetadataRequest()
-	req.Topics = []kmsg.MetadataRequestTopic{} // none (nil would be all)
-	resp, err := cl.SeedBrokers()[0].Request(ctx, req)
-	if err != nil {
-		return metadataView{}, err
+	if err := clusterproc.WaitFormed(ctx, members); err != nil {
+		return fmt.Errorf("%w: %w", errClusterStart, err)
 	}
-	m := resp.(*kmsg.MetadataResponse)
-	v := metadataView{controller: m.ControllerID}
-	for _, b := range m.Brokers {
-		v.ids = append(v.ids, b.NodeID)
-	}
-	slices.Sort(v.ids)
-	return v, nil
+	return nil
 }
 
 // stopStarted stops what a failed up started: brokers, then ZooKeeper.

@@ -21,6 +21,7 @@ import (
 
 	"github.com/weir-broker/weir/cluster/zk/zkserver"
 	"github.com/weir-broker/weir/cluster/zk/zktest"
+	"github.com/weir-broker/weir/harness/clusterproc"
 )
 
 // TestClusterUpDown runs `weir cluster up` with 3 brokers on a real
@@ -109,7 +110,7 @@ func TestClusterUpDown(t *testing.T) {
 			t.Errorf("%s (pid %d) still runs after down", p.Name, p.Pid)
 		}
 	}
-	if left := processesMentioning(t, dir); len(left) > 0 {
+	if left := clusterproc.ProcessesMentioning(dir); len(left) > 0 {
 		t.Errorf("processes left after down:\n%s", strings.Join(left, "\n"))
 	}
 	if _, err := os.Stat(filepath.Join(dir, clusterStateFile)); !errors.Is(err, os.ErrNotExist) {
@@ -200,28 +201,6 @@ func regexpLine(out, name, word string) bool {
 		}
 	}
 	return false
-}
-
-// processesMentioning lists the processes whose command line mentions s
-// (Linux's /proc; elsewhere none).
-func processesMentioning(t *testing.T, s string) []string {
-	t.Helper()
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil
-	}
-	var found []string
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == os.Getpid() {
-			continue
-		}
-		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err == nil && bytes.Contains(cmdline, []byte(s)) {
-			found = append(found, fmt.Sprintf("pid %d: %s", pid, bytes.ReplaceAll(cmdline, []byte{0}, []byte{' '})))
-		}
-	}
-	return found
 }
 
 // freePortRange returns the first of n consecutive loopback ports that

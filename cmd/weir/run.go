@@ -21,16 +21,29 @@ import (
 
 const runLong = `Run an experiment: a spec file (YAML, or an OpenMessaging Benchmark workload)
 or a built-in preset. The spec names the target (a weir broker started per
-matrix point, or any Kafka bootstrap address), the workload, and the factors
-to vary (codec, partitioner, flush policy, acks, durable acks, batch size,
-linger, partitions, message size, producers, consumers); see the harness/spec
-package documentation for the format.
+matrix point, a cluster of N weir brokers on a ZooKeeper started per matrix
+point, or any Kafka bootstrap address), the workload, and the factors to
+vary (codec, partitioner, flush policy, durable acks, replication factor,
+min insync replicas, acks, batch size, linger, partitions, message size,
+producers, consumers), as a full product or as a list of points; see the
+harness/spec package documentation for the format.
 
 The whole spec is checked before anything runs: unknown fields, impossible
-values, missing plugins and an unreachable bootstrap address fail at once,
+values (a replication factor above the brokers, min_insync above the
+replication factor at any point), missing plugins, an unreachable bootstrap
+address or external ZooKeeper, and a missing ZooKeeper install fail at once,
 naming the field. Then the disk and memory probes run (if the spec has any),
-then every matrix point, each repetition in a fresh topic and each point on a
-fresh broker with a fresh data directory.
+then every matrix point, each repetition in fresh topics (loaded only once
+every partition has a leader and all its replicas in sync) and each point on
+a fresh broker or cluster with fresh data directories. A cluster target
+starts Debian's ZooKeeper (package zookeeper) on a free loopback port, or
+uses a fresh chroot of an external one, then brokers 1..N on free loopback
+ports, and waits until every broker lists all N. The brokers' CPU time is
+summed over the cluster (per broker in run.json).
+
+A section may name a baseline point: the report then gives every point's
+medians as ratios of the baseline's (the replication preset sets RF 3 with
+acks=all against RF 1 with acks=1 this way).
 
 A spec with a durability block (--preset durability) runs the durability
 experiment instead: each repetition produces until the broker is killed
@@ -44,11 +57,12 @@ repetition's figures and the environment), report.md (tables and plots),
 bench.txt (Go benchmark format, for benchstat or weir compare) and plots/.
 The tables are printed when the run ends; progress goes to stderr.
 
-Ctrl-C stops the current point cleanly (clients first, then the broker),
-keeps the repetitions that finished, and writes the report, marked
-interrupted.`
+Ctrl-C stops the current point cleanly (clients first, then the brokers,
+then a cluster's ZooKeeper), keeps the repetitions that finished, and writes
+the report, marked interrupted.`
 
 const runExample = `  weir run --preset quick
+  weir run --preset replication
   weir run --list-presets
   weir run experiments/codecs.yaml --data-dir /mnt/nvme/weir --reps 10
   weir run omb-workloads/1-topic-16-partitions-1kb.yaml --dry-run`
@@ -81,7 +95,7 @@ func newRunCmd() *cobra.Command {
 	f.SortFlags = false
 	f.StringVar(&s.preset, "preset", "", "run a built-in spec `NAME` instead of a file (see --list-presets)")
 	f.StringVar(&s.out, "out", "", "results `dir`ectory (default: results/runs/<UTC time>-<name>)")
-	f.StringVar(&s.dataDir, "data-dir", "", "`dir`ectory for the brokers' data and the probes' files, on the disk to measure (default: the spec's target.embedded.data_dir, else a temporary directory)")
+	f.StringVar(&s.dataDir, "data-dir", "", "`dir`ectory for the brokers' data and the probes' files, on the disk to measure (default: the spec's target.embedded.data_dir or target.cluster.data_dir, else a temporary directory)")
 	f.IntVar(&s.reps, "reps", 0, "repetitions of each point, overriding the spec's (default: the spec's, 5 if it says none)")
 	f.Int64Var(&s.seed, "seed", 0, "seed for payloads, keys and sizes, overriding the spec's")
 	f.StringVar(&s.pluginDir, "plugin-dir", "", "`dir`ectory searched for codec and partitioner plugins named by the spec")
@@ -116,11 +130,16 @@ func runRun(cmd *cobra.Command, s runSettings, args []string) error {
 	if cmd.Flags().Changed("seed") {
 		sp.Seed = s.seed
 	}
-	if cmd.Flags().Changed("data-dir") && sp.Target.IsEmbedded() {
-		if sp.Target.Embedded == nil {
-			sp.Target.Embedded = &spec.Embedded{}
+	if cmd.Flags().Changed("data-dir") {
+		switch {
+		case sp.Target.IsCluster():
+			sp.Target.Cluster.DataDir = s.dataDir
+		case sp.Target.IsEmbedded():
+			if sp.Target.Embedded == nil {
+				sp.Target.Embedded = &spec.Embedded{}
+			}
+			sp.Target.Embedded.DataDir = s.dataDir
 		}
-		sp.Target.Embedded.DataDir = s.dataDir
 	}
 	ctx := cmd.Context()
 	if ctx == nil {

@@ -4,12 +4,11 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/weir-broker/weir/harness/internal/weirbin"
 	"github.com/weir-broker/weir/harness/spec"
 )
 
@@ -17,23 +16,7 @@ import (
 // `weir broker` processes.
 var weirBin string
 
-func TestMain(m *testing.M) {
-	os.Exit(func() int {
-		dir, err := os.MkdirTemp("", "weir-durability-test-")
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		defer os.RemoveAll(dir)
-		weirBin = filepath.Join(dir, "weir")
-		build := exec.Command("go", "build", "-o", weirBin, "github.com/weir-broker/weir/cmd/weir")
-		if out, err := build.CombinedOutput(); err != nil {
-			fmt.Fprintf(os.Stderr, "go build cmd/weir: %v\n%s", err, out)
-			return 1
-		}
-		return m.Run()
-	}())
-}
+func TestMain(m *testing.M) { os.Exit(weirbin.Main(m, &weirBin)) }
 
 // runTimeout bounds one run in the tests: generous for a 2-core machine
 // shared with other test binaries, far below -timeout.

@@ -67,7 +67,7 @@ func (cs *consumers) start(ctx context.Context) error {
 	}
 	var clients []*kgo.Client
 	for i := range w.Consumers {
-		opts := []kgo.Opt{kgo.SeedBrokers(cs.r.cfg.Bootstrap), kgo.ConsumePartitions(assign[i])}
+		opts := []kgo.Opt{cs.r.cfg.seeds(), kgo.ConsumePartitions(assign[i])}
 		if c := cs.r.cfg.Codec; c != nil && c.ID() > codec.Zstd {
 			opts = append(opts, kgo.WithDecompressor(kgoadapt.Decompressor(c)))
 		}

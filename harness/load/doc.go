@@ -1,11 +1,15 @@
 // Package load drives one repetition of a workload against a Kafka
 // bootstrap address with franz-go, and measures it.
 //
-// A repetition creates fresh topics, starts the consumers, runs the
-// producers through a warm-up and then a measured window, waits until the
-// consumers have read every record produced in the window, and deletes the
-// topics. Figures cover the window only: warm-up traffic fills the broker's
-// and the clients' buffers and caches, and is not counted.
+// A repetition creates fresh topics (with the workload's replication
+// factor and min.insync.replicas), waits until every partition has a
+// leader and all its replicas in its ISR as every seed broker sees it
+// (polling Metadata with a deadline: on a cluster, acks=all would
+// otherwise wait for followers still joining), starts the consumers, runs
+// the producers through a warm-up and then a measured window, waits until
+// the consumers have read every record produced in the window, and
+// deletes the topics. Figures cover the window only: warm-up traffic fills
+// the brokers' and the clients' buffers and caches, and is not counted.
 //
 // # What is measured, precisely
 //
@@ -43,7 +47,8 @@
 //   - partition-skew: the window's records on the busiest partition over
 //     the mean per partition (1 is perfectly even).
 //   - broker-cpu-s, disk-write-bytes, fsyncs: growth of the BrokerStats
-//     counters over the window (embedded targets).
+//     counters over the window (targets the runner starts; for a cluster
+//     the sum over its brokers, each broker's own in Result.Brokers).
 //
 // Producers are paced, when a rate is set, by a token bucket refilled at
 // millisecond ticks: each producer sends rate/producers records per second

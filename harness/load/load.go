@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -13,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/weir-broker/weir/core/topicconfig"
 	"github.com/weir-broker/weir/harness/result"
 	"github.com/weir-broker/weir/harness/spec"
 	"github.com/weir-broker/weir/plugins/codec"
@@ -43,21 +46,29 @@ type BrokerStats interface {
 	Sample(ctx context.Context, topics []string) (BrokerSample, error)
 }
 
-// BrokerSample is a reading of a broker's monotonic counters.
+// BrokerSample is a reading of a broker's monotonic counters; for a
+// cluster, the sum over its brokers (StoredBytes counts each partition
+// once, not once per replica: see the runner).
 type BrokerSample struct {
 	CPUSeconds  float64 // user+system CPU time of the broker process
 	WriteBytes  int64   // bytes the process caused to be written to storage; -1 when unknown
 	Fsyncs      int64   // fsyncs of the selected topics' partition logs
 	StoredBytes int64   // bytes of the selected topics' segments
+	// Brokers are a cluster's readings per broker, by broker id; nil for
+	// a single broker. Their CPU, write bytes and fsyncs are reported per
+	// broker besides the sums (Result.Brokers).
+	Brokers map[int32]BrokerSample
 }
 
 // Config is one repetition's load.
 type Config struct {
-	// Bootstrap is the host:port to connect to. Required.
+	// Bootstrap is the host:port to connect to, or several separated by
+	// commas (a cluster's seed list). Required.
 	Bootstrap string
 	// Workload is the point's workload (spec.Workload after its factors);
 	// its flush policy and durable acks reach the broker through
-	// TopicConfigs, not here.
+	// TopicConfigs, not here. Its replication factor and min_insync are
+	// the topics' (0 counts as the default, 1).
 	Workload spec.Workload
 	// PayloadFile holds the payload file's bytes when the workload names one.
 	PayloadFile []byte
@@ -66,8 +77,17 @@ type Config struct {
 	// TopicPrefix names the topics: PREFIX-0, PREFIX-1, ... They must not
 	// exist; they are deleted at the end. Required.
 	TopicPrefix string
-	// TopicConfigs are the configs the topics are created with.
+	// TopicConfigs are the configs the topics are created with, besides
+	// min.insync.replicas, which comes from the workload.
 	TopicConfigs map[string]string
+	// ReadyTimeout bounds the wait, after the topics are created, until
+	// every partition has a leader and all its replicas in sync. Default
+	// 30s.
+	ReadyTimeout time.Duration
+	// AfterSetup, when set, is called once the topics are created and in
+	// sync, before any record is produced: tests look at the topics
+	// through it. An error fails the repetition.
+	AfterSetup func(ctx context.Context, cl *kgo.Client, topics []string) error
 	// Codec compresses the producers' batches (through kgoadapt); nil or a
 	// codec with ID 0 sends them uncompressed.
 	Codec codec.Codec
@@ -92,6 +112,10 @@ type Result struct {
 	Window  time.Duration // its length
 	// Metrics are keyed by the result package's names.
 	Metrics map[string]float64
+	// Brokers are a cluster's per-broker figures over the window
+	// (broker-cpu-s, disk-write-bytes, fsyncs), by broker id; nil
+	// otherwise.
+	Brokers map[string]map[string]float64
 }
 
 func (c Config) validate() (Config, error) {
@@ -119,8 +143,23 @@ func (c Config) validate() (Config, error) {
 	if c.DrainTimeout <= 0 {
 		c.DrainTimeout = 30 * time.Second
 	}
+	if c.ReadyTimeout <= 0 {
+		c.ReadyTimeout = 30 * time.Second
+	}
+	if c.Workload.ReplicationFactor == 0 {
+		c.Workload.ReplicationFactor = 1
+	}
+	if c.Workload.MinInsync == 0 {
+		c.Workload.MinInsync = 1
+	}
+	if rf, mi := c.Workload.ReplicationFactor, c.Workload.MinInsync; rf < 1 || rf > math.MaxInt16 || mi < 1 || mi > rf {
+		return c, fmt.Errorf("%w: replication factor %d, min insync %d (want 1 <= min insync <= replication factor)", ErrConfig, rf, mi)
+	}
 	return c, nil
 }
+
+// seeds are the client's seed brokers: Bootstrap split at commas.
+func (c Config) seeds() kgo.Opt { return kgo.SeedBrokers(strings.Split(c.Bootstrap, ",")...) }
 
 func requiredAcks(s string) (kgo.Acks, error) {
 	switch s {
@@ -170,15 +209,28 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	if r.corpus, err = makeCorpus(w, cfg.PayloadFile, cfg.Seed); err != nil {
 		return Result{}, err
 	}
-	admin, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(cfg.Bootstrap)}, cfg.ClientOpts...)...)
+	admin, err := kgo.NewClient(append([]kgo.Opt{cfg.seeds()}, cfg.ClientOpts...)...)
 	if err != nil {
 		return Result{}, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	defer admin.Close()
-	if err := createTopics(ctx, admin, r.topics, int32(w.Partitions), cfg.TopicConfigs); err != nil {
+	configs := maps.Clone(cfg.TopicConfigs)
+	if configs == nil {
+		configs = map[string]string{}
+	}
+	configs[topicconfig.MinInsyncReplicas] = strconv.Itoa(w.MinInsync)
+	if err := createTopics(ctx, admin, r.topics, int32(w.Partitions), int16(w.ReplicationFactor), configs); err != nil {
 		return Result{}, err
 	}
 	defer deleteTopics(ctx, admin, r.topics)
+	if err := waitInSync(ctx, admin, r.topics, w.Partitions, w.ReplicationFactor, cfg.ReadyTimeout); err != nil {
+		return Result{}, err
+	}
+	if cfg.AfterSetup != nil {
+		if err := cfg.AfterSetup(ctx, admin, r.topics); err != nil {
+			return Result{}, err
+		}
+	}
 
 	var before BrokerSample
 	if cfg.Broker != nil {
@@ -275,13 +327,29 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		}
 	}
 	if cfg.Broker != nil && win.err == nil {
-		m[result.BrokerCPUSeconds] = win.end.CPUSeconds - win.start.CPUSeconds
-		m[result.Fsyncs] = float64(win.end.Fsyncs - win.start.Fsyncs)
-		if win.start.WriteBytes >= 0 && win.end.WriteBytes >= 0 {
-			m[result.DiskWriteBytes] = float64(win.end.WriteBytes - win.start.WriteBytes)
+		putBrokerDeltas(m, win.start, win.end)
+		for id, end := range win.end.Brokers {
+			if start, ok := win.start.Brokers[id]; ok {
+				if res.Brokers == nil {
+					res.Brokers = map[string]map[string]float64{}
+				}
+				bm := map[string]float64{}
+				putBrokerDeltas(bm, start, end)
+				res.Brokers[strconv.Itoa(int(id))] = bm
+			}
 		}
 	}
 	return res, errors.Join(prods.err(), consErr, win.err)
+}
+
+// putBrokerDeltas puts what the broker spent between two samples: CPU
+// time, fsyncs and, when known, bytes written.
+func putBrokerDeltas(m map[string]float64, start, end BrokerSample) {
+	m[result.BrokerCPUSeconds] = end.CPUSeconds - start.CPUSeconds
+	m[result.Fsyncs] = float64(end.Fsyncs - start.Fsyncs)
+	if start.WriteBytes >= 0 && end.WriteBytes >= 0 {
+		m[result.DiskWriteBytes] = float64(end.WriteBytes - start.WriteBytes)
+	}
 }
 
 // MB is the unit of the MB/s figures: 2^20 bytes, as in Kreps' figures.
@@ -343,14 +411,14 @@ func sampleWindow(ctx context.Context, r *rep) <-chan windowSamples {
 }
 
 // createTopics creates the topics and fails unless every one is new.
-func createTopics(ctx context.Context, cl *kgo.Client, topics []string, partitions int32, configs map[string]string) error {
+func createTopics(ctx context.Context, cl *kgo.Client, topics []string, partitions int32, replicas int16, configs map[string]string) error {
 	req := kmsg.NewPtrCreateTopicsRequest()
 	req.TimeoutMillis = 30_000
 	for _, name := range topics {
 		t := kmsg.NewCreateTopicsRequestTopic()
 		t.Topic = name
 		t.NumPartitions = partitions
-		t.ReplicationFactor = -1 // the broker's default
+		t.ReplicationFactor = replicas
 		for _, k := range slices.Sorted(maps.Keys(configs)) {
 			c := kmsg.NewCreateTopicsRequestTopicConfig()
 			c.Name = k

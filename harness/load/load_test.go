@@ -10,8 +10,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/weir-broker/weir/core/topicconfig"
 	"github.com/weir-broker/weir/harness/result"
 	"github.com/weir-broker/weir/harness/spec"
+	"github.com/weir-broker/weir/node"
 	"github.com/weir-broker/weir/plugins/codec"
 	"github.com/weir-broker/weir/plugins/partitioner"
 	"github.com/weir-broker/weir/transport/broker"
@@ -233,6 +237,9 @@ func TestRunErrors(t *testing.T) {
 		{"no prefix", Config{Bootstrap: b.Addr(), Workload: w}, ErrConfig},
 		{"bad acks", Config{Bootstrap: b.Addr(), Workload: func() spec.Workload { w := w; w.Acks = "2"; return w }(), TopicPrefix: "x"}, ErrConfig},
 		{"bad topic config", Config{Bootstrap: b.Addr(), Workload: w, TopicPrefix: "cfg", TopicConfigs: map[string]string{"weir.flush.policy": "sometimes"}}, ErrTopics},
+		{"min insync over replication factor", Config{Bootstrap: b.Addr(), Workload: func() spec.Workload { w := w; w.MinInsync = 2; return w }(), TopicPrefix: "x"}, ErrConfig},
+		// One broker cannot hold two replicas: CreateTopics refuses.
+		{"replication factor over brokers", Config{Bootstrap: b.Addr(), Workload: func() spec.Workload { w := w; w.ReplicationFactor = 2; return w }(), TopicPrefix: "rf2"}, ErrTopics},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -291,5 +298,46 @@ func TestSkew(t *testing.T) {
 		if got := skew(tc.counts); got != tc.want {
 			t.Errorf("skew(%v) = %v, want %v", tc.counts, got, tc.want)
 		}
+	}
+}
+
+// The topics are created with the workload's replication factor and
+// min.insync.replicas beside the configs given, and AfterSetup sees them
+// in sync before any record is produced; its error fails the repetition.
+func TestTopicSetup(t *testing.T) {
+	b := startBroker(t)
+	w := workload()
+	w.Consumers = 0
+	var infos []node.TopicInfo
+	after := func(_ context.Context, _ *kgo.Client, topics []string) error {
+		for _, name := range topics {
+			info, err := b.Node().Topic(name)
+			if err != nil {
+				return err
+			}
+			infos = append(infos, info)
+		}
+		return nil
+	}
+	res, err := Run(context.Background(), Config{Bootstrap: b.Addr(), Workload: w, Seed: 7, TopicPrefix: "setup",
+		TopicConfigs: map[string]string{"segment.bytes": "1048576"}, AfterSetup: after})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(infos) != 1 || res.Metrics[result.MsgsProduced] <= 0 {
+		t.Fatalf("AfterSetup saw %d topics; %v records produced", len(infos), res.Metrics[result.MsgsProduced])
+	}
+	info := infos[0]
+	if c := info.Configs; c[topicconfig.MinInsyncReplicas] != "1" || c["segment.bytes"] != "1048576" || info.ReplicationFactor() != 1 {
+		t.Errorf("topic %s: configs %v, replication factor %d", info.Name, c, info.ReplicationFactor())
+	}
+	for _, p := range info.Partitions {
+		if p.Leader < 0 || len(p.ISR) != 1 {
+			t.Errorf("partition %d: leader %d, ISR %v", p.Index, p.Leader, p.ISR)
+		}
+	}
+	failing := func(context.Context, *kgo.Client, []string) error { return errors.New("look failed") }
+	if _, err := Run(context.Background(), Config{Bootstrap: b.Addr(), Workload: w, TopicPrefix: "setup-fails", AfterSetup: failing}); err == nil || err.Error() != "look failed" {
+		t.Errorf("Run with a failing AfterSetup = %v", err)
 	}
 }

@@ -148,7 +148,7 @@ func (p *producer) clientOpts(part partitioner.Partitioner) ([]kgo.Opt, error) {
 		return nil, err
 	}
 	opts := []kgo.Opt{
-		kgo.SeedBrokers(p.r.cfg.Bootstrap),
+		p.r.cfg.seeds(),
 		kgo.RequiredAcks(acks),
 		kgo.ProducerLinger(w.Linger),
 		kgo.ProducerBatchMaxBytes(int32(w.BatchMaxBytes)),

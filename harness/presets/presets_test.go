@@ -4,12 +4,13 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/weir-broker/weir/harness/result"
 )
 
 func TestPresetsValidate(t *testing.T) {
-	want := []string{"durability", "flush", "kreps2014", "probes", "quick"}
+	want := []string{"durability", "flush", "kreps2014", "probes", "quick", "replication"}
 	if got := Names(); strings.Join(got, ",") != strings.Join(want, ",") {
 		t.Fatalf("presets %v, want %v", got, want)
 	}
@@ -88,6 +89,44 @@ func TestKrepsReferences(t *testing.T) {
 		if !found || r.Value <= 0 || !strings.Contains(r.Source, "Kreps") {
 			t.Errorf("reference %+v", r)
 		}
+	}
+}
+
+// The replication preset: a 3-broker cluster, an unpaced and a 100k
+// records/s section, each the same three settings against the RF 1 acks=1
+// baseline, and a run of a few minutes at most.
+func TestReplicationShape(t *testing.T) {
+	s, err := Spec("replication")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := s.Target.Cluster
+	if c == nil || c.Brokers != 3 || c.ZooKeeper != "embedded" || s.Repetitions < 3 {
+		t.Fatalf("target %+v, %d reps; want a 3-broker cluster on an embedded ZooKeeper, 3 reps or more", c, s.Repetitions)
+	}
+	secs, err := s.Sections()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"replication_factor=1/min_insync=1/acks=1", "replication_factor=3/min_insync=1/acks=1", "replication_factor=3/min_insync=2/acks=all"}
+	var total time.Duration
+	for i, sec := range secs {
+		if sec.Baseline != want[0] || len(sec.Points) != len(want) {
+			t.Fatalf("section %s: baseline %q, %d points", sec.Name, sec.Baseline, len(sec.Points))
+		}
+		for j, p := range sec.Points {
+			w := p.Workload
+			if p.ID != want[j] || w.Partitions != 6 || w.MessageSize.Size != 100 || w.Producers != 1 {
+				t.Errorf("%s point %d: %s: %s", sec.Name, j, p.ID, w.Summary())
+			}
+			if rate := []float64{0, 100000}[i]; w.Rate != rate {
+				t.Errorf("%s point %s: rate %v, want %v", sec.Name, p.ID, w.Rate, rate)
+			}
+			total += time.Duration(s.Repetitions) * (w.Warmup + w.Duration)
+		}
+	}
+	if len(secs) != 2 || total > 3*time.Minute {
+		t.Errorf("%d sections, %v of load; want 2 sections and a few minutes", len(secs), total)
 	}
 }
 

@@ -59,6 +59,10 @@ func WriteMarkdown(w io.Writer, run *result.Run) error {
 			}
 			render(v.pointTable(g.Metrics, ti == 0))
 		}
+		if bt, ok := v.baselineTable(); ok {
+			p("### Against the baseline\n\n%s\n\n", EscapeMarkdown(v.baselineNote()))
+			render(bt)
+		}
 		if refs := v.references(run.References); len(refs) > 0 {
 			p("### This machine vs published\n\n")
 			render(referenceTable(refs))

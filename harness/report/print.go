@@ -49,6 +49,10 @@ func Print(w io.Writer, run *result.Run) error {
 			}
 			render(v.pointTable(g.Metrics, ti == 0))
 		}
+		if bt, ok := v.baselineTable(); ok {
+			p("Against the baseline\n%s\n", v.baselineNote())
+			render(bt)
+		}
 		if refs := v.references(run.References); len(refs) > 0 {
 			p("This machine vs published\n")
 			render(referenceTable(refs))

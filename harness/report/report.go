@@ -317,6 +317,56 @@ func referenceTable(refs []refRow) Table {
 	return t
 }
 
+// baselineMetrics are the metrics a baseline table sets against the
+// baseline's, those present: throughput, the latencies' middle and tail,
+// and what the brokers spent.
+var baselineMetrics = []string{
+	result.ProduceMBPerSec, result.ProduceMsgsPerSec, result.ConsumeMBPerSec,
+	result.AckP50, result.AckP99, result.E2EP50, result.E2EP99, result.BrokerCPUSeconds,
+}
+
+// baselineTable sets every point against the section's baseline: each
+// metric's median over the baseline's. ok is false when the section has
+// no baseline, or the baseline point did not finish.
+func (v *view) baselineTable() (t Table, ok bool) {
+	base := slices.IndexFunc(v.sec.Points, func(p result.Point) bool { return p.ID == v.sec.Baseline })
+	if v.sec.Baseline == "" || base < 0 {
+		return Table{}, false
+	}
+	var metrics []string
+	for _, m := range baselineMetrics {
+		if _, ok := v.sums[base][m]; ok {
+			metrics = append(metrics, m)
+		}
+	}
+	if len(metrics) == 0 {
+		return Table{}, false
+	}
+	t.Header = slices.Clone(v.labelColumns())
+	t.Align = strings.Repeat("l", len(t.Header)) + strings.Repeat("r", len(metrics))
+	t.Header = append(t.Header, metrics...)
+	for i := range v.sec.Points {
+		row := v.label(i)
+		for _, m := range metrics {
+			s, ok := v.sums[i][m]
+			b := v.sums[base][m]
+			if !ok || b.Median == 0 {
+				row = append(row, "-")
+				continue
+			}
+			row = append(row, FormatValue(s.Median/b.Median)+"×")
+		}
+		t.Rows = append(t.Rows, row)
+	}
+	return t, true
+}
+
+// baselineNote introduces a baseline table.
+func (v *view) baselineNote() string {
+	return fmt.Sprintf("Each point's median over the baseline's (%s), measured in this run: above 1× is more "+
+		"throughput, or more latency or CPU, than the baseline.", v.sec.Baseline)
+}
+
 // failures lists failed reps: point, rep number (from 1), error.
 func (v *view) failures() Table {
 	t := Table{Header: []string{"point", "rep", "error"}, Align: "lrl"}
@@ -345,7 +395,7 @@ func envRows(run *result.Run) [][]string {
 	if e.MemoryMiB > 0 {
 		mem = fmt.Sprintf("%d MiB", e.MemoryMiB)
 	}
-	return [][]string{
+	rows := [][]string{
 		{"host", orDash(e.Hostname)},
 		{"CPU", cpu},
 		{"memory", mem},
@@ -353,13 +403,26 @@ func envRows(run *result.Run) [][]string {
 		{"Go", orDash(e.GoVersion)},
 		{"weir commit", orDash(e.WeirCommit)},
 		{"target", orDash(e.Target)},
+	}
+	// Only runs whose target was started by the runner say these; older
+	// runs' reports stay as they were.
+	if e.Brokers > 0 {
+		rows = append(rows, []string{"brokers", strconv.Itoa(e.Brokers)})
+	}
+	if e.ZooKeeper != "" {
+		rows = append(rows, []string{"ZooKeeper", e.ZooKeeper})
+	}
+	if e.Networking != "" {
+		rows = append(rows, []string{"networking", e.Networking})
+	}
+	return append(rows, [][]string{
 		{"data directory", orDash(e.DataDir)},
 		{"file system", orDash(strings.TrimSpace(e.FileSystem + " " + parens(e.MountOptions)))},
 		{"device", orDash(strings.TrimSpace(e.Device + " " + parens(e.DeviceModel)))},
 		{"rotational", rot},
 		{"I/O scheduler", orDash(e.Scheduler)},
 		{"RAID", orDefault(e.RAID, "none")},
-	}
+	}...)
 }
 
 // runLine is the one-line summary under a report's title.

@@ -573,3 +573,61 @@ func TestSparseRuns(t *testing.T) {
 		}
 	}
 }
+
+// A cluster run names its brokers, ZooKeeper and networking, and a
+// section with a baseline sets each point's medians against it; the
+// per-broker figures stay in run.json.
+func TestBaselineAndClusterEnv(t *testing.T) {
+	rep := func(mbps, p99 float64) result.Rep {
+		return result.Rep{Metrics: map[string]float64{result.ProduceMBPerSec: mbps, result.AckP99: p99},
+			Brokers: map[string]map[string]float64{"1": {result.BrokerCPUSeconds: 0.5}, "2": {result.BrokerCPUSeconds: 0.25}}}
+	}
+	point := func(rf, acks string, reps ...result.Rep) result.Point {
+		return result.Point{ID: "replication_factor=" + rf + "/acks=" + acks,
+			Factors: []result.FactorValue{{Name: "replication_factor", Value: rf}, {Name: "acks", Value: acks}}, Reps: reps}
+	}
+	run := &result.Run{Version: result.SchemaVersion, Name: "repl",
+		Env: result.Env{Target: "cluster", Brokers: 3, ZooKeeper: "embedded", Networking: "loopback"},
+		Sections: []result.Section{{Name: "load", Factors: []string{"replication_factor", "acks"}, Baseline: "replication_factor=1/acks=1",
+			Points: []result.Point{
+				point("1", "1", rep(100, 2000), rep(110, 2200), rep(90, 1800)),
+				point("3", "all", rep(50, 8000), rep(55, 9000), rep(45, 7000)),
+			}}}}
+	var md, txt bytes.Buffer
+	if err := WriteMarkdown(&md, run); err != nil {
+		t.Fatal(err)
+	}
+	if err := Print(&txt, run); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"### Against the baseline", "baseline's (replication\\_factor=1/acks=1)", " 0.5000× |", " 4.000× |", " 1.000× |",
+		"| brokers ", "| 3 ", "| ZooKeeper ", "| embedded ", "| networking ", "| loopback "} {
+		if !strings.Contains(md.String(), want) {
+			t.Errorf("report.md lacks %q:\n%s", want, md.String())
+		}
+	}
+	if !strings.Contains(txt.String(), "Against the baseline") || !strings.Contains(txt.String(), "4.000×") {
+		t.Errorf("printed report lacks the baseline table:\n%s", txt.String())
+	}
+	dir := t.TempDir()
+	if err := Write(dir, run); err != nil {
+		t.Fatal(err)
+	}
+	back, err := result.Read(filepath.Join(dir, RunFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := back.Sections[0].Points[1].Reps[0].Brokers; b["2"][result.BrokerCPUSeconds] != 0.25 || back.Sections[0].Baseline != run.Sections[0].Baseline ||
+		back.Env.Networking != "loopback" {
+		t.Errorf("run.json read back: brokers %v, baseline %q, networking %q", b, back.Sections[0].Baseline, back.Env.Networking)
+	}
+	// Without a baseline (every run written before them) there is no such table.
+	run.Sections[0].Baseline = ""
+	md.Reset()
+	if err := WriteMarkdown(&md, run); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(md.String(), "Against the baseline") {
+		t.Error("a baseline table without a baseline")
+	}
+}

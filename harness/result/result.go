@@ -43,7 +43,7 @@ const (
 	E2EP999 = "e2e-p99.9-us"
 	E2EMax  = "e2e-max-us"
 
-	BrokerCPUSeconds = "broker-cpu-s"     // user+system CPU of the broker during the measured window
+	BrokerCPUSeconds = "broker-cpu-s"     // user+system CPU of the broker (a cluster's: all its brokers) during the measured window
 	DiskWriteBytes   = "disk-write-bytes" // bytes the broker wrote to its data directory's device
 	Fsyncs           = "fsyncs"
 	CompressionRatio = "compression-ratio" // uncompressed record bytes / stored batch bytes
@@ -97,6 +97,10 @@ type Section struct {
 	Name    string   `json:"name"`    // "disk", "memory", "load", ...
 	Factors []string `json:"factors"` // factor names, in matrix order
 	Points  []Point  `json:"points"`
+	// Baseline is the ID of the point the report sets the others against
+	// (ratios of medians); "" for none, as in every run written before
+	// baselines existed.
+	Baseline string `json:"baseline,omitempty"`
 }
 
 // Point is one cell of a section's matrix.
@@ -122,6 +126,10 @@ type Rep struct {
 	// Error is set when the repetition failed; its Metrics may be partial and
 	// statistics skip it.
 	Error string `json:"error,omitempty"`
+	// Brokers are a cluster target's per-broker figures over the window
+	// (broker-cpu-s, disk-write-bytes, fsyncs), by broker id; Metrics hold
+	// their sums. Absent for other targets.
+	Brokers map[string]map[string]float64 `json:"brokers,omitempty"`
 }
 
 // Reference is a published figure to print beside this machine's: the
@@ -153,8 +161,19 @@ type Env struct {
 	Rotational   *bool  `json:"rotational,omitempty"` // nil when unknown
 	Scheduler    string `json:"scheduler"`            // mq-deadline, none, ...
 	RAID         string `json:"raid,omitempty"`       // raid5 (from /proc/mdstat or sysfs), "" when none
-	// Target is "embedded" or the bootstrap address measured.
+	// Target is "embedded", "cluster" or the bootstrap address measured.
 	Target string `json:"target"`
+	// Brokers is how many brokers the runner started per point: 1 for an
+	// embedded broker, the cluster's count; 0 for a bootstrap target (and
+	// in runs written before clusters).
+	Brokers int `json:"brokers,omitempty"`
+	// ZooKeeper is a cluster target's ZooKeeper: "embedded" (one started
+	// per point) or the external connect string; "" otherwise.
+	ZooKeeper string `json:"zookeeper,omitempty"`
+	// Networking is how the runner's brokers reached each other and the
+	// clients: "loopback" (every process on 127.0.0.1); "" for a
+	// bootstrap target.
+	Networking string `json:"networking,omitempty"`
 }
 
 // Write stores r as indented JSON at path.

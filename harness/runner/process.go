@@ -50,17 +50,26 @@ func (b *broker) stop() error {
 // Sample implements load.BrokerStats: CPU time and bytes written from
 // /proc/<pid>, fsyncs and stored bytes of the topics from /metrics.
 func (b *broker) Sample(ctx context.Context, topics []string) (load.BrokerSample, error) {
-	pid := b.Pid()
+	s, _, err := sampleProcess(ctx, b.Process, topics)
+	return s, err
+}
+
+// sampleProcess reads one broker process's counters (see Sample), and the
+// stored bytes of each of the topics' partitions it holds, by
+// "topic/partition".
+func sampleProcess(ctx context.Context, p *brokerproc.Process, topics []string) (load.BrokerSample, map[string]int64, error) {
+	pid := p.Pid()
 	var s load.BrokerSample
 	var err error
 	if s.CPUSeconds, err = procCPUSeconds(pid); err != nil {
-		return s, err
+		return s, nil, err
 	}
 	s.WriteBytes = procWriteBytes(pid)
-	ms, err := b.scrape(ctx)
+	ms, err := scrape(ctx, p.MetricsAddr)
 	if err != nil {
-		return s, err
+		return s, nil, err
 	}
+	sizes := map[string]int64{}
 	for _, m := range ms {
 		if !slices.Contains(topics, m.labels["topic"]) {
 			continue
@@ -70,9 +79,10 @@ func (b *broker) Sample(ctx context.Context, topics []string) (load.BrokerSample
 			s.Fsyncs += int64(m.value)
 		case "weir_partition_size_bytes":
 			s.StoredBytes += int64(m.value)
+			sizes[m.labels["topic"]+"/"+m.labels["partition"]] = int64(m.value)
 		}
 	}
-	return s, nil
+	return s, sizes, nil
 }
 
 // procCPUSeconds reads utime+stime (fields 14 and 15) of /proc/<pid>/stat.
@@ -135,10 +145,12 @@ type metric struct {
 	value  float64
 }
 
-func (b *broker) scrape(ctx context.Context) ([]metric, error) {
+// scrape reads the weir_partition_ samples of the /metrics endpoint at
+// addr.
+func scrape(ctx context.Context, addr string) ([]metric, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+b.MetricsAddr+"/metrics", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrBroker, err)
 	}

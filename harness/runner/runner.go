@@ -1,8 +1,8 @@
 // Package runner executes an experiment spec end to end: it validates the
 // spec, captures the environment, runs the probes, expands the load matrix
 // and runs each point's repetitions (against a fresh `weir broker`
-// subprocess per point for embedded targets), then writes and prints the
-// report. A spec with a durability block runs durability experiments
+// subprocess per point for embedded targets, a fresh cluster per point for
+// cluster targets), then writes and prints the report. A spec with a durability block runs durability experiments
 // instead (package harness/durability): a fresh broker per repetition,
 // killed or powered off at a random moment, restarted and read back.
 //
@@ -13,11 +13,23 @@
 // segments, no leftover topics. Each point's data directory is removed when
 // the point ends.
 //
+// A cluster target (package harness/clusterproc) starts, per point, a
+// ZooKeeper from Debian's package (or a fresh chroot of an external one)
+// and N brokers with ids 1..N, and waits until every broker lists all N
+// before any topic is created; the brokers' CPU time, disk writes and
+// fsyncs are summed over them (and kept per broker in run.json). Every
+// repetition's topics are created with the point's replication factor and
+// min.insync.replicas, and the load starts only once every partition has a
+// leader and its full ISR (package harness/load).
+//
 // Nothing runs before the whole spec is valid (values, plugin specs through
-// the plugin host, a reachable bootstrap address). Ctrl-C (ctx cancelled)
-// stops the current point cleanly (producers and consumers first, then the
-// broker), keeps every repetition that finished, marks the run interrupted
-// and still writes the report.
+// the plugin host, a reachable bootstrap address or external ZooKeeper, an
+// installed ZooKeeper for an embedded one). Ctrl-C (ctx cancelled) stops
+// the current point cleanly (producers and consumers first, then the
+// brokers, then a cluster's ZooKeeper), keeps every repetition that
+// finished, marks the run interrupted and still writes the report. A
+// broker or cluster that fails to start, or a broker that dies during a
+// point, is stopped with everything else of the point and ends the run.
 package runner
 
 import (
@@ -34,7 +46,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/weir-broker/weir/core/topicconfig"
+	"github.com/weir-broker/weir/harness/clusterproc"
 	"github.com/weir-broker/weir/harness/durability"
 	"github.com/weir-broker/weir/harness/env"
 	"github.com/weir-broker/weir/harness/load"
@@ -48,7 +63,8 @@ import (
 
 // Errors of Run.
 var (
-	// ErrBroker: the broker subprocess failed to start, serve or stop.
+	// ErrBroker: the broker subprocess, or a cluster's broker or
+	// ZooKeeper, failed to start, serve or stop.
 	ErrBroker = errors.New("runner: broker")
 	// ErrInterrupted: the run was stopped (ctx cancelled) before it
 	// finished; the report holds what finished.
@@ -70,10 +86,11 @@ type Options struct {
 	// ResultsRoot is where Out defaults to a new directory. Default
 	// DefaultResultsRoot.
 	ResultsRoot string
-	// DataDir overrides target.embedded.data_dir.
+	// DataDir overrides target.embedded.data_dir and
+	// target.cluster.data_dir.
 	DataDir string
-	// Weir is the weir binary that serves `weir broker` for embedded
-	// targets. Default: os.Executable() (the running weir).
+	// Weir is the weir binary that serves `weir broker` for embedded and
+	// cluster targets. Default: os.Executable() (the running weir).
 	Weir string
 	// PluginDir is searched for plugin binaries named by specs.
 	PluginDir string
@@ -86,6 +103,10 @@ type Options struct {
 	Stderr io.Writer
 	// DrainTimeout overrides load.Config.DrainTimeout (tests).
 	DrainTimeout time.Duration
+
+	// afterSetup is load.Config.AfterSetup, for tests to look at the
+	// topics of each repetition before its load.
+	afterSetup func(ctx context.Context, cl *kgo.Client, topics []string) error
 }
 
 // Run executes opts.Spec and returns the run and the directory its report
@@ -113,9 +134,9 @@ func Run(ctx context.Context, opts Options) (*result.Run, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	embedded := s.Target.IsEmbedded()
+	managed := s.Target.Managed()
 	weir := opts.Weir
-	if embedded && weir == "" {
+	if managed && weir == "" {
 		if weir, err = os.Executable(); err != nil {
 			return nil, "", fmt.Errorf("%w: find the weir binary: %w", ErrBroker, err)
 		}
@@ -123,10 +144,10 @@ func Run(ctx context.Context, opts Options) (*result.Run, string, error) {
 
 	// Where the brokers' data directories and the probes' files go.
 	var dataRoot string
-	if embedded {
+	if managed {
 		dataRoot = opts.DataDir
-		if dataRoot == "" && s.Target.Embedded != nil {
-			dataRoot = s.Target.Embedded.DataDir
+		if dataRoot == "" {
+			dataRoot = s.Target.DataDir()
 		}
 		if dataRoot == "" {
 			dataRoot = os.TempDir()
@@ -137,7 +158,7 @@ func Run(ctx context.Context, opts Options) (*result.Run, string, error) {
 	// The run works in a directory of its own under the data root, removed
 	// at the end, so nothing of the user's there is touched.
 	workDir := ""
-	if embedded {
+	if managed {
 		if workDir, err = os.MkdirTemp(dataRoot, "weir-run-"); err != nil {
 			return nil, "", fmt.Errorf("runner: data directory: %w", err)
 		}
@@ -155,15 +176,21 @@ func Run(ctx context.Context, opts Options) (*result.Run, string, error) {
 	}
 	run := &result.Run{Version: result.SchemaVersion, Name: s.Name, Spec: s.Text, Seed: s.Seed, Started: started}
 	run.Env = env.Capture(dataRoot)
-	run.Env.Target = "embedded"
-	if !embedded {
+	switch {
+	case s.Target.IsCluster():
+		run.Env.Target, run.Env.Brokers, run.Env.ZooKeeper = "cluster", s.Target.Cluster.Brokers, s.Target.Cluster.ZooKeeper
+		run.Env.Networking = clusterproc.NetworkingLoopback
+	case managed:
+		run.Env.Target, run.Env.Brokers, run.Env.Networking = "embedded", 1, clusterproc.NetworkingLoopback
+	default:
 		run.Env.Target = s.Target.Bootstrap
 	}
 	for _, w := range s.Warnings {
 		fmt.Fprintf(stderr, "weir run: warning: %s\n", w)
 	}
 
-	r := &runner{opts: opts, spec: s, host: h, weir: weir, workDir: workDir, runID: started.Format("150405")}
+	r := &runner{opts: opts, spec: s, host: h, weir: weir, workDir: workDir, runID: started.Format("150405"),
+		runStamp: started.Format("20060102T150405.000000000")}
 	var estimate time.Duration
 	points := 0
 	for _, sec := range sections {
@@ -215,12 +242,14 @@ type runner struct {
 	weir     string
 	workDir  string // the run's own directory under the data root (embedded targets)
 	runID    string // names topics, so runs against one cluster do not collide
+	runStamp string // names a cluster's ZooKeeper chroots, unique across runs
 	progress *progress
 	point    int // load points started, over all sections
 }
 
 // pointEstimate is a point's expected time: its reps' windows and warm-ups,
-// plus a second per rep for topics and drains and a second for the broker.
+// plus a second per rep for topics and drains and a second for the broker
+// (three for a cluster: ZooKeeper, the brokers, their agreeing).
 // A durability rep ends at its fault, on average half way through the
 // window, and then restarts the broker and reads back: half a second.
 func (r *runner) pointEstimate(w spec.Workload) time.Duration {
@@ -228,7 +257,11 @@ func (r *runner) pointEstimate(w spec.Workload) time.Duration {
 	if r.spec.Durability != nil {
 		return reps * (w.Warmup + w.Duration/2 + time.Second/2)
 	}
-	return reps*(w.Warmup+w.Duration+time.Second) + time.Second
+	start := time.Second
+	if r.spec.Target.IsCluster() {
+		start = 3 * time.Second
+	}
+	return reps*(w.Warmup+w.Duration+time.Second) + start
 }
 
 // probes runs the spec's disk and memory probes, adding their sections and
@@ -282,7 +315,7 @@ func (r *runner) probes(ctx context.Context, run *result.Run) error {
 // least one finished repetition.
 func (r *runner) load(ctx context.Context, run *result.Run, sections []spec.Section) error {
 	for _, sec := range sections {
-		rs := result.Section{Name: sec.Name, Factors: slices.Clone(sec.Factors)}
+		rs := result.Section{Name: sec.Name, Factors: slices.Clone(sec.Factors), Baseline: sec.Baseline}
 		var err error
 		for _, p := range sec.Points {
 			var pt result.Point
@@ -318,7 +351,7 @@ func (r *runner) runPoint(ctx context.Context, section string, p spec.Point) (pt
 	summary := "not run"
 	defer func() { pp.end(summary) }()
 
-	cfg := load.Config{Workload: w, DrainTimeout: r.opts.DrainTimeout, TopicConfigs: maps.Clone(w.TopicConfig)}
+	cfg := load.Config{Workload: w, DrainTimeout: r.opts.DrainTimeout, TopicConfigs: maps.Clone(w.TopicConfig), AfterSetup: r.opts.afterSetup}
 	if cfg.TopicConfigs == nil {
 		cfg.TopicConfigs = map[string]string{}
 	}
@@ -340,44 +373,21 @@ func (r *runner) runPoint(ctx context.Context, section string, p spec.Point) (pt
 		cfg.NewPartitioner = func() (partitioner.Partitioner, error) { return r.host.Partitioner(specStr) }
 	}
 
-	if r.spec.Target.IsEmbedded() {
-		if w.FlushPolicy != "" {
-			cfg.TopicConfigs[topicconfig.FlushPolicy] = w.FlushPolicy
-		}
-		cfg.TopicConfigs[topicconfig.DurableAcks] = strconv.FormatBool(w.DurableAcks)
-		dir := filepath.Join(r.workDir, fmt.Sprintf("point-%03d", index))
-		defer os.RemoveAll(dir)
-		var flags []string
-		if r.opts.PluginDir != "" {
-			// The broker resolves flush policy plugins itself.
-			flags = append(flags, "--plugin-dir", r.opts.PluginDir)
-		}
-		if e := r.spec.Target.Embedded; e != nil {
-			flags = append(flags, e.BrokerFlags...) // after ours: the spec's win
-		}
-		b, err := startBroker(ctx, r.weir, dir, flags)
-		if err != nil {
-			return pt, err
-		}
-		defer func() {
-			if stopErr := b.stop(); stopErr != nil && err == nil && ctx.Err() == nil {
-				err = stopErr
-			}
-		}()
-		cfg.Bootstrap = b.Addr
-		cfg.Broker = b
-	} else {
-		cfg.Bootstrap = r.spec.Target.Bootstrap
+	alive, stop, err := r.startTarget(ctx, index, &cfg)
+	if err != nil {
+		summary = "the target did not start"
+		return pt, err
 	}
+	defer func() {
+		if stopErr := stop(); stopErr != nil && err == nil && ctx.Err() == nil {
+			err = stopErr
+		}
+	}()
 
 	for rep := range r.spec.Repetitions {
-		if b, ok := cfg.Broker.(*broker); ok {
-			select {
-			case <-b.Exited():
-				summary = fmt.Sprintf("broker died after %d of %d reps", len(pt.Reps), r.spec.Repetitions)
-				return pt, fmt.Errorf("%w: exited during the point (%v): %s", ErrBroker, b.ExitErr(), b.Output())
-			default:
-			}
+		if err := alive(); err != nil {
+			summary = fmt.Sprintf("broker died after %d of %d reps", len(pt.Reps), r.spec.Repetitions)
+			return pt, err
 		}
 		pp.rep(rep, r.spec.Repetitions)
 		cfg.Seed = r.spec.Seed + 1000*int64(index) + int64(rep)
@@ -388,7 +398,7 @@ func (r *runner) runPoint(ctx context.Context, section string, p spec.Point) (pt
 			summary = fmt.Sprintf("interrupted after %d of %d reps", len(pt.Reps), r.spec.Repetitions)
 			return pt, ctx.Err()
 		}
-		rp := result.Rep{Started: res.Started.UTC(), Duration: res.Window, Metrics: res.Metrics}
+		rp := result.Rep{Started: res.Started.UTC(), Duration: res.Window, Metrics: res.Metrics, Brokers: res.Brokers}
 		if res.Metrics == nil {
 			rp.Started, rp.Metrics = begin.UTC(), map[string]float64{}
 		}
@@ -399,6 +409,73 @@ func (r *runner) runPoint(ctx context.Context, section string, p spec.Point) (pt
 	}
 	summary = pointSummary(&pt)
 	return pt, nil
+}
+
+// startTarget starts what a point of a managed target runs against (a
+// broker or a cluster, with a fresh data directory) and points cfg at it;
+// for a bootstrap target it only sets cfg.Bootstrap. alive reports a
+// broker that died (checked before each rep); stop stops everything the
+// point started and removes its data. Errors wrap ErrBroker.
+func (r *runner) startTarget(ctx context.Context, index int, cfg *load.Config) (alive, stop func() error, err error) {
+	alive = func() error { return nil }
+	if !r.spec.Target.Managed() {
+		cfg.Bootstrap = r.spec.Target.Bootstrap
+		return alive, alive, nil
+	}
+	w := cfg.Workload
+	if w.FlushPolicy != "" {
+		cfg.TopicConfigs[topicconfig.FlushPolicy] = w.FlushPolicy
+	}
+	cfg.TopicConfigs[topicconfig.DurableAcks] = strconv.FormatBool(w.DurableAcks)
+	dir := filepath.Join(r.workDir, fmt.Sprintf("point-%03d", index))
+	var flags []string
+	if r.opts.PluginDir != "" {
+		// The broker resolves flush policy plugins itself.
+		flags = append(flags, "--plugin-dir", r.opts.PluginDir)
+	}
+	if sc := r.spec.Target.Cluster; sc != nil {
+		cl, err := r.startCluster(ctx, index, dir, append(flags, sc.BrokerFlags...)) // after ours: the spec's win
+		if err != nil {
+			os.RemoveAll(dir)
+			return nil, nil, err
+		}
+		cfg.Bootstrap, cfg.Broker = cl.Bootstrap(), clusterStats{cl}
+		alive = func() error {
+			if err := cl.CheckRunning(); err != nil {
+				return fmt.Errorf("%w: %w", ErrBroker, err)
+			}
+			return nil
+		}
+		return alive, func() error { return removeAfter(dir, cl.Stop()) }, nil
+	}
+	if e := r.spec.Target.Embedded; e != nil {
+		flags = append(flags, e.BrokerFlags...) // after ours: the spec's win
+	}
+	b, err := startBroker(ctx, r.weir, dir, flags)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, nil, err
+	}
+	cfg.Bootstrap, cfg.Broker = b.Addr, b
+	alive = func() error {
+		select {
+		case <-b.Exited():
+			return fmt.Errorf("%w: exited during the point (%v): %s", ErrBroker, b.ExitErr(), b.Output())
+		default:
+			return nil
+		}
+	}
+	return alive, func() error { return removeAfter(dir, b.stop()) }, nil
+}
+
+// removeAfter removes a point's data directory once what used it has
+// stopped (with stopErr), and returns stopErr wrapped in ErrBroker.
+func removeAfter(dir string, stopErr error) error {
+	os.RemoveAll(dir)
+	if stopErr != nil && !errors.Is(stopErr, ErrBroker) {
+		return fmt.Errorf("%w: %w", ErrBroker, stopErr)
+	}
+	return stopErr
 }
 
 // pointSummary is the one line a finished point prints: its medians.

@@ -4,11 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"math"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -16,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weir-broker/weir/harness/internal/weirbin"
 	"github.com/weir-broker/weir/harness/load"
 	"github.com/weir-broker/weir/harness/report"
 	"github.com/weir-broker/weir/harness/result"
@@ -26,23 +25,7 @@ import (
 // `weir broker` as the embedded target, as the CLI does with itself.
 var weirBin string
 
-func TestMain(m *testing.M) {
-	os.Exit(func() int {
-		dir, err := os.MkdirTemp("", "weir-runner-test-")
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		defer os.RemoveAll(dir)
-		weirBin = filepath.Join(dir, "weir")
-		build := exec.Command("go", "build", "-o", weirBin, "github.com/weir-broker/weir/cmd/weir")
-		if out, err := build.CombinedOutput(); err != nil {
-			fmt.Fprintf(os.Stderr, "go build cmd/weir: %v\n%s", err, out)
-			return 1
-		}
-		return m.Run()
-	}())
-}
+func TestMain(m *testing.M) { os.Exit(weirbin.Main(m, &weirBin)) }
 
 // tinySpec is two points of one repetition, about a second each.
 const tinySpec = `

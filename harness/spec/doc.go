@@ -14,11 +14,18 @@
 //	name: codec-sweep            # names the run and its results directory
 //	seed: 1                      # seeds payloads, keys and sizes (default 0)
 //	repetitions: 5               # reps per matrix point (default 5)
-//	target:                      # one of embedded (the default) or bootstrap
+//	target:                      # one of embedded (the default), bootstrap or cluster
 //	  embedded:                  # a `weir broker` subprocess per point
 //	    data_dir: /mnt/nvme/weir # where its data directories go (default: a temp dir)
 //	    broker_flags: [--disable-sendfile]
 //	  # bootstrap: 10.0.0.5:9092 # or any Kafka-compatible cluster
+//	  # cluster:                 # or a fresh cluster per point (package harness/clusterproc)
+//	  #   brokers: 3             # broker ids 1..N (default 3)
+//	  #   zookeeper: embedded    # (default) Debian's ZooKeeper per point, or "host:port[/chroot]":
+//	  #                          #   then each point under a fresh chroot below it
+//	  #   data_dir: /mnt/nvme    # as embedded's (default: a temp dir)
+//	  #   broker_flags: []       # for every broker
+//	  #   session_timeout: 0s    # --zookeeper-session-timeout; 0: the broker's (18s)
 //	workload:
 //	  topics: 1
 //	  partitions: 4
@@ -36,14 +43,20 @@
 //	  acks: all                  # 0 | 1 | all
 //	  codec: none                # a codec spec (weir codecs), or a plugin path
 //	  partitioner: ""            # a partitioner spec; "": the client's default
-//	  flush_policy: ""           # embedded only; "": the broker's default
-//	  durable_acks: false        # embedded only
+//	  flush_policy: ""           # embedded and cluster only; "": the broker's default
+//	  durable_acks: false        # embedded and cluster only
+//	  replication_factor: 1      # the topics'; at most the brokers (1 when embedded)
+//	  min_insync: 1              # the topics' min.insync.replicas; 1..replication_factor
 //	  batch_max_bytes: 1000012   # franz-go's default
 //	  linger: 10ms               # franz-go's default
 //	  topic_config: {segment.bytes: "1073741824"}
 //	factors:                     # each a list of levels; the matrix is their product
 //	  codec: [none, zstd]
 //	  flush_policy: [never, every-batch]
+//	# points:                    # or, instead of factors, the points one by one
+//	#   - {replication_factor: 1, acks: "1"}
+//	#   - {replication_factor: 3, min_insync: 2, acks: all}
+//	baseline: ""                 # a point's ID: the report sets the others against it
 //	probes:                      # optional disk and memory probes, run before the load
 //	  disk: {file_size: 256MiB, block_sizes: [4KiB, 1MiB]}
 //	  memory: {bytes: 256MiB}
@@ -64,14 +77,41 @@
 // everything back (package harness/durability).
 //
 // A spec may instead list experiments, each a load section of the run with
-// its own workload overrides (applied over the top-level workload) and
-// factors; the kreps2014 preset does this to reproduce several tables.
+// its own workload overrides (applied over the top-level workload),
+// factors (or points) and baseline; the kreps2014 preset does this to
+// reproduce several tables, the replication preset to measure the same
+// settings unpaced and paced.
+//
+// # Points and baselines
+//
+// Factors make a full product. Some comparisons are not one: min_insync 2
+// means nothing at replication factor 1, so "RF 1 acks=1, RF 3 acks=1,
+// RF 3 acks=all min_insync 2" is a list of points (Levels), each naming
+// one level of the factors it sets; the section's factors are all those
+// any point names, and a point that leaves one out takes the workload's
+// value, so every ID names them all. A baseline names one point of its
+// section by ID; the report then adds a table of each point's medians
+// over the baseline's (throughput, latency percentiles, broker CPU), both
+// measured in the same run on the same machine.
+//
+// # Targets and replication
+//
+// Validation knows the target's brokers: replication_factor must be 1 on
+// an embedded broker and at most target.cluster.brokers on a cluster
+// (unchecked on a bootstrap address), and min_insync at most the
+// replication factor at every point (the error names the point).
+// flush_policy and durable_acks are broker and topic configs the runner
+// sets, so they need a target it starts (embedded or cluster). Topics are
+// created with the point's replication factor and min.insync.replicas,
+// and its load starts once every partition has a leader and its full ISR.
 //
 // # Matrix order
 //
 // Factors expand as a full matrix in a fixed order, the first factor varying
-// slowest: codec, partitioner, flush_policy, durable_acks, acks,
-// batch_max_bytes, linger, partitions, message_size, producers, consumers.
+// slowest: codec, partitioner, flush_policy, durable_acks,
+// replication_factor, min_insync, acks, batch_max_bytes, linger,
+// partitions, message_size, producers, consumers (what changes the broker,
+// the topics or the client's encoding first, the load's shape last).
 // Levels keep the order the spec lists them in. A point's ID joins the
 // factor levels in that order ("codec=zstd/flush_policy=never"), the form of
 // Go sub-benchmark names, so benchstat can slice the results.

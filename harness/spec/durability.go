@@ -74,23 +74,13 @@ func DefaultDurability() Durability {
 	}
 }
 
-var durabilityFields = []string{"faults", "torn", "sync_latency", "recovery_timeout", "verify_records", "age_slack"}
-
 // UnmarshalYAML decodes a durability block over the defaults, rejecting
 // unknown fields like the rest of the spec.
 func (d *Durability) UnmarshalYAML(n *yaml.Node) error {
-	if n.Kind != yaml.MappingNode {
-		return fmt.Errorf("line %d: durability: want a map of %s", n.Line, strings.Join(durabilityFields, ", "))
-	}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		if k := n.Content[i]; !slices.Contains(durabilityFields, k.Value) {
-			return fmt.Errorf("line %d: unknown field %q in durability (known: %s)", k.Line, k.Value, strings.Join(durabilityFields, ", "))
-		}
-	}
 	type plain Durability // without this method
 	p := plain(DefaultDurability())
 	p.Faults = nil // a list given replaces the default, never appends to it
-	if err := n.Decode(&p); err != nil {
+	if err := decodeStrict(n, "durability", &p); err != nil {
 		return err
 	}
 	if p.Faults == nil {

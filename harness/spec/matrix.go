@@ -20,6 +20,9 @@ type Section struct {
 	Name    string // "load", or "load-" + the experiment's name
 	Factors []string
 	Points  []Point
+	// Baseline is the ID of the point the report sets the others
+	// against; "" for none.
+	Baseline string
 }
 
 // Point is one cell of a section's matrix: the workload with the cell's
@@ -36,61 +39,78 @@ type Point struct {
 }
 
 // factorDef describes one factor: how many levels a Factors value gives it,
-// a level's form in point IDs, and how a level sets a workload.
+// how a level sets a workload, and the form of a workload's value in point
+// IDs.
 type factorDef struct {
 	name  string
 	n     func(*Factors) int
-	id    func(*Factors, int) string
 	apply func(*Factors, int, *Workload)
+	of    func(*Workload) string
 }
 
 // factorDefs is the matrix order (see the package doc): what changes the
-// broker or the client's encoding first, the load's shape last.
+// broker, the topics or the client's encoding first, the load's shape last.
 var factorDefs = []factorDef{
 	{"codec",
 		func(f *Factors) int { return len(f.Codec) },
-		func(f *Factors, i int) string { return idValue(f.Codec[i]) },
-		func(f *Factors, i int, w *Workload) { w.Codec = f.Codec[i] }},
+		func(f *Factors, i int, w *Workload) { w.Codec = f.Codec[i] },
+		func(w *Workload) string { return idValue(w.Codec) }},
 	{"partitioner",
 		func(f *Factors) int { return len(f.Partitioner) },
-		func(f *Factors, i int) string { return idValue(f.Partitioner[i]) },
-		func(f *Factors, i int, w *Workload) { w.Partitioner = noDefault(f.Partitioner[i]) }},
+		func(f *Factors, i int, w *Workload) { w.Partitioner = noDefault(f.Partitioner[i]) },
+		func(w *Workload) string { return orDefault(idValue(w.Partitioner)) }},
 	{"flush_policy",
 		func(f *Factors) int { return len(f.FlushPolicy) },
-		func(f *Factors, i int) string { return idValue(f.FlushPolicy[i]) },
-		func(f *Factors, i int, w *Workload) { w.FlushPolicy = noDefault(f.FlushPolicy[i]) }},
+		func(f *Factors, i int, w *Workload) { w.FlushPolicy = noDefault(f.FlushPolicy[i]) },
+		func(w *Workload) string { return orDefault(idValue(w.FlushPolicy)) }},
 	{"durable_acks",
 		func(f *Factors) int { return len(f.DurableAcks) },
-		func(f *Factors, i int) string { return strconv.FormatBool(f.DurableAcks[i]) },
-		func(f *Factors, i int, w *Workload) { w.DurableAcks = f.DurableAcks[i] }},
+		func(f *Factors, i int, w *Workload) { w.DurableAcks = f.DurableAcks[i] },
+		func(w *Workload) string { return strconv.FormatBool(w.DurableAcks) }},
+	{"replication_factor",
+		func(f *Factors) int { return len(f.ReplicationFactor) },
+		func(f *Factors, i int, w *Workload) { w.ReplicationFactor = f.ReplicationFactor[i] },
+		func(w *Workload) string { return strconv.Itoa(w.ReplicationFactor) }},
+	{"min_insync",
+		func(f *Factors) int { return len(f.MinInsync) },
+		func(f *Factors, i int, w *Workload) { w.MinInsync = f.MinInsync[i] },
+		func(w *Workload) string { return strconv.Itoa(w.MinInsync) }},
 	{"acks",
 		func(f *Factors) int { return len(f.Acks) },
-		func(f *Factors, i int) string { return f.Acks[i] },
-		func(f *Factors, i int, w *Workload) { w.Acks = f.Acks[i] }},
+		func(f *Factors, i int, w *Workload) { w.Acks = f.Acks[i] },
+		func(w *Workload) string { return w.Acks }},
 	{"batch_max_bytes",
 		func(f *Factors) int { return len(f.BatchMaxBytes) },
-		func(f *Factors, i int) string { return f.BatchMaxBytes[i].String() },
-		func(f *Factors, i int, w *Workload) { w.BatchMaxBytes = f.BatchMaxBytes[i] }},
+		func(f *Factors, i int, w *Workload) { w.BatchMaxBytes = f.BatchMaxBytes[i] },
+		func(w *Workload) string { return w.BatchMaxBytes.String() }},
 	{"linger",
 		func(f *Factors) int { return len(f.Linger) },
-		func(f *Factors, i int) string { return f.Linger[i].String() },
-		func(f *Factors, i int, w *Workload) { w.Linger = f.Linger[i] }},
+		func(f *Factors, i int, w *Workload) { w.Linger = f.Linger[i] },
+		func(w *Workload) string { return w.Linger.String() }},
 	{"partitions",
 		func(f *Factors) int { return len(f.Partitions) },
-		func(f *Factors, i int) string { return strconv.Itoa(f.Partitions[i]) },
-		func(f *Factors, i int, w *Workload) { w.Partitions = f.Partitions[i] }},
+		func(f *Factors, i int, w *Workload) { w.Partitions = f.Partitions[i] },
+		func(w *Workload) string { return strconv.Itoa(w.Partitions) }},
 	{"message_size",
 		func(f *Factors) int { return len(f.MessageSize) },
-		func(f *Factors, i int) string { return f.MessageSize[i].String() },
-		func(f *Factors, i int, w *Workload) { w.MessageSize = f.MessageSize[i] }},
+		func(f *Factors, i int, w *Workload) { w.MessageSize = f.MessageSize[i] },
+		func(w *Workload) string { return w.MessageSize.String() }},
 	{"producers",
 		func(f *Factors) int { return len(f.Producers) },
-		func(f *Factors, i int) string { return strconv.Itoa(f.Producers[i]) },
-		func(f *Factors, i int, w *Workload) { w.Producers = f.Producers[i] }},
+		func(f *Factors, i int, w *Workload) { w.Producers = f.Producers[i] },
+		func(w *Workload) string { return strconv.Itoa(w.Producers) }},
 	{"consumers",
 		func(f *Factors) int { return len(f.Consumers) },
-		func(f *Factors, i int) string { return strconv.Itoa(f.Consumers[i]) },
-		func(f *Factors, i int, w *Workload) { w.Consumers = f.Consumers[i] }},
+		func(f *Factors, i int, w *Workload) { w.Consumers = f.Consumers[i] },
+		func(w *Workload) string { return strconv.Itoa(w.Consumers) }},
+}
+
+// levelID is level i of factor d in point IDs: the form its workload
+// value takes.
+func (d factorDef) levelID(f *Factors, i int) string {
+	var w Workload
+	d.apply(f, i, &w)
+	return d.of(&w)
 }
 
 // noDefault maps the level "default" (the client's partitioner, the
@@ -143,7 +163,7 @@ func (s *Spec) loadSections() ([]Section, error) {
 		return nil, nil
 	}
 	if len(s.Experiments) == 0 {
-		return []Section{expand("load", s.Workload, &s.Factors)}, nil
+		return []Section{expand("load", s.Workload, &s.Factors, s.Points, s.Baseline)}, nil
 	}
 	out := make([]Section, 0, len(s.Experiments))
 	for i, e := range s.Experiments {
@@ -157,41 +177,43 @@ func (s *Spec) loadSections() ([]Section, error) {
 			// A Spec built in code: its Workload is the complete override.
 			w = e.Workload
 		}
-		out = append(out, expand("load-"+e.Name, w, &e.Factors))
+		out = append(out, expand("load-"+e.Name, w, &e.Factors, e.Points, e.Baseline))
 	}
 	return out, nil
 }
 
-// expand builds the full product of the factors with levels, the first
-// factor varying slowest.
-func expand(name string, base Workload, f *Factors) Section {
+// expand builds a section's points: the full product of the factors with
+// levels, the first factor varying slowest; or, when points are listed,
+// those points in their order.
+func expand(name string, base Workload, f *Factors, points []Levels, baseline string) Section {
+	base.Partitioner = noDefault(base.Partitioner)
+	base.FlushPolicy = noDefault(base.FlushPolicy)
+	sec := Section{Name: name, Baseline: baseline}
+	if len(points) > 0 {
+		defs := pointsFactors(points)
+		for _, d := range defs {
+			sec.Factors = append(sec.Factors, d.name)
+		}
+		for i := range points {
+			lv := (*Factors)(&points[i])
+			sec.Points = append(sec.Points, makePoint(base, defs, func(_ int, d factorDef, w *Workload) {
+				if d.n(lv) > 0 {
+					d.apply(lv, 0, w)
+				}
+			}))
+		}
+		return sec
+	}
 	var defs []factorDef
 	for _, d := range factorDefs {
 		if d.n(f) > 0 {
 			defs = append(defs, d)
+			sec.Factors = append(sec.Factors, d.name)
 		}
-	}
-	base.Partitioner = noDefault(base.Partitioner)
-	base.FlushPolicy = noDefault(base.FlushPolicy)
-	sec := Section{Name: name}
-	for _, d := range defs {
-		sec.Factors = append(sec.Factors, d.name)
 	}
 	idx := make([]int, len(defs)) // the current level of each factor
 	for {
-		w := base
-		w.TopicConfig = maps.Clone(base.TopicConfig)
-		var p Point
-		var ids []string
-		for k, d := range defs {
-			d.apply(f, idx[k], &w)
-			v := d.id(f, idx[k])
-			p.Factors = append(p.Factors, result.FactorValue{Name: d.name, Value: v})
-			ids = append(ids, d.name+"="+v)
-		}
-		p.ID = strings.Join(ids, "/")
-		p.Workload = w
-		sec.Points = append(sec.Points, p)
+		sec.Points = append(sec.Points, makePoint(base, defs, func(k int, d factorDef, w *Workload) { d.apply(f, idx[k], w) }))
 		// Advance like an odometer: the last factor fastest.
 		k := len(defs) - 1
 		for ; k >= 0; k-- {
@@ -205,6 +227,40 @@ func expand(name string, base Workload, f *Factors) Section {
 			return sec
 		}
 	}
+}
+
+// pointsFactors are the factors some point of the list names, in matrix
+// order.
+func pointsFactors(points []Levels) []factorDef {
+	var defs []factorDef
+	for _, d := range factorDefs {
+		for i := range points {
+			if d.n((*Factors)(&points[i])) > 0 {
+				defs = append(defs, d)
+				break
+			}
+		}
+	}
+	return defs
+}
+
+// makePoint applies the level of each factor k (set) to a copy of base,
+// and names the point by the resulting workload's values of the factors,
+// in order.
+func makePoint(base Workload, defs []factorDef, set func(k int, d factorDef, w *Workload)) Point {
+	w := base
+	w.TopicConfig = maps.Clone(base.TopicConfig)
+	var p Point
+	var ids []string
+	for k, d := range defs {
+		set(k, d, &w)
+		v := d.of(&w)
+		p.Factors = append(p.Factors, result.FactorValue{Name: d.name, Value: v})
+		ids = append(ids, d.name+"="+v)
+	}
+	p.ID = strings.Join(ids, "/")
+	p.Workload = w
+	return p
 }
 
 // Summary is a one-line description of w, for dry runs and reports.
@@ -234,6 +290,8 @@ func (w Workload) Summary() string {
 		"partitioner="+orDefault(w.Partitioner),
 		"flush_policy="+orDefault(w.FlushPolicy),
 		fmt.Sprintf("durable_acks=%t", w.DurableAcks),
+		fmt.Sprintf("replication_factor=%d", w.ReplicationFactor),
+		fmt.Sprintf("min_insync=%d", w.MinInsync),
 		"batch_max_bytes="+w.BatchMaxBytes.String(),
 		"linger="+w.Linger.String(),
 	)
@@ -277,18 +335,7 @@ func (s *Spec) WriteMatrix(w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	target := "embedded broker"
-	if e := s.Target.Embedded; e != nil {
-		if e.DataDir != "" {
-			target += ", data under " + e.DataDir
-		}
-		if len(e.BrokerFlags) > 0 {
-			target += ", flags " + strings.Join(e.BrokerFlags, " ")
-		}
-	}
-	if !s.Target.IsEmbedded() {
-		target = "bootstrap " + s.Target.Bootstrap
-	}
+	target := s.Target.describe()
 	fmt.Fprintf(w, "spec %s: seed %d, %d repetitions, target %s\n", s.Name, s.Seed, s.Repetitions, target)
 	for _, warn := range s.Warnings {
 		fmt.Fprintf(w, "warning: %s\n", warn)
@@ -309,6 +356,9 @@ func (s *Spec) WriteMatrix(w io.Writer) error {
 			factors = strings.Join(sec.Factors, " x ")
 		}
 		fmt.Fprintf(w, "section %s: %d points (%s)\n", sec.Name, len(sec.Points), factors)
+		if sec.Baseline != "" {
+			fmt.Fprintf(w, "  baseline: %s\n", sec.Baseline)
+		}
 		for i, p := range sec.Points {
 			id := p.ID
 			if id == "" {
@@ -333,6 +383,39 @@ func (s *Spec) WriteMatrix(w io.Writer) error {
 	}
 	_, err = fmt.Fprintf(w, "load time: at least %v\n", total)
 	return err
+}
+
+// describe is the target in words, for dry runs.
+func (t Target) describe() string {
+	var parts []string
+	var flags []string
+	switch {
+	case t.Bootstrap != "":
+		return "bootstrap " + t.Bootstrap
+	case t.Cluster != nil:
+		c := t.Cluster
+		zk := "an embedded ZooKeeper"
+		if c.ZooKeeper != ZooKeeperEmbedded {
+			zk = "ZooKeeper " + c.ZooKeeper + " (a fresh chroot per point)"
+		}
+		parts = append(parts, fmt.Sprintf("cluster of %d brokers on %s", c.Brokers, zk))
+		if c.SessionTimeout > 0 {
+			parts = append(parts, "session timeout "+c.SessionTimeout.String())
+		}
+		flags = c.BrokerFlags
+	default:
+		parts = append(parts, "embedded broker")
+		if t.Embedded != nil {
+			flags = t.Embedded.BrokerFlags
+		}
+	}
+	if d := t.DataDir(); d != "" {
+		parts = append(parts, "data under "+d)
+	}
+	if len(flags) > 0 {
+		parts = append(parts, "flags "+strings.Join(flags, " "))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // setFields lists the fields of a probe's options that the spec set, by

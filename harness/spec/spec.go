@@ -7,7 +7,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -19,7 +21,9 @@ var (
 	// ErrInvalid: the spec cannot be read, or a field is out of range; the
 	// message names the field (and its line when the YAML decoder knows it).
 	ErrInvalid = errors.New("spec: invalid")
-	// ErrUnreachable: the bootstrap target does not accept connections.
+	// ErrUnreachable: the bootstrap target (or a cluster's external
+	// ZooKeeper) does not accept connections, or the embedded ZooKeeper
+	// is not installed.
 	ErrUnreachable = errors.New("spec: target unreachable")
 )
 
@@ -41,8 +45,15 @@ type Spec struct {
 	Workload Workload `yaml:"workload"`
 	// Factors are the levels to vary; their full product is the matrix.
 	Factors Factors `yaml:"factors"`
+	// Points, instead of Factors, lists the matrix's points one by one:
+	// for combinations that are not a full product (see Levels).
+	Points []Levels `yaml:"points"`
+	// Baseline is the ID of the point the report sets the others against
+	// (ratios of their medians to its); "" for none. With experiments,
+	// each gives its own.
+	Baseline string `yaml:"baseline"`
 	// Experiments, if given, replace the single load section by several,
-	// each with workload overrides and its own factors.
+	// each with workload overrides and its own factors (or points).
 	Experiments []Experiment `yaml:"experiments"`
 	// Probes are the optional disk and memory probes, run before the load.
 	Probes Probes `yaml:"probes"`
@@ -67,16 +78,53 @@ type Spec struct {
 	experimentNodes []yaml.Node
 }
 
-// Target is the system under test: exactly one of Embedded and Bootstrap.
+// Target is the system under test: at most one of Embedded, Bootstrap and
+// Cluster; none means an embedded broker with the defaults.
 type Target struct {
 	// Embedded starts `weir broker` as a subprocess for each matrix point.
 	Embedded *Embedded `yaml:"embedded"`
 	// Bootstrap is a host:port of any Kafka-compatible cluster.
 	Bootstrap string `yaml:"bootstrap"`
+	// Cluster starts a cluster of `weir broker` subprocesses on a
+	// ZooKeeper for each matrix point.
+	Cluster *Cluster `yaml:"cluster"`
 }
 
 // IsEmbedded reports whether the target is an embedded broker.
-func (t Target) IsEmbedded() bool { return t.Bootstrap == "" }
+func (t Target) IsEmbedded() bool { return t.Bootstrap == "" && t.Cluster == nil }
+
+// IsCluster reports whether the target is a cluster the runner starts.
+func (t Target) IsCluster() bool { return t.Cluster != nil && t.Bootstrap == "" }
+
+// Managed reports whether the runner starts the brokers (an embedded
+// broker or a cluster), so that broker and topic settings of its own
+// (flush_policy, durable_acks) and the brokers' CPU and disk figures are
+// at its disposal.
+func (t Target) Managed() bool { return t.Bootstrap == "" }
+
+// Brokers is how many brokers the target has: 1 for an embedded broker,
+// the cluster's count, 0 (unknown) for a bootstrap address.
+func (t Target) Brokers() int {
+	switch {
+	case t.Bootstrap != "":
+		return 0
+	case t.Cluster != nil:
+		return t.Cluster.Brokers
+	}
+	return 1
+}
+
+// DataDir is where a managed target's data directories go (the
+// embedded broker's or the cluster's data_dir); "" for the default.
+func (t Target) DataDir() string {
+	switch {
+	case t.Cluster != nil:
+		return t.Cluster.DataDir
+	case t.Embedded != nil:
+		return t.Embedded.DataDir
+	}
+	return ""
+}
 
 // Embedded configures the broker subprocesses.
 type Embedded struct {
@@ -86,6 +134,75 @@ type Embedded struct {
 	// BrokerFlags are extra `weir broker` flags. The runner sets --data-dir,
 	// --listen, --metrics-listen and --advertised itself.
 	BrokerFlags []string `yaml:"broker_flags"`
+}
+
+// ZooKeeperEmbedded is target.cluster.zookeeper's default: the runner
+// starts a ZooKeeper (Debian's package) for each point's cluster.
+const ZooKeeperEmbedded = "embedded"
+
+// Cluster configures the clusters the runner starts (package
+// harness/clusterproc): for each matrix point a ZooKeeper, unless an
+// external one is named, and Brokers `weir broker` processes with broker
+// ids 1..Brokers, each with a fresh data directory and free loopback
+// ports, so every point starts from an empty cluster.
+type Cluster struct {
+	// Brokers is the number of brokers. Default 3.
+	Brokers int `yaml:"brokers"`
+	// ZooKeeper is "embedded" (the default: a standalone ZooKeeper on a
+	// free loopback port per point) or an external ensemble's connect
+	// string, host:port[,host:port][/chroot]; each point's brokers then
+	// live under a fresh chroot below it, so no point sees another's
+	// brokers or topics.
+	ZooKeeper string `yaml:"zookeeper"`
+	// DataDir is where each point's data directories (and the embedded
+	// ZooKeeper's) are made. Default: a temporary directory, removed after
+	// the run.
+	DataDir string `yaml:"data_dir"`
+	// BrokerFlags are extra `weir broker` flags for every broker. The
+	// runner sets --broker-id, --zookeeper, --zookeeper-session-timeout,
+	// --data-dir, --listen, --metrics-listen and --advertised itself.
+	BrokerFlags []string `yaml:"broker_flags"`
+	// SessionTimeout is the brokers' ZooKeeper session timeout
+	// (--zookeeper-session-timeout). Default 0: the broker's, 18s. The
+	// embedded ZooKeeper grants 1s..1m.
+	SessionTimeout time.Duration `yaml:"session_timeout"`
+}
+
+// DefaultCluster returns a cluster block's defaults.
+func DefaultCluster() Cluster { return Cluster{Brokers: 3, ZooKeeper: ZooKeeperEmbedded} }
+
+// UnmarshalYAML decodes a cluster block over the defaults, rejecting
+// unknown fields like the rest of the spec.
+func (c *Cluster) UnmarshalYAML(n *yaml.Node) error {
+	type plain Cluster // without this method
+	p := plain(DefaultCluster())
+	if err := decodeStrict(n, "target.cluster", &p); err != nil {
+		return err
+	}
+	*c = Cluster(p)
+	return nil
+}
+
+// decodeStrict decodes a mapping node into v (a pointer to a struct),
+// failing on a key that is none of the struct's yaml names: a Node's
+// Decode does not check them itself. where names the block in errors.
+func decodeStrict(n *yaml.Node, where string, v any) error {
+	var known []string
+	t := reflect.TypeOf(v).Elem()
+	for i := range t.NumField() {
+		if name, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ","); name != "" && name != "-" {
+			known = append(known, name)
+		}
+	}
+	if n.Kind != yaml.MappingNode {
+		return fmt.Errorf("line %d: %s: want a map of %s", n.Line, where, strings.Join(known, ", "))
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if k := n.Content[i]; !slices.Contains(known, k.Value) {
+			return fmt.Errorf("line %d: unknown field %q in %s (known: %s)", k.Line, k.Value, where, strings.Join(known, ", "))
+		}
+	}
+	return n.Decode(v)
 }
 
 // Workload is the load of a point. Every factor is also a workload field:
@@ -108,10 +225,17 @@ type Workload struct {
 	Warmup   time.Duration `yaml:"warmup"`   // default 1s
 	Duration time.Duration `yaml:"duration"` // the measured window; default 10s
 
-	Codec         string            `yaml:"codec"`           // default none
-	Partitioner   string            `yaml:"partitioner"`     // "": franz-go's default (sticky, murmur2 for keys)
-	FlushPolicy   string            `yaml:"flush_policy"`    // "": the broker's default; embedded only
-	DurableAcks   bool              `yaml:"durable_acks"`    // embedded only
+	Codec       string `yaml:"codec"`        // default none
+	Partitioner string `yaml:"partitioner"`  // "": franz-go's default (sticky, murmur2 for keys)
+	FlushPolicy string `yaml:"flush_policy"` // "": the broker's default; embedded and cluster targets
+	DurableAcks bool   `yaml:"durable_acks"` // embedded and cluster targets
+	// ReplicationFactor is the topics' replication factor: at most the
+	// target's brokers (1 for an embedded broker). Default 1.
+	ReplicationFactor int `yaml:"replication_factor"`
+	// MinInsync is the topics' min.insync.replicas: with acks=all, a
+	// produce fails while fewer replicas are in sync. 1..replication
+	// factor; default 1.
+	MinInsync     int               `yaml:"min_insync"`
 	Acks          string            `yaml:"acks"`            // 0 | 1 | all; default all
 	BatchMaxBytes ByteSize          `yaml:"batch_max_bytes"` // default 1000012 (franz-go's)
 	Linger        time.Duration     `yaml:"linger"`          // default 10ms (franz-go's)
@@ -131,17 +255,19 @@ type Keys struct {
 // Factors lists the levels of each factor; an empty list does not vary.
 // The field order is the matrix order (see the package doc).
 type Factors struct {
-	Codec         []string        `yaml:"codec"`
-	Partitioner   []string        `yaml:"partitioner"`
-	FlushPolicy   []string        `yaml:"flush_policy"`
-	DurableAcks   []bool          `yaml:"durable_acks"`
-	Acks          []string        `yaml:"acks"`
-	BatchMaxBytes []ByteSize      `yaml:"batch_max_bytes"`
-	Linger        []time.Duration `yaml:"linger"`
-	Partitions    []int           `yaml:"partitions"`
-	MessageSize   []MessageSize   `yaml:"message_size"`
-	Producers     []int           `yaml:"producers"`
-	Consumers     []int           `yaml:"consumers"`
+	Codec             []string        `yaml:"codec"`
+	Partitioner       []string        `yaml:"partitioner"`
+	FlushPolicy       []string        `yaml:"flush_policy"`
+	DurableAcks       []bool          `yaml:"durable_acks"`
+	ReplicationFactor []int           `yaml:"replication_factor"`
+	MinInsync         []int           `yaml:"min_insync"`
+	Acks              []string        `yaml:"acks"`
+	BatchMaxBytes     []ByteSize      `yaml:"batch_max_bytes"`
+	Linger            []time.Duration `yaml:"linger"`
+	Partitions        []int           `yaml:"partitions"`
+	MessageSize       []MessageSize   `yaml:"message_size"`
+	Producers         []int           `yaml:"producers"`
+	Consumers         []int           `yaml:"consumers"`
 }
 
 // Experiment is one load section of a spec that has several.
@@ -150,7 +276,41 @@ type Experiment struct {
 	Name string `yaml:"name"`
 	// Workload holds overrides applied over the spec's workload.
 	Workload Workload `yaml:"workload"`
-	Factors  Factors  `yaml:"factors"`
+	// Factors, or else Points, make the section's matrix.
+	Factors Factors  `yaml:"factors"`
+	Points  []Levels `yaml:"points"`
+	// Baseline is the ID of the point the report sets the section's
+	// others against; "" for none.
+	Baseline string `yaml:"baseline"`
+}
+
+// Levels is one point of an explicit list (points:): one level of each
+// factor it names, written as the workload field of that name is
+// ({replication_factor: 3, min_insync: 2, acks: all}). A section made of
+// points has as its factors every factor some point names, in matrix
+// order; a point that does not name one takes the workload's value, so all
+// its points' IDs name the same factors. Points run in the order listed.
+type Levels Factors
+
+// UnmarshalYAML reads a point's levels: each value is read as a factor's
+// one-level list would be.
+func (l *Levels) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.MappingNode {
+		return fmt.Errorf("line %d: a point: want a map of factor levels ({acks: all, ...})", n.Line)
+	}
+	names := FactorNames()
+	lists := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Line: n.Line, Column: n.Column}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		if !slices.Contains(names, k.Value) {
+			return fmt.Errorf("line %d: unknown factor %q in a point (known: %s)", k.Line, k.Value, strings.Join(names, ", "))
+		}
+		if v.Kind == yaml.SequenceNode {
+			return fmt.Errorf("line %d: %s: a point gives one level; a list of levels belongs in factors", v.Line, k.Value)
+		}
+		lists.Content = append(lists.Content, k, &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq", Line: v.Line, Column: v.Column, Content: []*yaml.Node{v}})
+	}
+	return lists.Decode((*Factors)(l))
 }
 
 // Probes are the optional probes; nil means not run.
@@ -203,20 +363,22 @@ func Defaults() Spec {
 	return Spec{
 		Repetitions: 5,
 		Workload: Workload{
-			Topics:        1,
-			Partitions:    1,
-			MessageSize:   MessageSize{Distribution: Fixed, Size: 1024},
-			Payload:       "random",
-			Keys:          Keys{Kind: "none", Count: 1000, ZipfS: 1.2},
-			Producers:     1,
-			Consumers:     1,
-			Consume:       "live",
-			Warmup:        time.Second,
-			Duration:      10 * time.Second,
-			Codec:         "none",
-			Acks:          "all",
-			BatchMaxBytes: 1000012,
-			Linger:        10 * time.Millisecond,
+			Topics:            1,
+			Partitions:        1,
+			MessageSize:       MessageSize{Distribution: Fixed, Size: 1024},
+			Payload:           "random",
+			Keys:              Keys{Kind: "none", Count: 1000, ZipfS: 1.2},
+			Producers:         1,
+			Consumers:         1,
+			Consume:           "live",
+			Warmup:            time.Second,
+			Duration:          10 * time.Second,
+			Codec:             "none",
+			ReplicationFactor: 1,
+			MinInsync:         1,
+			Acks:              "all",
+			BatchMaxBytes:     1000012,
+			Linger:            10 * time.Millisecond,
 		},
 	}
 }

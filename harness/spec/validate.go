@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
@@ -12,6 +13,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/weir-broker/weir/cluster/zk"
+	"github.com/weir-broker/weir/cluster/zk/zkserver"
+	"github.com/weir-broker/weir/core/topicconfig"
+	"github.com/weir-broker/weir/harness/clusterproc"
 	"github.com/weir-broker/weir/plugins/codec"
 	"github.com/weir-broker/weir/plugins/flushpolicy"
 	"github.com/weir-broker/weir/plugins/partitioner"
@@ -75,6 +80,9 @@ const (
 	maxPartitions  = 10000
 	maxClients     = 256
 	maxMessageSize = 64 << 20
+	maxBrokers     = 64
+	// maxReplicationFactor is Kafka's: the field is an int16.
+	maxReplicationFactor = 32767
 )
 
 // problems collects validation failures, each naming its field.
@@ -93,8 +101,9 @@ func (p problems) err() error {
 
 // Validate checks every value of s without touching the target: ranges,
 // plugin specs (through plugins; nil means Builtins), flush policy and
-// durable acks only for embedded targets, and every matrix point's workload
-// as its factors make it. The error wraps ErrInvalid and lists every
+// durable acks only for targets the runner starts, replication factors
+// within the target's brokers, and every matrix point's workload as its
+// factors make it (min_insync within the point's replication factor). The error wraps ErrInvalid and lists every
 // problem, one per line, each naming its field.
 func (s *Spec) Validate(plugins Plugins) error {
 	if plugins == nil {
@@ -111,21 +120,26 @@ func (s *Spec) Validate(plugins Plugins) error {
 	}
 	s.validateTarget(&p)
 	s.validateDurability(&p)
-	embedded := s.Target.IsEmbedded()
 
 	// Each workload and factor level on its own...
-	s.validateWorkload(&p, "workload", &s.Workload, plugins, embedded)
+	s.validateWorkload(&p, "workload", &s.Workload, plugins)
 	if s.NoLoad {
-		if !s.Factors.empty() || len(s.Experiments) > 0 {
-			p.add("no_load", "a spec without load has no factors or experiments")
+		if !s.Factors.empty() || len(s.Points) > 0 || len(s.Experiments) > 0 {
+			p.add("no_load", "a spec without load has no factors, points or experiments")
 		}
 		if s.Probes.Disk == nil && s.Probes.Memory == nil {
 			p.add("no_load", "a spec without load needs probes: there is nothing to run")
 		}
 	}
+	if s.Durability != nil && s.Baseline != "" {
+		p.add("baseline", "not for durability experiments: their report compares each point with its bound")
+	}
 	if len(s.Experiments) > 0 {
-		if !s.Factors.empty() {
-			p.add("factors", "a spec with experiments gives factors per experiment")
+		if !s.Factors.empty() || len(s.Points) > 0 {
+			p.add("factors", "a spec with experiments gives factors or points per experiment")
+		}
+		if s.Baseline != "" {
+			p.add("baseline", "a spec with experiments gives a baseline per experiment")
 		}
 		seen := map[string]bool{}
 		for i, e := range s.Experiments {
@@ -139,10 +153,13 @@ func (s *Spec) Validate(plugins Plugins) error {
 				p.add(field+".name", "%q given twice", e.Name)
 			}
 			seen[e.Name] = true
-			validateFactors(&p, field+".factors", &e.Factors, plugins, embedded)
+			if s.Durability != nil && e.Baseline != "" {
+				p.add(field+".baseline", "not for durability experiments: their report compares each point with its bound")
+			}
+			s.validateMatrix(&p, field, &e.Factors, e.Points, plugins)
 		}
 	} else {
-		validateFactors(&p, "factors", &s.Factors, plugins, embedded)
+		s.validateMatrix(&p, "", &s.Factors, s.Points, plugins)
 	}
 	if len(p) > 0 {
 		return p.err()
@@ -154,20 +171,33 @@ func (s *Spec) Validate(plugins Plugins) error {
 	if err != nil {
 		return err
 	}
-	for _, sec := range sections {
+	for i, sec := range sections {
 		name := sec.Name
 		if s.Durability != nil {
 			name = "durability" + strings.TrimPrefix(name, "load")
 		}
-		for _, pt := range sec.Points {
+		ids := map[string]bool{}
+		for j, pt := range sec.Points {
 			field := "workload"
 			if pt.ID != "" {
 				field = name + " point " + pt.ID + ": workload"
 			}
-			s.validateWorkload(&p, field, &pt.Workload, plugins, embedded)
+			if ids[pt.ID] {
+				p.add(matrixField(len(s.Experiments) > 0, i, "points", j), "repeats point %s", pt.ID)
+			}
+			ids[pt.ID] = true
+			s.validateWorkload(&p, field, &pt.Workload, plugins)
+			if w := pt.Workload; w.MinInsync > w.ReplicationFactor && w.ReplicationFactor >= 1 {
+				p.add(field+".min_insync", "%d exceeds replication_factor %d: no more replicas can be in sync than there are", w.MinInsync, w.ReplicationFactor)
+			}
 			if s.Durability != nil {
 				validateDurabilityWorkload(&p, field, &pt.Workload)
 			}
+		}
+		if sec.Baseline != "" && !ids[sec.Baseline] {
+			known := slices.Sorted(maps.Keys(ids))
+			p.add(matrixField(len(s.Experiments) > 0, i, "baseline", -1), "%q is not a point of section %s (its points: %s)",
+				sec.Baseline, name, strings.Join(known, ", "))
 		}
 	}
 	s.validateProbes(&p)
@@ -183,29 +213,76 @@ func (s *Spec) Validate(plugins Plugins) error {
 	return p.err()
 }
 
+// matrixField names a field of the matrix of section i: "points[j]" or
+// "baseline" at the top level, "experiments[i].points[j]" in a spec with
+// experiments; j < 0 leaves the index out.
+func matrixField(experiments bool, i int, name string, j int) string {
+	f := name
+	if j >= 0 {
+		f = fmt.Sprintf("%s[%d]", name, j)
+	}
+	if experiments {
+		f = fmt.Sprintf("experiments[%d].%s", i, f)
+	}
+	return f
+}
+
 func (s *Spec) validateTarget(p *problems) {
 	t := s.Target
-	if t.Bootstrap != "" {
-		if t.Embedded != nil {
-			p.add("target", "give embedded or bootstrap, not both")
+	given := 0
+	for _, set := range []bool{t.Embedded != nil, t.Bootstrap != "", t.Cluster != nil} {
+		if set {
+			given++
 		}
+	}
+	if given > 1 {
+		p.add("target", "give one of embedded, bootstrap and cluster")
+	}
+	if t.Bootstrap != "" {
 		if _, _, err := net.SplitHostPort(t.Bootstrap); err != nil {
 			p.add("target.bootstrap", "%q: want host:port", t.Bootstrap)
 		}
 		return
 	}
-	if t.Embedded == nil {
+	reserved := []string{"--data-dir", "--listen", "--metrics-listen", "--advertised"}
+	if c := t.Cluster; c != nil {
+		if c.Brokers < 1 || c.Brokers > maxBrokers {
+			p.add("target.cluster.brokers", "must be in 1..%d, got %d", maxBrokers, c.Brokers)
+		}
+		if c.ZooKeeper == "" {
+			p.add("target.cluster.zookeeper", "required: %q (the default) or host:port[/chroot]", ZooKeeperEmbedded)
+		} else if c.ZooKeeper != ZooKeeperEmbedded {
+			if _, err := zk.ParseConnectString(c.ZooKeeper); err != nil {
+				p.add("target.cluster.zookeeper", "%q: want %q or host:port[,host:port][/chroot]: %v", c.ZooKeeper, ZooKeeperEmbedded, err)
+			}
+		}
+		switch st := c.SessionTimeout; {
+		case st < 0:
+			p.add("target.cluster.session_timeout", "must be >= 0 (0: the broker's default, 18s), got %v", st)
+		case st > 0 && c.ZooKeeper == ZooKeeperEmbedded && (st < clusterproc.ZooKeeperMinSessionTimeout || st > clusterproc.ZooKeeperMaxSessionTimeout):
+			p.add("target.cluster.session_timeout", "%v: the embedded ZooKeeper grants %v..%v", st,
+				clusterproc.ZooKeeperMinSessionTimeout, clusterproc.ZooKeeperMaxSessionTimeout)
+		}
+		reserved = append(reserved, "--broker-id", "--zookeeper", "--zookeeper-session-timeout")
+		checkBrokerFlags(p, "target.cluster.broker_flags", c.BrokerFlags, reserved)
 		return
 	}
-	reserved := []string{"--data-dir", "--listen", "--metrics-listen", "--advertised"}
-	for i, f := range t.Embedded.BrokerFlags {
-		field := fmt.Sprintf("target.embedded.broker_flags[%d]", i)
+	if t.Embedded != nil {
+		checkBrokerFlags(p, "target.embedded.broker_flags", t.Embedded.BrokerFlags, reserved)
+	}
+}
+
+// checkBrokerFlags checks extra `weir broker` flags: each --flag or
+// --flag=value, none that the runner sets itself.
+func checkBrokerFlags(p *problems, field string, flags, reserved []string) {
+	for i, f := range flags {
+		lf := fmt.Sprintf("%s[%d]", field, i)
 		name, _, _ := strings.Cut(f, "=")
 		switch {
 		case !strings.HasPrefix(f, "--"):
-			p.add(field, "%q: want --flag or --flag=value (see `weir broker --help`)", f)
+			p.add(lf, "%q: want --flag or --flag=value (see `weir broker --help`)", f)
 		case slices.Contains(reserved, name):
-			p.add(field, "%s is set by the runner", name)
+			p.add(lf, "%s is set by the runner", name)
 		}
 	}
 }
@@ -219,7 +296,8 @@ func validateSpecString(p *problems, field, kind, s string, plugins Plugins) {
 var acksLevels = []string{"0", "1", "all", "-1"}
 
 // validateWorkload checks one workload; field prefixes its fields' names.
-func (s *Spec) validateWorkload(p *problems, field string, w *Workload, plugins Plugins, embedded bool) {
+func (s *Spec) validateWorkload(p *problems, field string, w *Workload, plugins Plugins) {
+	managed := s.Target.Managed()
 	f := func(name string) string { return field + "." + name }
 	if w.Topics < 1 || w.Topics > maxTopics {
 		p.add(f("topics"), "must be in 1..%d, got %d", maxTopics, w.Topics)
@@ -286,31 +364,53 @@ func (s *Spec) validateWorkload(p *problems, field string, w *Workload, plugins 
 	if w.Duration <= 0 {
 		p.add(f("duration"), "must be > 0, got %v", w.Duration)
 	}
-	validateLevel(p, field, "codec", w.Codec, plugins, embedded)
-	validateLevel(p, field, "partitioner", w.Partitioner, plugins, embedded)
+	validateLevel(p, f("codec"), "codec", w.Codec, plugins, managed)
+	validateLevel(p, f("partitioner"), "partitioner", w.Partitioner, plugins, managed)
 	if w.FlushPolicy != "" {
-		validateLevel(p, field, "flush_policy", w.FlushPolicy, plugins, embedded)
+		validateLevel(p, f("flush_policy"), "flush_policy", w.FlushPolicy, plugins, managed)
 	}
-	if w.DurableAcks && !embedded {
-		p.add(f("durable_acks"), "only for embedded targets")
+	if w.DurableAcks && !managed {
+		p.add(f("durable_acks"), "%s", onlyManaged)
 	}
-	validateLevel(p, field, "acks", w.Acks, plugins, embedded)
+	s.validateReplicationFactor(p, f("replication_factor"), w.ReplicationFactor)
+	if w.MinInsync < 1 {
+		p.add(f("min_insync"), "must be >= 1, got %d", w.MinInsync)
+	}
+	validateLevel(p, f("acks"), "acks", w.Acks, plugins, managed)
 	validateBatchMaxBytes(p, f("batch_max_bytes"), w.BatchMaxBytes)
 	validateLinger(p, f("linger"), w.Linger)
 	for k := range w.TopicConfig {
-		if strings.TrimSpace(k) == "" {
+		switch {
+		case strings.TrimSpace(k) == "":
 			p.add(f("topic_config"), "empty config name")
+		case k == topicconfig.MinInsyncReplicas:
+			p.add(f("topic_config"), "%s: set it with min_insync (a factor too)", k)
 		}
 	}
 }
 
-// validateLevel checks one value of the factors that are specs or enums;
-// field is where it sits (workload or factors) and name the factor.
-func validateLevel(p *problems, field, name, v string, plugins Plugins, embedded bool) {
-	full := field + "." + name
-	if strings.HasSuffix(field, "]") {
-		full = field // a factor level, already named: factors.codec[2]
+// onlyManaged is the complaint about broker and topic settings the runner
+// cannot make on a bootstrap target.
+const onlyManaged = "only for targets the runner starts (embedded, cluster): a bootstrap target's brokers are configured as they are"
+
+// validateReplicationFactor checks a replication factor against the
+// target's brokers.
+func (s *Spec) validateReplicationFactor(p *problems, field string, rf int) {
+	switch brokers := s.Target.Brokers(); {
+	case rf < 1 || rf > maxReplicationFactor:
+		p.add(field, "must be in 1..%d, got %d", maxReplicationFactor, rf)
+	case brokers == 0:
+	case s.Target.IsEmbedded() && rf > 1:
+		p.add(field, "%d: an embedded target is one broker, so 1 (target.cluster has more)", rf)
+	case rf > brokers:
+		p.add(field, "%d exceeds target.cluster.brokers (%d): each replica needs a broker of its own", rf, brokers)
 	}
+}
+
+// validateLevel checks one value of the factors that are specs or enums;
+// full names where it sits (workload.codec, factors.codec[2]) and name is
+// the factor.
+func validateLevel(p *problems, full, name, v string, plugins Plugins, managed bool) {
 	if v == "default" && (name == "partitioner" || name == "flush_policy") {
 		v = "" // the client's or the broker's default
 	}
@@ -322,8 +422,8 @@ func validateLevel(p *problems, field, name, v string, plugins Plugins, embedded
 			validateSpecString(p, full, KindPartitioner, v, plugins)
 		}
 	case "flush_policy":
-		if !embedded {
-			p.add(full, "only for embedded targets")
+		if !managed {
+			p.add(full, "%s", onlyManaged)
 			return
 		}
 		if v != "" {
@@ -357,30 +457,65 @@ func (f *Factors) empty() bool {
 	return true
 }
 
-// validateFactors checks each level on its own and that no level repeats.
-func validateFactors(p *problems, field string, fs *Factors, plugins Plugins, embedded bool) {
+// validateMatrix checks a section's factors, or else its points: each
+// level on its own, no level repeated. prefix is "" at the top level, or
+// "experiments[i]".
+func (s *Spec) validateMatrix(p *problems, prefix string, fs *Factors, points []Levels, plugins Plugins) {
+	at := func(name string) string {
+		if prefix == "" {
+			return name
+		}
+		return prefix + "." + name
+	}
+	if len(points) == 0 {
+		s.validateFactors(p, fs, plugins, func(factor string, i int) string { return fmt.Sprintf("%s.%s[%d]", at("factors"), factor, i) })
+		return
+	}
+	if !fs.empty() {
+		p.add(at("points"), "give factors or points, not both")
+	}
+	for j := range points {
+		pf := fmt.Sprintf("%s[%d]", at("points"), j)
+		lv := (*Factors)(&points[j])
+		if lv.empty() {
+			p.add(pf, "names no factor: give at least one level ({acks: all, ...})")
+		}
+		s.validateFactors(p, lv, plugins, func(factor string, _ int) string { return pf + "." + factor })
+	}
+}
+
+// validateFactors checks each level on its own and that no level repeats;
+// at names level i of a factor.
+func (s *Spec) validateFactors(p *problems, fs *Factors, plugins Plugins, at func(factor string, i int) string) {
+	managed := s.Target.Managed()
 	for _, d := range factorDefs {
 		n := d.n(fs)
 		ids := map[string]int{}
 		for i := range n {
-			lf := fmt.Sprintf("%s.%s[%d]", field, d.name, i)
-			id := d.id(fs, i)
+			lf := at(d.name, i)
+			id := d.levelID(fs, i)
 			if j, dup := ids[id]; dup {
 				p.add(lf, "repeats level %d (%s)", j, id)
 			}
 			ids[id] = i
 			switch d.name {
 			case "codec":
-				validateLevel(p, lf, d.name, fs.Codec[i], plugins, embedded)
+				validateLevel(p, lf, d.name, fs.Codec[i], plugins, managed)
 			case "partitioner":
-				validateLevel(p, lf, d.name, fs.Partitioner[i], plugins, embedded)
+				validateLevel(p, lf, d.name, fs.Partitioner[i], plugins, managed)
 			case "flush_policy":
-				validateLevel(p, lf, d.name, fs.FlushPolicy[i], plugins, embedded)
+				validateLevel(p, lf, d.name, fs.FlushPolicy[i], plugins, managed)
 			case "acks":
-				validateLevel(p, lf, d.name, fs.Acks[i], plugins, embedded)
+				validateLevel(p, lf, d.name, fs.Acks[i], plugins, managed)
 			case "durable_acks":
-				if !embedded {
-					p.add(lf, "only for embedded targets")
+				if !managed {
+					p.add(lf, "%s", onlyManaged)
+				}
+			case "replication_factor":
+				s.validateReplicationFactor(p, lf, fs.ReplicationFactor[i])
+			case "min_insync":
+				if v := fs.MinInsync[i]; v < 1 {
+					p.add(lf, "must be >= 1, got %d", v)
 				}
 			case "batch_max_bytes":
 				validateBatchMaxBytes(p, lf, fs.BatchMaxBytes[i])
@@ -409,8 +544,8 @@ func validateFactors(p *problems, field string, fs *Factors, plugins Plugins, em
 
 func (s *Spec) validateProbes(p *problems) {
 	if d := s.Probes.Disk; d != nil {
-		if !s.Target.IsEmbedded() {
-			p.add("probes.disk", "only for embedded targets (it measures the disk under the broker's data directory)")
+		if !s.Target.Managed() {
+			p.add("probes.disk", "only for targets the runner starts (embedded, cluster): it measures the disk under the brokers' data directories")
 		}
 		if d.FileSize < 0 || d.FileSize%4096 != 0 {
 			p.add("probes.disk.file_size", "must be a multiple of 4KiB, got %d", d.FileSize)
@@ -482,11 +617,24 @@ func (s *Spec) PayloadPath(w Workload) string {
 	return s.resolve(w.PayloadFile)
 }
 
-// CheckTarget makes sure a bootstrap target accepts TCP connections within
-// timeout, so an unreachable cluster fails before anything else runs. The
-// error wraps ErrUnreachable and names target.bootstrap. Embedded targets
-// pass.
+// CheckTarget makes sure the target can be had before anything runs: a
+// bootstrap target accepts TCP connections within timeout; a cluster's
+// external ZooKeeper does too, and for an embedded one ZooKeeper is
+// installed. The error wraps ErrUnreachable and names the field.
+// Embedded targets pass.
 func (s *Spec) CheckTarget(ctx context.Context, timeout time.Duration) error {
+	if c := s.Target.Cluster; c != nil && s.Target.Bootstrap == "" {
+		if c.ZooKeeper == ZooKeeperEmbedded {
+			if err := zkserver.Debian().Check(); err != nil {
+				return fmt.Errorf("%w: target.cluster.zookeeper: embedded: %w (or name an external one)", ErrUnreachable, err)
+			}
+			return nil
+		}
+		if err := clusterproc.Reachable(ctx, c.ZooKeeper, timeout); err != nil {
+			return fmt.Errorf("%w: target.cluster.zookeeper: %w", ErrUnreachable, dialCause(err))
+		}
+		return nil
+	}
 	addr := s.Target.Bootstrap
 	if addr == "" {
 		return nil
@@ -494,11 +642,20 @@ func (s *Spec) CheckTarget(ctx context.Context, timeout time.Duration) error {
 	d := net.Dialer{Timeout: timeout}
 	conn, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
-		var op *net.OpError
-		if errors.As(err, &op) && op.Err != nil {
-			err = op.Err
-		}
-		return fmt.Errorf("%w: target.bootstrap: cannot connect to %s: %w", ErrUnreachable, addr, err)
+		return fmt.Errorf("%w: target.bootstrap: cannot connect to %s: %w", ErrUnreachable, addr, dialCause(err))
 	}
 	return conn.Close()
+}
+
+// dialCause strips a dial error down to its cause ("connection refused").
+func dialCause(err error) error {
+	var op *net.OpError
+	if errors.As(err, &op) && op.Err != nil {
+		var prefix string
+		if msg, _, ok := strings.Cut(err.Error(), ": dial "); ok {
+			prefix = msg + ": "
+		}
+		return fmt.Errorf("%s%w", prefix, op.Err)
+	}
+	return err
 }

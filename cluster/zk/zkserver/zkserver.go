@@ -12,9 +12,10 @@
 // forked with Pdeathsig=SIGKILL, from a goroutine locked to its OS thread
 // for the child's whole life (Pdeathsig follows the forking thread, and the
 // Go runtime may otherwise retire that thread), so it dies with this
-// process. A Detached one gets its own session (setsid) and outlives it
-// (`weir cluster up`). cluster/zk/zktest builds its test servers and
-// ensembles on this package.
+// process, and in a process group of its own (a terminal's Ctrl-C reaches
+// its owner, which stops it when its clients are done). A Detached one
+// gets its own session (setsid) and outlives it (`weir cluster up`).
+// cluster/zk/zktest builds its test servers and ensembles on this package.
 //
 // # Why the configuration looks like this
 //

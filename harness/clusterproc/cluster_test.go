@@ -1,0 +1,123 @@
+package clusterproc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/weir-broker/weir/cluster/zk/zktest"
+	"github.com/weir-broker/weir/harness/internal/weirbin"
+)
+
+// weirBin is cmd/weir built once for the tests, the brokers' binary.
+var weirBin string
+
+func TestMain(m *testing.M) { os.Exit(weirbin.Main(m, &weirBin)) }
+
+// Two clusters on one external ZooKeeper, each under a chroot of its own:
+// each forms with its own brokers 1 and 2 only, serves a produce, and
+// leaves no process behind when stopped.
+func TestExternalZooKeeperChroots(t *testing.T) {
+	zk := zktest.Start(t, zktest.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var clusters []*Cluster
+	for i := range 2 {
+		connect, err := Chroot(zk.ConnectString()+"/runs", fmt.Sprintf("point-%d", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := Start(ctx, Config{Weir: weirBin, Dir: filepath.Join(t.TempDir(), "c"), Brokers: 2, ZooKeeper: connect, SessionTimeout: 4 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Stop() })
+		clusters = append(clusters, c)
+		if c.ZooKeeperServer != nil || c.ZooKeeper != connect || c.Networking != NetworkingLoopback || !strings.HasSuffix(connect, fmt.Sprintf("/runs/point-%d", i)) {
+			t.Errorf("cluster %d: zookeeper %q (server %v), networking %q", i, c.ZooKeeper, c.ZooKeeperServer, c.Networking)
+		}
+	}
+	for i, c := range clusters {
+		b := c.Broker(2)
+		if b == nil || b.ID != 2 || c.Broker(3) != nil || b.DataDir != filepath.Join(c.Dir, "broker-2") {
+			t.Fatalf("cluster %d: Broker(2) = %+v", i, b)
+		}
+		cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr), kgo.DefaultProduceTopic("t"), kgo.AllowAutoTopicCreation())
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen, err := BrokersSeen(ctx, cl)
+		if err != nil || !slices.Equal(seen.IDs, []int32{1, 2}) || seen.Controller < 1 {
+			t.Errorf("cluster %d: broker 2 sees %+v (%v), want brokers [1 2] and a controller", i, seen, err)
+		}
+		if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte("x")}).FirstErr(); err != nil {
+			t.Errorf("cluster %d: produce: %v", i, err)
+		}
+		cl.Close()
+		if err := c.CheckRunning(); err != nil {
+			t.Error(err)
+		}
+	}
+	for i, c := range clusters {
+		if err := c.Stop(); err != nil {
+			t.Errorf("cluster %d: Stop: %v", i, err)
+		}
+		if err := c.Stop(); err != nil {
+			t.Errorf("cluster %d: a second Stop: %v", i, err)
+		}
+		if left := ProcessesMentioning(c.Dir); len(left) > 0 {
+			t.Errorf("cluster %d: processes left:\n%s", i, strings.Join(left, "\n"))
+		}
+	}
+}
+
+// A broker that cannot start fails Start with the broker's complaint, and
+// the ZooKeeper and the other broker started are stopped.
+func TestStartFailureStopsEverything(t *testing.T) {
+	zktest.Require(t)
+	dir := filepath.Join(t.TempDir(), "c")
+	_, err := Start(context.Background(), Config{Weir: weirBin, Dir: dir, Brokers: 2, BrokerFlags: []string{"--no-such-flag"}})
+	if !errors.Is(err, ErrStart) || !strings.Contains(err.Error(), "no-such-flag") || !strings.Contains(err.Error(), "broker 1") {
+		t.Errorf("Start = %v, want ErrStart naming the broker and quoting its complaint", err)
+	}
+	if left := ProcessesMentioning(dir); len(left) > 0 {
+		t.Errorf("processes left after a failed start:\n%s", strings.Join(left, "\n"))
+	}
+}
+
+func TestConfigAndChroot(t *testing.T) {
+	for _, tc := range []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{Dir: "d", Brokers: 1}, "Weir"},
+		{Config{Weir: "w", Brokers: 1}, "Dir"},
+		{Config{Weir: "w", Dir: "d"}, "Brokers 0"},
+		{Config{Weir: "w", Dir: "d", Brokers: 1, ZooKeeper: "a:99999"}, "ZooKeeper"},
+		{Config{Weir: "w", Dir: "d", Brokers: 1, SessionTimeout: -time.Second}, "SessionTimeout"},
+	} {
+		if _, err := Start(context.Background(), tc.cfg); !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Start(%+v) = %v, want ErrConfig naming %s", tc.cfg, err, tc.want)
+		}
+	}
+	for in, want := range map[[2]string]string{
+		{"a:2181", "p1"}:             "a:2181/p1",
+		{"a:2181,b/weir/x", "p1"}:    "a:2181,b:2181/weir/x/p1",
+		{"a:2181/", "run-1-p000"}:    "a:2181/run-1-p000",
+		{"a:2181", "a/b"}:            "",
+		{"a:2181/bad//chroot", "p1"}: "",
+	} {
+		got, err := Chroot(in[0], in[1])
+		if got != want || (want == "") != (err != nil) {
+			t.Errorf("Chroot(%q, %q) = %q, %v; want %q", in[0], in[1], got, err, want)
+		}
+	}
+}
