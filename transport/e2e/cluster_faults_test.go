@@ -202,6 +202,19 @@ func (b *procBroker) kill() {
 	b.p = nil
 }
 
+// terminate stops the broker with SIGTERM (a controlled shutdown: the
+// controller moves its leaderships away first) and waits for it to exit
+// cleanly.
+func (b *procBroker) terminate() {
+	b.t.Helper()
+	begin := time.Now()
+	if err := b.p.Stop(); err != nil {
+		b.t.Fatalf("broker %d: SIGTERM: %v", b.id, err)
+	}
+	b.t.Logf("broker %d stopped by SIGTERM in %v; its output:\n%s", b.id, time.Since(begin), b.p.Output())
+	b.p = nil
+}
+
 // collect polls a franz-go consumer until it has n records in all.
 func collect(t testing.TB, cl *kgo.Client, got *[]seqRec, n int) {
 	t.Helper()

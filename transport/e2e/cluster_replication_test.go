@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/weir-broker/weir/cluster/zk/zktest"
@@ -38,80 +37,100 @@ func createLedBy(t *testing.T, addr, topic string, replicas []int32) {
 }
 
 // TestClusterReplicatedLeaderStops: three brokers on a real ZooKeeper, the
-// third a `weir broker` process leading a partition replicated on all three
-// (min.insync.replicas 2). While a franz-go idempotent producer writes with
-// acks=all, the leader is SIGKILLed (it fails over when ZooKeeper expires its
-// session) or stopped with SIGTERM (its controlled shutdown hands the
-// leadership over first); the producer goes on to the new leader, the
-// stopped broker comes back and catches up, and a consumer reads every
-// acknowledged record exactly once, in order.
+// third a `weir broker` process leading three partitions replicated on all
+// three (min.insync.replicas 2), one per client: a franz-go idempotent acks=all
+// producer, kcat (librdkafka, idempotent, acks=all) and a sarama idempotent
+// SyncProducer (acks=all) produce to them without pause while the leader is
+// SIGKILLed (it fails over when ZooKeeper expires its session) or stopped
+// with SIGTERM (its controlled shutdown hands the leaderships over first);
+// every client goes on to the new leader, the stopped broker comes back,
+// catches up and rejoins the ISR, and each client's topic, read back, holds
+// every record it acknowledged exactly once, in order. Meanwhile two
+// franz-go consumer groups of one member each, committing after every poll,
+// read the franz-go topic: one coordinated by the stopped broker (its
+// coordinator moves; weir does not keep a group's members across a move, so
+// it rebalances, and may re-read only what followed its last acknowledged
+// commit), the other elsewhere (it must not rebalance, and so reads every
+// record once); both end with every acknowledged record once, in order,
+// and their last commit read back.
 func TestClusterReplicatedLeaderStops(t *testing.T) {
 	zktest.Require(t)
 	weirBinary(t)
+	_, withKcat := findKcat(t)
 	for _, how := range []string{"SIGKILL", "SIGTERM"} {
 		t.Run(how, func(t *testing.T) {
 			c := brokertest.StartCluster(t, 2)
 			b3 := newProcBroker(t, c, 3)
 			awaitCluster(t, c, 1, 2, 3)
 			boot := c.Member(1).Addr
-			topic := "replicated-" + how
-			createLedBy(t, boot, topic, []int32{3, 1, 2})
-			p := newClient(t, boot, kgo.DefaultProduceTopic(topic), kgo.RequiredAcks(kgo.AllISRAcks()),
-				kgo.RecordRetries(1000), kgo.RetryTimeout(2*waitTimeout), kgo.MetadataMinAge(100*time.Millisecond),
-				kgo.ProduceRequestTimeout(5*time.Second))
-			acked := brokertest.ProduceAcked(testContext(t), p, "a", 0, 300)
-			during := make(chan []string)
-			go func() { during <- brokertest.ProduceAcked(testContext(t), p, "b", 0, 600) }()
+			starts := map[string]func(*testing.T, string, string) *failoverLoad{
+				"franz": startFranzLoad, "sarama": startSaramaLoad, "kcat": startKcatLoad}
+			clients := []string{"franz", "sarama", "kcat"}
+			if !withKcat {
+				t.Log("kcat not found: install the Debian package kcat (make deps) to run kcat across the failover too")
+				clients = clients[:2]
+			}
+			for _, name := range clients {
+				createLedBy(t, boot, "failover-"+name, []int32{3, 1, 2})
+			}
+			moved := startGroupReader(t, boot, "failover-moved", "failover-franz", func(id int32) bool { return id == 3 })
+			stays := startGroupReader(t, boot, "failover-stays", "failover-franz", func(id int32) bool { return id != 3 })
+			var loads []*failoverLoad
+			for _, name := range clients {
+				loads = append(loads, starts[name](t, boot, "failover-"+name))
+			}
+			awaitAcked(t, "before the stop", 200, loads...)
+
 			begin := time.Now()
 			if how == "SIGKILL" {
 				b3.kill()
 			} else {
-				if err := b3.p.Stop(); err != nil {
-					t.Fatalf("SIGTERM: %v", err)
-				}
-				t.Logf("broker 3 stopped by SIGTERM in %v; its output:\n%s", time.Since(begin), b3.p.Output())
-				b3.p = nil
+				b3.terminate()
 			}
-			awaitLeaders(t, boot, topic, func(ls []int32) bool { return len(ls) == 1 && ls[0] != 3 && ls[0] != -1 })
-			t.Logf("a new leader %v after the %s", time.Since(begin).Round(time.Millisecond), how)
-			acked = append(acked, <-during...)
+			for _, name := range clients {
+				awaitLeaders(t, boot, "failover-"+name, func(ls []int32) bool { return len(ls) == 1 && ls[0] != 3 && ls[0] != -1 })
+			}
+			t.Logf("new leaders %v after the %s", time.Since(begin).Round(time.Millisecond), how)
+			awaitAcked(t, "by the new leaders", 200, loads...)
+
 			b3.start()
-			acked = append(acked, brokertest.ProduceAcked(testContext(t), p, "c", 0, 300)...)
-			if len(acked) < 900 {
-				t.Fatalf("%d of 1200 records acknowledged", len(acked))
+			for _, name := range clients {
+				awaitInISR(t, boot, "failover-"+name, 3)
 			}
-			cons := newClient(t, boot, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().AtStart()}}),
-				kgo.FetchMaxWait(200*time.Millisecond))
-			var got []seqRec
-			collect(t, cons, &got, len(acked))
-			seen := map[string]int{}
-			for i, r := range got {
-				seen[r.Value]++
-				if r.Offset != int64(i) {
-					t.Fatalf("record %d at offset %d", i, r.Offset)
-				}
+			t.Logf("broker 3 back in every ISR %v after the %s", time.Since(begin).Round(time.Millisecond), how)
+			awaitAcked(t, "after broker 3 is back", 100, loads...)
+			for _, l := range loads {
+				l.finish(t)
 			}
-			for _, v := range acked {
-				if seen[v] != 1 {
-					t.Fatalf("acknowledged record %s read %d times", v, seen[v])
-				}
+			for _, l := range loads {
+				l.check(t)
 			}
-			// Broker 3 catches up and is back in the ISR.
-			pc := pin(boot)
-			eventually(t, 2*waitTimeout, "broker 3 back in the ISR", func() (bool, string) {
-				md, err := pc.metadata(testContext(t), topic)
-				if err != nil {
-					return false, err.Error()
-				}
-				tp := topicOf(md, topic)
-				if tp == nil || len(tp.Partitions) != 1 {
-					return false, "no partition"
-				}
-				return slices.Contains(tp.Partitions[0].ISR, 3), fmt.Sprintf("ISR %v", tp.Partitions[0].ISR)
-			})
-			if len(got) != len(acked) {
-				t.Errorf("read %d records, %d acknowledged", len(got), len(acked))
+
+			franz := loads[0]
+			end := endOffsets(t, boot, franz.topic, 1)[0]
+			moved.finish(t, boot, franz.produced, end)
+			if rebalances, rereads := stays.finish(t, boot, franz.produced, end); rebalances != 0 || rereads != 0 {
+				t.Errorf("group %s, whose coordinator ran throughout: %d rebalances, %d records read again; want none",
+					stays.group, rebalances, rereads)
 			}
 		})
 	}
+}
+
+// awaitInISR waits until the broker at addr lists broker id in the ISR of
+// the topic's partition 0.
+func awaitInISR(t *testing.T, addr, topic string, id int32) {
+	t.Helper()
+	ctx, p := testContext(t), pin(addr)
+	eventually(t, waitTimeout, fmt.Sprintf("broker %d in the ISR of %s", id, topic), func() (bool, string) {
+		md, err := p.metadata(ctx, topic)
+		if err != nil {
+			return false, err.Error()
+		}
+		tp := topicOf(md, topic)
+		if tp == nil || len(tp.Partitions) != 1 {
+			return false, "no partition"
+		}
+		return slices.Contains(tp.Partitions[0].ISR, id), fmt.Sprintf("ISR %v", tp.Partitions[0].ISR)
+	})
 }

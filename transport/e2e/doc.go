@@ -24,8 +24,10 @@
 //	                 and a group coordinator spread over them; the controller killed; a `weir broker`
 //	                 process SIGKILLed and restarted (also within its old session); a broker joining;
 //	                 ZooKeeper stopped for 10 s, sessions expired; a broker id already in use
-//	cluster_replication_test.go  the leader of a 3-replica partition SIGKILLed or stopped by SIGTERM under an
-//	                 idempotent acks=all producer: nothing lost, nothing twice
+//	cluster_replication_test.go  the leader of 3-replica partitions SIGKILLed or stopped by SIGTERM under
+//	                 idempotent acks=all producers of each client at once (franz-go, sarama, kcat; the loads in
+//	                 cluster_failover_test.go): nothing lost, nothing twice; franz-go groups consuming meanwhile,
+//	                 one coordinated by the stopped broker, re-read only what followed their last commit
 //
 // kcat comes from the Debian package (make deps and .ci/run install it). When
 // it is missing the kcat tests skip with a message, except under CI=true,

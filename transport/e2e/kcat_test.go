@@ -78,21 +78,27 @@ func TestKcatMetadata(t *testing.T) {
 func linesFile(n int) []byte {
 	var b bytes.Buffer
 	for i := range n {
-		switch i % 5 {
-		case 0:
-			fmt.Fprintf(&b, "line %d\n", i)
-		case 1:
-			fmt.Fprintf(&b, "  línea %d — ünïcödé ✓ 日本語 \t tab\n", i)
-		case 2:
-			fmt.Fprintf(&b, "%d %s\n", i, strings.Repeat("abc ", i%97))
-		case 3:
-			fmt.Fprintf(&b, `{"n":%d,"json":"with \"quotes\" and \\ backslashes"}`+"\n", i)
-		case 4:
-			fmt.Fprintf(&b, "%d\x01\x7f binary-ish bytes %%s %%d\n", i)
-		}
+		b.WriteString(textLine(i))
+		b.WriteByte('\n')
 	}
 	fmt.Fprintf(&b, "the last line, %s\n", strings.Repeat("long ", 200<<10/5))
 	return b.Bytes()
+}
+
+// textLine is line i of linesFile, without its newline.
+func textLine(i int) string {
+	switch i % 5 {
+	case 0:
+		return fmt.Sprintf("line %d", i)
+	case 1:
+		return fmt.Sprintf("  línea %d — ünïcödé ✓ 日本語 \t tab", i)
+	case 2:
+		return fmt.Sprintf("%d %s", i, strings.Repeat("abc ", i%97))
+	case 3:
+		return fmt.Sprintf(`{"n":%d,"json":"with \"quotes\" and \\ backslashes"}`, i)
+	default:
+		return fmt.Sprintf("%d\x01\x7f binary-ish bytes %%s %%d", i)
+	}
 }
 
 // TestKcatFileRoundTrip: for every codec, kcat -P sends a file of lines and
