@@ -47,21 +47,23 @@ func (n *Node) offsetsPartitionFor(group string) int32 {
 // to its log. Comparable: the same partition is the same Log.
 type offsetsLog struct{ p *replicated }
 
-// Append appends as the leader, and returns once the records are
+// Append appends as the leader; its wait returns once the records are
 // replicated to the ISR, as Kafka's coordinator appends with acks=all
-// (offsets.commit.required.acks).
-func (l offsetsLog) Append(ctx context.Context, b []byte) error {
+// (offsets.commit.required.acks), or after offsetsCommitTimeout.
+func (l offsetsLog) Append(ctx context.Context, b []byte) (func(context.Context) error, error) {
 	if err := l.p.checkAppend(l.p.MinInsyncReplicas); err != nil {
-		return err
+		return nil, err
 	}
 	res, err := l.p.AppendEpoch(ctx, b, l.p.epoch.Load())
 	l.p.appended()
 	if err != nil {
-		return err
+		return nil, err
 	}
-	actx, cancel := context.WithTimeout(ctx, offsetsCommitTimeout)
-	defer cancel()
-	return l.p.waitAcksAll(actx, res.NextOffset, l.p.MinInsyncReplicas)
+	return func(ctx context.Context) error {
+		actx, cancel := context.WithTimeout(ctx, offsetsCommitTimeout)
+		defer cancel()
+		return l.p.waitAcksAll(actx, res.NextOffset, l.p.MinInsyncReplicas)
+	}, nil
 }
 
 // offsetsCommitTimeout bounds a commit's wait for the ISR (Kafka's

@@ -81,8 +81,10 @@ func (c *Coordinator) Load(ctx context.Context, p int32, log Log) error {
 // on its groups get ErrCoordinatorLoadInProgress. The replay it returns (the
 // caller runs it, on a goroutine of its own if it likes) reads the log up to
 // its end, imports the partition's groups of an old-layout store (Import),
-// and then serves them, each group with committed offsets starting Empty (as
-// in Kafka, membership is not kept across a move: members rejoin). Starting
+// and then serves them, each group with committed offsets starting Empty:
+// membership is not kept across a move, so members rejoin (Kafka writes
+// group metadata records to the partition and restores the members of a
+// stable group; weir does not write them yet). Starting
 // a load of a partition loaded or loading already with the same log does
 // nothing (its replay returns nil at once); with another log, it unloads
 // first. An Unload or Close before the replay ends abandons it
@@ -340,7 +342,12 @@ func (c *Coordinator) Leave(group string, members []LeaveMember) (perMember []er
 // and the group not awaiting its assignment. When err is not nil it applies
 // to every partition, and every perPartition entry is err too; otherwise
 // perPartition[i] is the outcome for offsets[i]. Offsets are acknowledged
-// once appended to the offsets log (the page cache), as Kafka does.
+// once they count as committed in the offsets log (Log.Append: on a single
+// node the page cache, as Kafka acknowledges them; in a cluster the ISR);
+// the wait for that happens without the coordinator's lock, so one commit
+// waiting for its replicas holds up no other request (and not the broker
+// loading or unloading partitions), and it is applied to what OffsetFetch
+// answers in log order.
 func (c *Coordinator) Commit(group, memberID string, instanceID *string, generation int32,
 	offsets []OffsetCommit) (perPartition []error, err error) {
 	all := func(err error) ([]error, error) {
@@ -354,7 +361,12 @@ func (c *Coordinator) Commit(group, memberID string, instanceID *string, generat
 		return all(fmt.Errorf("%w: group id of %d bytes", ErrInvalidGroupID, len(group)))
 	}
 	c.mu.Lock()
-	defer c.mu.Unlock()
+	locked := true
+	defer func() {
+		if locked {
+			c.mu.Unlock()
+		}
+	}()
 	store, err := c.storeOf(group)
 	if err != nil {
 		return all(err)
@@ -369,8 +381,8 @@ func (c *Coordinator) Commit(group, memberID string, instanceID *string, generat
 		c.groups[group] = g
 	}
 	err = g.commitCheck(now, memberID, instanceID, generation)
-	defer c.settle(g)
 	if err != nil {
+		c.settle(g)
 		return all(err)
 	}
 	perPartition = make([]error, len(offsets))
@@ -388,7 +400,23 @@ func (c *Coordinator) Commit(group, memberID string, instanceID *string, generat
 			at = append(at, i)
 		}
 	}
-	if err := store.commit(group, valid, now); err != nil {
+	pw, wait, err := store.begin(commitEntries(group, valid, now), now)
+	if err == nil {
+		c.mu.Unlock()
+		locked = false
+		werr := wait(context.Background())
+		c.mu.Lock()
+		locked = true
+		store.finish(pw, werr)
+		c.settle(g)
+		c.mu.Unlock()
+		locked = false
+		<-pw.drained // behind a write still waiting, which its own caller finishes
+		err = werr
+	} else {
+		c.settle(g)
+	}
+	if err != nil {
 		// The store failing is the coordinator failing: clients retry.
 		err = fmt.Errorf("%w: storing offsets: %v", ErrCoordinatorNotAvailable, err)
 		c.o.Logger.Error("commit failed", "group", group, "err", err)
@@ -610,7 +638,7 @@ func (c *Coordinator) forget(id string, g *group) {
 	if g.state != stateEmpty || !g.empty() {
 		return
 	}
-	if sh := c.shards[c.o.PartitionFor(id)]; sh == nil || sh.store == nil || sh.store.offsets[id] == nil {
+	if sh := c.shards[c.o.PartitionFor(id)]; sh == nil || sh.store == nil || sh.store.offsets[id] == nil && !sh.store.pendingFor(id) {
 		delete(c.groups, id)
 	}
 }

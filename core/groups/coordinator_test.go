@@ -63,9 +63,11 @@ func closeCoordinator(t *testing.T, c *Coordinator) {
 // testLog is a partition log as the coordinator's Log.
 type testLog struct{ *partlog.Log }
 
-func (l testLog) Append(ctx context.Context, b []byte) error {
-	_, err := l.Log.Append(ctx, b, 0)
-	return err
+func (l testLog) Append(ctx context.Context, b []byte) (func(context.Context) error, error) {
+	if _, err := l.Log.Append(ctx, b, 0); err != nil {
+		return nil, err
+	}
+	return func(context.Context) error { return nil }, nil
 }
 
 // openTestLog opens the partition log in dir on fsys, closed at the end of

@@ -104,8 +104,8 @@ func ReadLegacy(fsys vfs.FS, dir string, logger *slog.Logger) (*Legacy, error) {
 // readOnly is a partlog.Log as a Log that refuses appends.
 type readOnly struct{ *partlog.Log }
 
-func (r readOnly) Append(context.Context, []byte) error {
-	return fmt.Errorf("groups: %s is read only", r.Dir())
+func (r readOnly) Append(context.Context, []byte) (func(context.Context) error, error) {
+	return nil, fmt.Errorf("groups: %s is read only", r.Dir())
 }
 
 // LegacyLeft returns the number of groups of the old-layout store handed
@@ -164,13 +164,9 @@ func (c *Coordinator) importLocked(p int32, store *offsetStore) (imported int, e
 			}
 			entries = append(entries, entry{k: offsetKey{group: g, TopicPartition: tp}, v: &v})
 		}
-		if err := writeEntries(store.log, entries, c.o.Clock.Now().UnixMilli()); err != nil {
+		if err := store.write(entries, c.o.Clock.Now()); err != nil {
 			return imported, fmt.Errorf("groups: import the offsets of group %q from %s: %w", g, l.Dir, err)
 		}
-		for _, e := range entries {
-			store.set(e.k, *e.v)
-		}
-		store.records += int64(len(entries))
 		if c.groups[g] == nil && store.offsets[g] != nil {
 			c.groups[g] = newGroup(g, &c.o)
 		}

@@ -14,9 +14,13 @@ import (
 // which keeps the latest record of every key and so every live offset.
 type Log interface {
 	// Append appends record batches (Kafka v2; the log assigns offsets) and
-	// returns once they count as committed: written, on a single node; in
-	// a cluster, replicated as acks=all would require.
-	Append(ctx context.Context, batches []byte) error
+	// returns a wait that returns once they count as committed (written, on
+	// a single node; in a cluster, replicated as acks=all would require),
+	// or says why not. The coordinator appends holding its lock, so that
+	// writes reach the log in the order it decided them, and waits without
+	// it. Writes are committed in log order (the high watermark only
+	// grows).
+	Append(ctx context.Context, batches []byte) (wait func(context.Context) error, err error)
 	// StartOffset and EndOffset bound what Load replays.
 	StartOffset() int64
 	EndOffset() int64

@@ -23,6 +23,20 @@ type offsetStore struct {
 	offsets map[string]map[TopicPartition]stored
 	live    int   // entries in offsets
 	records int64 // records replayed and written: live, superseded and tombstones
+	// pending are the writes appended and not yet applied, in log order:
+	// each goes into memory once it and every write before it are done
+	// (see begin and finish), so a later write is never overtaken.
+	pending []*pendingWrite
+}
+
+// pendingWrite is a write in the log waiting to count as committed.
+type pendingWrite struct {
+	entries []entry
+	done    bool
+	err     error
+	// drained is closed once the write left pending: applied to memory, or
+	// dropped because it failed.
+	drained chan struct{}
 }
 
 func newStore(log Log) *offsetStore {
@@ -128,10 +142,9 @@ type entry struct {
 	v *stored
 }
 
-// write appends entries to log in batches of about batchTarget bytes, with
-// one Append (one write): the page cache, not the disk, as Kafka
-// acknowledges commits.
-func writeEntries(log Log, entries []entry, now int64) error {
+// writeEntries appends entries to log in batches of about batchTarget
+// bytes, with one Append (one write), and returns the Append's wait.
+func writeEntries(log Log, entries []entry, now int64) (func(context.Context) error, error) {
 	var buf []byte
 	var recs []record.Record
 	size := 0
@@ -151,25 +164,86 @@ func writeEntries(log Log, entries []entry, now int64) error {
 		}
 		if size+len(r.Key)+len(r.Value) > batchTarget {
 			if err := flush(); err != nil {
-				return err
+				return nil, err
 			}
 		}
 		recs = append(recs, r)
 		size += len(r.Key) + len(r.Value) + 16
 	}
 	if err := flush(); err != nil {
-		return err
+		return nil, err
 	}
 	if len(buf) == 0 {
-		return nil
+		return func(context.Context) error { return nil }, nil
 	}
 	return log.Append(context.Background(), buf)
 }
 
-// commit stores offsets of one group; on error nothing changes in memory
-// (the log may still hold some of the records, which is what recovery would
-// find: a commit is not acknowledged, and a later one supersedes it).
-func (s *offsetStore) commit(group string, offsets []OffsetCommit, now time.Time) error {
+// begin appends entries to the log and queues them; the caller waits with
+// wait (without the coordinator's lock), then hands the outcome to finish.
+// On an error nothing was queued (the log may still hold some of the
+// records, which is what recovery would find: a commit is not
+// acknowledged, and a later one supersedes it).
+func (s *offsetStore) begin(entries []entry, now time.Time) (pw *pendingWrite, wait func(context.Context) error, err error) {
+	wait, err = writeEntries(s.log, entries, now.UnixMilli())
+	if err != nil {
+		return nil, nil, err
+	}
+	pw = &pendingWrite{entries: entries, drained: make(chan struct{})}
+	s.pending = append(s.pending, pw)
+	return pw, wait, nil
+}
+
+// finish records a queued write's outcome and applies, in log order, every
+// write at the head of the queue that is done: a committed one goes into
+// memory, a failed one is dropped. A write behind one still waiting stays
+// queued; its drained channel closes when the one before finishes.
+func (s *offsetStore) finish(pw *pendingWrite, err error) {
+	pw.done, pw.err = true, err
+	for len(s.pending) > 0 && s.pending[0].done {
+		head := s.pending[0]
+		s.pending = s.pending[1:]
+		if head.err == nil {
+			for _, e := range head.entries {
+				if e.v == nil {
+					s.remove(e.k)
+				} else {
+					s.set(e.k, *e.v)
+				}
+			}
+			s.records += int64(len(head.entries))
+		}
+		close(head.drained)
+	}
+}
+
+// pendingFor reports whether a queued write holds records of group.
+func (s *offsetStore) pendingFor(group string) bool {
+	for _, pw := range s.pending {
+		for _, e := range pw.entries {
+			if e.k.group == group {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// write is begin, the wait and finish in one, for writes made holding the
+// coordinator's lock (deletions, expiry): it returns once the write is
+// committed, and it is applied once the writes before it are.
+func (s *offsetStore) write(entries []entry, now time.Time) error {
+	pw, wait, err := s.begin(entries, now)
+	if err != nil {
+		return err
+	}
+	err = wait(context.Background())
+	s.finish(pw, err)
+	return err
+}
+
+// commitEntries are the records committing offsets of one group.
+func commitEntries(group string, offsets []OffsetCommit, now time.Time) []entry {
 	entries := make([]entry, len(offsets))
 	for i, oc := range offsets {
 		v := stored{Committed: Committed{Offset: oc.Offset, LeaderEpoch: oc.LeaderEpoch}, commitTime: now.UnixMilli()}
@@ -178,14 +252,13 @@ func (s *offsetStore) commit(group string, offsets []OffsetCommit, now time.Time
 		}
 		entries[i] = entry{k: offsetKey{group: group, TopicPartition: oc.TopicPartition}, v: &v}
 	}
-	if err := writeEntries(s.log, entries, now.UnixMilli()); err != nil {
-		return err
-	}
-	for _, e := range entries {
-		s.set(e.k, *e.v)
-	}
-	s.records += int64(len(entries))
-	return nil
+	return entries
+}
+
+// commit stores offsets of one group, waiting for them to be committed;
+// on error nothing changes in memory (see begin).
+func (s *offsetStore) commit(group string, offsets []OffsetCommit, now time.Time) error {
+	return s.write(commitEntries(group, offsets, now), now)
 }
 
 // removeWhere writes tombstones for every offset for which drop is true.
@@ -198,14 +271,7 @@ func (s *offsetStore) removeWhere(now time.Time, drop func(k offsetKey) bool) er
 			}
 		}
 	}
-	if err := writeEntries(s.log, entries, now.UnixMilli()); err != nil {
-		return err
-	}
-	for _, e := range entries {
-		s.remove(e.k)
-	}
-	s.records += int64(len(entries))
-	return nil
+	return s.write(entries, now)
 }
 
 // fetch returns the group's offsets for parts (all when nil).

@@ -1,6 +1,7 @@
 package groups
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"maps"
@@ -269,7 +270,7 @@ func TestLoadForeignRecord(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := l.Append(bg, b); err != nil {
+	if _, err := l.Append(bg, b); err != nil {
 		t.Fatal(err)
 	}
 	c, err := New(Options{Clock: newClock(), Logger: quietLogger()})
@@ -353,4 +354,89 @@ func FuzzDecodeRecord(f *testing.F) {
 			t.Fatalf("value error %v is not ErrCorrupt", err)
 		}
 	})
+}
+
+// gatedLog is a testLog whose appends count as committed only when the
+// test opens their gate, in whatever order it opens them: a cluster's
+// acks=all wait, controlled.
+type gatedLog struct {
+	testLog
+	gates chan chan error // each Append's gate, in append order
+}
+
+func (l gatedLog) Append(ctx context.Context, b []byte) (func(context.Context) error, error) {
+	if _, err := l.Log.Append(ctx, b, 0); err != nil {
+		return nil, err
+	}
+	gate := make(chan error, 1)
+	l.gates <- gate
+	return func(context.Context) error { return <-gate }, nil
+}
+
+// A commit waiting for its records to be committed holds no lock: the
+// coordinator answers other requests and loads and unloads partitions
+// meanwhile. Commits are applied in log order, whatever order their waits
+// end in, and one that fails changes nothing.
+func TestCommitWaitsWithoutTheLock(t *testing.T) {
+	c, err := New(Options{Clock: newClock(), Logger: quietLogger(), newMemberID: counterIDs()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	l := gatedLog{testLog: openTestLog(t, vfs.NewMem(), dir), gates: make(chan chan error, 4)}
+	if err := c.Load(bg, 0, l); err != nil {
+		t.Fatal(err)
+	}
+	commit := func(offset int64) chan error {
+		done := make(chan error, 1)
+		go func() {
+			errs, err := c.Commit("g", "", nil, -1, []OffsetCommit{oc("t", 0, offset, nil)})
+			if err == nil {
+				err = errs[0]
+			}
+			done <- err
+		}()
+		return done
+	}
+	first := commit(10)
+	gate1 := <-l.gates
+	second := commit(20)
+	gate2 := <-l.gates
+	// Both wait; the coordinator still serves, and loads a partition.
+	if got, err := c.Fetch("g", nil); err != nil || len(got) != 0 {
+		t.Fatalf("offsets while both commits wait: %v %v, want none yet", got, err)
+	}
+	other := openTestLog(t, vfs.NewMem(), dir)
+	if err := c.Load(bg, 1, other); err != nil {
+		t.Fatalf("load while commits wait: %v", err)
+	}
+	c.Unload(1)
+	// The later commit is confirmed first: not applied before the earlier.
+	gate2 <- nil
+	select {
+	case err := <-second:
+		t.Fatalf("the later commit returned (%v) before the earlier one was confirmed", err)
+	default:
+	}
+	if got, _ := c.Fetch("g", nil); len(got) != 0 {
+		t.Fatalf("offsets %v before the earlier commit was confirmed", got)
+	}
+	gate1 <- nil
+	for _, ch := range []chan error{first, second} {
+		if err := <-ch; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, _ := c.Fetch("g", nil); got[tp("t", 0)].Offset != 20 {
+		t.Fatalf("offsets %v, want the later commit's 20", got)
+	}
+	// A commit whose wait fails is not applied.
+	failed := commit(30)
+	(<-l.gates) <- errors.New("not enough replicas")
+	if err := <-failed; !errors.Is(err, ErrCoordinatorNotAvailable) {
+		t.Fatalf("a commit whose wait failed: %v", err)
+	}
+	if got, _ := c.Fetch("g", nil); got[tp("t", 0)].Offset != 20 {
+		t.Fatalf("offsets %v after a failed commit, want 20 still", got)
+	}
 }
