@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -339,5 +340,62 @@ func TestOpenTimesOutWithoutServer(t *testing.T) {
 	}
 	if took := time.Since(t0); took > 2*time.Second {
 		t.Fatalf("Open took %v with a 500ms ctx", took)
+	}
+}
+
+// TestSilentServerDuringHandshake: a server that accepts the connection and
+// never answers the session handshake (a ZooKeeper still starting, or hung)
+// holds the client for at most a session timeout, after which it tries
+// again, instead of the ten read timeouts go-zookeeper gives a handshake
+// (over six session timeouts), by when the session the client wanted to
+// resume would have expired.
+func TestSilentServerDuringHandshake(t *testing.T) {
+	c := zktest.Start(t, zktest.Options{})
+	silent, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	accepted := make(chan struct{})
+	go func() {
+		defer close(accepted)
+		var held []net.Conn // accepted, never answered
+		defer func() {
+			for _, c := range held {
+				c.Close()
+			}
+		}()
+		for {
+			c, err := silent.Accept()
+			if err != nil {
+				return
+			}
+			held = append(held, c)
+		}
+	}()
+	defer func() {
+		silent.Close()
+		<-accepted
+	}()
+	var dials atomic.Int32
+	const timeout = time.Second
+	logger, _ := newLogRecorder(t)
+	cfg := zk.Config{Servers: c.Addrs(), Chroot: freshChroot(t), SessionTimeout: timeout, Logger: logger,
+		Dialer: func(network, addr string, d time.Duration) (net.Conn, error) {
+			if dials.Add(1) == 1 {
+				return net.DialTimeout(network, silent.Addr().String(), d)
+			}
+			return net.DialTimeout(network, addr, d)
+		}}
+	// Uncapped, the first handshake alone would take 10 x 2/3 of the
+	// session timeout.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*timeout)
+	defer cancel()
+	s, err := zk.Open(ctx, cfg)
+	if err != nil {
+		t.Fatalf("open through a silent server first: %v", err)
+	}
+	defer s.Close()
+	if n := dials.Load(); n < 2 {
+		t.Fatalf("%d dials: the silent server was not tried first", n)
 	}
 }

@@ -66,7 +66,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		gozk.WithLogger(debugLogger{s.log}),
 		gozk.WithEventCallback(s.onEvent),
 		gozk.WithMaxBufferSize(cfg.MaxBufferSize),
-		gozk.WithDialer(cfg.Dialer))
+		gozk.WithDialer(cappedDialer(cfg.Dialer, cfg.SessionTimeout)))
 	if err != nil {
 		return nil, fmt.Errorf("zk: open %v: %w", cfg.Servers, err)
 	}
