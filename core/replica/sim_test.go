@@ -227,24 +227,8 @@ func (s *sim) settle() {
 // member stays), each change bumping the epoch; a dead partition gets a
 // leader again when an ISR member returns.
 func (s *sim) control() {
-	live := func(id int32) bool { return s.brokers[id].alive }
 	st := s.rec
-	leader := st.Leader
-	if leader == meta.NoLeader || !live(leader) {
-		leader = meta.NoLeader
-		for _, r := range s.replicas {
-			if live(r) && slices.Contains(st.ISR, r) {
-				leader = r
-				break
-			}
-		}
-	}
-	var isr []int32
-	for _, r := range st.ISR {
-		if live(r) {
-			isr = append(isr, r)
-		}
-	}
+	leader, isr := s.elect(func(id int32) bool { return s.brokers[id].alive })
 	if len(isr) == 0 {
 		isr = []int32{st.ISR[0]}
 		if slices.Contains(st.ISR, st.Leader) {
@@ -283,23 +267,7 @@ func (s *sim) resign(id, epoch int32) {
 	if st.LeaderEpoch != epoch || !slices.Contains(st.ISR, id) {
 		return
 	}
-	others := func(r int32) bool { return r != id && s.brokers[r].alive }
-	leader := st.Leader
-	if leader == meta.NoLeader || !others(leader) {
-		leader = meta.NoLeader
-		for _, r := range s.replicas {
-			if others(r) && slices.Contains(st.ISR, r) {
-				leader = r
-				break
-			}
-		}
-	}
-	var isr []int32
-	for _, r := range st.ISR {
-		if others(r) {
-			isr = append(isr, r)
-		}
-	}
+	leader, isr := s.elect(func(r int32) bool { return r != id && s.brokers[r].alive })
 	if leader == meta.NoLeader {
 		leader, isr = id, []int32{id}
 	}
@@ -309,6 +277,29 @@ func (s *sim) resign(id, epoch int32) {
 	s.rec = meta.PartitionState{Leader: leader, LeaderEpoch: epoch + 1, ISR: isr, Version: st.Version + 1}
 	s.logf("controller: b%d resigned: leader %d epoch %d ISR %v", id, leader, s.rec.LeaderEpoch, isr)
 	s.publish()
+}
+
+// elect is the record's leader if it counts as live, else the first replica
+// in assignment order that does and is in the ISR (none: NoLeader), with
+// the ISR's members that count as live.
+func (s *sim) elect(live func(int32) bool) (leader int32, isr []int32) {
+	st := s.rec
+	leader = st.Leader
+	if leader == meta.NoLeader || !live(leader) {
+		leader = meta.NoLeader
+		for _, r := range s.replicas {
+			if live(r) && slices.Contains(st.ISR, r) {
+				leader = r
+				break
+			}
+		}
+	}
+	for _, r := range st.ISR {
+		if live(r) {
+			isr = append(isr, r)
+		}
+	}
+	return leader, isr
 }
 
 func (s *sim) leader() *simBroker {

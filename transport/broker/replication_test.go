@@ -226,6 +226,21 @@ func exactlyOnce(t *testing.T, acked, got []string) {
 	}
 }
 
+// faultProducer is an idempotent acks=all producer of topic that retries
+// through faults (a minute) and follows leaders quickly; it closes with the
+// test.
+func faultProducer(t *testing.T, c *brokertest.MemCluster, topic string) *kgo.Client {
+	t.Helper()
+	p, err := kgo.NewClient(kgo.SeedBrokers(c.Addrs()...), kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.DefaultProduceTopic(topic), kgo.RecordRetries(1000), kgo.RetryTimeout(60*time.Second),
+		kgo.MetadataMinAge(50*time.Millisecond), kgo.ProduceRequestTimeout(3*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	return p
+}
+
 // Faults under an idempotent acks=all load (min.insync.replicas 2 of 3):
 // afterwards every acknowledged record is read exactly once and every
 // replica is byte-identical.
@@ -261,13 +276,7 @@ func TestReplicationUnderFaults(t *testing.T) {
 		t.Run(fault.name, func(t *testing.T) {
 			c := brokertest.StartMemCluster(t, 3, func(cfg *broker.Config) { cfg.ReplicaLagTimeMax = 2 * time.Second })
 			createReplicated(t, c.Member(1).Addr, "x", 1, 3, map[string]string{"min.insync.replicas": "2"})
-			p, err := kgo.NewClient(kgo.SeedBrokers(c.Addrs()...), kgo.RequiredAcks(kgo.AllISRAcks()),
-				kgo.DefaultProduceTopic("x"), kgo.RecordRetries(1000), kgo.RetryTimeout(60*time.Second),
-				kgo.MetadataMinAge(50*time.Millisecond), kgo.ProduceRequestTimeout(3*time.Second))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer p.Close()
+			p := faultProducer(t, c, "x")
 			ctx := context.Background()
 			acked := brokertest.ProduceAcked(ctx, p, "a", 0, 200)
 			leader := leaderOf(t, c, "x", 0)
@@ -319,13 +328,7 @@ func TestLeaderFsyncFailure(t *testing.T) {
 	faults := &syncFaults{dir: "/x-0/"}
 	c := brokertest.StartMemCluster(t, 3, func(cfg *broker.Config) { cfg.ReplicaLagTimeMax = 2 * time.Second }, faults.wrap)
 	createReplicated(t, c.Member(1).Addr, "x", 1, 3, map[string]string{"min.insync.replicas": "2", "flush.ms": "20"})
-	p, err := kgo.NewClient(kgo.SeedBrokers(c.Addrs()...), kgo.RequiredAcks(kgo.AllISRAcks()),
-		kgo.DefaultProduceTopic("x"), kgo.RecordRetries(1000), kgo.RetryTimeout(60*time.Second),
-		kgo.MetadataMinAge(50*time.Millisecond), kgo.ProduceRequestTimeout(3*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	p := faultProducer(t, c, "x")
 	ctx := context.Background()
 	acked := brokertest.ProduceAcked(ctx, p, "a", 0, 200)
 	leader := leaderOf(t, c, "x", 0)

@@ -45,15 +45,7 @@ func ResignReplica(ctx context.Context, s coord.Store, r meta.Resignation) error
 	if err := checkResignation(r); err != nil {
 		return err
 	}
-	path := ResignationPath(r)
-	err := coord.CreateAll(ctx, s, path, nil, coord.Ephemeral)
-	if errors.Is(err, coord.ErrNodeExists) {
-		_, st, gerr := s.Get(ctx, path)
-		if gerr == nil && st.EphemeralOwner == s.Session().ID {
-			return nil
-		}
-	}
-	if err != nil {
+	if err := createOwnEphemeral(ctx, s, ResignationPath(r)); err != nil {
 		return fmt.Errorf("layout: resign %s-%d in epoch %d for broker %d: %w", r.Topic, r.Partition, r.LeaderEpoch,
 			r.Broker, err)
 	}

@@ -24,6 +24,17 @@ const ShuttingDownPath = "/weir/controlled_shutdown"
 // node of the same session counts as success.
 func AnnounceShutdown(ctx context.Context, s coord.Store, id int32) error {
 	path := ShuttingDownPath + "/" + strconv.FormatInt(int64(id), 10)
+	if err := createOwnEphemeral(ctx, s, path); err != nil {
+		return fmt.Errorf("layout: announce the shutdown of broker %d: %w", id, err)
+	}
+	return nil
+}
+
+// createOwnEphemeral creates an empty ephemeral node at path (and its
+// parents when missing), owned by the store's session; one that exists
+// already, owned by the same session, counts as created (a retry after an
+// unknown outcome).
+func createOwnEphemeral(ctx context.Context, s coord.Store, path string) error {
 	err := coord.CreateAll(ctx, s, path, nil, coord.Ephemeral)
 	if errors.Is(err, coord.ErrNodeExists) {
 		_, st, gerr := s.Get(ctx, path)
@@ -31,10 +42,7 @@ func AnnounceShutdown(ctx context.Context, s coord.Store, id int32) error {
 			return nil
 		}
 	}
-	if err != nil {
-		return fmt.Errorf("layout: announce the shutdown of broker %d: %w", id, err)
-	}
-	return nil
+	return err
 }
 
 // ReadShuttingDown returns the brokers in controlled shutdown, sorted, and
