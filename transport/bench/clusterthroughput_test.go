@@ -3,6 +3,7 @@ package bench_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -172,12 +173,26 @@ func BenchmarkReplication(b *testing.B) {
 			s := startBrokerSet(b, 3)
 			addr := s.addrs()[0]
 			createTopicRF(b, addr, c.partitions, su.rf, map[string]string{"min.insync.replicas": fmt.Sprint(min(su.rf, 2))})
-			cpu0 := s.cpu(b)
+			n0 := s.counters(b)
+			cpu0, self0 := s.cpu(b), procStatCPU(b, os.Getpid())
+			profiled := s.profile(b, su.name)
 			r := produce(b, b, addr, c, b.N*c.recordsPerOp())
-			cpu := s.cpu(b) - cpu0
+			cpu, self := s.cpu(b)-cpu0, procStatCPU(b, os.Getpid())-self0
+			// Scraped at the producer's last acknowledgement: with
+			// acks=1 the followers may still be fetching the tail
+			// (lag-MB), whose CPU broker-cpu-s/GB leaves out and
+			// repl-cpu-s/GB counts.
+			n1 := s.counters(b)
+			s.awaitCaughtUp(b)
+			replCPU := s.cpu(b) - cpu0
+			profiled()
+			gb := float64(b.N) * opBytes / 1e9
 			reportThroughput(b, c.size, c.recordsPerOp(), r.elapsed)
 			b.ReportMetric(r.meanBatchBytes, "B/batch")
-			b.ReportMetric(cpu.Seconds()/(float64(b.N)*opBytes/1e9), "broker-cpu-s/GB")
+			b.ReportMetric(cpu.Seconds()/gb, "broker-cpu-s/GB")
+			b.ReportMetric(replCPU.Seconds()/gb, "repl-cpu-s/GB")
+			b.ReportMetric(self.Seconds()/gb, "client-cpu-s/GB")
+			reportReplication(b, n1.sub(n0), su.rf, r.elapsed)
 		})
 	}
 }

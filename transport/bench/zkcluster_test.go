@@ -95,6 +95,8 @@ type brokerSet struct {
 	flags   func(id int32) []string
 	brokers map[int32]*setBroker // by broker id
 
+	pprof   map[int32]string // pprof endpoints by broker id (-broker-pprof)
+
 	mu      sync.Mutex
 	clients map[string]*kgo.Client // by address: see pinned
 }
@@ -138,7 +140,7 @@ func startSingleBroker(tb testing.TB) *brokerSet {
 }
 
 func newBrokerSet(tb testing.TB, flags func(int32) []string) *brokerSet {
-	s := &brokerSet{tb: tb, bin: weirBinary(tb), dir: tb.TempDir(), flags: flags, brokers: map[int32]*setBroker{}, clients: map[string]*kgo.Client{}}
+	s := &brokerSet{tb: tb, bin: weirBinary(tb), dir: tb.TempDir(), flags: flags, brokers: map[int32]*setBroker{}, pprof: map[int32]string{}, clients: map[string]*kgo.Client{}}
 	// After dir's cleanup is registered, so that it runs first: the
 	// brokers stop before their data directories are removed.
 	tb.Cleanup(s.close)
@@ -159,7 +161,7 @@ func (s *brokerSet) start(id int32) {
 		s.tb.Fatalf("broker %d is running", id)
 	}
 	p, err := brokerproc.Start(context.Background(), brokerproc.Options{Weir: s.bin, DataDir: b.dir,
-		Flags: s.flags(id), DeathSignal: syscall.SIGKILL})
+		Flags: append(s.flags(id), s.pprofFlags(id)...), Metrics: true, DeathSignal: syscall.SIGKILL})
 	if err != nil {
 		s.tb.Fatalf("broker %d: %v", id, err)
 	}
