@@ -46,10 +46,17 @@ var weirBin struct {
 	err       error
 }
 
+// weirFlag names a `weir` binary to run instead of building cmd/weir: to
+// compare two builds in one loop of runs.
+var weirFlag = flag.String("weir", "", "run this weir `binary` as the cluster benchmarks' brokers instead of building cmd/weir from this tree")
+
 // weirBinary builds cmd/weir into a temporary directory, once per test
-// binary (TestMain removes it), and returns its path.
+// binary (TestMain removes it), and returns its path; or returns -weir.
 func weirBinary(tb testing.TB) string {
 	tb.Helper()
+	if *weirFlag != "" {
+		return *weirFlag
+	}
 	weirBin.once.Do(func() {
 		dir, err := os.MkdirTemp("", "weir-bench-")
 		if err != nil {
