@@ -153,12 +153,14 @@ func (c *Client) exchangeLocked(ctx context.Context, conn net.Conn, req kmsg.Req
 	}
 	buf := c.rbuf
 	if cap(buf) < n {
-		buf = make([]byte, n)
+		// Grown geometrically (within keptBuffer), so that fetches
+		// growing a little at a time do not allocate each time.
+		buf = make([]byte, n, max(n, min(2*cap(buf), keptBuffer)))
+		if n <= keptBuffer {
+			c.rbuf = buf
+		}
 	}
 	buf = buf[:n]
-	if n <= keptBuffer {
-		c.rbuf = buf
-	}
 	if _, err := io.ReadFull(conn, buf); err != nil {
 		return nil, fmt.Errorf("read: %w", err)
 	}
