@@ -194,6 +194,13 @@ func (s *brokerSet) profile(tb testing.TB, name string) (wait func()) {
 	}
 	return func() {
 		wg.Wait()
+		// And what each broker allocated since it started (sampled).
+		for id, addr := range s.pprof {
+			path := filepath.Join(*brokerPprof, fmt.Sprintf("%s-%d-broker%d.allocs", strings.ReplaceAll(name, "/", "_"), run, id))
+			if err := fetchPprof(addr, "allocs", path); err != nil {
+				tb.Errorf("allocs profile: %v", err)
+			}
+		}
 		close(errs)
 		for err := range errs {
 			if err != nil {
@@ -204,10 +211,14 @@ func (s *brokerSet) profile(tb testing.TB, name string) (wait func()) {
 }
 
 func fetchProfile(addr string, d time.Duration, path string) error {
-	ctx, cancel := context.WithTimeout(context.Background(), d+time.Minute)
+	return fetchPprof(addr, fmt.Sprintf("profile?seconds=%d", int(d.Seconds()+0.5)), path)
+}
+
+// fetchPprof writes /debug/pprof/<what> of the endpoint at addr to path.
+func fetchPprof(addr, what, path string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet,
-		fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", addr, int(d.Seconds()+0.5)), nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://%s/debug/pprof/%s", addr, what), nil)
 	if err != nil {
 		return err
 	}

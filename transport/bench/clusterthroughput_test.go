@@ -196,3 +196,33 @@ func BenchmarkReplication(b *testing.B) {
 		})
 	}
 }
+
+// replicationRate is the pace of BenchmarkReplicationLatency, in records
+// per second (10 MB/s of 100-byte values, well below what every setup
+// sustains).
+const replicationRate = 100_000
+
+// BenchmarkReplicationLatency: BenchmarkReplication's cluster and setups,
+// with BenchmarkProduceLatency's paced producer (replicationRate records/s,
+// linger 0); one op is one record. The latency of each record from its
+// Produce call to its acknowledgement: what acks=all costs the producer
+// (the followers' fetch round trips) next to acks=1. See the package doc.
+func BenchmarkReplicationLatency(b *testing.B) {
+	for _, su := range ordered(replicationSetups) {
+		c := produceConfig{100, clusterPartitions, su.acks}
+		b.Run(fmt.Sprintf("rate=%dk/size=%s/partitions=%d/setup=%s", replicationRate/1000, sizeName(c.size), c.partitions, su.name), func(b *testing.B) {
+			b.StopTimer()
+			s := startBrokerSet(b, 3)
+			addr := s.addrs()[0]
+			createTopicRF(b, addr, c.partitions, su.rf, map[string]string{"min.insync.replicas": fmt.Sprint(min(su.rf, 2))})
+			cpu0 := s.cpu(b)
+			lat := producePaced(b, b, addr, c, replicationRate, b.N)
+			cpu := s.cpu(b) - cpu0
+			b.ReportMetric(lat.percentile(50), "p50-us")
+			b.ReportMetric(lat.percentile(99), "p99-us")
+			b.ReportMetric(lat.percentile(99.9), "p999-us")
+			b.ReportMetric(float64(b.N)/lat.elapsed.Seconds(), "records/s")
+			b.ReportMetric(cpu.Seconds()/(float64(b.N)*float64(c.size)/1e9), "broker-cpu-s/GB")
+		})
+	}
+}

@@ -102,7 +102,7 @@ type brokerSet struct {
 	flags   func(id int32) []string
 	brokers map[int32]*setBroker // by broker id
 
-	pprof   map[int32]string // pprof endpoints by broker id (-broker-pprof)
+	pprof map[int32]string // pprof endpoints by broker id (-broker-pprof)
 
 	mu      sync.Mutex
 	clients map[string]*kgo.Client // by address: see pinned
