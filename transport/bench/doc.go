@@ -118,8 +118,10 @@
 //
 // Two flags serve comparisons and profiles of the cluster benchmarks:
 // -weir BINARY runs that build of `weir broker` instead of building
-// cmd/weir from this tree (so that a loop of runs can interleave two
-// builds), and -broker-pprof DIR has BenchmarkReplication start its brokers
+// cmd/weir from this tree, and -weir a=BINARY,b=BINARY has the replication
+// benchmarks run every setup on each build in turn (a weir=a or weir=b key
+// in the names, for benchratio -key weir), so that two builds are compared
+// within each run, setup by setup; -broker-pprof DIR has BenchmarkReplication start its brokers
 // with --pprof-listen and write each one's CPU profile, taken for
 // -broker-pprof-time from the producer's start, and its allocation profile
 // to DIR (use a -benchtime that produces for longer than the profile).
