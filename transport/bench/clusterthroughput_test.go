@@ -196,8 +196,10 @@ func BenchmarkReplication(b *testing.B) {
 				// acks=1 the followers may still be fetching the tail
 				// (lag-MB), whose CPU broker-cpu-s/GB leaves out and
 				// repl-cpu-s/GB counts.
+				acked := time.Now()
 				n1 := s.counters(b)
 				s.awaitCaughtUp(b)
+				replicated := r.elapsed + time.Since(acked)
 				replCPU := s.cpu(b) - cpu0
 				profiled()
 				gb := float64(b.N) * opBytes / 1e9
@@ -205,6 +207,7 @@ func BenchmarkReplication(b *testing.B) {
 				b.ReportMetric(r.meanBatchBytes, "B/batch")
 				b.ReportMetric(cpu.Seconds()/gb, "broker-cpu-s/GB")
 				b.ReportMetric(replCPU.Seconds()/gb, "repl-cpu-s/GB")
+				b.ReportMetric(gb*1e3/replicated.Seconds(), "repl-MB/s")
 				b.ReportMetric(self.Seconds()/gb, "client-cpu-s/GB")
 				reportReplication(b, n1.sub(n0), su.rf, r.elapsed)
 			})

@@ -79,7 +79,9 @@
 //	    of the broker processes per GB at the producer's last
 //	    acknowledgement (broker-cpu-s/GB) and once every follower has
 //	    caught up (repl-cpu-s/GB: with acks=1 the tail is still being
-//	    fetched, lag-MB says how much); the benchmark process's own CPU
+//	    fetched, lag-MB says how much), and the MB/s counted until then
+//	    (repl-MB/s: with acks=1, what the followers sustained; MB/s is what
+//	    the producer saw); the benchmark process's own CPU
 //	    (client-cpu-s/GB, mostly franz-go's producer); and from the
 //	    brokers' /metrics, scraped before and after: produce requests per
 //	    second (produces/s) and, with 3 replicas, follower fetches per
