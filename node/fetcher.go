@@ -63,6 +63,12 @@ type fetcher struct {
 
 	client *peer.Client // for addr; the fetcher goroutine's own
 	addr   string
+
+	// The Fetch in flight (mu): its partitions, and how to cut it short
+	// when a partition it does not carry arrives (see put).
+	inFlight    []queued
+	interrupt   context.CancelFunc
+	interrupted bool
 }
 
 func newFetchers(n *Node) *fetchers {
@@ -96,8 +102,31 @@ func (fs *fetchers) put(rp *replicated, leader int32, fp *fetchPart) {
 	fs.of[rp] = f
 	f.mu.Lock()
 	f.parts[rp] = fp
+	f.interruptLocked(rp, fp)
 	f.mu.Unlock()
 	f.poke()
+}
+
+// interruptLocked cuts short the Fetch in flight when it does not carry rp
+// as fp wants it fetched (a partition new to this leader's fetcher, a new
+// epoch, an epoch query): otherwise rp would wait for that long poll, up to
+// replica.fetch.wait.max.ms, before its first fetch, and an acks=all
+// produce to it as long. The connection goes (the peer client closes it
+// with the request); the partitions in flight are fetched again at once.
+// f.mu held.
+func (f *fetcher) interruptLocked(rp *replicated, fp *fetchPart) {
+	if f.interrupt == nil || f.interrupted {
+		return
+	}
+	if !fp.query {
+		for _, q := range f.inFlight {
+			if q.rp == rp && q.epoch == fp.epoch {
+				return
+			}
+		}
+	}
+	f.interrupted = true
+	f.interrupt()
 }
 
 // remove stops fetching rp.
@@ -307,10 +336,17 @@ func (f *fetcher) fetchOnce(cl *peer.Client, fetches []queued, log interface{ De
 			CurrentLeaderEpoch: q.epoch, FetchOffset: off, MaxBytes: replicaFetchBytes})
 	}
 	ctx, cancel := context.WithTimeout(f.ctx, replicaFetchWait+30*time.Second)
+	f.mu.Lock()
+	f.inFlight, f.interrupt, f.interrupted = fetches, cancel, false
+	f.mu.Unlock()
 	res, err := cl.Fetch(ctx, req)
 	cancel()
+	f.mu.Lock()
+	interrupted := f.interrupted
+	f.inFlight, f.interrupt, f.interrupted = nil, nil, false
+	f.mu.Unlock()
 	if err != nil {
-		if f.ctx.Err() == nil {
+		if f.ctx.Err() == nil && !interrupted {
 			log.Debug("fetch failed", "err", err)
 			for _, q := range fetches {
 				f.backoff(q.rp)
