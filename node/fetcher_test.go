@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"testing"
+	"time"
 )
 
 // A partition handed to a fetcher whose Fetch is in flight without it cuts
@@ -48,8 +49,35 @@ func TestFetcherInterruptsForNewPartitions(t *testing.T) {
 	f.mu.Lock()
 	f.inFlight, f.interrupt = nil, nil
 	f.mu.Unlock()
-	fs.fetch(b, 1, 7, 0) // no Fetch in flight
+	f.snapshot()
+	fs.fetch(b, 1, 7, 0) // no Fetch in flight: the next one, if prepared already, waits
 	if cuts != 3 {
 		t.Fatalf("a cut with no Fetch in flight")
+	}
+	if f.mu.Lock(); !f.changed {
+		t.Errorf("a partition arriving while a Fetch is prepared is not noted")
+	}
+	f.mu.Unlock()
+	if _, fetches, _ := f.snapshot(); len(fetches) != 2 || f.changed {
+		t.Errorf("snapshot: %d partitions to fetch, changed %v", len(fetches), f.changed)
+	}
+}
+
+// A Fetch's long poll ends when a partition held back after an error may go
+// again, so that it is not held back longer.
+func TestLongPollEndsWithBackoff(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	for _, c := range []struct {
+		backedOff time.Time
+		want      time.Duration
+	}{
+		{time.Time{}, replicaFetchWait},
+		{now.Add(time.Second), replicaFetchWait},
+		{now.Add(20 * time.Millisecond), 20 * time.Millisecond},
+		{now.Add(-time.Second), time.Millisecond},
+	} {
+		if got := longPoll(c.backedOff, now); got != c.want {
+			t.Errorf("backed off until %v: long poll %v, want %v", c.backedOff.Sub(now), got, c.want)
+		}
 	}
 }
