@@ -25,7 +25,8 @@ const (
 	replicaFetchBackoff  = time.Second            // replica.fetch.backoff.ms
 	// replicaRetryBackoff is the wait after an answer that will change in
 	// a moment: the leader has not applied the new state yet
-	// (UNKNOWN_LEADER_EPOCH, NOT_LEADER_OR_FOLLOWER): in Kafka the
+	// (UNKNOWN_LEADER_EPOCH, NOT_LEADER_OR_FOLLOWER, LEADER_NOT_AVAILABLE
+	// from a leader whose image still shows the election): in Kafka the
 	// controller tells the new leader first; here every broker reads the
 	// state from the store, and the follower may read it first.
 	replicaRetryBackoff = 20 * time.Millisecond
@@ -64,6 +65,14 @@ type fetcher struct {
 
 	client *peer.Client // for addr; the fetcher goroutine's own
 	addr   string
+
+	// The Fetch in flight (mu): its partitions, and how to cut it short
+	// when a partition it does not carry arrives (see put); changed: a
+	// partition arrived since the last snapshot, before the Fetch left.
+	inFlight    []queued
+	interrupt   context.CancelFunc
+	interrupted bool
+	changed     bool
 }
 
 func newFetchers(n *Node) *fetchers {
@@ -99,8 +108,35 @@ func (fs *fetchers) put(rp *replicated, leader int32, fp *fetchPart) {
 	fs.of[rp] = f
 	f.mu.Lock()
 	f.parts[rp] = fp
+	f.interruptLocked(rp, fp)
 	f.mu.Unlock()
 	f.poke()
+}
+
+// interruptLocked cuts short the Fetch in flight when it does not carry rp
+// as fp wants it fetched (a partition new to this leader's fetcher, a new
+// epoch, an epoch query): otherwise rp would wait for that long poll, up to
+// replica.fetch.wait.max.ms, before its first fetch, and an acks=all
+// produce to it as long. The connection goes (the peer client closes it
+// with the request); the partitions in flight are fetched again at once.
+// f.mu held.
+func (f *fetcher) interruptLocked(rp *replicated, fp *fetchPart) {
+	if f.interrupt == nil {
+		f.changed = true // the Fetch being prepared may not carry it
+		return
+	}
+	if f.interrupted {
+		return
+	}
+	if !fp.query {
+		for _, q := range f.inFlight {
+			if q.rp == rp && q.epoch == fp.epoch {
+				return
+			}
+		}
+	}
+	f.interrupted = true
+	f.interrupt()
 }
 
 // remove stops fetching rp.
@@ -184,7 +220,7 @@ func (f *fetcher) run() {
 			f.askEpochs(cl, queries, log)
 			continue
 		}
-		f.fetchOnce(cl, fetches, log)
+		f.fetchOnce(cl, fetches, next, log)
 	}
 }
 
@@ -198,6 +234,7 @@ type queued struct {
 func (f *fetcher) snapshot() (queries, fetches []queued, next time.Time) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.changed = false
 	now := time.Now()
 	for rp, fp := range f.parts {
 		if now.Before(fp.until) {
@@ -219,7 +256,8 @@ func (f *fetcher) snapshot() (queries, fetches []queued, next time.Time) {
 // behind on the partition's state, replicaFetchBackoff otherwise.
 func (f *fetcher) backoff(rp *replicated, err ...error) {
 	d := replicaFetchBackoff
-	if len(err) > 0 && (errors.Is(err[0], kerr.UnknownLeaderEpoch) || errors.Is(err[0], kerr.NotLeaderForPartition)) {
+	if len(err) > 0 && (errors.Is(err[0], kerr.UnknownLeaderEpoch) || errors.Is(err[0], kerr.NotLeaderForPartition) ||
+		errors.Is(err[0], kerr.LeaderNotAvailable)) {
 		d = replicaRetryBackoff
 	}
 	f.mu.Lock()
@@ -302,8 +340,21 @@ func findAnswer(as []peer.EpochAnswer, rp *replicated) (peer.EpochAnswer, bool) 
 	return peer.EpochAnswer{}, false
 }
 
-func (f *fetcher) fetchOnce(cl *peer.Client, fetches []queued, log interface{ Debug(string, ...any) }) {
-	req := peer.FetchRequest{MaxWait: replicaFetchWait, MinBytes: 1, MaxBytes: replicaFetchResponse}
+// longPoll is a Fetch's MaxWait at now: replica.fetch.wait.max.ms, or
+// until backedOff (at least 1 ms) when a partition held back after an error
+// may go again before that.
+func longPoll(backedOff, now time.Time) time.Duration {
+	if backedOff.IsZero() {
+		return replicaFetchWait
+	}
+	return max(min(replicaFetchWait, backedOff.Sub(now)), time.Millisecond)
+}
+
+// fetchOnce fetches the partitions of fetches (from snapshot). backedOff is
+// when the first partition held back after an error may go again (zero:
+// none): the long poll ends then, so that it is not held back longer.
+func (f *fetcher) fetchOnce(cl *peer.Client, fetches []queued, backedOff time.Time, log interface{ Debug(string, ...any) }) {
+	req := peer.FetchRequest{MaxWait: longPoll(backedOff, time.Now()), MinBytes: 1, MaxBytes: replicaFetchResponse}
 	offsets := make(map[*replicated]int64, len(fetches))
 	for _, q := range fetches {
 		off := q.rp.Log().EndOffset()
@@ -312,10 +363,22 @@ func (f *fetcher) fetchOnce(cl *peer.Client, fetches []queued, log interface{ De
 			CurrentLeaderEpoch: q.epoch, FetchOffset: off, MaxBytes: replicaFetchBytes})
 	}
 	ctx, cancel := context.WithTimeout(f.ctx, replicaFetchWait+30*time.Second)
+	f.mu.Lock()
+	if f.changed { // a partition arrived since the snapshot: take it first
+		f.mu.Unlock()
+		cancel()
+		return
+	}
+	f.inFlight, f.interrupt, f.interrupted = fetches, cancel, false
+	f.mu.Unlock()
 	res, err := cl.Fetch(ctx, req)
 	cancel()
+	f.mu.Lock()
+	interrupted := f.interrupted
+	f.inFlight, f.interrupt, f.interrupted = nil, nil, false
+	f.mu.Unlock()
 	if err != nil {
-		if f.ctx.Err() == nil {
+		if f.ctx.Err() == nil && !interrupted {
 			log.Debug("fetch failed", "err", err)
 			for _, q := range fetches {
 				f.backoff(q.rp)

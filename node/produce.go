@@ -61,23 +61,43 @@ func (n *Node) Produce(ctx context.Context, req *ProduceRequest) {
 		panicMu  sync.Mutex
 		panicked []any
 	)
+	// The partitions to append, each one's append gate begun before the
+	// first append (see appendGate).
+	var buf [8]*replicated
+	parts, handed := buf[:0], 0
+	defer func() {
+		// A panic must not leave a gate begun that no append ends.
+		for _, p := range parts[handed:] {
+			if p != nil && !p.DurableAcks {
+				p.appends.end()
+			}
+		}
+	}()
 	for i := range req.Partitions {
 		w := &req.Partitions[i]
 		w.BaseOffset, w.LogAppendTime, w.LogStartOffset = -1, -1, -1
 		if reqErr != nil {
 			w.Err = reqErr
+			parts = append(parts, nil)
 			continue
 		}
 		p, err := n.producePartition(ctx, w.Topic, w.Partition)
+		if err == nil && req.Acks == -1 {
+			err = p.checkAppend(p.MinInsyncReplicas)
+		}
 		if err != nil {
 			w.Err = err
-			continue
+			p = nil
+		} else if !p.DurableAcks {
+			p.appends.begin()
 		}
-		if req.Acks == -1 {
-			if err := p.checkAppend(p.MinInsyncReplicas); err != nil {
-				w.Err = err
-				continue
-			}
+		parts = append(parts, p)
+	}
+	for i, p := range parts {
+		handed = i + 1 // appendTo ends p's gate
+		w := &req.Partitions[i]
+		if p == nil {
+			continue
 		}
 		if !p.DurableAcks && req.Acks != -1 {
 			n.appendTo(ctx, p, w, req.Acks)
@@ -119,7 +139,12 @@ func (n *Node) Produce(ctx context.Context, req *ProduceRequest) {
 // and fills its result; with acks=all it waits until the ISR has them
 // (the high watermark passes them).
 func (n *Node) appendTo(ctx context.Context, p *replicated, w *ProducePartition, acks int16) {
-	res, err := p.AppendEpoch(ctx, w.Records, p.epoch.Load())
+	res, err := func() (logs.AppendResult, error) {
+		if !p.DurableAcks { // begun by Produce
+			defer p.appends.end()
+		}
+		return p.AppendEpoch(ctx, w.Records, p.epoch.Load())
+	}()
 	p.appended()
 	if errors.Is(err, partlog.ErrFailed) {
 		p.logFailed()

@@ -41,6 +41,8 @@ type replicated struct {
 	queryNotBefore time.Time
 	hwMu           sync.Mutex
 	hwCh           chan struct{} // closed and replaced when hw moves
+
+	appends appendGate // produce appends in progress (appendgate.go)
 }
 
 func newReplicated(n *Node, p *logs.Partition, topicID [16]byte, hw int64) *replicated {

@@ -72,9 +72,27 @@ func handleFetch(ctx context.Context, s *Server, r *request) (rawResponse, error
 			timer.Stop()
 		}
 	}()
+	settled := false
 	for {
 		total, failed := resp.read(s, maxBytes)
 		if failed || total >= int64(req.MinBytes) || ctx.Err() != nil || !time.Now().Before(deadline) {
+			// A follower's fetch with records to answer waits, once, for
+			// the produce appends in progress to its partitions (the
+			// rest of the produce request whose first append woke it),
+			// as Kafka completes parked fetches only once a produce
+			// request is appended to all its partitions: the follower
+			// gets the whole request in one round, which with acks=all
+			// is on the producer's path. The wait is bounded by those
+			// appends (and MaxWait).
+			if !settled && !failed && total > 0 && ctx.Err() == nil && resp.appendsInFlight() {
+				settled = true
+				resp.release()
+				if timer == nil {
+					timer = time.NewTimer(time.Until(deadline))
+				}
+				resp.awaitAppends(ctx, timer.C)
+				continue
+			}
 			return resp, nil
 		}
 		// Take every partition's wake-up channel, then check that nothing was
@@ -93,6 +111,46 @@ func handleFetch(ctx context.Context, s *Server, r *request) (rawResponse, error
 			testHookFetchWait()
 		}
 		waitAny(ctx, chans, timer.C)
+	}
+}
+
+// appendsInFlight notes, for every partition a follower reads, the produce
+// appends to it in progress (node.Partition.AppendsInFlight), and reports
+// whether there are any.
+func (r *fetchResponse) appendsInFlight() bool {
+	found := false
+	for ti := range r.topics {
+		for pi := range r.topics[ti].parts {
+			fp := &r.topics[ti].parts[pi]
+			fp.appendMark, fp.appending = 0, false
+			if fp.p != nil {
+				fp.appendMark, fp.appending = fp.p.AppendsInFlight()
+				found = found || fp.appending
+			}
+		}
+	}
+	return found
+}
+
+// awaitAppends waits until the appends appendsInFlight noted have ended,
+// the timer fires or ctx ends.
+func (r *fetchResponse) awaitAppends(ctx context.Context, timer <-chan time.Time) {
+	for ti := range r.topics {
+		for pi := range r.topics[ti].parts {
+			fp := &r.topics[ti].parts[pi]
+			if !fp.appending {
+				continue
+			}
+			for ch := fp.p.AppendsLanded(fp.appendMark); ch != nil; ch = fp.p.AppendsLanded(fp.appendMark) {
+				select {
+				case <-ch:
+				case <-timer:
+					return
+				case <-ctx.Done():
+					return
+				}
+			}
+		}
 	}
 }
 

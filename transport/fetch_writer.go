@@ -66,6 +66,9 @@ type fetchPart struct {
 	offset    int64
 	maxBytes  int64
 	readLimit int64 // what the last read went up to (the high watermark, or a follower's log end)
+	// Produce appends in progress to wait for (appendsInFlight).
+	appendMark int64
+	appending  bool
 }
 
 // size is the frame size after the size prefix: correlation ID and body.

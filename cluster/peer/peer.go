@@ -1,8 +1,11 @@
 // Package peer is how a broker talks to another broker as a follower: the
 // Fetch (with ReplicaID) and OffsetForLeaderEpoch requests of Kafka's
-// replica fetcher, over the Kafka protocol with franz-go's kmsg, pinned to
-// one broker (a franz-go client with that broker as its only seed, and no
-// retries of its own: the fetcher decides what to do next).
+// replica fetcher, over the Kafka protocol with franz-go's kmsg, on one
+// connection to one broker, one request at a time and no retries of its
+// own: the fetcher decides what to do next. The connection is the client's
+// own (conn.go), not a franz-go client's, so that a fetch's records are read
+// into a buffer kept from one fetch to the next: they are valid until the
+// client's next request.
 //
 // The requests are Fetch v11 (the newest weir serves: ReplicaID and
 // CurrentLeaderEpoch, no LastFetchedEpoch, so followers truncate through
@@ -14,47 +17,57 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // Dialer dials a broker (tests put a faulty network here).
 type Dialer func(ctx context.Context, network, address string) (net.Conn, error)
 
-// Client talks to one broker.
+// Client talks to one broker, one request at a time (concurrent calls
+// queue).
 type Client struct {
-	addr string
-	self int32
-	cl   *kgo.Client
+	addr     string
+	self     int32
+	dial     Dialer
+	clientID string
+
+	closed atomic.Bool
+	connMu sync.Mutex
+	conn   net.Conn // nil until dialed, and after an error
+
+	mu       sync.Mutex // held by the request in progress, over what follows
+	lastUsed time.Time
+	corr     int32
+	wbuf     []byte // the request being written
+	rbuf     []byte // the last response, kept for the next
 }
 
-// Dial returns a client of the broker at addr, for follower self. The
-// connection is made on the first request.
+// Dial returns a client of the broker at addr, for follower self, dialing
+// with dial (nil: net.Dialer). The connection is made on the first request,
+// and again on the request after any error.
 func Dial(addr string, self int32, dial Dialer) (*Client, error) {
-	opts := []kgo.Opt{
-		kgo.SeedBrokers(addr),
-		kgo.RequestRetries(0),
-		kgo.ClientID(fmt.Sprintf("weir-replica-fetcher-%d", self)),
-		kgo.ConnIdleTimeout(time.Minute),
-	}
-	if dial != nil {
-		opts = append(opts, kgo.Dialer(dial))
-	}
-	cl, err := kgo.NewClient(opts...)
-	if err != nil {
-		return nil, fmt.Errorf("peer: client of %s: %w", addr, err)
-	}
-	return &Client{addr: addr, self: self, cl: cl}, nil
+	return &Client{addr: addr, self: self, dial: dial, clientID: fmt.Sprintf("weir-replica-fetcher-%d", self)}, nil
 }
 
 // Addr is the broker's address.
 func (c *Client) Addr() string { return c.addr }
 
-// Close closes the client's connections.
-func (c *Client) Close() { c.cl.Close() }
+// Close closes the client's connection; requests fail afterwards. A request
+// in progress ends with an error.
+func (c *Client) Close() {
+	c.closed.Store(true)
+	c.connMu.Lock()
+	defer c.connMu.Unlock()
+	if c.conn != nil {
+		c.conn.Close()
+		c.conn = nil
+	}
+}
 
 // FetchPartition is one partition of a follower's fetch.
 type FetchPartition struct {
@@ -66,7 +79,8 @@ type FetchPartition struct {
 }
 
 // Fetched is one partition's answer. Err is the partition's error code as
-// a kerr error (nil for none).
+// a kerr error (nil for none). Records alias the client's buffer: they are
+// valid until its next request.
 type Fetched struct {
 	Topic          string
 	Partition      int32
@@ -84,7 +98,8 @@ type FetchRequest struct {
 }
 
 // Fetch sends a follower's fetch and returns each partition's answer (in
-// the request's order as far as the response keeps it).
+// the request's order as far as the response keeps it). The records are
+// valid until the client's next request.
 func (c *Client) Fetch(ctx context.Context, r FetchRequest) ([]Fetched, error) {
 	req := kmsg.NewPtrFetchRequest()
 	req.Version = 11
@@ -179,11 +194,7 @@ func (c *Client) EpochEnds(ctx context.Context, qs []EpochQuery) ([]EpochAnswer,
 }
 
 func (c *Client) request(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
-	seeds := c.cl.SeedBrokers()
-	if len(seeds) == 0 {
-		return nil, fmt.Errorf("peer: no broker at %s", c.addr)
-	}
-	resp, err := seeds[0].Request(ctx, req)
+	resp, err := c.roundTrip(ctx, req)
 	if err != nil {
 		return nil, fmt.Errorf("peer: %s to %s: %w", kmsg.NameForKey(req.Key()), c.addr, err)
 	}

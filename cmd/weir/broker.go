@@ -30,6 +30,7 @@ type brokerSettings struct {
 	Listen                     string            `yaml:"listen"`
 	Advertised                 string            `yaml:"advertised"`
 	MetricsListen              string            `yaml:"metrics-listen"`
+	PprofListen                string            `yaml:"pprof-listen"`
 	AutoCreateTopics           bool              `yaml:"auto-create-topics"`
 	DefaultPartitions          int32             `yaml:"default-partitions"`
 	TopicConfig                map[string]string `yaml:"topic-config"`
@@ -138,6 +139,7 @@ func newBrokerCmdWith(run func(context.Context, brokerSettings, io.Writer) error
 	f.StringVar(&s.Listen, "listen", s.Listen, "`host:port` to serve the Kafka protocol on")
 	f.StringVar(&s.Advertised, "advertised", s.Advertised, "`host:port` clients are told to connect to (default: the --listen address)")
 	f.StringVar(&s.MetricsListen, "metrics-listen", s.MetricsListen, "`host:port` serving Prometheus metrics at /metrics; empty disables it")
+	f.StringVar(&s.PprofListen, "pprof-listen", s.PprofListen, "`host:port` serving Go's runtime profiles at /debug/pprof/ (CPU, heap, goroutines; see go tool pprof) (default: none, off)")
 	f.BoolVar(&s.AutoCreateTopics, "auto-create-topics", s.AutoCreateTopics, "create a topic when a client first asks for it by name")
 	f.Int32Var(&s.DefaultPartitions, "default-partitions", s.DefaultPartitions, "partition `count` of auto-created topics")
 	f.StringArrayVar(&topicConfig, "topic-config", nil, "broker-wide topic config default as `key=value`, repeatable, e.g. weir.durable.acks=true (default: none, Kafka's defaults)")
@@ -187,6 +189,7 @@ func (s *brokerSettings) merge(flags *pflag.FlagSet, configFile string, topicCon
 		set("listen", func() { s.Listen = file.Listen })
 		set("advertised", func() { s.Advertised = file.Advertised })
 		set("metrics-listen", func() { s.MetricsListen = file.MetricsListen })
+		set("pprof-listen", func() { s.PprofListen = file.PprofListen })
 		set("auto-create-topics", func() { s.AutoCreateTopics = file.AutoCreateTopics })
 		set("default-partitions", func() { s.DefaultPartitions = file.DefaultPartitions })
 		set("retention-check-interval", func() { s.RetentionCheckInterval = file.RetentionCheckInterval })
@@ -267,6 +270,14 @@ func runBroker(ctx context.Context, s brokerSettings, stderr io.Writer) error {
 	}
 	ctx, stopSignals := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stopSignals()
+
+	if s.PprofListen != "" {
+		_, stopPprof, err := startPprof(s.PprofListen, logger)
+		if err != nil {
+			return err
+		}
+		defer stopPprof()
+	}
 
 	b, err := broker.StartContext(ctx, broker.Config{
 		DataDir:                      s.DataDir,

@@ -8,7 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"maps"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -69,6 +71,7 @@ func TestBrokerSettingsFileAndFlags(t *testing.T) {
 data-dir: /from/file
 listen: 127.0.0.1:19092
 metrics-listen: ""
+pprof-listen: 127.0.0.1:6060
 auto-create-topics: false
 default-partitions: 4
 topic-config:
@@ -90,7 +93,7 @@ max-queued-request-bytes: 8388608
 		if err != nil {
 			t.Fatal(err)
 		}
-		if s.DataDir != "/from/file" || s.Listen != "127.0.0.1:19092" || s.MetricsListen != "" || s.AutoCreateTopics ||
+		if s.DataDir != "/from/file" || s.Listen != "127.0.0.1:19092" || s.MetricsListen != "" || s.PprofListen != "127.0.0.1:6060" || s.AutoCreateTopics ||
 			s.DefaultPartitions != 4 || s.GroupInitialRebalanceDelay != 0 || s.LogLevel != "debug" ||
 			s.MaxRequestBytes != 1<<20 || !s.DisableSendfile ||
 			s.WriteTimeout != 20*time.Second || s.MaxIdle != 5*time.Minute || s.MaxQueuedRequestBytes != 8<<20 ||
@@ -103,12 +106,12 @@ max-queued-request-bytes: 8388608
 	})
 	t.Run("flags win", func(t *testing.T) {
 		s, err := resolve(t, "--config", yamlFile, "--data-dir", "/from/flag", "--auto-create-topics=true",
-			"--metrics-listen", "127.0.0.1:1", "--topic-config", "retention.ms=1", "--topic-config", "weir.flush.policy=messages:n=10,x=1",
+			"--metrics-listen", "127.0.0.1:1", "--pprof-listen", "", "--topic-config", "retention.ms=1", "--topic-config", "weir.flush.policy=messages:n=10,x=1",
 			"--max-request-bytes", "2048", "--disable-sendfile=false", "--max-idle", "-1s", "--max-queued-request-bytes", "4096")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if s.DataDir != "/from/flag" || !s.AutoCreateTopics || s.MetricsListen != "127.0.0.1:1" || s.DefaultPartitions != 4 ||
+		if s.DataDir != "/from/flag" || !s.AutoCreateTopics || s.MetricsListen != "127.0.0.1:1" || s.PprofListen != "" || s.DefaultPartitions != 4 ||
 			s.MaxRequestBytes != 2048 || s.DisableSendfile || s.MaxIdle != -time.Second || s.MaxQueuedRequestBytes != 4096 ||
 			s.WriteTimeout != 20*time.Second {
 			t.Errorf("flags should win over the file: %+v", s)
@@ -257,5 +260,22 @@ func TestBrokerStopsOnContext(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("broker did not stop after its context ended")
+	}
+}
+
+func TestPprofEndpoint(t *testing.T) {
+	addr, stop, err := startPprof("127.0.0.1:0", slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	resp, err := http.Get("http://" + addr + "/debug/pprof/goroutine?debug=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "goroutine profile") {
+		t.Errorf("GET goroutine profile: %s\n%.200s", resp.Status, body)
 	}
 }

@@ -3,6 +3,8 @@ package bench_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -145,39 +147,100 @@ func (s *brokerSet) cpu(tb testing.TB) time.Duration {
 	return total
 }
 
-// replicationSetups are what BenchmarkReplication's setup key compares, on
-// the same 3-broker cluster: replication factor 1 (acks=1), replication
-// factor 3 with acks=1 (the leader's append), and replication factor 3 with
-// acks=all and min.insync.replicas=2 (every in-sync replica has it).
-var replicationSetups = []struct {
+// replicationSetup is one replication setup the replication benchmarks
+// compare on the same 3-broker cluster.
+type replicationSetup struct {
 	name string
 	rf   int16
 	acks string
-}{
+}
+
+// replicationSetups are what BenchmarkReplication's setup key compares:
+// replication factor 1 (acks=1), replication factor 3 with acks=1 (the
+// leader's append), and replication factor 3 with acks=all and
+// min.insync.replicas=2 (every in-sync replica has it).
+var replicationSetups = []replicationSetup{
 	{"rf1-acks1", 1, "1"},
 	{"rf3-acks1", 3, "1"},
 	{"rf3-acksall", 3, "all"},
 }
 
+// start starts the setup's cluster of build wb, with its topic, and returns
+// the set and the address to produce to.
+func (su replicationSetup) start(b *testing.B, wb weirBuild) (*brokerSet, string) {
+	b.Helper()
+	s := startZKClusterOf(b, wb.path, 3, *zkSession, "warn")
+	addr := s.addrs()[0]
+	createTopicRF(b, addr, clusterPartitions, su.rf, map[string]string{"min.insync.replicas": fmt.Sprint(min(su.rf, 2))})
+	return s, addr
+}
+
 // BenchmarkReplication: one franz-go producer as fast as it goes, 100-byte
 // records to 6 partitions of a 3-broker cluster (`weir broker` processes and
-// ZooKeeper on this machine), under each replication setup; one op is 1 MiB
-// of record values. Followers fetch from the leaders as Kafka's do. See the
-// package doc.
+// ZooKeeper on this machine), under each replication setup (on each build
+// -weir lists, in turn); one op is 1 MiB of record values. Followers fetch
+// from the leaders as Kafka's do. See the package doc.
 func BenchmarkReplication(b *testing.B) {
 	for _, su := range ordered(replicationSetups) {
-		c := produceConfig{100, clusterPartitions, su.acks}
-		b.Run(fmt.Sprintf("size=%s/partitions=%d/setup=%s", sizeName(c.size), c.partitions, su.name), func(b *testing.B) {
-			b.StopTimer()
-			s := startBrokerSet(b, 3)
-			addr := s.addrs()[0]
-			createTopicRF(b, addr, c.partitions, su.rf, map[string]string{"min.insync.replicas": fmt.Sprint(min(su.rf, 2))})
-			cpu0 := s.cpu(b)
-			r := produce(b, b, addr, c, b.N*c.recordsPerOp())
-			cpu := s.cpu(b) - cpu0
-			reportThroughput(b, c.size, c.recordsPerOp(), r.elapsed)
-			b.ReportMetric(r.meanBatchBytes, "B/batch")
-			b.ReportMetric(cpu.Seconds()/(float64(b.N)*opBytes/1e9), "broker-cpu-s/GB")
-		})
+		for _, wb := range ordered(weirBuilds(b)) {
+			c := produceConfig{100, clusterPartitions, su.acks}
+			b.Run(fmt.Sprintf("size=%s/partitions=%d/setup=%s%s", sizeName(c.size), c.partitions, su.name, wb.key()), func(b *testing.B) {
+				b.StopTimer()
+				s, addr := su.start(b, wb)
+				n0 := s.counters(b)
+				cpu0, self0 := s.cpu(b), procStatCPU(b, os.Getpid())
+				profiled := s.profile(b, su.name+strings.ReplaceAll(wb.key(), "/", "-"))
+				r := produce(b, b, addr, c, b.N*c.recordsPerOp())
+				cpu, self := s.cpu(b)-cpu0, procStatCPU(b, os.Getpid())-self0
+				// Scraped at the producer's last acknowledgement: with
+				// acks=1 the followers may still be fetching the tail
+				// (lag-MB), whose CPU broker-cpu-s/GB leaves out and
+				// repl-cpu-s/GB counts.
+				acked := time.Now()
+				n1 := s.counters(b)
+				s.awaitCaughtUp(b)
+				replicated := r.elapsed + time.Since(acked)
+				replCPU := s.cpu(b) - cpu0
+				profiled()
+				gb := float64(b.N) * opBytes / 1e9
+				reportThroughput(b, c.size, c.recordsPerOp(), r.elapsed)
+				b.ReportMetric(r.meanBatchBytes, "B/batch")
+				b.ReportMetric(cpu.Seconds()/gb, "broker-cpu-s/GB")
+				b.ReportMetric(replCPU.Seconds()/gb, "repl-cpu-s/GB")
+				b.ReportMetric(gb*1e3/replicated.Seconds(), "repl-MB/s")
+				b.ReportMetric(self.Seconds()/gb, "client-cpu-s/GB")
+				reportReplication(b, n1.sub(n0), su.rf, r.elapsed)
+			})
+		}
+	}
+}
+
+// replicationRate is the pace of BenchmarkReplicationLatency, in records
+// per second (10 MB/s of 100-byte values, well below what every setup
+// sustains).
+const replicationRate = 100_000
+
+// BenchmarkReplicationLatency: BenchmarkReplication's cluster and setups,
+// with BenchmarkProduceLatency's paced producer (replicationRate records/s,
+// linger 0); one op is one record. The latency of each record from its
+// Produce call to its acknowledgement: what acks=all costs the producer
+// (the followers' fetch round trips) next to acks=1. See the package doc.
+func BenchmarkReplicationLatency(b *testing.B) {
+	for _, su := range ordered(replicationSetups) {
+		for _, wb := range ordered(weirBuilds(b)) {
+			c := produceConfig{100, clusterPartitions, su.acks}
+			b.Run(fmt.Sprintf("rate=%dk/size=%s/partitions=%d/setup=%s%s", replicationRate/1000, sizeName(c.size), c.partitions, su.name, wb.key()), func(b *testing.B) {
+				b.StopTimer()
+				s, addr := su.start(b, wb)
+				cpu0 := s.cpu(b)
+				lat := producePaced(b, b, addr, c, replicationRate, b.N)
+				cpu := s.cpu(b) - cpu0
+				b.ReportMetric(lat.percentile(50), "p50-us")
+				b.ReportMetric(lat.percentile(99), "p99-us")
+				b.ReportMetric(lat.percentile(99.9), "p999-us")
+				b.ReportMetric(float64(b.N)/lat.elapsed.Seconds(), "records/s")
+				b.ReportMetric(cpu.Seconds()/(float64(b.N)*float64(c.size)/1e9), "broker-cpu-s/GB")
+			})
+		}
 	}
 }

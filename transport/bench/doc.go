@@ -70,6 +70,30 @@
 //	    (client i asks broker i mod n, each on its own connection, the next
 //	    request when the previous is answered), one op per request; req/s
 //	    and broker-cpu-us/req.
+//	BenchmarkReplication/size=100B/partitions=6/setup=rf3-acksall
+//	    BenchmarkProduce's producer (100-byte records, 6 partitions)
+//	    against a 3-broker ZooKeeper cluster, with replication factor 1
+//	    (setup=rf1-acks1), 3 with acks=1 (rf3-acks1), and 3 with acks=all
+//	    and min.insync.replicas=2 (rf3-acksall); followers fetch from the
+//	    leaders as Kafka's do. MB/s and B/batch as above; the CPU seconds
+//	    of the broker processes per GB at the producer's last
+//	    acknowledgement (broker-cpu-s/GB) and once every follower has
+//	    caught up (repl-cpu-s/GB: with acks=1 the tail is still being
+//	    fetched, lag-MB says how much), and the MB/s counted until then
+//	    (repl-MB/s: with acks=1, what the followers sustained; MB/s is what
+//	    the producer saw); the benchmark process's own CPU
+//	    (client-cpu-s/GB, mostly franz-go's producer); and from the
+//	    brokers' /metrics, scraped before and after: produce requests per
+//	    second (produces/s) and, with 3 replicas, follower fetches per
+//	    second (fetches/s), the record bytes each brought (B/fetch: the
+//	    followers' share of the logs' growth over the fetches) and the
+//	    mean time a fetch spent in the leader, long poll included
+//	    (ms/fetch).
+//	BenchmarkReplicationLatency/rate=100k/size=100B/partitions=6/setup=rf3-acksall
+//	    the same cluster and setups with BenchmarkProduceLatency's paced
+//	    producer (100,000 records/s, linger 0; one op is one record):
+//	    p50-us, p99-us, p999-us from Produce to acknowledgement, the rate
+//	    achieved, and broker-cpu-s/GB.
 //	BenchmarkControllerFailover/brokers=3/session=4s
 //	    a ZooKeeper server (cluster/zk/zktest) and three `weir broker`
 //	    processes (harness/brokerproc) with the session timeout of
@@ -93,6 +117,16 @@
 //	    directory and poll until a produce of one record (acks=1) to each
 //	    of them, sent where the bystander's Metadata says the leader is,
 //	    succeeds (serve-s, from the restart; down-s from the SIGKILL).
+//
+// Two flags serve comparisons and profiles of the cluster benchmarks:
+// -weir BINARY runs that build of `weir broker` instead of building
+// cmd/weir from this tree, and -weir a=BINARY,b=BINARY has the replication
+// benchmarks run every setup on each build in turn (a weir=a or weir=b key
+// in the names, for benchratio -key weir), so that two builds are compared
+// within each run, setup by setup; -broker-pprof DIR has BenchmarkReplication start its brokers
+// with --pprof-listen and write each one's CPU profile, taken for
+// -broker-pprof-time from the producer's start, and its allocation profile
+// to DIR (use a -benchtime that produces for longer than the profile).
 //
 // The failover benchmarks poll every 10 ms (each poll a request or two), so
 // their times are good to ~10-20 ms; they never sleep a guessed time. With
@@ -159,4 +193,15 @@
 //	done > /tmp/cluster.txt
 //	go run ./scripts/benchratio -key cluster -base 1 -metric MB/s -match '^ClusterProduce/' /tmp/cluster.txt
 //	go run ./scripts/benchratio -key cluster -base 1 -metric req/s /tmp/cluster.txt
+//
+// Replication (about 4 minutes):
+//
+//	for i in 1 2 3 4 5 6 7 8; do
+//	    rev=$([ $((i % 2)) = 0 ] && echo true || echo false)
+//	    /tmp/bench.test -test.run '^$' -test.bench '^BenchmarkReplication$' -test.benchtime 100x -reverse=$rev
+//	    /tmp/bench.test -test.run '^$' -test.bench '^BenchmarkReplicationLatency$' -test.benchtime 200000x -reverse=$rev
+//	done > /tmp/repl.txt
+//	go run ./scripts/benchratio -key setup -base rf1-acks1 -metric MB/s -match '^Replication/' /tmp/repl.txt
+//	go run ./scripts/benchratio -key setup -base rf1-acks1 -metric broker-cpu-s/GB -lower -match '^Replication/' /tmp/repl.txt
+//	go run ./scripts/benchratio -key setup -base rf1-acks1 -metric p99-us -lower /tmp/repl.txt
 package bench

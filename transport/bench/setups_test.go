@@ -80,6 +80,22 @@ func TestBenchSetups(t *testing.T) {
 		}
 		t.Logf("controller failover %+v, broker restart %+v", f, r)
 	})
+	t.Run("replication", func(t *testing.T) {
+		t.Parallel()
+		if testing.Short() {
+			t.Skip("-short: no `weir broker` processes")
+		}
+		s := startZKCluster(t, 3, *zkSession, "warn")
+		addr := s.addrs()[0]
+		createTopicRF(t, addr, clusterPartitions, 3, map[string]string{"min.insync.replicas": "2"})
+		n0 := s.counters(t)
+		produce(t, noTimer{}, addr, produceConfig{size: 100, partitions: clusterPartitions, acks: "all"}, 500)
+		lat := producePaced(t, noTimer{}, addr, produceConfig{size: 100, partitions: clusterPartitions, acks: "1"}, replicationRate, 200)
+		c := s.awaitCaughtUp(t).sub(n0)
+		if c.fetches <= 0 || c.produces <= 0 || c.logBytes <= 0 || len(lat.sorted) != 200 {
+			t.Errorf("counters %+v, %d latencies", c, len(lat.sorted))
+		}
+	})
 	t.Run("single", func(t *testing.T) {
 		t.Parallel()
 		if testing.Short() {

@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -46,10 +47,53 @@ var weirBin struct {
 	err       error
 }
 
+// weirFlag names a `weir` binary to run instead of building cmd/weir, or
+// several builds to compare, as name=path,name=path: the replication
+// benchmarks then run every setup on each build in turn (their names get a
+// weir=<name> key), the other cluster benchmarks on the first.
+var weirFlag = flag.String("weir", "", "run this weir `binary` as the cluster benchmarks' brokers instead of building cmd/weir from this tree; name=path,name=path compares builds in BenchmarkReplication(Latency)")
+
+// weirBuild is one build of `weir` a benchmark runs; name is empty for the
+// one build there is without a list in -weir.
+type weirBuild struct{ name, path string }
+
+// key is the build's part of a sub-benchmark name.
+func (w weirBuild) key() string {
+	if w.name == "" {
+		return ""
+	}
+	return "/weir=" + w.name
+}
+
+// weirBuilds returns the builds -weir lists, or the one build weirBinary
+// returns.
+func weirBuilds(tb testing.TB) []weirBuild {
+	tb.Helper()
+	if !strings.Contains(*weirFlag, "=") {
+		return []weirBuild{{"", weirBinary(tb)}}
+	}
+	var out []weirBuild
+	for _, kv := range strings.Split(*weirFlag, ",") {
+		name, path, ok := strings.Cut(kv, "=")
+		if !ok || name == "" || path == "" {
+			tb.Fatalf("-weir %q: want a path or name=path,name=path", *weirFlag)
+		}
+		out = append(out, weirBuild{name, path})
+	}
+	return out
+}
+
 // weirBinary builds cmd/weir into a temporary directory, once per test
-// binary (TestMain removes it), and returns its path.
+// binary (TestMain removes it), and returns its path; or returns -weir (its
+// first build when it lists several).
 func weirBinary(tb testing.TB) string {
 	tb.Helper()
+	if *weirFlag != "" && !strings.Contains(*weirFlag, "=") {
+		return *weirFlag
+	}
+	if *weirFlag != "" {
+		return weirBuilds(tb)[0].path
+	}
 	weirBin.once.Do(func() {
 		dir, err := os.MkdirTemp("", "weir-bench-")
 		if err != nil {
@@ -95,6 +139,8 @@ type brokerSet struct {
 	flags   func(id int32) []string
 	brokers map[int32]*setBroker // by broker id
 
+	pprof map[int32]string // pprof endpoints by broker id (-broker-pprof)
+
 	mu      sync.Mutex
 	clients map[string]*kgo.Client // by address: see pinned
 }
@@ -111,9 +157,15 @@ type setBroker struct {
 // the brokers are stopped (SIGTERM), then ZooKeeper.
 func startZKCluster(tb testing.TB, n int, session time.Duration, logLevel string) *brokerSet {
 	tb.Helper()
+	return startZKClusterOf(tb, weirBinary(tb), n, session, logLevel)
+}
+
+// startZKClusterOf is startZKCluster running the weir binary bin.
+func startZKClusterOf(tb testing.TB, bin string, n int, session time.Duration, logLevel string) *brokerSet {
+	tb.Helper()
 	zk := zktest.Start(tb, zktest.Options{})
 	connect := zk.ConnectString() + "/weir"
-	s := newBrokerSet(tb, func(id int32) []string {
+	s := newBrokerSet(tb, bin, func(id int32) []string {
 		return []string{"--zookeeper", connect, "--broker-id", strconv.Itoa(int(id)),
 			"--zookeeper-session-timeout", session.String(), "--log-level", logLevel}
 	})
@@ -132,13 +184,13 @@ func startZKCluster(tb testing.TB, n int, session time.Duration, logLevel string
 // node on the file store in its data directory, broker id 0.
 func startSingleBroker(tb testing.TB) *brokerSet {
 	tb.Helper()
-	s := newBrokerSet(tb, func(int32) []string { return nil })
+	s := newBrokerSet(tb, weirBinary(tb), func(int32) []string { return nil })
 	s.start(0)
 	return s
 }
 
-func newBrokerSet(tb testing.TB, flags func(int32) []string) *brokerSet {
-	s := &brokerSet{tb: tb, bin: weirBinary(tb), dir: tb.TempDir(), flags: flags, brokers: map[int32]*setBroker{}, clients: map[string]*kgo.Client{}}
+func newBrokerSet(tb testing.TB, bin string, flags func(int32) []string) *brokerSet {
+	s := &brokerSet{tb: tb, bin: bin, dir: tb.TempDir(), flags: flags, brokers: map[int32]*setBroker{}, pprof: map[int32]string{}, clients: map[string]*kgo.Client{}}
 	// After dir's cleanup is registered, so that it runs first: the
 	// brokers stop before their data directories are removed.
 	tb.Cleanup(s.close)
@@ -159,7 +211,7 @@ func (s *brokerSet) start(id int32) {
 		s.tb.Fatalf("broker %d is running", id)
 	}
 	p, err := brokerproc.Start(context.Background(), brokerproc.Options{Weir: s.bin, DataDir: b.dir,
-		Flags: s.flags(id), DeathSignal: syscall.SIGKILL})
+		Flags: append(s.flags(id), s.pprofFlags(id)...), Metrics: true, DeathSignal: syscall.SIGKILL})
 	if err != nil {
 		s.tb.Fatalf("broker %d: %v", id, err)
 	}
