@@ -86,9 +86,10 @@ func (rp *replicated) wakeAll() {
 // log is recovered first when the record allows it (replica.MayRecover:
 // the cut back to its last fsync can no longer take away what an in-sync
 // replica counts on); one that stays failed resigns again in a new term.
-func (rp *replicated) setState(now time.Time, replicas []int32, st *meta.PartitionState) {
+func (rp *replicated) setState(now time.Time, replicas []int32, st *meta.PartitionState, barred []int32) {
 	rp.mu.Lock()
 	defer rp.mu.Unlock()
+	rp.r.SetBarred(barred)
 	was := rp.r.Role()
 	l := rp.Log()
 	if l.Err() != nil {
@@ -367,9 +368,21 @@ func (n *Node) syncReplicas(im *meta.Image) {
 				}
 				st = &s
 			}
-			rp.setState(now, t.Assignment[p], st)
+			rp.setState(now, t.Assignment[p], st, barred(im, t.Assignment[p]))
 		}
 	}
+}
+
+// barred lists the replicas that may not join an ISR under im: not
+// registered, or in controlled shutdown (replica.SetBarred).
+func barred(im *meta.Image, replicas []int32) []int32 {
+	var out []int32
+	for _, r := range replicas {
+		if !im.Live(r) || slices.Contains(im.ShuttingDown, r) {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // tickReplicas is the ISR expiration pass (Kafka's isr-expiration task,

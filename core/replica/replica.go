@@ -191,6 +191,9 @@ type Replica struct {
 	follow   followState
 	leaderHW int64
 
+	// barred are brokers that may not join the ISR now (SetBarred).
+	barred []int32
+
 	ready Ready
 }
 
@@ -419,10 +422,21 @@ func maxTime(a, b time.Time) time.Time {
 	return b
 }
 
+// SetBarred names the brokers that may not join the ISR however caught up
+// they are (the list replaces the previous one): brokers not registered
+// (one restarted while its old session lives fetches before it registers,
+// and the controller would take it out of the ISR again at once, each time
+// in a new leader epoch) and brokers in controlled shutdown (Kafka's
+// KIP-841 keeps fenced and shutting-down brokers out of ISR expansion).
+// They may still fetch.
+func (r *Replica) SetBarred(ids []int32) {
+	r.barred = append(r.barred[:0], ids...)
+}
+
 // maybeExpand proposes id into the ISR when it has caught up with the high
 // watermark and the leader's epoch.
 func (r *Replica) maybeExpand(id int32, f *follower) {
-	if r.pending != nil || r.resigned || slices.Contains(r.isr, id) {
+	if r.pending != nil || r.resigned || slices.Contains(r.isr, id) || slices.Contains(r.barred, id) {
 		return
 	}
 	if f.leo < r.hw || f.leo < r.epochStart {

@@ -145,6 +145,24 @@ func TestISRShrinkAndExpand(t *testing.T) {
 	}
 }
 
+// A barred broker (not registered, or shutting down) fetches, and its log
+// end counts for the high watermark while it is in the ISR, but it is not
+// proposed into the ISR however caught up, until it is no longer barred.
+func TestBarredFromISR(t *testing.T) {
+	r := leaderOf(t, 100, 100)
+	r.SetState(t0, []int32{1, 2, 3}, state(1, 5, 11, 1, 2), 100)
+	r.SetBarred([]int32{3})
+	must(t, r.FollowerFetch(t0, 3, 100))
+	if rd := r.Ready(); rd.Propose != nil {
+		t.Fatalf("a barred broker proposed into the ISR: %+v", rd.Propose)
+	}
+	r.SetBarred(nil)
+	must(t, r.FollowerFetch(t0, 3, 100))
+	if rd := r.Ready(); rd.Propose == nil || !slices.Equal(rd.Propose.State.ISR, []int32{1, 2, 3}) {
+		t.Fatalf("no longer barred: %+v, want ISR [1 2 3]", rd.Propose)
+	}
+}
+
 // The caught-up time: a follower that is always one fetch behind a busy
 // leader counts as caught up as of its previous fetch, and stays in.
 func TestCaughtUpAsOfPreviousFetch(t *testing.T) {
