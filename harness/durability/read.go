@@ -47,8 +47,13 @@ func createTopics(ctx context.Context, cl *kgo.Client, names []string, partition
 	if err != nil {
 		return fmt.Errorf("%w: create topics: %w", ErrClient, err)
 	}
+	var exist []string
 	for _, t := range resp.Topics {
 		if err := kerr.ErrorForCode(t.ErrorCode); err != nil {
+			if errors.Is(err, kerr.TopicAlreadyExists) {
+				exist = append(exist, t.Topic)
+				continue
+			}
 			msg := ""
 			if t.ErrorMessage != nil {
 				msg = ": " + *t.ErrorMessage
@@ -58,6 +63,36 @@ func createTopics(ctx context.Context, cl *kgo.Client, names []string, partition
 	}
 	if len(resp.Topics) != len(names) {
 		return fmt.Errorf("%w: create topics: %d answers for %d topics", ErrClient, len(resp.Topics), len(names))
+	}
+	if len(exist) > 0 {
+		// The broker is fresh, so only this request can have created
+		// them: franz-go sends a request again when the connection it went
+		// on broke before the answer came, and the retry finds what the
+		// first attempt created. Accepted when they have the partitions
+		// asked for.
+		return checkPartitions(ctx, cl, exist, partitions)
+	}
+	return nil
+}
+
+// checkPartitions fails unless every topic exists with partitions
+// partitions.
+func checkPartitions(ctx context.Context, cl *kgo.Client, topics []string, partitions int) error {
+	req := kmsg.NewPtrMetadataRequest()
+	for _, name := range topics {
+		mt := kmsg.NewMetadataRequestTopic()
+		mt.Topic = kmsg.StringPtr(name)
+		req.Topics = append(req.Topics, mt)
+	}
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return fmt.Errorf("%w: metadata of existing topics: %w", ErrClient, err)
+	}
+	for _, t := range resp.Topics {
+		if err := kerr.ErrorForCode(t.ErrorCode); err != nil || len(t.Partitions) != partitions || t.Topic == nil {
+			return fmt.Errorf("%w: create topic %v: it existed with %d partitions (%v), want %d", ErrClient,
+				topics, len(t.Partitions), err, partitions)
+		}
 	}
 	return nil
 }
