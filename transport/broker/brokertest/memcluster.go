@@ -3,6 +3,7 @@ package brokertest
 import (
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/weir-broker/weir/cluster/netfault"
 	"github.com/weir-broker/weir/core/coord/memstore"
@@ -62,7 +63,31 @@ func StartMemCluster(t testing.TB, n int, mods ...func(*broker.Config)) *MemClus
 		c.members[id] = m
 		c.Start(id)
 	}
+	c.awaitFormed()
 	return c
+}
+
+// awaitFormed waits until every running broker lists every running broker,
+// so that a test may create topics replicated on all of them at once.
+func (c *MemCluster) awaitFormed() {
+	c.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		want := len(c.Addrs())
+		formed := true
+		for _, id := range c.IDs() {
+			if m := c.members[id]; m.b != nil && len(m.b.Node().Brokers()) != want {
+				formed = false
+			}
+		}
+		if formed {
+			return
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("the cluster of %d brokers did not form within 30s", want)
+		}
+		time.Sleep(10 * time.Millisecond) // polling with a deadline
+	}
 }
 
 // IDs lists the brokers, running or not.
