@@ -36,6 +36,7 @@
 package zktest
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -316,6 +317,36 @@ func (s *Server) Pause() {
 	if err := s.zk.Signal(syscall.SIGSTOP); err != nil {
 		s.tb.Fatalf("zktest: member %d: %v", s.ID, err)
 	}
+	// The signal is delivered asynchronously: until every thread of the JVM
+	// has stopped, a request can still be answered.
+	deadline := time.Now().Add(5 * time.Second)
+	for !stopped(s.zk.Pid()) {
+		if time.Now().After(deadline) {
+			s.tb.Fatalf("zktest: member %d (pid %d) not stopped 5s after SIGSTOP", s.ID, s.zk.Pid())
+		}
+		time.Sleep(time.Millisecond) // polling with a deadline
+	}
+}
+
+// stopped reports whether every thread of process pid is stopped (state T
+// in /proc/<pid>/task/<tid>/stat).
+func stopped(pid int) bool {
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil || len(tasks) == 0 {
+		return false
+	}
+	for _, t := range tasks {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/stat", pid, t.Name()))
+		if err != nil {
+			return false
+		}
+		// pid (comm) state ...: comm may hold spaces and parentheses.
+		i := bytes.LastIndexByte(b, ')')
+		if i < 0 || i+2 >= len(b) || (b[i+2] != 'T' && b[i+2] != 't') {
+			return false
+		}
+	}
+	return true
 }
 
 // Resume continues a paused member.
