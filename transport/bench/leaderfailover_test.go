@@ -47,8 +47,14 @@ func leaderFailover(tb testing.TB, c *brokerSet, session time.Duration, how stri
 	ctx, cancel := context.WithTimeout(context.Background(), cycleDeadline(session))
 	defer cancel()
 	live := c.live()
-	leader, err := partitionLeader(ctx, c, c.addr(live[0]))
-	if err != nil {
+	var leader int32
+	if err := poll(ctx, func() error { // a new topic's or a restarted broker's leader may not be named yet
+		var err error
+		if leader, err = partitionLeader(ctx, c, c.addr(live[0])); err == nil && leader < 0 {
+			err = fmt.Errorf("no leader yet")
+		}
+		return err
+	}); err != nil {
 		tb.Fatalf("cycle %d: %v", cycle, err)
 	}
 	var watcher int32
@@ -66,7 +72,7 @@ func leaderFailover(tb testing.TB, c *brokerSet, session time.Duration, how stri
 	} else {
 		stopped, exited = c.term(leader)
 	}
-	err = poll(ctx, func() error {
+	err := poll(ctx, func() error {
 		l, err := partitionLeader(ctx, c, watcherAddr)
 		if err != nil {
 			return err
