@@ -9,6 +9,7 @@ import (
 	"net"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -172,26 +173,15 @@ func (c *Client) exchangeLocked(ctx context.Context, conn net.Conn, req kmsg.Req
 	resp.SetVersion(req.GetVersion())
 	if resp.IsFlexible() {
 		// Response header v1: tagged fields, which we skip.
-		if len(body) == 0 {
-			return nil, fmt.Errorf("%w: no header tags", errBadResponse)
+		rd := kbin.Reader{Src: body}
+		for range rd.Uvarint() {
+			rd.Uvarint()               // tag
+			rd.Span(int(rd.Uvarint())) // its bytes
 		}
-		tags, nb := binary.Uvarint(body)
-		if nb <= 0 {
+		if !rd.Ok() {
 			return nil, fmt.Errorf("%w: header tags", errBadResponse)
 		}
-		body = body[nb:]
-		for range tags {
-			_, tn := binary.Uvarint(body)
-			if tn <= 0 {
-				return nil, fmt.Errorf("%w: header tag", errBadResponse)
-			}
-			body = body[tn:]
-			l, ln := binary.Uvarint(body)
-			if ln <= 0 || uint64(len(body)-ln) < l {
-				return nil, fmt.Errorf("%w: header tag", errBadResponse)
-			}
-			body = body[ln+int(l):]
-		}
+		body = rd.Src
 	}
 	if err := resp.ReadFrom(body); err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", errBadResponse, kmsg.NameForKey(req.Key()), err)
