@@ -605,3 +605,64 @@ func TestCreateTopicTimesOutWithoutController(t *testing.T) {
 	c.srv.Reconnect(store)
 	c.await("leaders of late", func(im *meta.Image) bool { return led(im, "late") })
 }
+
+// A partition state the controller creates between a broker's read of it
+// (missing) and the watch the broker then sets (on a node that exists by
+// then) is still read: an exists watch set on an existing node fires only
+// on its next change, which may never come. Staged deterministically: the
+// controller's create waits until the other broker missed the state, and
+// that broker's ExistsW waits until the state exists.
+func TestStateCreatedBetweenReadAndWatch(t *testing.T) {
+	c := newTestCluster(t, 1, 2)
+	c.await("two brokers and a controller", func(im *meta.Image) bool { return len(im.Brokers) == 2 && im.Controller != -1 })
+	im, _ := c.nodes[1].image.load()
+	ctl, other := im.Controller, int32(1)
+	if ctl == 1 {
+		other = 2
+	}
+	ctlStore, otherStore := c.nodes[ctl].cfg.Coord, c.nodes[other].cfg.Coord
+	spath := layout.StatePath("t", 0)
+	missed := make(chan struct{})
+	obs := c.srv.Connect()
+	defer obs.Close()
+	bounded := func(what string, ch <-chan struct{}) {
+		select {
+		case <-ch:
+		case <-time.After(10 * time.Second): // a safety net, not a synchronisation
+			t.Errorf("staging: %s never happened", what)
+		}
+	}
+	created := c.srv.Inject(memstore.Fault{
+		Match: func(r memstore.Request) bool {
+			return coord.Store(r.Store) == ctlStore && len(r.Ops) > 0 && r.Touches(spath)
+		},
+		Before: func(memstore.Request) { bounded("the other broker's miss", missed) },
+	})
+	watched := c.srv.Inject(memstore.Fault{
+		Match: func(r memstore.Request) bool {
+			return coord.Store(r.Store) == otherStore && r.Kind == memstore.KindExists && r.Watch && r.Path == spath
+		},
+		Before: func(memstore.Request) {
+			close(missed)
+			exists := make(chan struct{})
+			go func() {
+				defer close(exists)
+				for {
+					ok, _, ch, err := obs.ExistsW(context.Background(), spath)
+					if err != nil || ok {
+						return
+					}
+					<-ch
+				}
+			}()
+			bounded("the state's creation", exists)
+		},
+	})
+	if _, err := c.nodes[ctl].CreateTopic(context.Background(), CreateTopic{Name: "t", Partitions: 1, ReplicationFactor: 1}); err != nil {
+		t.Fatal(err)
+	}
+	c.await("a leader for t", func(im *meta.Image) bool { return led(im, "t") })
+	if created.Struck() != 1 || watched.Struck() != 1 {
+		t.Fatalf("the race was not staged: create struck %d, exists struck %d", created.Struck(), watched.Struck())
+	}
+}

@@ -454,22 +454,11 @@ func (l *loop) get(ctx context.Context, path string, mark func(*dirty)) (data []
 		}
 		return data, st, err == nil, err
 	}
-	data, st, ch, err := l.store.GetW(ctx, path)
-	if errors.Is(err, coord.ErrNoNode) {
-		var exists bool
-		exists, st, ch, err = l.store.ExistsW(ctx, path)
-		if err != nil {
-			return nil, st, false, err
-		}
-		l.arm(path, ch, mark) // created between the two reads: the watch fires
-		_ = exists
-		return nil, st, false, nil
+	data, ok, st, ch, err := coord.WatchNode(ctx, l.store, path)
+	if ch != nil {
+		l.arm(path, ch, mark)
 	}
-	if err != nil {
-		return nil, st, false, err
-	}
-	l.arm(path, ch, mark)
-	return data, st, true, nil
+	return data, st, ok, err
 }
 
 // readTopic reads a topic's assignment, configs and partition states.

@@ -386,6 +386,34 @@ func CreateAll(ctx context.Context, s Store, path string, data []byte, mode Crea
 	return s.Create(ctx, path, data, mode)
 }
 
+// WatchNode reads a node that may not exist, with a watch that fires on
+// its next change: creation, data change or deletion. Existing nodes take
+// one request (GetW); a missing one an ExistsW, and a Get if it was
+// created in between (an exists watch set on an existing node fires on its
+// next change, not on the creation that already happened).
+func WatchNode(ctx context.Context, s Store, path string) (data []byte, exists bool, st Stat, watch <-chan Event, err error) {
+	data, st, watch, err = s.GetW(ctx, path)
+	if err == nil {
+		return data, true, st, watch, nil
+	}
+	if !errors.Is(err, ErrNoNode) {
+		return nil, false, st, nil, err
+	}
+	exists, _, watch, err = s.ExistsW(ctx, path)
+	if err != nil || !exists {
+		return nil, false, Stat{}, watch, err
+	}
+	// Created since: the ExistsW watch covers its changes and deletion.
+	data, st, err = s.Get(ctx, path)
+	if errors.Is(err, ErrNoNode) {
+		return nil, false, Stat{}, watch, nil
+	}
+	if err != nil {
+		return nil, false, Stat{}, nil, err
+	}
+	return data, true, st, watch, nil
+}
+
 // EnsurePath creates path and its missing ancestors as empty persistent
 // nodes; existing ones are left as they are.
 func EnsurePath(ctx context.Context, s Store, path string) error {

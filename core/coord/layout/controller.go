@@ -156,7 +156,7 @@ func ReadController(ctx context.Context, s coord.Store) (id int32, epoch int32, 
 	fail := func(err error) (int32, int32, <-chan coord.Event, error) {
 		return 0, 0, nil, fmt.Errorf("layout: read controller: %w", err)
 	}
-	data, exists, _, watch, err := watchNode(ctx, s, ControllerPath)
+	data, exists, _, watch, err := coord.WatchNode(ctx, s, ControllerPath)
 	if err != nil {
 		return fail(err)
 	}
@@ -170,33 +170,6 @@ func ReadController(ctx context.Context, s coord.Store) (id int32, epoch int32, 
 		return fail(err)
 	}
 	return id, epoch, watch, nil
-}
-
-// watchNode reads a node that may not exist, with a watch that fires on
-// its next change: creation, data change or deletion. Existing nodes take
-// one request (GetW); a missing one an ExistsW, and a Get if it was
-// created in between.
-func watchNode(ctx context.Context, s coord.Store, path string) (data []byte, exists bool, st coord.Stat, watch <-chan coord.Event, err error) {
-	data, st, watch, err = s.GetW(ctx, path)
-	if err == nil {
-		return data, true, st, watch, nil
-	}
-	if !errors.Is(err, coord.ErrNoNode) {
-		return nil, false, st, nil, err
-	}
-	exists, _, watch, err = s.ExistsW(ctx, path)
-	if err != nil || !exists {
-		return nil, false, coord.Stat{}, watch, err
-	}
-	// Created since: the ExistsW watch covers its changes and deletion.
-	data, st, err = s.Get(ctx, path)
-	if errors.Is(err, coord.ErrNoNode) {
-		return nil, false, coord.Stat{}, watch, nil
-	}
-	if err != nil {
-		return nil, false, coord.Stat{}, nil, err
-	}
-	return data, true, st, watch, nil
 }
 
 // Resign gives up the controllership (Kafka's triggerControllerMove):

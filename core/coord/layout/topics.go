@@ -130,7 +130,7 @@ func readTopic(ctx context.Context, s coord.Store, name string, watch bool) (*me
 	if t.ID, t.Assignment, err = DecodeAssignment(path, data); err != nil {
 		return fail(err)
 	}
-	// read is Get, or watchNode when watching: a missing node is not an
+	// read is Get, or coord.WatchNode when watching: a missing node is not an
 	// error, and its watch fires when it is created.
 	read := func(path string) ([]byte, bool, coord.Stat, error) {
 		if !watch {
@@ -140,7 +140,7 @@ func readTopic(ctx context.Context, s coord.Store, name string, watch bool) (*me
 			}
 			return data, err == nil, st, err
 		}
-		data, ok, st, w, err := watchNode(ctx, s, path)
+		data, ok, st, w, err := coord.WatchNode(ctx, s, path)
 		watches = append(watches, w)
 		return data, ok, st, err
 	}
