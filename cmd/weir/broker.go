@@ -313,6 +313,13 @@ func runBroker(ctx context.Context, s brokerSettings, stderr io.Writer) error {
 		Logger:                       logger,
 	})
 	if err != nil {
+		if ctx.Err() != nil {
+			// SIGINT or SIGTERM during start-up (before the broker joined
+			// its cluster, say): a stop asked for, not a failure, and
+			// nothing is left to hand over.
+			logger.Info("stopped during start-up", "cause", context.Cause(ctx), "err", err)
+			return nil
+		}
 		return err
 	}
 	select {

@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -277,5 +278,54 @@ func TestPprofEndpoint(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "goroutine profile") {
 		t.Errorf("GET goroutine profile: %s\n%.200s", resp.Status, body)
+	}
+}
+
+// SIGTERM while the broker is still joining its cluster (here: its
+// ZooKeeper does not answer) is a stop asked for: exit status 0, said in
+// the log, not a failure (the cluster lab's rolling restart stops brokers
+// that have just started).
+func TestBrokerStopsDuringStartUp(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := ln.Addr().String()
+	ln.Close() // nothing listens there now: the broker keeps dialling
+	cmd := exec.CommandContext(ctx, os.Args[0], "broker", "--data-dir", t.TempDir(), "--listen", "127.0.0.1:0",
+		"--broker-id", "1", "--zookeeper", closed, "--log-format", "json", "--log-level", "debug")
+	cmd.Env = append(os.Environ(), "WEIR_TEST_RUN_MAIN=1")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	sc := bufio.NewScanner(stderr)
+	var logs bytes.Buffer
+	signalled, stopped := false, false
+	for sc.Scan() {
+		logs.WriteString(sc.Text() + "\n")
+		var rec map[string]any
+		if json.Unmarshal(sc.Bytes(), &rec) != nil {
+			continue
+		}
+		msg, _ := rec["msg"].(string)
+		// Dialling ZooKeeper happens inside start-up, after the signal
+		// handler is installed.
+		if !signalled && strings.Contains(msg, "failed to connect") {
+			if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+				t.Fatal(err)
+			}
+			signalled = true
+		}
+		stopped = stopped || msg == "stopped during start-up"
+	}
+	if err := cmd.Wait(); err != nil || !signalled || !stopped {
+		t.Fatalf("exit %v, signalled %v, \"stopped during start-up\" logged %v; output:\n%s", err, signalled, stopped, logs.String())
 	}
 }
