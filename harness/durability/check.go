@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/weir-broker/weir/harness/result"
 	"github.com/weir-broker/weir/plugins/flushpolicy"
 )
 
@@ -78,10 +79,65 @@ type Outcome struct {
 	MaxSync       time.Duration
 	TimerLateness time.Duration
 
+	// Of a cluster run (RunCluster): Cluster is set, Schedule holds the
+	// faults as they happened (each with the acknowledged records lost
+	// that it most likely cost: those acknowledged after the previous
+	// fault struck and before it did) and Timeline the cluster as
+	// sampled. DuplicatesAllowed: the producers were not idempotent
+	// (acks=1), so a retried record may be stored twice, legally.
+	Cluster           bool
+	DuplicatesAllowed bool
+	Schedule          []result.Fault
+	Timeline          []result.Sample
+	// ReadTruncated counts records a consumer was served during the run
+	// that are not in the final log at the offset it read them at: it
+	// read past what was committed.
+	ReadTruncated int64
+	// ReplicaMismatch counts partitions whose replicas differ after the
+	// cluster healed (ReplicaProblems says how).
+	ReplicaMismatch int64
+	ReplicaProblems []string
+	// Elections, ISRShrinks and ISRExpands were counted from samples
+	// (leader epochs; ISR sizes: changes quicker than a sample missed);
+	// UnderReplicatedMax and OfflineMax are the most partitions seen
+	// under-replicated or without a leader at once; MaxLag the largest
+	// replica lag (records) a leader reported.
+	Elections, ISRShrinks, ISRExpands int64
+	UnderReplicatedMax, OfflineMax    int
+	MaxLag                            int64
+	// UnavailableMax is the longest time a partition went without an
+	// acknowledged produce while the load ran (from the ledgers; with
+	// several producers or partitions per producer, a partition is only
+	// written every so often, so this includes the normal gap);
+	// Unavailable sums, over partitions, the gaps longer than
+	// UnavailableGap, divided by the partitions: the mean time a
+	// partition was unavailable.
+	UnavailableMax time.Duration
+	Unavailable    time.Duration
+	// Windows are the gaps longer than UnavailableGap, by partition, in
+	// time order (at most maxWindows).
+	Windows []Window
+	// FailedBy counts the records whose produce failed, by error.
+	FailedBy map[string]int64
+
 	// Problems describes the first few findings of each kind, for error
 	// messages.
 	Problems []string
 }
+
+// Window is a time a partition went without an acknowledged produce,
+// counted from the first acknowledgement.
+type Window struct {
+	Topic, Partition int32
+	From, To         time.Duration
+}
+
+// maxWindows bounds Outcome.Windows.
+const maxWindows = 200
+
+// UnavailableGap is the shortest gap between acknowledgements of one
+// partition counted as unavailability.
+const UnavailableGap = 250 * time.Millisecond
 
 // maxProblems bounds Outcome.Problems per kind.
 const maxProblems = 5
@@ -102,6 +158,19 @@ const (
 	MetricRecoveryMs      = "recovery-ms"
 	MetricFaultAtMs       = "fault-at-ms"
 	MetricTimerLateMs     = "timer-late-ms"
+
+	// Of a cluster run.
+	MetricReadTruncated      = "read-truncated"
+	MetricReplicaMismatch    = "replica-mismatch"
+	MetricElections          = "leader-elections"
+	MetricISRShrinks         = "isr-shrinks"
+	MetricISRExpands         = "isr-expands"
+	MetricUnderReplicatedMax = "under-replicated-max"
+	MetricOfflineMax         = "offline-max"
+	MetricMaxLag             = "replica-lag-max"
+	MetricUnavailableMaxMs   = "unavailable-max-ms"
+	MetricUnavailableMs      = "unavailable-ms"
+	MetricFaults             = "faults"
 )
 
 // checkInput is everything the check compares.
@@ -114,6 +183,17 @@ type checkInput struct {
 	post      []entry       // produced after recovery, by sequence number
 	recovered map[tp]int64  // high watermarks when the restarted broker first served
 	served    map[tp]*served
+
+	// A cluster run's: the faults as they happened, when the producers
+	// stopped, what the consumer was served, the samples and counts, and
+	// how the replicas compared.
+	faults          []result.Fault
+	allowDuplicates bool
+	stop            time.Time
+	seen            map[tp][]seenRecord
+	timeline        []result.Sample
+	counts          clusterCounts
+	replicas        []string
 }
 
 // problems collects findings, at most maxProblems of each kind.
@@ -144,6 +224,10 @@ func check(in checkInput) *Outcome {
 		seen[i] = make([]uint8, len(l))
 	}
 	postSeen := make([]uint8, len(in.post))
+	atAck := make([][]bool, len(in.ledgers)) // served at the offset it was acknowledged at
+	for i, l := range in.ledgers {
+		atAck[i] = make([]bool, len(l))
+	}
 
 	keys := slices.SortedFunc(maps.Keys(in.served), func(a, b tp) int {
 		return cmp.Or(cmp.Compare(a.topic, b.topic), cmp.Compare(a.partition, b.partition))
@@ -196,11 +280,10 @@ func check(in checkInput) *Outcome {
 				pr.add("duplicate", "%d/%d offset %d: record %#x served again", k.topic, k.partition, r.offset, r.id)
 			}
 			*mark = min(*mark+1, 2)
-			switch {
-			case e.state == acked && e.offset != r.offset:
-				o.OffsetReuse++
-				pr.add("reuse", "%d/%d: record acknowledged at offset %d served at %d", k.topic, k.partition, e.offset, r.offset)
-			case e.state != acked && *mark == 1:
+			if p != postProducer && e.state == acked && e.offset == r.offset {
+				atAck[p][seq] = true
+			}
+			if e.state != acked && *mark == 1 {
 				o.UnackedSurvived++
 			}
 		}
@@ -226,8 +309,11 @@ func check(in checkInput) *Outcome {
 		}
 	}
 
-	// What was acknowledged and not served is lost.
+	// What was acknowledged and not served is lost; what was served, but
+	// never at the offset acknowledged, moved. A cluster run charges each
+	// loss to the first fault that struck after its acknowledgement.
 	cut := in.cut.UnixNano()
+	o.Schedule = slices.Clone(in.faults)
 	var oldest int64
 	for p, l := range in.ledgers {
 		for seq := range l {
@@ -238,6 +324,10 @@ func check(in checkInput) *Outcome {
 			}
 			o.Acked++
 			if seen[p][seq] > 0 {
+				if !atAck[p][seq] {
+					o.OffsetReuse++
+					pr.add("reuse", "%d/%d: record acknowledged at offset %d served elsewhere", e.topic, e.partition, e.offset)
+				}
 				continue
 			}
 			k := [2]int32{e.topic, e.partition}
@@ -245,11 +335,21 @@ func check(in checkInput) *Outcome {
 			o.AckedLostBytes += int64(e.size)
 			o.LostPerPartition[k]++
 			o.LostBytesPerPartition[k] += int64(e.size)
-			oldest = max(oldest, cut-e.ack)
-			pr.add("lost", "%d/%d: record acknowledged at offset %d, %v before the fault", e.topic, e.partition, e.offset, time.Duration(cut-e.ack))
+			at, by := cut, "the fault"
+			if len(o.Schedule) > 0 {
+				i := chargeTo(o.Schedule, in.start, e.ack)
+				o.Schedule[i].Lost++
+				at, by = in.start.Add(o.Schedule[i].At).UnixNano(), o.Schedule[i].Kind+" on "+o.Schedule[i].Target
+			}
+			oldest = max(oldest, at-e.ack)
+			pr.add("lost", "%d/%d: record acknowledged at offset %d, %v before %s", e.topic, e.partition, e.offset, time.Duration(at-e.ack), by)
 		}
 	}
 	o.OldestLostAge = time.Duration(oldest)
+	if in.stop.IsZero() {
+		in.stop = in.cut
+	}
+	o.checkCluster(in, &pr)
 
 	o.measure(in)
 	o.Problems = pr.out
@@ -308,6 +408,21 @@ func (o *Outcome) Metrics() map[string]float64 {
 	}
 	if o.Fault == Power {
 		m[MetricTimerLateMs] = ms(o.TimerLateness)
+	}
+	if o.Cluster {
+		m[MetricReadTruncated] = float64(o.ReadTruncated)
+		m[MetricReplicaMismatch] = float64(o.ReplicaMismatch)
+		m[MetricElections] = float64(o.Elections)
+		m[MetricISRShrinks] = float64(o.ISRShrinks)
+		m[MetricISRExpands] = float64(o.ISRExpands)
+		m[MetricUnderReplicatedMax] = float64(o.UnderReplicatedMax)
+		m[MetricOfflineMax] = float64(o.OfflineMax)
+		m[MetricUnavailableMaxMs] = ms(o.UnavailableMax)
+		m[MetricUnavailableMs] = ms(o.Unavailable)
+		m[MetricFaults] = float64(len(o.Schedule))
+		if o.MaxLag >= 0 {
+			m[MetricMaxLag] = float64(o.MaxLag)
+		}
 	}
 	if o.Window > 0 {
 		m["produce-msgs/s"] = o.MsgsPerSec
@@ -383,7 +498,13 @@ func (o *Outcome) Verify(b flushpolicy.Bound, ageSlack time.Duration) error {
 	if o.Corrupt > 0 {
 		errs = append(errs, fmt.Errorf("%w: %d batches or records%s", ErrCorrupt, o.Corrupt, detail("corrupt")))
 	}
-	if o.Duplicates > 0 {
+	if o.ReadTruncated > 0 {
+		errs = append(errs, fmt.Errorf("%w: %d records a consumer was served are not in the log%s", ErrTruncatedRead, o.ReadTruncated, detail("read-truncated")))
+	}
+	if o.ReplicaMismatch > 0 {
+		errs = append(errs, fmt.Errorf("%w: %d partitions:\n  %s", ErrReplicas, o.ReplicaMismatch, strings.Join(o.ReplicaProblems, "\n  ")))
+	}
+	if o.Duplicates > 0 && !o.DuplicatesAllowed {
 		errs = append(errs, fmt.Errorf("%w: %d records%s", ErrDuplicate, o.Duplicates, detail("duplicate")))
 	}
 	if o.OffsetGaps > 0 || o.OffsetReuse > 0 {

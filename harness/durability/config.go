@@ -35,8 +35,15 @@ var (
 	// ErrOffsets: offsets served skip (a gap), repeat, move, or the records
 	// produced after recovery do not continue right after the recovered end.
 	ErrOffsets = errors.New("durability: offsets broken")
-	// ErrDuplicate: a record was served twice.
+	// ErrDuplicate: a record was served twice (by an idempotent producer's
+	// broker).
 	ErrDuplicate = errors.New("durability: duplicate record served")
+	// ErrTruncatedRead: a consumer was served a record the log no longer
+	// holds at that offset (cluster runs): it read what was never
+	// committed.
+	ErrTruncatedRead = errors.New("durability: a consumer read a record later truncated")
+	// ErrReplicas: after the cluster healed, a partition's replicas differ.
+	ErrReplicas = errors.New("durability: replicas differ")
 )
 
 // Fault is a way to crash the broker.

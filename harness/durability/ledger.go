@@ -90,6 +90,8 @@ type entry struct {
 type ledger struct {
 	mu      sync.Mutex
 	entries []entry
+	// errors counts the records that failed, by error message.
+	errors map[string]int64
 }
 
 // resolve records a promise's outcome.
@@ -102,6 +104,10 @@ func (l *ledger) resolve(seq uint64, offset, now int64, err error) {
 	e := &l.entries[seq]
 	if err != nil {
 		e.state = failed
+		if l.errors == nil {
+			l.errors = map[string]int64{}
+		}
+		l.errors[err.Error()]++
 		return
 	}
 	e.state, e.ack, e.offset = acked, now, offset

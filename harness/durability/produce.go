@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"time"
 
@@ -49,7 +50,7 @@ func producerOpts(addr string, w spec.Workload, c codec.Codec) ([]kgo.Opt, error
 		return nil, err
 	}
 	opts := []kgo.Opt{
-		kgo.SeedBrokers(addr),
+		kgo.SeedBrokers(strings.Split(addr, ",")...),
 		kgo.RequiredAcks(acks),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.MaxBufferedBytes(maxBufferedBytes),
@@ -209,11 +210,12 @@ type producers struct {
 
 // newProducers makes the producers' clients without producing anything
 // yet: the first one also creates the topics.
-func newProducers(ctx context.Context, addr string, topics []string, w spec.Workload, c codec.Codec, seed int64) (*producers, error) {
+func newProducers(ctx context.Context, addr string, topics []string, w spec.Workload, c codec.Codec, seed int64, extra ...kgo.Opt) (*producers, error) {
 	opts, err := producerOpts(addr, w, c)
 	if err != nil {
 		return nil, err
 	}
+	opts = append(opts, extra...)
 	corpus := make([]byte, corpusSize)
 	crng := rand.New(rand.NewPCG(uint64(seed), 0))
 	for i := 0; i < len(corpus); i += 8 {
@@ -274,6 +276,19 @@ func (ps *producers) close() {
 		}
 		wg.Wait()
 	})
+}
+
+// failures counts the records that failed, over every producer, by error.
+func (ps *producers) failures() map[string]int64 {
+	out := map[string]int64{}
+	for _, p := range ps.ps {
+		p.led.mu.Lock()
+		for msg, n := range p.led.errors {
+			out[msg] += n
+		}
+		p.led.mu.Unlock()
+	}
+	return out
 }
 
 // entries returns every producer's ledger, indexed by producer.

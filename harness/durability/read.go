@@ -27,13 +27,18 @@ const (
 // createTopics creates the run's topics through the protocol, with the
 // flush policy and durable-ack configs, and fails unless each is created.
 func createTopics(ctx context.Context, cl *kgo.Client, names []string, partitions int, configs map[string]string) error {
+	return createTopicsRF(ctx, cl, names, partitions, 1, configs)
+}
+
+// createTopicsRF is createTopics with a replication factor.
+func createTopicsRF(ctx context.Context, cl *kgo.Client, names []string, partitions, rf int, configs map[string]string) error {
 	req := kmsg.NewPtrCreateTopicsRequest()
 	req.TimeoutMillis = 10_000
 	for _, name := range names {
 		rt := kmsg.NewCreateTopicsRequestTopic()
 		rt.Topic = name
 		rt.NumPartitions = int32(partitions)
-		rt.ReplicationFactor = 1
+		rt.ReplicationFactor = int16(rf)
 		for _, k := range slices.Sorted(maps.Keys(configs)) {
 			c := kmsg.NewCreateTopicsRequestTopicConfig()
 			c.Name = k
@@ -127,9 +132,68 @@ type fetcher struct {
 	topics []string
 	parts  int
 	codec  codec.Codec
+	// routed sends each partition's fetch to its leader (a cluster);
+	// otherwise every fetch goes to the one broker.
+	routed bool
 }
 
 func (f *fetcher) fetch(ctx context.Context, offsets map[tp]int64, partMax int32) (*kmsg.FetchResponse, error) {
+	if !f.routed {
+		return f.fetchFrom(ctx, f.cl, offsets, partMax)
+	}
+	leaders, err := f.leaders(ctx)
+	if err != nil {
+		return nil, err
+	}
+	by := map[int32]map[tp]int64{}
+	for k, off := range offsets {
+		l, ok := leaders[k]
+		if !ok {
+			return nil, fmt.Errorf("%d/%d: %w", k.topic, k.partition, errNoLeader)
+		}
+		if by[l] == nil {
+			by[l] = map[tp]int64{}
+		}
+		by[l][k] = off
+	}
+	merged := kmsg.NewPtrFetchResponse()
+	for _, l := range slices.Sorted(maps.Keys(by)) {
+		resp, err := f.fetchFrom(ctx, f.cl.Broker(int(l)), by[l], partMax)
+		if err != nil {
+			return nil, fmt.Errorf("broker %d: %w", l, err)
+		}
+		merged.Topics = append(merged.Topics, resp.Topics...)
+	}
+	return merged, nil
+}
+
+// leaders returns each partition's leader, from Metadata.
+func (f *fetcher) leaders(ctx context.Context) (map[tp]int32, error) {
+	req := kmsg.NewPtrMetadataRequest()
+	for _, name := range f.topics {
+		t := kmsg.NewMetadataRequestTopic()
+		t.Topic = kmsg.StringPtr(name)
+		req.Topics = append(req.Topics, t)
+	}
+	resp, err := req.RequestWith(ctx, f.cl)
+	if err != nil {
+		return nil, err
+	}
+	out := map[tp]int32{}
+	for _, t := range resp.Topics {
+		if t.Topic == nil {
+			continue
+		}
+		for _, p := range t.Partitions {
+			if p.Leader >= 0 {
+				out[tp{f.topicIndex(*t.Topic), p.Partition}] = p.Leader
+			}
+		}
+	}
+	return out, nil
+}
+
+func (f *fetcher) fetchFrom(ctx context.Context, r kmsg.Requestor, offsets map[tp]int64, partMax int32) (*kmsg.FetchResponse, error) {
 	req := kmsg.NewPtrFetchRequest()
 	req.ReplicaID = -1
 	req.MaxWaitMillis = 0
@@ -156,7 +220,7 @@ func (f *fetcher) fetch(ctx context.Context, offsets map[tp]int64, partMax int32
 			req.Topics = append(req.Topics, rt)
 		}
 	}
-	resp, err := req.RequestWith(ctx, f.cl)
+	resp, err := req.RequestWith(ctx, r)
 	if err != nil {
 		return nil, err
 	}

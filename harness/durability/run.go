@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -154,7 +155,7 @@ const firstAckTimeout = 30 * time.Second
 // reads with raw fetches and produces with acks=all, no compression and
 // explicit partitions.
 func withClient(addr string, f func(*kgo.Client) error) error {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(addr, ",")...), kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.RequiredAcks(kgo.AllISRAcks()))
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrClient, err)

@@ -219,6 +219,9 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		configs = map[string]string{}
 	}
 	configs[topicconfig.MinInsyncReplicas] = strconv.Itoa(w.MinInsync)
+	if w.UncleanElection {
+		configs[topicconfig.UncleanLeaderElection] = "true"
+	}
 	if err := createTopics(ctx, admin, r.topics, int32(w.Partitions), int16(w.ReplicationFactor), configs); err != nil {
 		return Result{}, err
 	}

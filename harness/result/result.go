@@ -130,6 +130,42 @@ type Rep struct {
 	// (broker-cpu-s, disk-write-bytes, fsyncs), by broker id; Metrics hold
 	// their sums. Absent for other targets.
 	Brokers map[string]map[string]float64 `json:"brokers,omitempty"`
+	// Faults are the faults a cluster fault-lab run injected, in order,
+	// as they happened; Timeline is the cluster as sampled through the
+	// run. Absent for other runs.
+	Faults   []Fault  `json:"faults,omitempty"`
+	Timeline []Sample `json:"timeline,omitempty"`
+}
+
+// Fault is one fault of a cluster fault-lab run, as it happened. Times
+// count from the run's first acknowledgement.
+type Fault struct {
+	Kind string `json:"kind"`
+	// Target says what the fault aimed at ("leader of 0/1", "controller",
+	// "broker 2", "zookeeper", "every broker").
+	Target string `json:"target"`
+	// Broker is the broker struck (0: ZooKeeper, or every broker).
+	Broker int32         `json:"broker,omitempty"`
+	At     time.Duration `json:"at"`
+	// Healed is when the fault ended (the broker restarted or woke up,
+	// ZooKeeper served again).
+	Healed time.Duration `json:"healed"`
+	// Lost are acknowledged records lost that were acknowledged after the
+	// previous fault struck and before this one: those it most likely
+	// cost.
+	Lost  int64  `json:"lost"`
+	Error string `json:"error,omitempty"`
+}
+
+// Sample is the cluster at one moment of a fault-lab run, from Metadata:
+// partitions with fewer in-sync replicas than replicas, partitions
+// without a leader, and the largest replica lag (records) a leader
+// reported.
+type Sample struct {
+	At              time.Duration `json:"at"`
+	UnderReplicated int           `json:"under_replicated"`
+	Offline         int           `json:"offline"`
+	MaxLag          int64         `json:"max_lag"`
 }
 
 // Reference is a published figure to print beside this machine's: the

@@ -11,10 +11,12 @@ import (
 	"slices"
 	"time"
 
+	"github.com/weir-broker/weir/harness/clusterproc"
 	"github.com/weir-broker/weir/harness/durability"
 	"github.com/weir-broker/weir/harness/report"
 	"github.com/weir-broker/weir/harness/result"
 	"github.com/weir-broker/weir/harness/spec"
+	"github.com/weir-broker/weir/plugins/codec"
 )
 
 // durability runs the points of durability sections (see spec.Durability):
@@ -33,7 +35,9 @@ func (r *runner) durability(ctx context.Context, run *result.Run, sections []spe
 			if len(pt.Reps) > 0 {
 				rs.Points = append(rs.Points, pt)
 			}
-			if b, berr := durability.ExpectedBound(durability.Fault(p.Fault), p.Workload.DurableAcks, p.Workload.FlushPolicy); berr == nil {
+			if r.spec.Target.IsCluster() {
+				bounds[p.ID] = durability.ClusterBound(p.Workload.Acks, p.Workload.UncleanElection).String()
+			} else if b, berr := durability.ExpectedBound(durability.Fault(p.Fault), p.Workload.DurableAcks, p.Workload.FlushPolicy); berr == nil {
 				bounds[p.ID] = b.String()
 			}
 			if err != nil {
@@ -68,6 +72,9 @@ func (r *runner) durabilityPoint(ctx context.Context, section string, p spec.Poi
 	}
 	if cl, ok := c.(io.Closer); ok {
 		defer cl.Close()
+	}
+	if r.spec.Target.IsCluster() {
+		return r.clusterDurabilityPoint(ctx, pt, index, p, c, pp, &summary)
 	}
 	bound, err := durability.ExpectedBound(durability.Fault(p.Fault), w.DurableAcks, w.FlushPolicy)
 	if err != nil {
@@ -128,6 +135,88 @@ func (r *runner) durabilityPoint(ctx context.Context, section string, p spec.Poi
 	summary = fmt.Sprintf("%s; worst run lost %s acknowledged records", pointSummary(&pt), report.FormatValue(lost))
 	if broken > 0 {
 		summary += fmt.Sprintf("; %d broke a guarantee", broken)
+	}
+	return pt, nil
+}
+
+// clusterDurabilityPoint runs one point of the cluster fault lab: each
+// repetition a fresh cluster (an embedded ZooKeeper, or a chroot of its
+// own on the external one), a load, and a schedule of faults of the
+// point's kind (durability.RunCluster), checked against
+// durability.ClusterBound. The faults as they happened and the cluster's
+// samples go into the repetition's result.
+func (r *runner) clusterDurabilityPoint(ctx context.Context, pt result.Point, index int, p spec.Point, c codec.Codec,
+	pp *pointProgress, summary *string) (result.Point, error) {
+	w := p.Workload
+	d := r.spec.Durability
+	sc := r.spec.Target.Cluster
+	bound := durability.ClusterBound(w.Acks, w.UncleanElection)
+	var flags []string
+	if r.opts.PluginDir != "" {
+		flags = append(flags, "--plugin-dir", r.opts.PluginDir)
+	}
+	flags = append(flags, sc.BrokerFlags...)
+	kinds := make([]durability.ClusterFault, len(d.MixedKinds))
+	for i, k := range d.MixedKinds {
+		kinds[i] = durability.ClusterFault(k)
+	}
+	lost, broken, faults := 0.0, 0, 0
+	for rep := range r.spec.Repetitions {
+		pp.rep(rep, r.spec.Repetitions)
+		seed := r.spec.Seed + 1000*int64(index) + int64(rep)
+		dir := filepath.Join(r.workDir, fmt.Sprintf("point-%03d-rep-%03d", index, rep))
+		cfg := durability.ClusterConfig{
+			Workload:       w,
+			Fault:          durability.ClusterFault(p.Fault),
+			Kinds:          kinds,
+			Faults:         d.FaultsPerRun,
+			Hold:           d.FaultHold,
+			Seed:           seed,
+			Codec:          c,
+			Weir:           r.weir,
+			Dir:            dir,
+			Brokers:        sc.Brokers,
+			SessionTimeout: sc.SessionTimeout,
+			BrokerFlags:    flags,
+			VerifyRecords:  d.VerifyRecords,
+			HealTimeout:    d.HealTimeout,
+			Progress:       func(s string) { pp.note(s) },
+		}
+		if sc.ZooKeeper != spec.ZooKeeperEmbedded {
+			zk, err := clusterproc.Chroot(sc.ZooKeeper, fmt.Sprintf("weir-run-%s-p%03d-r%03d", r.runStamp, index, rep))
+			if err != nil {
+				return pt, fmt.Errorf("%w: target.cluster.zookeeper: %w", ErrBroker, err)
+			}
+			cfg.ZooKeeper = zk
+		}
+		begin := time.Now()
+		o, err := durability.RunCluster(ctx, cfg)
+		if sc.DataDir == "" {
+			os.RemoveAll(dir)
+		}
+		if ctx.Err() != nil {
+			*summary = fmt.Sprintf("interrupted after %d of %d reps", len(pt.Reps), r.spec.Repetitions)
+			return pt, ctx.Err()
+		}
+		rp := result.Rep{Started: begin.UTC(), Metrics: map[string]float64{}}
+		if o != nil {
+			rp.Duration, rp.Metrics = o.Window, o.Metrics()
+			rp.Faults, rp.Timeline = o.Schedule, o.Timeline
+			lost = max(lost, float64(o.AckedLost))
+			faults += len(o.Schedule)
+			if verr := o.Verify(bound, 0); verr != nil && err == nil {
+				err = fmt.Errorf("guarantee broken (bound: %v): %w", bound, verr)
+				broken++
+			}
+		}
+		if err != nil {
+			rp.Error = err.Error()
+		}
+		pt.Reps = append(pt.Reps, rp)
+	}
+	*summary = fmt.Sprintf("%s; %d faults; worst run lost %s acknowledged records", pointSummary(&pt), faults, report.FormatValue(lost))
+	if broken > 0 {
+		*summary += fmt.Sprintf("; %d broke a guarantee", broken)
 	}
 	return pt, nil
 }

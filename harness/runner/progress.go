@@ -111,6 +111,17 @@ func (pp *pointProgress) rep(i, n int) {
 	pp.mu.Unlock()
 }
 
+// note shows what the point is doing now (a fault lab's latest fault):
+// in the bar's description on a terminal, nothing elsewhere.
+func (pp *pointProgress) note(s string) {
+	if pp.bar == nil {
+		return
+	}
+	pp.mu.Lock()
+	pp.bar.Describe(pp.label + ": " + s)
+	pp.mu.Unlock()
+}
+
 // end finishes the point with a summary line.
 func (pp *pointProgress) end(summary string) {
 	p := pp.p

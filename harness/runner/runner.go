@@ -254,6 +254,11 @@ type runner struct {
 // window, and then restarts the broker and reads back: half a second.
 func (r *runner) pointEstimate(w spec.Workload) time.Duration {
 	reps := time.Duration(r.spec.Repetitions)
+	if r.spec.Durability != nil && r.spec.Target.IsCluster() {
+		// The whole window under faults, then a cluster to start, heal,
+		// read back and stop.
+		return reps * (w.Warmup + w.Duration + 10*time.Second)
+	}
 	if r.spec.Durability != nil {
 		return reps * (w.Warmup + w.Duration/2 + time.Second/2)
 	}

@@ -136,7 +136,8 @@ func TestValidateClusterAndReplication(t *testing.T) {
 		{"unknown experiment baseline", cluster + "experiments: [{name: e, points: [{acks: all}], baseline: x}]", []string{`experiments[0].baseline: "x" is not a point of section load-e`}},
 		{"top baseline with experiments", cluster + "baseline: x\nexperiments: [{name: e}]", []string{"baseline: a spec with experiments gives a baseline per experiment"}},
 		{"durable acks on bootstrap still refused", "target: {bootstrap: a:1}\nworkload: {durable_acks: true}", []string{"workload.durable_acks: only for targets the runner starts"}},
-		{"durability needs an embedded broker", cluster + "durability: {}", []string{"durability: only for embedded targets"}},
+		{"cluster durability takes cluster faults", cluster + "durability: {faults: [power, zk-stop], mixed_kinds: [flood]}", []string{
+			`durability.faults[0]: unknown fault "power" for this target`, `durability.mixed_kinds[0]: unknown cluster fault "flood"`}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -52,7 +52,26 @@ type Durability struct {
 	// besides the run's longest fsync and the timer lateness measured in
 	// the broker's process: the flushing goroutine's own run. Default 25ms.
 	AgeSlack time.Duration `yaml:"age_slack"`
+
+	// The cluster fault lab (a cluster target): each repetition starts a
+	// fresh cluster and injects FaultsPerRun faults of the point's kind
+	// (ClusterFaults, or mixed: each drawn from MixedKinds, default all),
+	// one after the other at seeded moments of [warmup, warmup+duration),
+	// each lasting FaultHold. Default faults [mixed], 3 per run, 2s.
+	FaultsPerRun int           `yaml:"faults_per_run"`
+	FaultHold    time.Duration `yaml:"fault_hold"`
+	MixedKinds   []string      `yaml:"mixed_kinds"`
+	// HealTimeout bounds the wait, after the last fault, until every
+	// partition is led with a full ISR. Default 1m.
+	HealTimeout time.Duration `yaml:"heal_timeout"`
 }
+
+// The cluster faults (package harness/durability), and mixed.
+var ClusterFaults = []string{"kill-leader", "kill-controller", "kill-random", "pause", "session-expiry", "term",
+	"rolling-restart", "zk-stop"}
+
+// FaultMixed draws each fault of a run from the cluster faults.
+const FaultMixed = "mixed"
 
 // FactorFault is the factor a durability experiment adds.
 const FactorFault = "fault"
@@ -71,6 +90,9 @@ func DefaultDurability() Durability {
 		RecoveryTimeout: 30 * time.Second,
 		VerifyRecords:   10,
 		AgeSlack:        25 * time.Millisecond,
+		FaultsPerRun:    3,
+		FaultHold:       2 * time.Second,
+		HealTimeout:     time.Minute,
 	}
 }
 
@@ -83,10 +105,7 @@ func (d *Durability) UnmarshalYAML(n *yaml.Node) error {
 	if err := decodeStrict(n, "durability", &p); err != nil {
 		return err
 	}
-	if p.Faults == nil {
-		p.Faults = DefaultDurability().Faults
-	}
-	*d = Durability(p)
+	*d = Durability(p) // Faults stays nil when not given: its default depends on the target
 	return nil
 }
 
@@ -99,20 +118,34 @@ func (s *Spec) validateDurability(p *problems) {
 	if d == nil {
 		return
 	}
-	if !s.Target.IsEmbedded() {
-		p.add("durability", "only for embedded targets: the experiment kills, cuts the power of and restarts the broker")
+	cluster := s.Target.IsCluster()
+	if !s.Target.IsEmbedded() && !cluster {
+		p.add("durability", "only for embedded and cluster targets: the experiment kills, stops and restarts brokers")
 	}
 	if s.NoLoad {
 		p.add("durability", "a durability experiment needs the load (no_load: true)")
 	}
+	known := []string{FaultKill, FaultPower}
+	if cluster {
+		known = append(slices.Clone(ClusterFaults), FaultMixed)
+	}
+	if d.Faults == nil {
+		d.Faults = DefaultDurability().Faults
+		if cluster {
+			d.Faults = []string{FaultMixed}
+		}
+	}
 	if len(d.Faults) == 0 {
-		p.add("durability.faults", "give at least one of %s, %s", FaultKill, FaultPower)
+		p.add("durability.faults", "give at least one of %s", strings.Join(known, ", "))
 	}
 	seen := map[string]int{}
 	for i, f := range d.Faults {
 		field := fmt.Sprintf("durability.faults[%d]", i)
-		if f != FaultKill && f != FaultPower {
-			p.add(field, "unknown fault %q (known: %s, %s)", f, FaultKill, FaultPower)
+		if !slices.Contains(known, f) {
+			p.add(field, "unknown fault %q for this target (known: %s)", f, strings.Join(known, ", "))
+		}
+		if f == "zk-stop" && cluster && s.Target.Cluster.ZooKeeper != ZooKeeperEmbedded {
+			p.add(field, "zk-stop stops the ZooKeeper the runner starts; this target's is external")
 		}
 		if j, dup := seen[f]; dup {
 			p.add(field, "repeats level %d (%s)", j, f)
@@ -133,6 +166,23 @@ func (s *Spec) validateDurability(p *problems) {
 	}
 	if d.AgeSlack < 0 {
 		p.add("durability.age_slack", "must be >= 0, got %v", d.AgeSlack)
+	}
+	if d.FaultsPerRun < 1 || d.FaultsPerRun > 10000 {
+		p.add("durability.faults_per_run", "must be in 1..10000, got %d", d.FaultsPerRun)
+	}
+	if d.FaultHold <= 0 {
+		p.add("durability.fault_hold", "must be > 0, got %v", d.FaultHold)
+	}
+	if d.HealTimeout <= 0 {
+		p.add("durability.heal_timeout", "must be > 0, got %v", d.HealTimeout)
+	}
+	for i, k := range d.MixedKinds {
+		if !slices.Contains(ClusterFaults, k) {
+			p.add(fmt.Sprintf("durability.mixed_kinds[%d]", i), "unknown cluster fault %q (known: %s)", k, strings.Join(ClusterFaults, ", "))
+		}
+	}
+	if !cluster && (len(d.MixedKinds) > 0) {
+		p.add("durability.mixed_kinds", "only for cluster targets")
 	}
 }
 
@@ -158,6 +208,9 @@ func validateDurabilityWorkload(p *problems, field string, w *Workload) {
 	}
 	if w.Warmup+w.Duration <= 0 {
 		p.add(f("duration"), "the fault strikes in [warmup, warmup+duration): give it room")
+	}
+	if w.UncleanElection && w.ReplicationFactor < 2 {
+		p.add(f("unclean_election"), "needs replication_factor 2 or more: one replica has nobody to fall back on")
 	}
 }
 
@@ -187,6 +240,16 @@ func (s *Spec) durabilitySections(load []Section) []Section {
 
 // write prints the durability line of a dry run.
 func (d *Durability) write(w io.Writer) {
+	if len(d.Faults) > 0 && (slices.Contains(ClusterFaults, d.Faults[0]) || d.Faults[0] == FaultMixed) {
+		kinds := "every kind"
+		if len(d.MixedKinds) > 0 {
+			kinds = strings.Join(d.MixedKinds, ", ")
+		}
+		fmt.Fprintf(w, "durability (cluster fault lab): faults %s (mixed: %s); %d per run, one after the other at seeded moments "+
+			"of [warmup, warmup+duration), each held %v; %d records per partition after healing; heal timeout %v\n",
+			strings.Join(d.Faults, ", "), kinds, d.FaultsPerRun, d.FaultHold, d.VerifyRecords, d.HealTimeout)
+		return
+	}
 	fmt.Fprintf(w, "durability: faults %s; the fault at a uniformly random moment of [warmup, warmup+duration); "+
 		"torn writes in %g%% of power cuts; fsync latency %v (power); %d records per partition after recovery; "+
 		"recovery timeout %v; age slack %v\n",

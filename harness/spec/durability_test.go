@@ -53,8 +53,13 @@ func TestDurabilityFaultsReplaceDefault(t *testing.T) {
 	if len(secs[0].Points) != 1 || secs[0].Points[0].ID != "fault=power" || secs[0].Points[0].Fault != FaultPower {
 		t.Fatalf("points = %+v", secs[0].Points)
 	}
-	if empty := mustParse(t, "name: d\ndurability: {}\n"); strings.Join(empty.Durability.Faults, ",") != "kill,power" {
-		t.Errorf("durability: {} faults = %v, want the default", empty.Durability.Faults)
+	empty := mustParse(t, "name: d\ndurability: {}\nworkload: {message_size: 64}\n")
+	if err := empty.Validate(nil); err != nil || strings.Join(empty.Durability.Faults, ",") != "kill,power" {
+		t.Errorf("durability: {} faults = %v (%v), want the default", empty.Durability.Faults, err)
+	}
+	cl := mustParse(t, "name: d\ntarget: {cluster: {brokers: 3}}\ndurability: {}\nworkload: {message_size: 64, replication_factor: 3}\n")
+	if err := cl.Validate(nil); err != nil || strings.Join(cl.Durability.Faults, ",") != "mixed" {
+		t.Errorf("a cluster's durability: {} faults = %v (%v), want [mixed]", cl.Durability.Faults, err)
 	}
 }
 
@@ -71,7 +76,12 @@ func TestDurabilityValidateErrors(t *testing.T) {
 		{"timeouts", "durability: {recovery_timeout: 0s, verify_records: 0, age_slack: -1s, sync_latency: 2s}", []string{
 			"durability.recovery_timeout: must be > 0", "durability.verify_records: must be in 1..10000",
 			"durability.age_slack: must be >= 0", "durability.sync_latency: must be in 0..1s"}},
-		{"bootstrap", "target: {bootstrap: 127.0.0.1:9092}\ndurability: {}", []string{"durability: only for embedded targets"}},
+		{"bootstrap", "target: {bootstrap: 127.0.0.1:9092}\ndurability: {}", []string{"durability: only for embedded and cluster targets"}},
+		{"cluster lab fields", "target: {cluster: {zookeeper: \"zk:2181\"}}\ndurability: {faults: [zk-stop], faults_per_run: 0, fault_hold: 0s, heal_timeout: 0s}", []string{
+			"durability.faults[0]: zk-stop stops the ZooKeeper the runner starts", "durability.faults_per_run: must be in 1..10000",
+			"durability.fault_hold: must be > 0", "durability.heal_timeout: must be > 0"}},
+		{"unclean election of one replica", "target: {cluster: {brokers: 3}}\ndurability: {}\nworkload: {message_size: 64, unclean_election: true}", []string{
+			"workload.unclean_election: needs replication_factor 2 or more"}},
 		{"acks 0 and small records", "durability: {}\nworkload: {message_size: 16}\nfactors: {acks: [\"0\", all]}", []string{
 			"durability point acks=0: workload.acks: acks 0 acknowledges nothing",
 			"durability point acks=0: workload.message_size: durability records carry a 20-byte header",

@@ -75,6 +75,10 @@ var factorDefs = []factorDef{
 		func(f *Factors) int { return len(f.MinInsync) },
 		func(f *Factors, i int, w *Workload) { w.MinInsync = f.MinInsync[i] },
 		func(w *Workload) string { return strconv.Itoa(w.MinInsync) }},
+	{"unclean_election",
+		func(f *Factors) int { return len(f.UncleanElection) },
+		func(f *Factors, i int, w *Workload) { w.UncleanElection = f.UncleanElection[i] },
+		func(w *Workload) string { return strconv.FormatBool(w.UncleanElection) }},
 	{"acks",
 		func(f *Factors) int { return len(f.Acks) },
 		func(f *Factors, i int, w *Workload) { w.Acks = f.Acks[i] },
@@ -295,6 +299,9 @@ func (w Workload) Summary() string {
 		"batch_max_bytes="+w.BatchMaxBytes.String(),
 		"linger="+w.Linger.String(),
 	)
+	if w.UncleanElection {
+		parts = append(parts, "unclean_election=true")
+	}
 	for _, k := range slices.Sorted(maps.Keys(w.TopicConfig)) {
 		parts = append(parts, "topic_config."+k+"="+w.TopicConfig[k])
 	}

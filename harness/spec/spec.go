@@ -235,11 +235,16 @@ type Workload struct {
 	// MinInsync is the topics' min.insync.replicas: with acks=all, a
 	// produce fails while fewer replicas are in sync. 1..replication
 	// factor; default 1.
-	MinInsync     int               `yaml:"min_insync"`
-	Acks          string            `yaml:"acks"`            // 0 | 1 | all; default all
-	BatchMaxBytes ByteSize          `yaml:"batch_max_bytes"` // default 1000012 (franz-go's)
-	Linger        time.Duration     `yaml:"linger"`          // default 10ms (franz-go's)
-	TopicConfig   map[string]string `yaml:"topic_config"`    // configs of the topics created
+	MinInsync int `yaml:"min_insync"`
+	// UncleanElection is the topics' unclean.leader.election.enable: with
+	// no in-sync replica left, the controller may elect one that is not,
+	// losing what it lacks rather than staying without a leader. Default
+	// false (Kafka's).
+	UncleanElection bool              `yaml:"unclean_election"`
+	Acks            string            `yaml:"acks"`            // 0 | 1 | all; default all
+	BatchMaxBytes   ByteSize          `yaml:"batch_max_bytes"` // default 1000012 (franz-go's)
+	Linger          time.Duration     `yaml:"linger"`          // default 10ms (franz-go's)
+	TopicConfig     map[string]string `yaml:"topic_config"`    // configs of the topics created
 }
 
 // Keys says which keys records carry.
@@ -261,6 +266,7 @@ type Factors struct {
 	DurableAcks       []bool          `yaml:"durable_acks"`
 	ReplicationFactor []int           `yaml:"replication_factor"`
 	MinInsync         []int           `yaml:"min_insync"`
+	UncleanElection   []bool          `yaml:"unclean_election"`
 	Acks              []string        `yaml:"acks"`
 	BatchMaxBytes     []ByteSize      `yaml:"batch_max_bytes"`
 	Linger            []time.Duration `yaml:"linger"`

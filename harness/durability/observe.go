@@ -1,0 +1,380 @@
+package durability
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/weir-broker/weir/harness/clusterproc"
+	"github.com/weir-broker/weir/harness/result"
+)
+
+// observer watches a cluster through Metadata: who leads what, who is in
+// sync, which brokers are registered. It asks the running brokers in
+// turn, each with a short deadline, so a stopped or paused broker delays
+// nothing. While sampling, it records the cluster every sampleEvery
+// (result.Sample) and counts leader elections (leader epochs seen per
+// partition, beyond the first) and ISR shrinks and expansions (changes in
+// an ISR's size between samples: changes quicker than a sample are
+// missed, so these are lower bounds).
+type observer struct {
+	c      *clusterproc.Cluster
+	cl     *kgo.Client
+	topics []string
+	parts  int
+	next   int // the broker to ask first, rotated
+
+	mu       sync.Mutex
+	start    time.Time
+	samples  []result.Sample
+	epochs   map[tp]int32
+	isr      map[tp]int
+	counts   clusterCounts
+	stopping chan struct{}
+	done     chan struct{}
+}
+
+// clusterCounts are what the observer counted while sampling.
+type clusterCounts struct {
+	elections, shrinks, expands int64
+}
+
+// metadataTimeout bounds one Metadata request to one broker.
+const metadataTimeout = time.Second
+
+func newObserver(c *clusterproc.Cluster, topics []string, parts int) (*observer, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Addrs()...))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrClient, err)
+	}
+	return &observer{c: c, cl: cl, topics: topics, parts: parts, epochs: map[tp]int32{}, isr: map[tp]int{}}, nil
+}
+
+// metadata asks the running brokers in turn for the topics' metadata and
+// returns the first answer.
+func (o *observer) metadata(ctx context.Context) (*kmsg.MetadataResponse, error) {
+	req := kmsg.NewPtrMetadataRequest()
+	for _, name := range o.topics {
+		t := kmsg.NewMetadataRequestTopic()
+		t.Topic = kmsg.StringPtr(name)
+		req.Topics = append(req.Topics, t)
+	}
+	ids := liveIDs(o.c)
+	if len(ids) == 0 {
+		return nil, fmt.Errorf("%w: no broker running", ErrBroker)
+	}
+	var last error
+	for i := range ids {
+		id := ids[(o.next+i)%len(ids)]
+		rctx, cancel := context.WithTimeout(ctx, metadataTimeout)
+		resp, err := req.RequestWith(rctx, o.cl.Broker(int(id)))
+		cancel()
+		if err == nil {
+			o.next++
+			return resp, nil
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		last = fmt.Errorf("broker %d: %w", id, err)
+	}
+	o.next++
+	return nil, last
+}
+
+// partitionState is one partition as Metadata described it.
+type partitionState struct {
+	leader, epoch int32
+	replicas, isr []int32
+}
+
+// states indexes a Metadata answer by partition; it fails unless every
+// partition of every topic is described without error.
+func (o *observer) states(resp *kmsg.MetadataResponse) (map[tp]partitionState, []int32, error) {
+	out := map[tp]partitionState{}
+	for _, t := range resp.Topics {
+		if t.Topic == nil {
+			continue
+		}
+		ti := slices.Index(o.topics, *t.Topic)
+		if ti < 0 {
+			continue
+		}
+		if err := kerr.ErrorForCode(t.ErrorCode); err != nil {
+			return nil, nil, fmt.Errorf("topic %s: %w", *t.Topic, err)
+		}
+		for _, p := range t.Partitions {
+			out[tp{int32(ti), p.Partition}] = partitionState{leader: p.Leader, epoch: p.LeaderEpoch, replicas: p.Replicas, isr: p.ISR}
+		}
+	}
+	if len(out) != len(o.topics)*o.parts {
+		return nil, nil, fmt.Errorf("%d of %d partitions described", len(out), len(o.topics)*o.parts)
+	}
+	brokers := make([]int32, 0, len(resp.Brokers))
+	for _, b := range resp.Brokers {
+		brokers = append(brokers, b.NodeID)
+	}
+	return out, brokers, nil
+}
+
+// poll calls cond with each Metadata answer until it returns true or the
+// timeout passes; the error then says what cond said last.
+func (o *observer) poll(ctx context.Context, timeout time.Duration, cond func(map[tp]partitionState, []int32) (bool, error)) error {
+	deadline := time.Now().Add(timeout)
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	var last error
+	for {
+		resp, err := o.metadata(ctx)
+		if err == nil {
+			var st map[tp]partitionState
+			var brokers []int32
+			if st, brokers, err = o.states(resp); err == nil {
+				var ok bool
+				if ok, err = cond(st, brokers); ok {
+					return nil
+				}
+			}
+		}
+		if err != nil {
+			last = err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("not within %v: %v", timeout, last)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+}
+
+// waitWhole waits until every partition has a registered leader and a
+// full ISR, and returns how long that took.
+func (o *observer) waitWhole(ctx context.Context, timeout time.Duration) (time.Duration, error) {
+	begin := time.Now()
+	err := o.poll(ctx, timeout, func(st map[tp]partitionState, brokers []int32) (bool, error) {
+		for k, s := range st {
+			switch {
+			case s.leader < 0 || !slices.Contains(brokers, s.leader):
+				return false, fmt.Errorf("%d/%d has no leader", k.topic, k.partition)
+			case len(s.isr) != len(s.replicas):
+				return false, fmt.Errorf("%d/%d has ISR %v of replicas %v", k.topic, k.partition, s.isr, s.replicas)
+			}
+		}
+		return true, nil
+	})
+	return time.Since(begin), err
+}
+
+// leaderOf waits for partition (topic index, partition) to have a leader
+// and returns it.
+func (o *observer) leaderOf(ctx context.Context, topic, partition int, timeout time.Duration) (int32, error) {
+	leader := int32(-1)
+	err := o.poll(ctx, timeout, func(st map[tp]partitionState, brokers []int32) (bool, error) {
+		s := st[tp{int32(topic), int32(partition)}]
+		if s.leader < 0 || !slices.Contains(brokers, s.leader) {
+			return false, fmt.Errorf("%d/%d: %w", topic, partition, errNoLeader)
+		}
+		leader = s.leader
+		return true, nil
+	})
+	return leader, err
+}
+
+// controller waits for the cluster to have a controller and returns it.
+func (o *observer) controller(ctx context.Context, timeout time.Duration) (int32, error) {
+	deadline := time.Now().Add(timeout)
+	for {
+		resp, err := o.metadata(ctx)
+		if err == nil && resp.ControllerID >= 0 {
+			return resp.ControllerID, nil
+		}
+		if err == nil {
+			err = fmt.Errorf("no controller")
+		}
+		if time.Now().After(deadline) {
+			return -1, fmt.Errorf("%w: controller: %w", ErrBroker, err)
+		}
+		select {
+		case <-ctx.Done():
+			return -1, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// waitGone waits until the brokers no longer list broker id (its
+// ZooKeeper session expired and its registration went with it).
+func (o *observer) waitGone(ctx context.Context, id int32, timeout time.Duration) error {
+	err := o.poll(ctx, timeout, func(_ map[tp]partitionState, brokers []int32) (bool, error) {
+		if slices.Contains(brokers, id) {
+			return false, fmt.Errorf("broker %d still registered", id)
+		}
+		return true, nil
+	})
+	if err != nil {
+		return fmt.Errorf("%w: session of broker %d: %w", ErrBroker, id, err)
+	}
+	return nil
+}
+
+// assignment returns each partition's replicas, as last described.
+func (o *observer) assignment() map[tp][]int32 {
+	out := map[tp][]int32{}
+	_ = o.poll(context.Background(), 10*time.Second, func(st map[tp]partitionState, _ []int32) (bool, error) {
+		for k, s := range st {
+			out[k] = s.replicas
+		}
+		return true, nil
+	})
+	return out
+}
+
+// startSampling samples the cluster every sampleEvery until stopSampling,
+// times counted from start.
+func (o *observer) startSampling(start time.Time) {
+	o.start = start
+	o.stopping, o.done = make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(o.done)
+		tick := time.NewTicker(sampleEvery)
+		defer tick.Stop()
+		for {
+			o.sample()
+			select {
+			case <-o.stopping:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+}
+
+func (o *observer) sample() {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*metadataTimeout)
+	defer cancel()
+	at := time.Since(o.start)
+	resp, err := o.metadata(ctx)
+	if err != nil {
+		return // nobody answered: the sample is missing, not zero
+	}
+	st, brokers, err := o.states(resp)
+	if err != nil {
+		return
+	}
+	s := result.Sample{At: at, MaxLag: o.maxLag(ctx)}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for k, p := range st {
+		if p.leader < 0 || !slices.Contains(brokers, p.leader) {
+			s.Offline++
+		}
+		if len(p.isr) < len(p.replicas) {
+			s.UnderReplicated++
+		}
+		if e, ok := o.epochs[k]; ok && p.epoch > e {
+			o.counts.elections += int64(p.epoch - e)
+		}
+		if e, ok := o.epochs[k]; !ok || p.epoch > e {
+			o.epochs[k] = p.epoch
+		}
+		if n, ok := o.isr[k]; ok {
+			switch {
+			case len(p.isr) < n:
+				o.counts.shrinks++
+			case len(p.isr) > n:
+				o.counts.expands++
+			}
+		}
+		o.isr[k] = len(p.isr)
+	}
+	o.samples = append(o.samples, s)
+}
+
+// maxLag is the largest weir_partition_replica_lag_records the running
+// brokers report (-1 when none answered).
+func (o *observer) maxLag(ctx context.Context) int64 {
+	procs.Lock()
+	var addrs []string
+	for _, b := range o.c.Brokers {
+		select {
+		case <-b.Exited():
+		default:
+			if b.MetricsAddr != "" {
+				addrs = append(addrs, b.MetricsAddr)
+			}
+		}
+	}
+	procs.Unlock()
+	lags := make([]int64, len(addrs))
+	var wg sync.WaitGroup
+	for i, a := range addrs {
+		wg.Go(func() { lags[i] = scrapeLag(ctx, a) })
+	}
+	wg.Wait()
+	out := int64(-1)
+	for _, l := range lags {
+		out = max(out, l)
+	}
+	return out
+}
+
+// scrapeLag reads one broker's largest replica lag from its /metrics
+// (-1 when it does not answer in time).
+func scrapeLag(ctx context.Context, addr string) int64 {
+	ctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
+	if err != nil {
+		return -1
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return -1
+	}
+	defer resp.Body.Close()
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		return -1
+	}
+	out := int64(0)
+	if f := fams["weir_partition_replica_lag_records"]; f != nil {
+		for _, m := range f.GetMetric() {
+			out = max(out, int64(m.GetGauge().GetValue()))
+		}
+	}
+	return out
+}
+
+// stopSampling ends sampling and returns the samples and counts.
+func (o *observer) stopSampling() ([]result.Sample, clusterCounts) {
+	if o.stopping == nil {
+		return nil, clusterCounts{}
+	}
+	select {
+	case <-o.stopping:
+	default:
+		close(o.stopping)
+	}
+	<-o.done
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return slices.Clone(o.samples), o.counts
+}
+
+func (o *observer) close() {
+	o.stopSampling()
+	o.cl.Close()
+}

@@ -1,0 +1,137 @@
+package durability
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"time"
+)
+
+// ClusterFault is a kind of fault the cluster lab injects into a running
+// cluster (see RunCluster). Each strikes one broker, or ZooKeeper, and
+// heals after a hold time; the cluster keeps serving through it with the
+// brokers that remain.
+type ClusterFault string
+
+// The cluster faults.
+const (
+	// KillLeader sends SIGKILL to the leader of a partition drawn for the
+	// fault, and restarts it on its data directory after the hold.
+	KillLeader ClusterFault = "kill-leader"
+	// KillController sends SIGKILL to the controller; restarted after the
+	// hold.
+	KillController ClusterFault = "kill-controller"
+	// KillRandom sends SIGKILL to a broker drawn for the fault; restarted
+	// after the hold.
+	KillRandom ClusterFault = "kill-random"
+	// Pause stops the leader of a partition with SIGSTOP for the hold
+	// (shorter than the ZooKeeper session timeout: a long GC pause), then
+	// continues it: it wakes up believing it still leads, its followers
+	// and clients having moved on or waited.
+	Pause ClusterFault = "pause"
+	// SessionExpiry stops the leader of a partition with SIGSTOP until
+	// ZooKeeper expires its session (its registration is gone), holds it
+	// stopped a little longer, and continues it: the broker learns that
+	// its session ended the way it does in production, after a stall.
+	SessionExpiry ClusterFault = "session-expiry"
+	// Term sends SIGTERM (a controlled shutdown: leaderships handed over
+	// first) to the leader of a partition; restarted after the hold.
+	Term ClusterFault = "term"
+	// RollingRestart restarts every broker in turn with SIGTERM, each
+	// after the cluster is whole again (every partition's ISR full): an
+	// upgrade. It ignores the hold.
+	RollingRestart ClusterFault = "rolling-restart"
+	// ZooKeeperStop stops the cluster's ZooKeeper (SIGTERM) for the hold
+	// and starts it again on its data: no broker can change the cluster
+	// meanwhile, and leaders keep serving what they lead.
+	ZooKeeperStop ClusterFault = "zk-stop"
+	// Mixed draws each fault of a run from ClusterFaults.
+	Mixed ClusterFault = "mixed"
+)
+
+// ClusterFaults lists the cluster faults, in the order reports use.
+var ClusterFaults = []ClusterFault{KillLeader, KillController, KillRandom, Pause, SessionExpiry, Term, RollingRestart, ZooKeeperStop}
+
+// ParseClusterFault checks a fault's name.
+func ParseClusterFault(s string) (ClusterFault, error) {
+	f := ClusterFault(s)
+	if f == Mixed || slices.Contains(ClusterFaults, f) {
+		return f, nil
+	}
+	names := make([]string, len(ClusterFaults))
+	for i, k := range ClusterFaults {
+		names[i] = string(k)
+	}
+	return "", fmt.Errorf("%w: unknown cluster fault %q (known: %s, %s)", ErrConfig, s, strings.Join(names, ", "), Mixed)
+}
+
+// needsZooKeeper reports whether the fault acts on a ZooKeeper the lab
+// started (not an external one).
+func (f ClusterFault) needsZooKeeper() bool { return f == ZooKeeperStop }
+
+// Planned is one fault of a run's schedule: what strikes, when, and on
+// what. The broker a leader-targeted fault strikes is the partition's
+// leader at the moment it strikes, so the schedule names the partition.
+type Planned struct {
+	Kind ClusterFault
+	// At is when the fault strikes, after the first acknowledgement.
+	At time.Duration
+	// Hold is how long the fault lasts before it heals.
+	Hold time.Duration
+	// Topic and Partition (topic index) name the partition whose leader a
+	// kill-leader, pause, session-expiry or term fault strikes.
+	Topic, Partition int
+	// Broker is the broker a kill-random fault strikes (1..brokers).
+	Broker int32
+}
+
+func (p Planned) String() string {
+	switch p.Kind {
+	case KillLeader, Pause, SessionExpiry, Term:
+		return fmt.Sprintf("%s of %d/%d at %v for %v", p.Kind, p.Topic, p.Partition, p.At, p.Hold)
+	case KillRandom:
+		return fmt.Sprintf("%s of broker %d at %v for %v", p.Kind, p.Broker, p.At, p.Hold)
+	}
+	return fmt.Sprintf("%s at %v for %v", p.Kind, p.At, p.Hold)
+}
+
+// Plan draws a run's schedule: count faults of kind (each drawn from
+// ClusterFaults when kind is Mixed; kinds limits that draw when given),
+// one after the other over [warmup, warmup+duration): the window is cut
+// into count equal slots, and each fault strikes at a seeded moment of the
+// first half of its slot, so faults never overlap when hold is at most a
+// quarter of a slot. Its targets (partition, broker) are drawn too. The
+// same arguments give the same schedule.
+func Plan(seed int64, kind ClusterFault, kinds []ClusterFault, count int, warmup, duration, hold time.Duration,
+	topics, partitions, brokers int) ([]Planned, error) {
+	switch {
+	case count < 1:
+		return nil, fmt.Errorf("%w: faults per run %d: want 1 or more", ErrConfig, count)
+	case duration <= 0:
+		return nil, fmt.Errorf("%w: a cluster run needs a duration to place its faults in", ErrConfig)
+	case hold <= 0:
+		return nil, fmt.Errorf("%w: fault hold %v: want > 0", ErrConfig, hold)
+	case topics < 1 || partitions < 1 || brokers < 1:
+		return nil, fmt.Errorf("%w: %d topics of %d partitions on %d brokers", ErrConfig, topics, partitions, brokers)
+	}
+	if len(kinds) == 0 {
+		kinds = ClusterFaults
+	}
+	rng := rand.New(rand.NewPCG(uint64(seed), 0x5c4ed))
+	slot := duration / time.Duration(count)
+	out := make([]Planned, count)
+	for i := range out {
+		k := kind
+		if k == Mixed {
+			k = kinds[rng.IntN(len(kinds))]
+		}
+		at := warmup + time.Duration(i)*slot
+		if half := int64(slot / 2); half > 0 {
+			at += time.Duration(rng.Int64N(half))
+		}
+		out[i] = Planned{Kind: k, At: at, Hold: hold, Topic: rng.IntN(topics), Partition: rng.IntN(partitions),
+			Broker: int32(1 + rng.IntN(brokers))}
+	}
+	return out, nil
+}
