@@ -2,9 +2,10 @@
 // running as separate processes ("broker A's connections to broker B"),
 // with faults injected while it runs: delay, one-way partitions
 // (blackholes), cuts and connection drops. It stands in for tc netem and
-// iptables, which the lab's kernel lacks. A broker is routed through it
-// with `weir broker --replica-route B=PROXY` on broker A (node.Config
-// .ReplicaRoutes); cluster/netfault is the in-process analogue.
+// iptables, which the lab's kernel lacks. Broker A's replication from B
+// goes through it with `weir broker --replica-route B=PROXY` on A
+// (node.Config.ReplicaRoutes); cluster/netfault is the in-process
+// analogue.
 //
 // Each accepted connection is forwarded to the target address (SetTarget
 // changes it for new connections, for a broker restarted on a new port).
