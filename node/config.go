@@ -91,6 +91,13 @@ type Config struct {
 	// ReplicaDialer, when set, dials the leaders this broker follows (tests
 	// put a faulty network here). Default: net.Dialer.
 	ReplicaDialer func(ctx context.Context, network, address string) (net.Conn, error)
+	// ReplicaRoutes maps a broker id to the host:port this broker dials to
+	// replicate from that broker, instead of the address it advertises: a
+	// fault-injecting proxy in between (cluster/faultproxy, `weir broker
+	// --replica-route`). Brokers without a route are dialled at their
+	// advertised address. Clients and the other brokers are not affected.
+	// Default: none.
+	ReplicaRoutes map[int32]string
 	// LeaderImbalanceCheckInterval is how often the controller hands
 	// partitions back to their preferred leaders (the first replica of each
 	// assignment) when they are in sync (Kafka auto.leader.rebalance.enable,
@@ -229,6 +236,15 @@ func (c Config) Validate() (Config, error) {
 	if c.NodeID < 0 {
 		return bad("NodeID %d is negative", c.NodeID)
 	}
+	for id, addr := range c.ReplicaRoutes {
+		if id < 0 {
+			return bad("ReplicaRoutes: broker id %d is negative", id)
+		}
+		if _, _, err := SplitHostPort(addr); err != nil {
+			return bad("ReplicaRoutes: broker %d's address %q: %v", id, addr, err)
+		}
+	}
+	c.ReplicaRoutes = maps.Clone(c.ReplicaRoutes)
 	if c.FS == nil {
 		c.FS = vfs.Default
 	}

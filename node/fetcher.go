@@ -268,14 +268,18 @@ func (f *fetcher) backoff(rp *replicated, err ...error) {
 }
 
 // clientOf returns a client of the source broker at its address in the
-// image (a new one when the address changed).
+// image, or at its route in ReplicaRoutes (a new one when the address
+// changed).
 func (f *fetcher) clientOf() (*peer.Client, error) {
 	im, _ := f.fs.n.image.load()
 	b, ok := im.Brokers[f.source]
 	if !ok {
 		return nil, fmt.Errorf("broker %d is not registered", f.source)
 	}
-	addr := net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port)))
+	addr, routed := f.fs.n.cfg.ReplicaRoutes[f.source]
+	if !routed {
+		addr = net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port)))
+	}
 	if f.client != nil && f.addr == addr {
 		return f.client, nil
 	}

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"github.com/spf13/pflag"
 	"gopkg.in/yaml.v3"
 
+	"github.com/weir-broker/weir/node"
 	"github.com/weir-broker/weir/transport/broker"
 )
 
@@ -40,6 +42,7 @@ type brokerSettings struct {
 	GroupMinSessionTimeout     time.Duration     `yaml:"group-min-session-timeout"`
 	GroupMaxSessionTimeout     time.Duration     `yaml:"group-max-session-timeout"`
 	ReplicaLagTimeMax          time.Duration     `yaml:"replica-lag-time-max"`
+	ReplicaRoutes              replicaRoutes     `yaml:"replica-route"`
 	LeaderImbalanceCheck       time.Duration     `yaml:"leader-imbalance-check-interval"`
 	ControlledShutdownTimeout  time.Duration     `yaml:"controlled-shutdown-timeout"`
 	MaxConnections             int               `yaml:"max-connections"`
@@ -65,8 +68,9 @@ joins a cluster of brokers coordinated by ZooKeeper (Kafka's ZooKeeper-mode
 layout), each with its own --broker-id and --data-dir.
 
 Settings come from the flags, from a config file (--config, YAML or JSON,
-whose keys are the flag names: data-dir, listen, topic-config as a map, ...),
-and from the defaults shown below, in that order of precedence.
+whose keys are the flag names: data-dir, listen, topic-config and
+replica-route as maps, ...), and from the defaults shown below, in that
+order of precedence.
 
 Topic configs use Kafka's names (retention.ms, retention.bytes,
 segment.bytes, segment.ms, max.message.bytes, flush.messages, flush.ms,
@@ -88,7 +92,8 @@ const brokerExample = `  weir broker --data-dir /var/lib/weir
   weir broker --zookeeper zk1:2181,zk2:2181/weir --broker-id 2 --data-dir /var/lib/weir-2 --listen 0.0.0.0:9093
   weir broker --listen 0.0.0.0:9092 --advertised kafka.example.com:9092
   weir broker --topic-config weir.durable.acks=true --topic-config weir.flush.policy=every-batch
-  weir broker --config weir.yaml --log-level debug`
+  weir broker --config weir.yaml --log-level debug
+  weir broker --zookeeper zk1:2181/weir --broker-id 1 --data-dir ./b1 --replica-route 2=127.0.0.1:19002,3=127.0.0.1:19003`
 
 func newBrokerCmd() *cobra.Command { return newBrokerCmdWith(runBroker) }
 
@@ -115,7 +120,7 @@ func newBrokerCmdWith(run func(context.Context, brokerSettings, io.Writer) error
 		LogFormat:                  "text",
 	}
 	var configFile string
-	var topicConfig []string
+	var topicConfig, replicaRoute []string
 	cmd := &cobra.Command{
 		Use:     "broker",
 		Short:   "Run a Kafka-compatible broker (a single node, or a cluster member with --zookeeper)",
@@ -123,7 +128,7 @@ func newBrokerCmdWith(run func(context.Context, brokerSettings, io.Writer) error
 		Example: brokerExample,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := s.merge(cmd.Flags(), configFile, topicConfig); err != nil {
+			if err := s.merge(cmd.Flags(), configFile, topicConfig, replicaRoute); err != nil {
 				return err
 			}
 			return run(cmd.Context(), s, cmd.ErrOrStderr())
@@ -149,6 +154,7 @@ func newBrokerCmdWith(run func(context.Context, brokerSettings, io.Writer) error
 	f.DurationVar(&s.GroupMinSessionTimeout, "group-min-session-timeout", s.GroupMinSessionTimeout, "smallest session timeout a group member may ask for")
 	f.DurationVar(&s.GroupMaxSessionTimeout, "group-max-session-timeout", s.GroupMaxSessionTimeout, "largest session timeout a group member may ask for")
 	f.DurationVar(&s.ReplicaLagTimeMax, "replica-lag-time-max", s.ReplicaLagTimeMax, "a follower not caught up with its leader for this long leaves the ISR (Kafka's replica.lag.time.max.ms)")
+	f.StringSliceVar(&replicaRoute, "replica-route", nil, "to replicate from broker ID, dial HOST:PORT instead of the address it advertises, given as `ID=HOST:PORT`: a fault-injecting proxy between brokers (cluster/faultproxy); repeatable or comma-separated (default: none, every broker at its advertised address)")
 	f.DurationVar(&s.LeaderImbalanceCheck, "leader-imbalance-check-interval", s.LeaderImbalanceCheck, "how often the controller hands partitions back to their preferred (first assigned) replica once in sync (Kafka's auto.leader.rebalance.enable with leader.imbalance.check.interval.seconds); negative turns it off")
 	f.DurationVar(&s.ControlledShutdownTimeout, "controlled-shutdown-timeout", s.ControlledShutdownTimeout, "on SIGTERM, how long to wait for the controller to move this broker's leaderships before stopping; negative skips the controlled shutdown")
 	f.IntVar(&s.MaxConnections, "max-connections", s.MaxConnections, "most client connections served at once (default 0: unlimited)")
@@ -171,7 +177,7 @@ func newBrokerCmdWith(run func(context.Context, brokerSettings, io.Writer) error
 // merge applies the config file (if any) under the flags: a setting the file
 // gives is used unless its flag was given on the command line. Topic configs
 // merge key by key, the flags' winning.
-func (s *brokerSettings) merge(flags *pflag.FlagSet, configFile string, topicConfig []string) error {
+func (s *brokerSettings) merge(flags *pflag.FlagSet, configFile string, topicConfig, replicaRoute []string) error {
 	if configFile != "" {
 		file, err := readBrokerConfig(configFile)
 		if err != nil {
@@ -215,6 +221,7 @@ func (s *brokerSettings) merge(flags *pflag.FlagSet, configFile string, topicCon
 		set("log-level", func() { s.LogLevel = file.LogLevel })
 		set("log-format", func() { s.LogFormat = file.LogFormat })
 		s.TopicConfig = file.TopicConfig
+		s.ReplicaRoutes = file.ReplicaRoutes
 	}
 	for _, kv := range topicConfig {
 		k, v, ok := strings.Cut(kv, "=")
@@ -225,6 +232,54 @@ func (s *brokerSettings) merge(flags *pflag.FlagSet, configFile string, topicCon
 			s.TopicConfig = make(map[string]string)
 		}
 		s.TopicConfig[k] = v
+	}
+	for _, route := range replicaRoute {
+		id, addr, err := parseReplicaRoute(route)
+		if err != nil {
+			return err
+		}
+		if s.ReplicaRoutes == nil {
+			s.ReplicaRoutes = make(replicaRoutes)
+		}
+		s.ReplicaRoutes[id] = addr
+	}
+	return nil
+}
+
+// replicaRoutes is --replica-route: the address to dial, by the id of the
+// broker replicated from.
+type replicaRoutes map[int32]string
+
+// parseReplicaRoute parses one ID=HOST:PORT.
+func parseReplicaRoute(route string) (int32, string, error) {
+	k, addr, ok := strings.Cut(route, "=")
+	if !ok {
+		return 0, "", fmt.Errorf("--replica-route %q: want ID=HOST:PORT", route)
+	}
+	id, err := strconv.ParseInt(strings.TrimSpace(k), 10, 32)
+	if err != nil || id < 0 {
+		return 0, "", fmt.Errorf("--replica-route %q: broker id %q is not a non-negative integer", route, k)
+	}
+	if _, _, err := node.SplitHostPort(addr); err != nil {
+		return 0, "", fmt.Errorf("--replica-route %q: address %q: %w", route, addr, err)
+	}
+	return int32(id), addr, nil
+}
+
+// UnmarshalYAML reads the config file's replica-route, a map from broker
+// id to HOST:PORT (JSON's keys are strings: "2").
+func (r *replicaRoutes) UnmarshalYAML(n *yaml.Node) error {
+	var raw map[string]string
+	if err := n.Decode(&raw); err != nil {
+		return err
+	}
+	*r = make(replicaRoutes, len(raw))
+	for k, v := range raw {
+		id, addr, err := parseReplicaRoute(k + "=" + v)
+		if err != nil {
+			return err
+		}
+		(*r)[id] = addr
 	}
 	return nil
 }
@@ -296,6 +351,7 @@ func runBroker(ctx context.Context, s brokerSettings, stderr io.Writer) error {
 		GroupMaxSessionTimeout:       s.GroupMaxSessionTimeout,
 		GroupInitialRebalanceDelay:   s.GroupInitialRebalanceDelay,
 		ReplicaLagTimeMax:            s.ReplicaLagTimeMax,
+		ReplicaRoutes:                s.ReplicaRoutes,
 		LeaderImbalanceCheckInterval: s.LeaderImbalanceCheck,
 		ControlledShutdownTimeout:    s.ControlledShutdownTimeout,
 		MaxConnections:               s.MaxConnections,

@@ -145,6 +145,12 @@ func TestBrokerSettingsErrors(t *testing.T) {
 		{"missing file", []string{"--config", "/no/such/weir.yaml"}, "no such file"},
 		{"not yaml", []string{"--config", writeConfig(t, "c.yaml", "{[")}, "config file"},
 		{"topic config without =", []string{"--topic-config", "retention.ms"}, "want key=value"},
+		{"route without =", []string{"--replica-route", "127.0.0.1:9093"}, "--replica-route \"127.0.0.1:9093\": want ID=HOST:PORT"},
+		{"route to a bad id", []string{"--replica-route", "two=127.0.0.1:9093"}, "--replica-route \"two=127.0.0.1:9093\": broker id"},
+		{"route to a negative id", []string{"--replica-route", "-1=127.0.0.1:9093"}, "broker id \"-1\""},
+		{"route without port", []string{"--replica-route", "2=127.0.0.1"}, "--replica-route \"2=127.0.0.1\": address"},
+		{"route to port 0", []string{"--replica-route", "1=127.0.0.1:1,2=127.0.0.1:0"}, "--replica-route \"2=127.0.0.1:0\": address"},
+		{"route in the file", []string{"--config", writeConfig(t, "d.yaml", "replica-route: {x: 127.0.0.1:1}\n")}, "--replica-route \"x=127.0.0.1:1\""},
 		{"stray argument", []string{"extra"}, `unknown command "extra"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -153,6 +159,32 @@ func TestBrokerSettingsErrors(t *testing.T) {
 				t.Errorf("got %v, want an error containing %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// --replica-route is repeatable and takes comma-separated lists; the config
+// file's replica-route is a map, under the flags key by key.
+func TestBrokerReplicaRoutes(t *testing.T) {
+	s, err := resolve(t, "--replica-route", "2=127.0.0.1:19002,3=127.0.0.1:19003", "--replica-route", "4=[::1]:19004")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := replicaRoutes{2: "127.0.0.1:19002", 3: "127.0.0.1:19003", 4: "[::1]:19004"}
+	if !maps.Equal(s.ReplicaRoutes, want) {
+		t.Errorf("routes %v, want %v", s.ReplicaRoutes, want)
+	}
+	for name, content := range map[string]string{
+		"weir.yaml": "replica-route:\n  2: 127.0.0.1:29002\n  3: 127.0.0.1:29003\n",
+		"weir.json": `{"replica-route": {"2": "127.0.0.1:29002", "3": "127.0.0.1:29003"}}`,
+	} {
+		s, err := resolve(t, "--config", writeConfig(t, name, content), "--replica-route", "3=127.0.0.1:19003")
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		want := replicaRoutes{2: "127.0.0.1:29002", 3: "127.0.0.1:19003"}
+		if !maps.Equal(s.ReplicaRoutes, want) {
+			t.Errorf("%s: routes %v, want %v", name, s.ReplicaRoutes, want)
+		}
 	}
 }
 

@@ -116,6 +116,8 @@ func TestConfigValidate(t *testing.T) {
 		{"negative node", Config{DataDir: "d", NodeID: -1}, "NodeID"},
 		{"negative request size", Config{DataDir: "d", MaxRequestBytes: -1}, "MaxRequestBytes"},
 		{"negative connections", Config{DataDir: "d", MaxConnections: -1}, "MaxConnections"},
+		{"route to a negative broker", Config{DataDir: "d", ReplicaRoutes: map[int32]string{-1: "127.0.0.1:1"}}, "ReplicaRoutes"},
+		{"route without port", Config{DataDir: "d", ReplicaRoutes: map[int32]string{2: "127.0.0.1"}}, "ReplicaRoutes"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := tc.cfg.validate()

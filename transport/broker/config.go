@@ -65,6 +65,10 @@ type Config struct {
 	// ReplicaDialer, when set, dials the leaders this broker follows (tests:
 	// a faulty network); see node.Config.ReplicaDialer.
 	ReplicaDialer func(ctx context.Context, network, address string) (net.Conn, error)
+	// ReplicaRoutes maps a broker id to the host:port dialled to replicate
+	// from it instead of its advertised address (a fault-injecting proxy);
+	// see node.Config.ReplicaRoutes.
+	ReplicaRoutes map[int32]string
 	// ReplicaLagTimeMax, LeaderImbalanceCheckInterval and
 	// ControlledShutdownTimeout: see node.Config.
 	ReplicaLagTimeMax            time.Duration
@@ -240,6 +244,7 @@ func (c Config) nodeConfig(advertised string) node.Config {
 		CleanerBackoff:               c.CleanerBackoff,
 		Coord:                        c.Coord,
 		ReplicaDialer:                c.ReplicaDialer,
+		ReplicaRoutes:                c.ReplicaRoutes,
 		ReplicaLagTimeMax:            c.ReplicaLagTimeMax,
 		LeaderImbalanceCheckInterval: c.LeaderImbalanceCheckInterval,
 		ControlledShutdownTimeout:    c.ControlledShutdownTimeout,
