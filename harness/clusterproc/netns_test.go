@@ -39,8 +39,9 @@ func requireNetns(t *testing.T) {
 // over all three and consumes it back. Broker 3's link down cuts it from
 // the client and from ZooKeeper (its registration expires) while brokers 1
 // and 2 keep serving; its link up brings it back into the cluster; killed
-// and started again, it comes back in its namespace. Stop leaves no
-// process, namespace, link or held slot behind.
+// and started again, it comes back in its namespace, as broker 2 does
+// from a Restart. Stop, with broker 1's link down, stops every broker
+// cleanly and leaves no process, namespace, link or held slot behind.
 func TestNetnsCluster(t *testing.T) {
 	requireNetns(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -148,8 +149,28 @@ func TestNetnsCluster(t *testing.T) {
 	if err := c.WaitFormed(ctx); err != nil {
 		t.Fatalf("after StartBroker: %v", err)
 	}
+
+	// Broker 2 restarted (a controlled shutdown), in its namespace.
+	b2 := c.Broker(2)
+	oldPid = b2.Pid()
+	if err := c.Restart(ctx, 2); err != nil {
+		t.Fatalf("Restart: %v", err)
+	}
+	if b2.Pid() == oldPid {
+		t.Errorf("Restart kept pid %d", oldPid)
+	}
+	checkInNamespace(t, b2)
+	if err := c.WaitFormed(ctx); err != nil {
+		t.Fatalf("after Restart: %v", err)
+	}
 	one.Close()
 	cl.Close()
+
+	// Stop with a link down: the link comes up for the brokers' controlled
+	// shutdown, so none has to be killed.
+	if err := c.LinkDown(1); err != nil {
+		t.Fatal(err)
+	}
 
 	if err := c.Stop(); err != nil {
 		t.Fatalf("Stop: %v", err)
