@@ -38,8 +38,10 @@ every partition has a leader and all its replicas in sync) and each point on
 a fresh broker or cluster with fresh data directories. A cluster target
 starts Debian's ZooKeeper (package zookeeper) on a free loopback port, or
 uses a fresh chroot of an external one, then brokers 1..N on free loopback
-ports, and waits until every broker lists all N. The brokers' CPU time is
-summed over the cluster (per broker in run.json).
+ports (networking: netns puts each in a network namespace of its own, on a
+bridge, as root; auto does when it can), and waits until every broker lists
+all N. The brokers' CPU time is summed over the cluster (per broker in
+run.json).
 
 A section may name a baseline point: the report then gives every point's
 medians as ratios of the baseline's (the replication preset sets RF 3 with

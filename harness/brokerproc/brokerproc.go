@@ -1,7 +1,9 @@
 // Package brokerproc runs `weir broker` as a subprocess on free loopback
-// ports, for the harness: the runner starts one per matrix point (so its CPU
-// time and disk writes can be read apart from the load's), and the
-// durability lab SIGKILLs one and restarts it on the same data directory.
+// ports (or on addresses given), for the harness: the runner starts one per
+// matrix point (so its CPU time and disk writes can be read apart from the
+// load's), and the durability lab SIGKILLs one and restarts it on the same
+// data directory. Options.Exec runs it through a command that execs it,
+// such as `ip netns exec NAME` for a broker in a network namespace.
 //
 // Start waits for the Kafka port by polling it with a deadline, never by
 // sleeping a guessed time. The process runs in its own process group (a
@@ -16,6 +18,7 @@ import (
 	"fmt"
 	"net"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -45,6 +48,15 @@ type Options struct {
 	// Metrics serves /metrics on a second free port (Process.MetricsAddr);
 	// otherwise the endpoint is off.
 	Metrics bool
+	// MetricsListen is the address to serve /metrics on; it implies
+	// Metrics. Default: a free loopback port.
+	MetricsListen string
+	// Exec, when not empty, is a command that runs the broker: the weir
+	// binary and its arguments follow it (["ip", "netns", "exec", "ns1"]
+	// runs `ip netns exec ns1 weir broker ...`). It must exec the broker,
+	// not fork it, so that Process.Pid is the broker's. Default: weir is
+	// run directly.
+	Exec []string
 	// DeathSignal is sent to the broker if the harness process dies first.
 	// Default SIGTERM (a graceful shutdown).
 	DeathSignal syscall.Signal
@@ -56,7 +68,7 @@ type Options struct {
 // Process is a running `weir broker`.
 type Process struct {
 	Cmd         *exec.Cmd
-	Addr        string // Kafka protocol, 127.0.0.1:port
+	Addr        string // Kafka protocol, host:port (Options.Listen)
 	MetricsAddr string // "" without Options.Metrics
 
 	opts    Options
@@ -93,20 +105,21 @@ func startOnce(ctx context.Context, o Options) (*Process, error) {
 			return nil, err
 		}
 	}
-	var metricsAddr string
-	if o.Metrics {
+	metricsAddr := o.MetricsListen
+	if o.Metrics && metricsAddr == "" {
 		if metricsAddr, err = freePort(); err != nil {
 			return nil, err
 		}
 	}
 	args := append([]string{"broker", "--data-dir", o.DataDir, "--listen", addr,
 		"--metrics-listen", metricsAddr, "--log-level", "warn"}, o.Flags...)
-	cmd := exec.Command(o.Weir, args...)
+	argv := append(append(slices.Clone(o.Exec), o.Weir), args...)
+	cmd := exec.Command(argv[0], argv[1:]...)
 	p := &Process{Cmd: cmd, Addr: addr, MetricsAddr: metricsAddr, opts: o, out: &tail{max: 16 << 10}, exited: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = p.out, p.out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: o.DeathSignal}
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("%w: %s: %w", ErrBroker, o.Weir, err)
+		return nil, fmt.Errorf("%w: %s: %w", ErrBroker, argv[0], err)
 	}
 	go func() {
 		p.exitErr = cmd.Wait()

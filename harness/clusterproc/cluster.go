@@ -10,9 +10,26 @@
 // brokers by id with their processes, addresses and data directories, the
 // ZooKeeper connect string and server, and the networking in use. The
 // runner samples the brokers' CPU time and metrics through it, and a fault
-// lab can signal a broker's process (Broker.Cmd.Process) or restart it on
-// its data directory from the same value. Networking is always
-// NetworkingLoopback here: every process listens on 127.0.0.1.
+// lab can signal a broker's process (Broker.Cmd.Process), start it again
+// on its data directory and address (StartBroker, Restart), and cut its
+// link (LinkDown, LinkUp) from the same value.
+//
+// # Networking
+//
+// NetworkingLoopback: every process listens on 127.0.0.1, on free ports.
+//
+// NetworkingNetns (root and the ip command): each broker runs in a network
+// namespace of its own (`ip netns exec`, which execs, so Broker.Pid is the
+// broker's), with one address, 10.213.K.(10+id), on ports NetnsKafkaPort
+// and NetnsMetricsPort, joined by a veth pair to a bridge in the root
+// namespace at 10.213.K.1, where ZooKeeper listens and the harness's
+// clients dial from (netns.go has the names, and how K is chosen so that
+// clusters never collide and a crashed run's leftovers are removed).
+// LinkDown sets the bridge end of a broker's veth pair down: the broker
+// keeps running, cut from clients, peers and ZooKeeper alike.
+//
+// NetworkingAuto: netns when it can be set up, else loopback, and the
+// Cluster says which it got and why (Networking, NetworkingFallback).
 //
 // Why processes, not brokers in the harness's own process: each broker's
 // CPU time and disk writes can be read apart (/proc/<pid>), a broker can
@@ -57,9 +74,13 @@ var (
 	ErrStop = errors.New("clusterproc: cluster did not stop cleanly")
 )
 
-// NetworkingLoopback is the networking of clusters this package starts:
-// every process on 127.0.0.1, no namespaces, no faults on the links.
-const NetworkingLoopback = "loopback"
+// Networking modes (Config.Networking, Cluster.Networking); see the
+// package doc.
+const (
+	NetworkingLoopback = "loopback" // every process on 127.0.0.1; links cannot be cut
+	NetworkingNetns    = "netns"    // a namespace and an address per broker, on a bridge
+	NetworkingAuto     = "auto"     // netns if it can be set up, else loopback
+)
 
 // Defaults of Config.
 const (
@@ -102,6 +123,11 @@ type Config struct {
 	StopTimeout time.Duration
 	// Install is where ZooKeeper is. Default zkserver.Debian().
 	Install zkserver.Install
+	// Networking is NetworkingLoopback (the default, ""),
+	// NetworkingNetns or NetworkingAuto. Netns needs root and the ip
+	// command, and an external ZooKeeper named by an address the
+	// namespaces can reach (not loopback).
+	Networking string
 }
 
 func (c *Config) validate() error {
@@ -119,6 +145,17 @@ func (c *Config) validate() error {
 		if _, err := zk.ParseConnectString(c.ZooKeeper); err != nil {
 			return fmt.Errorf("%w: ZooKeeper: %w", ErrConfig, err)
 		}
+	}
+	switch c.Networking {
+	case "":
+		c.Networking = NetworkingLoopback
+	case NetworkingLoopback, NetworkingAuto:
+	case NetworkingNetns:
+		if err := NetnsReachable(c.ZooKeeper); err != nil {
+			return fmt.Errorf("%w: Networking netns: %w", ErrConfig, err)
+		}
+	default:
+		return fmt.Errorf("%w: Networking %q: want %s, %s or %s", ErrConfig, c.Networking, NetworkingLoopback, NetworkingNetns, NetworkingAuto)
 	}
 	if c.StartTimeout <= 0 {
 		c.StartTimeout = DefaultStartTimeout
@@ -142,11 +179,16 @@ type Cluster struct {
 	// Brokers are the brokers in id order: Brokers[i].ID == i+1.
 	Brokers []*Broker
 	// Networking is how the processes reach each other:
-	// NetworkingLoopback.
+	// NetworkingLoopback or NetworkingNetns (never auto).
 	Networking string
+	// NetworkingFallback, when Config.Networking was auto and netns could
+	// not be had, says why; "" otherwise.
+	NetworkingFallback string
 	// Dir is Config.Dir.
 	Dir string
 
+	cfg      Config
+	net      *network // nil with loopback
 	stopOnce sync.Once
 	stopErr  error
 }
@@ -155,9 +197,14 @@ type Cluster struct {
 type Broker struct {
 	ID      int32
 	DataDir string // Dir/broker-N
+	// Namespace is the broker's network namespace and Veth the bridge end
+	// of its veth pair (netns networking; "" with loopback).
+	Namespace, Veth string
 	// Process is the running `weir broker`: Addr, MetricsAddr, Pid,
-	// Exited, Output, Stop.
+	// Exited, Output, Stop. StartBroker and Restart replace it.
 	*brokerproc.Process
+
+	opts brokerproc.Options // how it was started
 }
 
 // Start starts the cluster and returns once it is formed (see the package
@@ -174,15 +221,34 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, cfg.StartTimeout)
 	defer cancel()
-	c := &Cluster{ZooKeeper: cfg.ZooKeeper, Networking: NetworkingLoopback, Dir: dir}
+	c := &Cluster{ZooKeeper: cfg.ZooKeeper, Networking: NetworkingLoopback, Dir: dir, cfg: cfg}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, c.Stop())
 		}
 	}()
+	switch cfg.Networking {
+	case NetworkingNetns:
+		if c.net, err = setupNetwork(cfg.Brokers); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrStart, err)
+		}
+	case NetworkingAuto:
+		err := NetnsReachable(cfg.ZooKeeper)
+		if err == nil {
+			c.net, err = setupNetwork(cfg.Brokers)
+		}
+		if err != nil {
+			c.NetworkingFallback = err.Error()
+		}
+	}
+	zkHost := ""
+	if c.net != nil {
+		c.Networking = NetworkingNetns
+		zkHost = c.net.bridgeIP()
+	}
 	if c.ZooKeeper == "" {
 		zkDir := filepath.Join(dir, "zookeeper")
-		c.ZooKeeperServer, err = zkserver.Start(ctx, zkserver.Config{Dir: zkDir, Install: cfg.Install,
+		c.ZooKeeperServer, err = zkserver.Start(ctx, zkserver.Config{Dir: zkDir, Install: cfg.Install, Host: zkHost,
 			TickTime: ZooKeeperTickTime, MinSessionTimeout: ZooKeeperMinSessionTimeout, MaxSessionTimeout: ZooKeeperMaxSessionTimeout,
 			StartTimeout: cfg.StartTimeout, StopTimeout: cfg.StopTimeout})
 		if err != nil {
@@ -199,20 +265,82 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 	var wg sync.WaitGroup
 	for i := range c.Brokers {
 		id := int32(i + 1)
-		wg.Go(func() { c.Brokers[i], errs[i] = startBroker(ctx, &cfg, dir, id, c.ZooKeeper) })
+		wg.Go(func() { c.Brokers[i], errs[i] = c.startBroker(ctx, id) })
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
+	if err := c.WaitFormed(ctx); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// WaitFormed waits until every broker lists all of the cluster's and a
+// controller (see the function WaitFormed): after a Restart, or a LinkUp,
+// that the cluster is whole again. Errors wrap ErrNotFormed.
+func (c *Cluster) WaitFormed(ctx context.Context) error {
 	members := make([]Member, len(c.Brokers))
 	for i, b := range c.Brokers {
 		members[i] = Member{ID: b.ID, Addr: b.Addr, Exited: b.Exited(), Describe: b.describe}
 	}
-	if err := WaitFormed(ctx, members); err != nil {
-		return nil, err
+	return WaitFormed(ctx, members)
+}
+
+// NetnsReachable reports why brokers in network namespaces could not
+// reach the ZooKeeper of the connect string zookeeper ("": the embedded
+// one, which listens on the bridge): a server named by a loopback
+// address. Nil when nothing speaks against it.
+func NetnsReachable(zookeeper string) error {
+	if zookeeper == "" {
+		return nil
 	}
-	return c, nil
+	cfg, err := zk.ParseConnectString(zookeeper)
+	if err != nil {
+		return err
+	}
+	for _, s := range cfg.Servers {
+		host, _, _ := net.SplitHostPort(s)
+		if ip := net.ParseIP(host); host == "localhost" || (ip != nil && ip.IsLoopback()) {
+			return fmt.Errorf("ZooKeeper server %s is on loopback, which a broker in a namespace of its own cannot reach; name it by another address of this machine", s)
+		}
+	}
+	return nil
+}
+
+// NetnsAvailable reports why netns networking cannot be had here, nil
+// when it can: root, the ip command, a ZooKeeper (the connect string;
+// "": an embedded one) the namespaces can reach, and a probe that claims
+// a slot and creates its bridge and one namespace with its veth pair, then
+// deletes them. Errors wrap ErrNetns or ErrConfig.
+func NetnsAvailable(zookeeper string) error {
+	if err := NetnsReachable(zookeeper); err != nil {
+		return fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	n, err := setupNetwork(1)
+	if err != nil {
+		return err
+	}
+	return n.close()
+}
+
+// ResolveNetworking turns a networking mode (Config.Networking) into the
+// one a cluster will get: auto becomes netns when NetnsAvailable(zookeeper)
+// says so, else loopback with why; loopback ("") and netns stay (Start
+// then finds out whether netns can be had). A runner resolves once, so
+// every point of a run gets the same networking, and records it.
+func ResolveNetworking(networking, zookeeper string) (used string, why error) {
+	switch networking {
+	case "", NetworkingLoopback:
+		return NetworkingLoopback, nil
+	case NetworkingAuto:
+		if err := NetnsAvailable(zookeeper); err != nil {
+			return NetworkingLoopback, err
+		}
+		return NetworkingNetns, nil
+	}
+	return networking, nil
 }
 
 // MemberArgs are the `weir broker` flags that make a broker member id of
@@ -221,20 +349,92 @@ func MemberArgs(id int32, zookeeper string) []string {
 	return []string{"--broker-id", strconv.Itoa(int(id)), "--zookeeper", zookeeper}
 }
 
-func startBroker(ctx context.Context, cfg *Config, dir string, id int32, zookeeper string) (*Broker, error) {
-	dataDir := filepath.Join(dir, fmt.Sprintf("broker-%d", id))
+func (c *Cluster) startBroker(ctx context.Context, id int32) (*Broker, error) {
+	cfg := &c.cfg
+	b := &Broker{ID: id, DataDir: filepath.Join(c.Dir, fmt.Sprintf("broker-%d", id))}
 	// brokerproc sets --data-dir, --listen and --metrics-listen itself.
-	flags := MemberArgs(id, zookeeper)
+	flags := MemberArgs(id, c.ZooKeeper)
 	if cfg.SessionTimeout > 0 {
 		flags = append(flags, "--zookeeper-session-timeout", cfg.SessionTimeout.String())
 	}
 	flags = append(flags, cfg.BrokerFlags...)
-	p, err := brokerproc.Start(ctx, brokerproc.Options{Weir: cfg.Weir, DataDir: dataDir, Flags: flags, Metrics: true,
-		StartTimeout: cfg.StartTimeout, StopTimeout: cfg.StopTimeout})
+	b.opts = brokerproc.Options{Weir: cfg.Weir, DataDir: b.DataDir, Flags: flags, Metrics: true,
+		StartTimeout: cfg.StartTimeout, StopTimeout: cfg.StopTimeout}
+	if c.net != nil {
+		b.Namespace, b.Veth = c.net.namespace(id), c.net.hostVeth(id)
+		host := c.net.brokerIP(id)
+		b.opts.Listen = net.JoinHostPort(host, strconv.Itoa(NetnsKafkaPort))
+		b.opts.MetricsListen = net.JoinHostPort(host, strconv.Itoa(NetnsMetricsPort))
+		b.opts.Exec = []string{"ip", "netns", "exec", b.Namespace}
+	}
+	p, err := brokerproc.Start(ctx, b.opts)
 	if err != nil {
 		return nil, fmt.Errorf("%w: broker %d: %w", ErrStart, id, err)
 	}
-	return &Broker{ID: id, DataDir: dataDir, Process: p}, nil
+	b.Process = p
+	// A start again keeps the addresses clients and the broker's old
+	// registration know.
+	b.opts.Listen, b.opts.MetricsListen = p.Addr, p.MetricsAddr
+	return b, nil
+}
+
+// StartBroker starts broker id again, on its data directory, addresses
+// and (netns) namespace, once its process has exited (a fault lab's
+// SIGKILL, or Stop), and returns when its port accepts connections (not
+// when it has rejoined: WaitFormed tells). It replaces Broker.Process, so
+// the caller must not read the broker concurrently. Errors wrap ErrStart.
+func (c *Cluster) StartBroker(ctx context.Context, id int32) error {
+	b := c.Broker(id)
+	if b == nil {
+		return fmt.Errorf("%w: no broker %d (the cluster has 1..%d)", ErrStart, id, len(c.Brokers))
+	}
+	select {
+	case <-b.Exited():
+	default:
+		return fmt.Errorf("%w: broker %d is running (pid %d)", ErrStart, id, b.Pid())
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.StartTimeout)
+	defer cancel()
+	p, err := brokerproc.Start(ctx, b.opts)
+	if err != nil {
+		return fmt.Errorf("%w: broker %d: %w", ErrStart, id, err)
+	}
+	b.Process = p
+	return nil
+}
+
+// Restart stops broker id (SIGTERM: a controlled shutdown, SIGKILL after
+// the stop timeout) and starts it again (StartBroker). An unclean stop is
+// reported (wrapping ErrStop) after the start again.
+func (c *Cluster) Restart(ctx context.Context, id int32) error {
+	b := c.Broker(id)
+	if b == nil {
+		return fmt.Errorf("%w: no broker %d (the cluster has 1..%d)", ErrStart, id, len(c.Brokers))
+	}
+	var stopErr error
+	if err := b.Stop(); err != nil {
+		stopErr = fmt.Errorf("%w: broker %d: %w", ErrStop, id, err)
+	}
+	return errors.Join(stopErr, c.StartBroker(ctx, id))
+}
+
+// LinkDown sets the bridge end of broker id's veth pair down: the broker
+// keeps running, and nothing reaches it or leaves it (clients, peers,
+// ZooKeeper) until LinkUp. Only with netns networking; errors wrap
+// ErrNetns and name the ip command.
+func (c *Cluster) LinkDown(id int32) error { return c.setLink(id, false) }
+
+// LinkUp undoes LinkDown.
+func (c *Cluster) LinkUp(id int32) error { return c.setLink(id, true) }
+
+func (c *Cluster) setLink(id int32, up bool) error {
+	if c.net == nil {
+		return fmt.Errorf("%w: links can be cut with netns networking only, not %s", ErrNetns, c.Networking)
+	}
+	if c.Broker(id) == nil {
+		return fmt.Errorf("%w: no broker %d (the cluster has 1..%d)", ErrNetns, id, len(c.Brokers))
+	}
+	return c.net.setLink(id, up)
 }
 
 // describe tells how a broker exited, and how its output ends.
@@ -285,11 +485,23 @@ func (c *Cluster) CheckRunning() error {
 
 // Stop stops the brokers concurrently (SIGTERM: each hands its
 // leaderships over and flushes its logs; SIGKILL after the stop timeout),
-// then the ZooKeeper started for the cluster. Stopping twice is stopping
-// once. A process that had to be killed, or had exited with an error
-// before, makes the error, which wraps ErrStop.
+// then the ZooKeeper started for the cluster, then (netns) deletes the
+// namespaces, veth pairs and bridge; links cut are set up first, so that
+// the brokers can shut down in order. Stopping twice is stopping once. A
+// process that had to be killed, or had exited with an error before, makes
+// the error, which wraps ErrStop.
 func (c *Cluster) Stop() error {
 	c.stopOnce.Do(func() {
+		var netErrs []error
+		if c.net != nil {
+			for _, b := range c.Brokers {
+				if b != nil {
+					if err := c.net.setLink(b.ID, true); err != nil {
+						netErrs = append(netErrs, err)
+					}
+				}
+			}
+		}
 		errs := make([]error, len(c.Brokers))
 		var wg sync.WaitGroup
 		for i, b := range c.Brokers {
@@ -307,6 +519,14 @@ func (c *Cluster) Stop() error {
 			if err := c.ZooKeeperServer.Stop(); err != nil {
 				errs = append(errs, fmt.Errorf("%w: ZooKeeper: %w", ErrStop, err))
 			}
+		}
+		if c.net != nil {
+			if err := c.net.close(); err != nil {
+				netErrs = append(netErrs, err)
+			}
+		}
+		for _, err := range netErrs {
+			errs = append(errs, fmt.Errorf("%w: %w", ErrStop, err))
 		}
 		c.stopErr = errors.Join(errs...)
 	})

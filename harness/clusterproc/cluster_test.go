@@ -35,7 +35,10 @@ func TestExternalZooKeeperChroots(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		c, err := Start(ctx, Config{Weir: weirBin, Dir: filepath.Join(t.TempDir(), "c"), Brokers: 2, ZooKeeper: connect, SessionTimeout: 4 * time.Second})
+		// auto: the external ZooKeeper is on loopback, out of reach of
+		// namespaces, so loopback it is.
+		c, err := Start(ctx, Config{Weir: weirBin, Dir: filepath.Join(t.TempDir(), "c"), Brokers: 2, ZooKeeper: connect, SessionTimeout: 4 * time.Second,
+			Networking: NetworkingAuto})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -43,6 +46,12 @@ func TestExternalZooKeeperChroots(t *testing.T) {
 		clusters = append(clusters, c)
 		if c.ZooKeeperServer != nil || c.ZooKeeper != connect || c.Networking != NetworkingLoopback || !strings.HasSuffix(connect, fmt.Sprintf("/runs/point-%d", i)) {
 			t.Errorf("cluster %d: zookeeper %q (server %v), networking %q", i, c.ZooKeeper, c.ZooKeeperServer, c.Networking)
+		}
+		if !strings.Contains(c.NetworkingFallback, "is on loopback") {
+			t.Errorf("cluster %d: networking fallback %q, want why netns was not used", i, c.NetworkingFallback)
+		}
+		if err := c.LinkDown(1); !errors.Is(err, ErrNetns) {
+			t.Errorf("cluster %d: LinkDown on loopback = %v, want ErrNetns", i, err)
 		}
 	}
 	for i, c := range clusters {
@@ -103,6 +112,8 @@ func TestConfigAndChroot(t *testing.T) {
 		{Config{Weir: "w", Dir: "d"}, "Brokers 0"},
 		{Config{Weir: "w", Dir: "d", Brokers: 1, ZooKeeper: "a:99999"}, "ZooKeeper"},
 		{Config{Weir: "w", Dir: "d", Brokers: 1, SessionTimeout: -time.Second}, "SessionTimeout"},
+		{Config{Weir: "w", Dir: "d", Brokers: 1, Networking: "bridge"}, `Networking "bridge": want loopback, netns or auto`},
+		{Config{Weir: "w", Dir: "d", Brokers: 1, Networking: "netns", ZooKeeper: "localhost:2181/weir"}, "Networking netns: ZooKeeper server localhost:2181 is on loopback"},
 	} {
 		if _, err := Start(context.Background(), tc.cfg); !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("Start(%+v) = %v, want ErrConfig naming %s", tc.cfg, err, tc.want)
@@ -119,5 +130,28 @@ func TestConfigAndChroot(t *testing.T) {
 		if got != want || (want == "") != (err != nil) {
 			t.Errorf("Chroot(%q, %q) = %q, %v; want %q", in[0], in[1], got, err, want)
 		}
+	}
+}
+
+func TestResolveNetworking(t *testing.T) {
+	for _, tc := range []struct{ in, zk, want, why string }{
+		{"", "", NetworkingLoopback, ""},
+		{"loopback", "", NetworkingLoopback, ""},
+		{"netns", "", NetworkingNetns, ""},
+		{"auto", "127.0.0.1:2181", NetworkingLoopback, "127.0.0.1:2181 is on loopback"},
+	} {
+		used, why := ResolveNetworking(tc.in, tc.zk)
+		if used != tc.want || (why == nil) != (tc.why == "") || (why != nil && !strings.Contains(why.Error(), tc.why)) {
+			t.Errorf("ResolveNetworking(%q, %q) = %q, %v; want %q, %q", tc.in, tc.zk, used, why, tc.want, tc.why)
+		}
+	}
+	// auto with an embedded ZooKeeper: netns exactly when it can be set up.
+	used, why := ResolveNetworking(NetworkingAuto, "")
+	if err := netnsUsable(); err != nil {
+		if used != NetworkingLoopback || !errors.Is(why, ErrNetns) {
+			t.Errorf("auto without netns (%v) = %q, %v; want loopback and why", err, used, why)
+		}
+	} else if used != NetworkingNetns || why != nil {
+		t.Errorf("auto as root = %q, %v; want netns", used, why)
 	}
 }

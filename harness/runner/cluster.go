@@ -16,7 +16,8 @@ import (
 // spec, and the brokers (package clusterproc). Errors wrap ErrBroker.
 func (r *runner) startCluster(ctx context.Context, index int, dir string, flags []string) (*clusterproc.Cluster, error) {
 	sc := r.spec.Target.Cluster
-	cfg := clusterproc.Config{Weir: r.weir, Dir: dir, Brokers: sc.Brokers, SessionTimeout: sc.SessionTimeout, BrokerFlags: flags}
+	cfg := clusterproc.Config{Weir: r.weir, Dir: dir, Brokers: sc.Brokers, SessionTimeout: sc.SessionTimeout, BrokerFlags: flags,
+		Networking: r.networking}
 	if sc.ZooKeeper != spec.ZooKeeperEmbedded {
 		// Each point's brokers and topics under a chroot of their own, so
 		// no point sees another's (the external ensemble keeps them).

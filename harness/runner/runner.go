@@ -176,10 +176,23 @@ func Run(ctx context.Context, opts Options) (*result.Run, string, error) {
 	}
 	run := &result.Run{Version: result.SchemaVersion, Name: s.Name, Spec: s.Text, Seed: s.Seed, Started: started}
 	run.Env = env.Capture(dataRoot)
+	networking := ""
 	switch {
 	case s.Target.IsCluster():
-		run.Env.Target, run.Env.Brokers, run.Env.ZooKeeper = "cluster", s.Target.Cluster.Brokers, s.Target.Cluster.ZooKeeper
-		run.Env.Networking = clusterproc.NetworkingLoopback
+		sc := s.Target.Cluster
+		run.Env.Target, run.Env.Brokers, run.Env.ZooKeeper = "cluster", sc.Brokers, sc.ZooKeeper
+		// Resolved once (auto: netns or loopback), so every point gets the
+		// same networking, and recorded.
+		zookeeper := sc.ZooKeeper
+		if zookeeper == spec.ZooKeeperEmbedded {
+			zookeeper = ""
+		}
+		var why error
+		networking, why = clusterproc.ResolveNetworking(sc.Networking, zookeeper)
+		if why != nil {
+			fmt.Fprintf(stderr, "weir run: warning: target.cluster.networking: %s: using %s: %v\n", sc.Networking, networking, why)
+		}
+		run.Env.Networking = networking
 	case managed:
 		run.Env.Target, run.Env.Brokers, run.Env.Networking = "embedded", 1, clusterproc.NetworkingLoopback
 	default:
@@ -189,7 +202,7 @@ func Run(ctx context.Context, opts Options) (*result.Run, string, error) {
 		fmt.Fprintf(stderr, "weir run: warning: %s\n", w)
 	}
 
-	r := &runner{opts: opts, spec: s, host: h, weir: weir, workDir: workDir, runID: started.Format("150405"),
+	r := &runner{opts: opts, spec: s, host: h, weir: weir, workDir: workDir, networking: networking, runID: started.Format("150405"),
 		runStamp: started.Format("20060102T150405.000000000")}
 	var estimate time.Duration
 	points := 0
@@ -245,6 +258,8 @@ type runner struct {
 	runStamp string // names a cluster's ZooKeeper chroots, unique across runs
 	progress *progress
 	point    int // load points started, over all sections
+
+	networking string // the cluster target's, resolved (clusterproc.ResolveNetworking)
 }
 
 // pointEstimate is a point's expected time: its reps' windows and warm-ups,

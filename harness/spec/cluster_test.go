@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"net"
+	"os"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/weir-broker/weir/cluster/zk/zkserver"
 )
 
 func TestClusterTargetDefaults(t *testing.T) {
@@ -14,15 +17,17 @@ func TestClusterTargetDefaults(t *testing.T) {
 		name, yaml string
 		want       Cluster
 	}{
-		{"empty block", "target: {cluster: {}}", Cluster{Brokers: 3, ZooKeeper: ZooKeeperEmbedded}},
-		{"all fields", "target:\n  cluster:\n    brokers: 2\n    zookeeper: \"zk:2181/weir\"\n    data_dir: /d\n    broker_flags: [--disable-sendfile]\n    session_timeout: 6s",
-			Cluster{Brokers: 2, ZooKeeper: "zk:2181/weir", DataDir: "/d", BrokerFlags: []string{"--disable-sendfile"}, SessionTimeout: 6 * time.Second}},
+		{"empty block", "target: {cluster: {}}", Cluster{Brokers: 3, ZooKeeper: ZooKeeperEmbedded, Networking: "loopback"}},
+		{"all fields", "target:\n  cluster:\n    brokers: 2\n    zookeeper: \"zk:2181/weir\"\n    data_dir: /d\n    broker_flags: [--disable-sendfile]\n    session_timeout: 6s\n    networking: netns",
+			Cluster{Brokers: 2, ZooKeeper: "zk:2181/weir", DataDir: "/d", BrokerFlags: []string{"--disable-sendfile"}, SessionTimeout: 6 * time.Second, Networking: "netns"}},
+		{"auto", "target: {cluster: {networking: auto}}", Cluster{Brokers: 3, ZooKeeper: ZooKeeperEmbedded, Networking: "auto"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := mustParse(t, "name: c\n"+tc.yaml+"\n")
 			c := s.Target.Cluster
 			if c == nil || c.Brokers != tc.want.Brokers || c.ZooKeeper != tc.want.ZooKeeper || c.DataDir != tc.want.DataDir ||
-				strings.Join(c.BrokerFlags, " ") != strings.Join(tc.want.BrokerFlags, " ") || c.SessionTimeout != tc.want.SessionTimeout {
+				strings.Join(c.BrokerFlags, " ") != strings.Join(tc.want.BrokerFlags, " ") || c.SessionTimeout != tc.want.SessionTimeout ||
+				c.Networking != tc.want.Networking {
 				t.Fatalf("cluster = %+v, want %+v", c, tc.want)
 			}
 			if !s.Target.IsCluster() || s.Target.IsEmbedded() || !s.Target.Managed() || s.Target.Brokers() != tc.want.Brokers {
@@ -37,7 +42,7 @@ func TestClusterTargetDefaults(t *testing.T) {
 		})
 	}
 	if _, err := Parse([]byte("target: {cluster: {brokrs: 3}}\n"), ""); err == nil ||
-		!strings.Contains(err.Error(), `line 1: unknown field "brokrs" in target.cluster (known: brokers, zookeeper, data_dir, broker_flags, session_timeout)`) {
+		!strings.Contains(err.Error(), `line 1: unknown field "brokrs" in target.cluster (known: brokers, zookeeper, data_dir, broker_flags, session_timeout, networking)`) {
 		t.Errorf("a misspelt cluster field: %v", err)
 	}
 }
@@ -113,6 +118,10 @@ func TestValidateClusterAndReplication(t *testing.T) {
 		{"bad zookeeper", "target: {cluster: {zookeeper: \"zk:99999\"}}", []string{`target.cluster.zookeeper: "zk:99999": want "embedded" or host:port`}},
 		{"empty zookeeper", "target: {cluster: {zookeeper: \"\"}}", []string{"target.cluster.zookeeper: required"}},
 		{"session timeout outside the embedded ZooKeeper's", "target: {cluster: {session_timeout: 100ms}}", []string{"target.cluster.session_timeout: 100ms: the embedded ZooKeeper grants 1s..1m0s"}},
+		{"unknown networking", "target: {cluster: {networking: bridge}}", []string{`target.cluster.networking: "bridge": want loopback (the default), netns or auto`}},
+		{"empty networking", "target: {cluster: {networking: \"\"}}", []string{`target.cluster.networking: "": want loopback`}},
+		{"netns with a loopback zookeeper", "target: {cluster: {networking: netns, zookeeper: \"127.0.0.1:2181\"}}",
+			[]string{"target.cluster.networking: netns: ZooKeeper server 127.0.0.1:2181 is on loopback"}},
 		{"negative session timeout", "target: {cluster: {zookeeper: \"zk:2181\", session_timeout: -1s}}", []string{"target.cluster.session_timeout: must be >= 0"}},
 		{"reserved cluster flag", "target: {cluster: {broker_flags: [--broker-id=4, --zookeeper=x, --data-dir=y]}}",
 			[]string{"target.cluster.broker_flags[0]: --broker-id is set by the runner", "broker_flags[1]: --zookeeper is set", "broker_flags[2]: --data-dir is set"}},
@@ -196,5 +205,24 @@ func TestCheckTargetCluster(t *testing.T) {
 	if !errors.Is(err, ErrUnreachable) || !strings.Contains(err.Error(), "target.cluster.zookeeper: ZooKeeper server "+closed+": ") ||
 		!strings.Contains(err.Error(), "connection refused") {
 		t.Errorf("CheckTarget(zookeeper %s) = %v, want target.cluster.zookeeper unreachable", closed, err)
+	}
+}
+
+// A netns cluster is checked before anything runs: without root (or the
+// ip command) CheckTarget says so and names the field; as root it passes.
+func TestCheckTargetNetns(t *testing.T) {
+	if err := zkserver.Debian().Check(); err != nil {
+		t.Skip(err) // CheckTarget would stop at the embedded ZooKeeper
+	}
+	s := mustParse(t, "name: t\ntarget: {cluster: {networking: netns}}\n")
+	err := s.CheckTarget(context.Background(), 2*time.Second)
+	if os.Geteuid() != 0 {
+		if !errors.Is(err, ErrUnreachable) || !strings.Contains(err.Error(), "target.cluster.networking: netns: ") || !strings.Contains(err.Error(), "needs root") {
+			t.Errorf("CheckTarget(netns) without root = %v, want target.cluster.networking unreachable", err)
+		}
+		return
+	}
+	if err != nil {
+		t.Errorf("CheckTarget(netns) as root = %v", err)
 	}
 }

@@ -26,6 +26,8 @@
 //	  #   data_dir: /mnt/nvme    # as embedded's (default: a temp dir)
 //	  #   broker_flags: []       # for every broker
 //	  #   session_timeout: 0s    # --zookeeper-session-timeout; 0: the broker's (18s)
+//	  #   networking: loopback   # (default) all on 127.0.0.1; netns: a namespace and address per
+//	  #                          #   broker on a bridge (root); auto: netns if it can be had
 //	workload:
 //	  topics: 1
 //	  partitions: 4

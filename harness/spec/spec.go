@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/weir-broker/weir/harness/clusterproc"
 )
 
 // Errors of this package.
@@ -144,7 +146,8 @@ const ZooKeeperEmbedded = "embedded"
 // harness/clusterproc): for each matrix point a ZooKeeper, unless an
 // external one is named, and Brokers `weir broker` processes with broker
 // ids 1..Brokers, each with a fresh data directory and free loopback
-// ports, so every point starts from an empty cluster.
+// ports (or, with netns networking, a network namespace and an address
+// of its own), so every point starts from an empty cluster.
 type Cluster struct {
 	// Brokers is the number of brokers. Default 3.
 	Brokers int `yaml:"brokers"`
@@ -166,10 +169,18 @@ type Cluster struct {
 	// (--zookeeper-session-timeout). Default 0: the broker's, 18s. The
 	// embedded ZooKeeper grants 1s..1m.
 	SessionTimeout time.Duration `yaml:"session_timeout"`
+	// Networking is how the brokers are reached: "loopback" (the default:
+	// every process on 127.0.0.1, as results before it), "netns" (each
+	// broker in a network namespace of its own, on a bridge, so that one
+	// can be cut off; needs root) or "auto" (netns when it can be set up,
+	// else loopback). The result's env says which was used.
+	Networking string `yaml:"networking"`
 }
 
 // DefaultCluster returns a cluster block's defaults.
-func DefaultCluster() Cluster { return Cluster{Brokers: 3, ZooKeeper: ZooKeeperEmbedded} }
+func DefaultCluster() Cluster {
+	return Cluster{Brokers: 3, ZooKeeper: ZooKeeperEmbedded, Networking: clusterproc.NetworkingLoopback}
+}
 
 // UnmarshalYAML decodes a cluster block over the defaults, rejecting
 // unknown fields like the rest of the spec.

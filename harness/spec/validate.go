@@ -263,6 +263,18 @@ func (s *Spec) validateTarget(p *problems) {
 			p.add("target.cluster.session_timeout", "%v: the embedded ZooKeeper grants %v..%v", st,
 				clusterproc.ZooKeeperMinSessionTimeout, clusterproc.ZooKeeperMaxSessionTimeout)
 		}
+		switch c.Networking {
+		case clusterproc.NetworkingLoopback, clusterproc.NetworkingAuto:
+		case clusterproc.NetworkingNetns:
+			if c.ZooKeeper != ZooKeeperEmbedded {
+				if err := clusterproc.NetnsReachable(c.ZooKeeper); err != nil {
+					p.add("target.cluster.networking", "netns: %v", err)
+				}
+			}
+		default:
+			p.add("target.cluster.networking", "%q: want %s (the default), %s or %s", c.Networking,
+				clusterproc.NetworkingLoopback, clusterproc.NetworkingNetns, clusterproc.NetworkingAuto)
+		}
 		reserved = append(reserved, "--broker-id", "--zookeeper", "--zookeeper-session-timeout")
 		checkBrokerFlags(p, "target.cluster.broker_flags", c.BrokerFlags, reserved)
 		return
@@ -620,18 +632,25 @@ func (s *Spec) PayloadPath(w Workload) string {
 // CheckTarget makes sure the target can be had before anything runs: a
 // bootstrap target accepts TCP connections within timeout; a cluster's
 // external ZooKeeper does too, and for an embedded one ZooKeeper is
-// installed. The error wraps ErrUnreachable and names the field.
+// installed; netns networking can be set up (clusterproc.NetnsAvailable). The error wraps ErrUnreachable and names the field.
 // Embedded targets pass.
 func (s *Spec) CheckTarget(ctx context.Context, timeout time.Duration) error {
 	if c := s.Target.Cluster; c != nil && s.Target.Bootstrap == "" {
+		zookeeper := ""
 		if c.ZooKeeper == ZooKeeperEmbedded {
 			if err := zkserver.Debian().Check(); err != nil {
 				return fmt.Errorf("%w: target.cluster.zookeeper: embedded: %w (or name an external one)", ErrUnreachable, err)
 			}
-			return nil
+		} else {
+			if err := clusterproc.Reachable(ctx, c.ZooKeeper, timeout); err != nil {
+				return fmt.Errorf("%w: target.cluster.zookeeper: %w", ErrUnreachable, dialCause(err))
+			}
+			zookeeper = c.ZooKeeper
 		}
-		if err := clusterproc.Reachable(ctx, c.ZooKeeper, timeout); err != nil {
-			return fmt.Errorf("%w: target.cluster.zookeeper: %w", ErrUnreachable, dialCause(err))
+		if c.Networking == clusterproc.NetworkingNetns {
+			if err := clusterproc.NetnsAvailable(zookeeper); err != nil {
+				return fmt.Errorf("%w: target.cluster.networking: netns: %w (or networking: auto)", ErrUnreachable, err)
+			}
 		}
 		return nil
 	}

@@ -1,6 +1,6 @@
 // Package zkserver runs a ZooKeeper server from Debian's zookeeper package
-// (3.8) on loopback: one member of an ensemble, or a standalone server, in
-// a directory of its own:
+// (3.8) on loopback (or on Config.Host): one member of an ensemble, or a
+// standalone server, in a directory of its own:
 //
 //	DIR/zoo.cfg          written by New from the Config
 //	DIR/data/            dataDir: myid, version-2/ (snapshots, transaction logs)
@@ -106,7 +106,11 @@ type Config struct {
 	// Dir holds zoo.cfg, data/ and zookeeper.log; created if missing. A Dir
 	// used before keeps its data (and its zoo.cfg is rewritten).
 	Dir string
-	// Port is the client port on 127.0.0.1 (default 0: a free port, chosen
+	// Host is the address the client port listens on (default
+	// 127.0.0.1). Brokers in network namespaces of their own reach a
+	// ZooKeeper on their bridge's address in the root namespace.
+	Host string
+	// Port is the client port on Host (default 0: a free port, chosen
 	// by New).
 	Port int
 	// ID is the server's myid (default 1).
@@ -145,6 +149,11 @@ func (c *Config) validate() error {
 	if c.Port < 0 || c.Port > 65535 {
 		return fmt.Errorf("zkserver: port %d out of range", c.Port)
 	}
+	if c.Host == "" {
+		c.Host = "127.0.0.1"
+	} else if net.ParseIP(c.Host) == nil {
+		return fmt.Errorf("zkserver: host %q: want an IP address", c.Host)
+	}
 	if c.ID == 0 {
 		c.ID = 1
 	}
@@ -178,7 +187,7 @@ func (c *Config) validate() error {
 // Server is one ZooKeeper process, started and stopped any number of times
 // on the same directory and port. Its methods may be called concurrently.
 type Server struct {
-	Addr       string // client address, 127.0.0.1:port
+	Addr       string // client address, Host:port
 	Dir        string // Config.Dir
 	DataDir    string // Dir/data
 	LogPath    string // Dir/zookeeper.log
@@ -212,14 +221,14 @@ func New(cfg Config) (*Server, error) {
 	}
 	cfg.Dir = dir
 	if cfg.Port == 0 {
-		ports, err := FreePorts(1)
+		port, err := freePort(cfg.Host)
 		if err != nil {
 			return nil, err
 		}
-		cfg.Port = ports[0]
+		cfg.Port = port
 	}
 	s := &Server{
-		Addr:       net.JoinHostPort("127.0.0.1", strconv.Itoa(cfg.Port)),
+		Addr:       net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port)),
 		Dir:        dir,
 		DataDir:    filepath.Join(dir, "data"),
 		LogPath:    filepath.Join(dir, "zookeeper.log"),
@@ -251,7 +260,7 @@ func (s *Server) writeConfig() error {
 		"tickTime=" + ms(c.TickTime),
 		"dataDir=" + s.DataDir,
 		"clientPort=" + strconv.Itoa(c.Port),
-		"clientPortAddress=127.0.0.1",
+		"clientPortAddress=" + c.Host,
 		"minSessionTimeout=" + ms(c.MinSessionTimeout),
 		"maxSessionTimeout=" + ms(c.MaxSessionTimeout),
 		"maxClientCnxns=0",
@@ -517,6 +526,16 @@ func FreePorts(n int) ([]int, error) {
 		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
 	}
 	return ports, nil
+}
+
+// freePort returns a port on host that was free a moment ago.
+func freePort(host string) (int, error) {
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+	if err != nil {
+		return 0, fmt.Errorf("zkserver: find a free port: %w", err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
 // logSince reports whether the log, from offset on, contains substr.

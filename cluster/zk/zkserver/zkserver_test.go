@@ -61,6 +61,28 @@ func TestStartStopDetached(t *testing.T) {
 	}
 }
 
+// A server given a host listens there (any 127/8 address is loopback's),
+// and not on 127.0.0.1.
+func TestHost(t *testing.T) {
+	require(t)
+	dir := t.TempDir()
+	s, err := Start(context.Background(), Config{Dir: dir, Host: "127.0.0.2", NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Kill() })
+	host, port, _ := net.SplitHostPort(s.Addr)
+	if host != "127.0.0.2" {
+		t.Errorf("Addr %s, want host 127.0.0.2", s.Addr)
+	}
+	if mode, err := s.Mode(); err != nil || mode != "standalone" {
+		t.Errorf("Mode = %q, %v", mode, err)
+	}
+	if _, err := FourLetterWord(net.JoinHostPort("127.0.0.1", port), "ruok", time.Second); err == nil {
+		t.Errorf("ruok answered on 127.0.0.1:%s; want the server on 127.0.0.2 only", port)
+	}
+}
+
 func TestStartOnTakenPort(t *testing.T) {
 	require(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -82,6 +104,7 @@ func TestConfigAndInstallErrors(t *testing.T) {
 	}{
 		{Config{}, nil, "Dir is required"},
 		{Config{Dir: "x", Port: 70000}, nil, "out of range"},
+		{Config{Dir: "x", Host: "localhost"}, nil, `host "localhost": want an IP address`},
 		{Config{Dir: "x", MinSessionTimeout: time.Minute, MaxSessionTimeout: time.Second}, nil, "MaxSessionTimeout"},
 		{Config{Dir: t.TempDir(), Install: Install{Java: "java", Classpath: []string{"/no/such/zookeeper.jar"}}}, ErrNotInstalled, "install Debian package zookeeper"},
 		{Config{Dir: t.TempDir(), Install: Install{Java: "/no/such/java"}}, ErrNotInstalled, "java"},
