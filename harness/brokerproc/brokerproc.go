@@ -134,12 +134,40 @@ func startOnce(ctx context.Context, o Options) (*Process, error) {
 
 // freePort returns a loopback address whose port was free a moment ago.
 func freePort() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", fmt.Errorf("%w: find a free port: %w", ErrBroker, err)
+	handed.mu.Lock()
+	defer handed.mu.Unlock()
+	if handed.ports == nil {
+		handed.ports = map[string]bool{}
 	}
-	addr := ln.Addr().String()
-	return addr, ln.Close()
+	// The kernel may hand the same free port to two probes in a row (two
+	// brokers starting at once): a port this process handed out before is
+	// held open while another is drawn.
+	var held []net.Listener
+	defer func() {
+		for _, ln := range held {
+			ln.Close()
+		}
+	}()
+	for range 100 {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return "", fmt.Errorf("%w: find a free port: %w", ErrBroker, err)
+		}
+		addr := ln.Addr().String()
+		if handed.ports[addr] {
+			held = append(held, ln)
+			continue
+		}
+		handed.ports[addr] = true
+		return addr, ln.Close()
+	}
+	return "", fmt.Errorf("%w: find a free port: every port drawn was handed out before", ErrBroker)
+}
+
+// handed are the ports freePort handed out in this process.
+var handed struct {
+	mu    sync.Mutex
+	ports map[string]bool
 }
 
 // waitReady polls the port until it accepts a connection, the process
@@ -151,7 +179,14 @@ func (p *Process) waitReady(ctx context.Context) error {
 	for {
 		conn, err := net.DialTimeout("tcp", p.Addr, 200*time.Millisecond)
 		if err == nil {
-			return conn.Close()
+			conn.Close()
+			select {
+			case <-p.exited:
+				// Someone else listens there: this broker could not bind.
+				return fmt.Errorf("%w: exited (%v) while %s accepted connections: %s", ErrBroker, p.exitErr, p.Addr, p.Output())
+			default:
+				return nil
+			}
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("%w: not listening on %s after %v: %s", ErrBroker, p.Addr, p.opts.StartTimeout, p.Output())

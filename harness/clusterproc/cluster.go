@@ -53,11 +53,13 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/weir-broker/weir/cluster/faultproxy"
 	"github.com/weir-broker/weir/cluster/zk"
 	"github.com/weir-broker/weir/cluster/zk/zkserver"
 	"github.com/weir-broker/weir/harness/brokerproc"
@@ -121,6 +123,12 @@ type Config struct {
 	// StopTimeout bounds each process's exit after SIGTERM before SIGKILL.
 	// Default brokerproc.DefaultStopTimeout.
 	StopTimeout time.Duration
+	// LinkProxies routes every broker's replication from each other
+	// broker through a fault proxy of its own (cluster/faultproxy, with
+	// the brokers' --replica-route), one per directed link, so that a
+	// fault lab can delay, drop or cut one way of one link
+	// (Cluster.Link). Clients and ZooKeeper connect directly.
+	LinkProxies bool
 	// Install is where ZooKeeper is. Default zkserver.Debian().
 	Install zkserver.Install
 	// Networking is NetworkingLoopback (the default, ""),
@@ -187,8 +195,13 @@ type Cluster struct {
 	// Dir is Config.Dir.
 	Dir string
 
-	cfg      Config
-	net      *network // nil with loopback
+	cfg   Config
+	net   *network                       // nil with loopback
+	links map[[2]int32]*faultproxy.Proxy // from, to; nil without LinkProxies
+	// mu guards Brokers' elements, which StartBroker replaces (a new
+	// *Broker, never a change to the old one) while others read them
+	// through Broker and Members.
+	mu       sync.Mutex
 	stopOnce sync.Once
 	stopErr  error
 }
@@ -258,6 +271,29 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 		c.ZooKeeper = c.ZooKeeperServer.Addr
 	}
 
+	if cfg.LinkProxies && cfg.Brokers > 1 {
+		// The proxies listen where the brokers can reach them (the
+		// bridge's address in netns mode) and refuse connections until
+		// their targets are set below.
+		host := "127.0.0.1"
+		if c.net != nil {
+			host = c.net.bridgeIP()
+		}
+		c.links = map[[2]int32]*faultproxy.Proxy{}
+		for a := int32(1); a <= int32(cfg.Brokers); a++ {
+			for b := int32(1); b <= int32(cfg.Brokers); b++ {
+				if a == b {
+					continue
+				}
+				p, err := faultproxy.New(net.JoinHostPort(host, "0"), "")
+				if err != nil {
+					return nil, fmt.Errorf("%w: link proxy %d->%d: %w", ErrStart, a, b, err)
+				}
+				c.links[[2]int32{a, b}] = p
+			}
+		}
+	}
+
 	// The brokers start concurrently: each waits for its port, and the
 	// JVM-free start of a broker is mostly waiting for ZooKeeper.
 	c.Brokers = make([]*Broker, cfg.Brokers)
@@ -271,6 +307,9 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
+	for l, p := range c.links {
+		p.SetTarget(c.Brokers[l[1]-1].Addr)
+	}
 	if err := c.WaitFormed(ctx); err != nil {
 		return nil, err
 	}
@@ -281,8 +320,9 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 // controller (see the function WaitFormed): after a Restart, or a LinkUp,
 // that the cluster is whole again. Errors wrap ErrNotFormed.
 func (c *Cluster) WaitFormed(ctx context.Context) error {
-	members := make([]Member, len(c.Brokers))
-	for i, b := range c.Brokers {
+	bs := c.Members()
+	members := make([]Member, len(bs))
+	for i, b := range bs {
 		members[i] = Member{ID: b.ID, Addr: b.Addr, Exited: b.Exited(), Describe: b.describe}
 	}
 	return WaitFormed(ctx, members)
@@ -358,6 +398,11 @@ func (c *Cluster) startBroker(ctx context.Context, id int32) (*Broker, error) {
 		flags = append(flags, "--zookeeper-session-timeout", cfg.SessionTimeout.String())
 	}
 	flags = append(flags, cfg.BrokerFlags...)
+	for l, p := range c.links {
+		if l[0] == id {
+			flags = append(flags, "--replica-route", fmt.Sprintf("%d=%s", l[1], p.Addr()))
+		}
+	}
 	b.opts = brokerproc.Options{Weir: cfg.Weir, DataDir: b.DataDir, Flags: flags, Metrics: true,
 		StartTimeout: cfg.StartTimeout, StopTimeout: cfg.StopTimeout}
 	if c.net != nil {
@@ -381,8 +426,9 @@ func (c *Cluster) startBroker(ctx context.Context, id int32) (*Broker, error) {
 // StartBroker starts broker id again, on its data directory, addresses
 // and (netns) namespace, once its process has exited (a fault lab's
 // SIGKILL, or Stop), and returns when its port accepts connections (not
-// when it has rejoined: WaitFormed tells). It replaces Broker.Process, so
-// the caller must not read the broker concurrently. Errors wrap ErrStart.
+// when it has rejoined: WaitFormed tells). The broker's new value replaces
+// the old one in Brokers (read it again with Broker or Members; holders of
+// the old value keep seeing the exited process). Errors wrap ErrStart.
 func (c *Cluster) StartBroker(ctx context.Context, id int32) error {
 	b := c.Broker(id)
 	if b == nil {
@@ -399,7 +445,11 @@ func (c *Cluster) StartBroker(ctx context.Context, id int32) error {
 	if err != nil {
 		return fmt.Errorf("%w: broker %d: %w", ErrStart, id, err)
 	}
-	b.Process = p
+	nb := *b
+	nb.Process = p
+	c.mu.Lock()
+	c.Brokers[id-1] = &nb
+	c.mu.Unlock()
 	return nil
 }
 
@@ -449,16 +499,31 @@ func (b *Broker) describe() string {
 
 // Broker returns broker id, or nil when the cluster has none.
 func (c *Cluster) Broker(id int32) *Broker {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if id < 1 || int(id) > len(c.Brokers) {
 		return nil
 	}
 	return c.Brokers[id-1]
 }
 
+// Link returns the fault proxy broker from replicates from broker to
+// through (Config.LinkProxies), or nil.
+func (c *Cluster) Link(from, to int32) *faultproxy.Proxy { return c.links[[2]int32{from, to}] }
+
+// Members returns the brokers as they are now, in id order: safe while a
+// fault lab restarts brokers (StartBroker), unlike reading Brokers.
+func (c *Cluster) Members() []*Broker {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.Brokers)
+}
+
 // Addrs are the brokers' Kafka addresses, in id order.
 func (c *Cluster) Addrs() []string {
-	out := make([]string, len(c.Brokers))
-	for i, b := range c.Brokers {
+	bs := c.Members()
+	out := make([]string, len(bs))
+	for i, b := range bs {
 		out[i] = b.Addr
 	}
 	return out
@@ -470,7 +535,7 @@ func (c *Cluster) Bootstrap() string { return strings.Join(c.Addrs(), ",") }
 // CheckRunning returns an error naming the first broker whose process has
 // exited, with how and the end of its output; nil while all run.
 func (c *Cluster) CheckRunning() error {
-	for _, b := range c.Brokers {
+	for _, b := range c.Members() {
 		if b == nil {
 			continue
 		}
@@ -492,9 +557,10 @@ func (c *Cluster) CheckRunning() error {
 // the error, which wraps ErrStop.
 func (c *Cluster) Stop() error {
 	c.stopOnce.Do(func() {
+		brokers := c.Members()
 		var netErrs []error
 		if c.net != nil {
-			for _, b := range c.Brokers {
+			for _, b := range brokers {
 				if b != nil {
 					if err := c.net.setLink(b.ID, true); err != nil {
 						netErrs = append(netErrs, err)
@@ -502,9 +568,9 @@ func (c *Cluster) Stop() error {
 				}
 			}
 		}
-		errs := make([]error, len(c.Brokers))
+		errs := make([]error, len(brokers))
 		var wg sync.WaitGroup
-		for i, b := range c.Brokers {
+		for i, b := range brokers {
 			if b == nil {
 				continue
 			}
@@ -519,6 +585,9 @@ func (c *Cluster) Stop() error {
 			if err := c.ZooKeeperServer.Stop(); err != nil {
 				errs = append(errs, fmt.Errorf("%w: ZooKeeper: %w", ErrStop, err))
 			}
+		}
+		for _, p := range c.links {
+			p.Close()
 		}
 		if c.net != nil {
 			if err := c.net.close(); err != nil {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/weir-broker/weir/cluster/zk/zktest"
 	"github.com/weir-broker/weir/harness/internal/weirbin"
@@ -153,5 +154,56 @@ func TestResolveNetworking(t *testing.T) {
 		}
 	} else if used != NetworkingNetns || why != nil {
 		t.Errorf("auto as root = %q, %v; want netns", used, why)
+	}
+}
+
+// With LinkProxies, replication between brokers goes through one fault
+// proxy per directed link: records produced with acks=all to a topic
+// replicated on both brokers pass through the follower's proxy, and none
+// go through a proxy of a link nobody replicates over.
+func TestLinkProxies(t *testing.T) {
+	zktest.Require(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, err := Start(ctx, Config{Weir: weirBin, Dir: filepath.Join(t.TempDir(), "c"), Brokers: 2, SessionTimeout: 4 * time.Second, LinkProxies: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Stop()
+	if c.Link(1, 2) == nil || c.Link(2, 1) == nil || c.Link(1, 1) != nil {
+		t.Fatalf("links 1->2 %v, 2->1 %v, 1->1 %v", c.Link(1, 2), c.Link(2, 1), c.Link(1, 1))
+	}
+	adm, err := kgo.NewClient(kgo.SeedBrokers(c.Addrs()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer adm.Close()
+	req := kmsg.NewPtrCreateTopicsRequest()
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = "t", 1, 2
+	rt.ReplicaAssignment = []kmsg.CreateTopicsRequestTopicReplicaAssignment{{Partition: 0, Replicas: []int32{1, 2}}}
+	rt.NumPartitions, rt.ReplicationFactor = -1, -1
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, adm)
+	if err != nil || resp.Topics[0].ErrorCode != 0 {
+		t.Fatalf("create topic: %v %+v", err, resp)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Addrs()...), kgo.DefaultProduceTopic("t"), kgo.RequiredAcks(kgo.AllISRAcks()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	for i := range 20 {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte(fmt.Sprintf("record %d", i))}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Broker 1 leads (first in the assignment); broker 2 fetches from it
+	// through link 2->1, whose downstream carried the records.
+	if s := c.Link(2, 1).Stats(); s.Accepted == 0 || s.Forwarded[1] < 20*int64(len("record 0")) {
+		t.Errorf("link 2->1 (the follower's): %+v, want the records forwarded downstream", s)
+	}
+	if s := c.Link(1, 2).Stats(); s.Forwarded[1] != 0 {
+		t.Errorf("link 1->2 (nobody follows broker 2): %+v, want nothing forwarded", s)
 	}
 }

@@ -139,6 +139,10 @@ func TestNetnsCluster(t *testing.T) {
 	if err := c.StartBroker(ctx, 3); err != nil {
 		t.Fatal(err)
 	}
+	if c.Broker(3) == b3 || b3.Pid() != oldPid {
+		t.Error("StartBroker changed the Broker value it replaces (readers may hold it)")
+	}
+	b3 = c.Broker(3)
 	if b3.Pid() == oldPid || b3.Addr != oldAddr {
 		t.Errorf("after StartBroker: pid %d (was %d), addr %s", b3.Pid(), oldPid, b3.Addr)
 	}
@@ -156,6 +160,7 @@ func TestNetnsCluster(t *testing.T) {
 	if err := c.Restart(ctx, 2); err != nil {
 		t.Fatalf("Restart: %v", err)
 	}
+	b2 = c.Broker(2)
 	if b2.Pid() == oldPid {
 		t.Errorf("Restart kept pid %d", oldPid)
 	}

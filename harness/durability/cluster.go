@@ -7,7 +7,7 @@ import (
 	"log/slog"
 	"maps"
 	"os"
-	"path/filepath"
+	"slices"
 	"strconv"
 	"time"
 
@@ -75,6 +75,10 @@ type ClusterConfig struct {
 	SessionTimeout time.Duration
 	// BrokerFlags are more `weir broker` flags for every broker.
 	BrokerFlags []string
+	// Networking is the cluster's (clusterproc.Config.Networking):
+	// link-down needs netns; "" is loopback. The fault proxies between
+	// brokers are started when a fault may need them.
+	Networking string
 	// VerifyRecords are produced per partition after the cluster healed,
 	// acks=all. Default DefaultVerifyRecords.
 	VerifyRecords int
@@ -193,23 +197,37 @@ func RunCluster(ctx context.Context, cfg ClusterConfig) (*Outcome, error) {
 		return nil, err
 	}
 	w := cfg.Workload
+	netns := cfg.Networking == clusterproc.NetworkingNetns
 	schedule := cfg.Schedule
 	if schedule == nil {
-		if schedule, err = Plan(cfg.Seed, cfg.Fault, cfg.Kinds, cfg.Faults, w.Warmup, w.Duration, cfg.Hold,
+		kinds := cfg.Kinds
+		if len(kinds) == 0 {
+			kinds = available(netns)
+			if cfg.ZooKeeper != "" {
+				kinds = slices.DeleteFunc(kinds, ClusterFault.needsZooKeeper)
+			}
+		}
+		if schedule, err = Plan(cfg.Seed, cfg.Fault, kinds, cfg.Faults, w.Warmup, w.Duration, cfg.Hold,
 			w.Topics, w.Partitions, cfg.Brokers); err != nil {
 			return nil, err
 		}
 	}
+	proxies := false
 	for _, p := range schedule {
 		if p.Kind.needsZooKeeper() && cfg.ZooKeeper != "" {
 			return nil, fmt.Errorf("%w: %s needs the ZooKeeper the lab starts, not an external one", ErrConfig, p.Kind)
 		}
+		if p.Kind.needsNetns() && !netns {
+			return nil, fmt.Errorf("%w: %s needs netns networking (brokers in network namespaces)", ErrConfig, p.Kind)
+		}
+		proxies = proxies || p.Kind.needsProxies()
 	}
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrBroker, err)
 	}
 	c, err := clusterproc.Start(ctx, clusterproc.Config{Weir: cfg.Weir, Dir: cfg.Dir, Brokers: cfg.Brokers,
-		ZooKeeper: cfg.ZooKeeper, SessionTimeout: cfg.SessionTimeout, BrokerFlags: cfg.BrokerFlags})
+		ZooKeeper: cfg.ZooKeeper, SessionTimeout: cfg.SessionTimeout, BrokerFlags: cfg.BrokerFlags,
+		Networking: cfg.Networking, LinkProxies: proxies})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrBroker, err)
 	}
@@ -356,7 +374,7 @@ func RunCluster(ctx context.Context, cfg ClusterConfig) (*Outcome, error) {
 	stopped = true
 	stopErr := c.Stop()
 	dirs := map[int32]string{}
-	for _, b := range c.Brokers {
+	for _, b := range c.Members() {
 		dirs[b.ID] = b.DataDir
 	}
 	in.replicas = compareReplicas(dirs, names, assignment)
@@ -387,17 +405,12 @@ type lab struct {
 }
 
 // restart starts broker id again on its data directory, at its old
-// address (clients and peers know it), with the flags it had.
+// addresses (clients and peers know them), with the flags it had.
 func (l *lab) restart(ctx context.Context, id int32) error {
-	return restartBroker(ctx, l.c, id, l.cfg)
-}
-
-// dataDir is broker id's data directory.
-func dataDir(c *clusterproc.Cluster, id int32) string {
-	if b := c.Broker(id); b != nil {
-		return b.DataDir
+	if err := l.c.StartBroker(ctx, id); err != nil {
+		return fmt.Errorf("%w: restart: %w", ErrBroker, err)
 	}
-	return filepath.Join(c.Dir, fmt.Sprintf("broker-%d", id))
+	return nil
 }
 
 var errNoLeader = errors.New("no leader")

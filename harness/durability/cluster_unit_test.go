@@ -13,6 +13,7 @@ import (
 	"github.com/weir-broker/weir/core/record"
 	"github.com/weir-broker/weir/core/segment"
 	"github.com/weir-broker/weir/harness/result"
+	"github.com/weir-broker/weir/harness/spec"
 )
 
 // A schedule is a function of its seed: the same seed, the same faults;
@@ -190,5 +191,16 @@ func TestCompareReplicas(t *testing.T) {
 	if len(got) != 2 || !strings.Contains(got[0], "broker 2") || !strings.Contains(got[0], "bytes differ") ||
 		!strings.Contains(got[1], "broker 3") || !strings.Contains(got[1], "ends at 5 vs ends at 4") {
 		t.Errorf("a flipped byte on 2, a short log on 3: %q", got)
+	}
+}
+
+// The spec knows the cluster faults by the names this package gives them.
+func TestClusterFaultNames(t *testing.T) {
+	var names []string
+	for _, k := range ClusterFaults {
+		names = append(names, string(k))
+	}
+	if !slices.Equal(names, spec.ClusterFaults) || string(Mixed) != spec.FaultMixed {
+		t.Errorf("durability's faults %v (and %q), the spec's %v (and %q)", names, Mixed, spec.ClusterFaults, spec.FaultMixed)
 	}
 }

@@ -4,62 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
-	"sync"
 	"syscall"
 	"time"
 
-	"github.com/weir-broker/weir/harness/brokerproc"
+	"github.com/weir-broker/weir/cluster/faultproxy"
 	"github.com/weir-broker/weir/harness/clusterproc"
 	"github.com/weir-broker/weir/harness/result"
 )
 
-// procs guards the cluster's brokers, which a fault replaces when it
-// restarts one while the observer reads their addresses.
-var procs sync.Mutex
-
-// brokerOf returns broker id of c as it is now.
-func brokerOf(c *clusterproc.Cluster, id int32) *clusterproc.Broker {
-	procs.Lock()
-	defer procs.Unlock()
-	return c.Broker(id)
-}
-
-// restartBroker starts broker id of c again on its data directory, at its
-// old Kafka address (clients and peers know it), with the flags the
-// cluster gave it, and returns once it listens.
-func restartBroker(ctx context.Context, c *clusterproc.Cluster, id int32, cfg ClusterConfig) error {
-	old := brokerOf(c, id)
-	if old == nil {
-		return fmt.Errorf("%w: no broker %d", ErrBroker, id)
-	}
-	select {
-	case <-old.Exited():
-	default:
-		return fmt.Errorf("%w: broker %d is still running", ErrBroker, id)
-	}
-	flags := clusterproc.MemberArgs(id, c.ZooKeeper)
-	flags = append(flags, "--zookeeper-session-timeout", cfg.SessionTimeout.String())
-	flags = append(flags, cfg.BrokerFlags...)
-	var p *brokerproc.Process
-	var err error
-	// The old port can be taken for a moment by a connection of the dead
-	// process still closing; a few attempts ride that out.
-	for attempt := 0; attempt < 5; attempt++ {
-		p, err = brokerproc.Start(ctx, brokerproc.Options{Weir: cfg.Weir, DataDir: old.DataDir, Flags: flags,
-			Listen: old.Addr, Metrics: true})
-		if err == nil || ctx.Err() != nil {
-			break
-		}
-	}
-	if err != nil {
-		return fmt.Errorf("%w: restart broker %d: %w", ErrBroker, id, err)
-	}
-	procs.Lock()
-	c.Brokers[id-1] = &clusterproc.Broker{ID: id, DataDir: old.DataDir, Process: p}
-	procs.Unlock()
-	return nil
-}
+// brokerOf returns broker id of c as it is now (a fault may have
+// restarted it).
+func brokerOf(c *clusterproc.Cluster, id int32) *clusterproc.Broker { return c.Broker(id) }
 
 // inject strikes with one planned fault and returns once it healed: the
 // broker restarted or continued, ZooKeeper serving again. Times in the
@@ -73,7 +28,7 @@ func (l *lab) inject(ctx context.Context, p Planned, obs *observer, start time.T
 	}
 	var victim int32
 	switch p.Kind {
-	case KillLeader, Pause, SessionExpiry, Term:
+	case KillLeader, Pause, SessionExpiry, Term, LinkDown, SlowLinks, FlakyLinks, OneWay:
 		f.Target = fmt.Sprintf("leader of %d/%d", p.Topic, p.Partition)
 		id, err := obs.leaderOf(ctx, p.Topic, p.Partition, l.cfg.HealTimeout)
 		if err != nil {
@@ -138,7 +93,7 @@ func (l *lab) inject(ctx context.Context, p Planned, obs *observer, start time.T
 			return hold(min(p.Hold, time.Second))
 		})
 	case RollingRestart:
-		for _, b := range l.c.Brokers {
+		for _, b := range l.c.Members() {
 			id := b.ID
 			if err = l.stop(id, syscall.SIGTERM); err != nil {
 				break
@@ -151,6 +106,15 @@ func (l *lab) inject(ctx context.Context, p Planned, obs *observer, start time.T
 				break
 			}
 		}
+	case LinkDown:
+		if err = l.c.LinkDown(victim); err == nil {
+			err = hold(p.Hold)
+			if uerr := l.c.LinkUp(victim); uerr != nil {
+				err = errors.Join(err, uerr)
+			}
+		}
+	case SlowLinks, FlakyLinks, OneWay:
+		err = l.links(victim, p, hold)
 	case ZooKeeperStop:
 		zk := l.c.ZooKeeperServer
 		if zk == nil {
@@ -167,6 +131,45 @@ func (l *lab) inject(ctx context.Context, p Planned, obs *observer, start time.T
 	}
 	f.Healed = time.Since(start)
 	return f, nil
+}
+
+// links strikes the replication links of broker victim (through the
+// cluster's fault proxies) with a link fault, holds it, and heals them.
+func (l *lab) links(victim int32, p Planned, hold func(time.Duration) error) error {
+	var touched []*faultproxy.Proxy
+	var errs []error
+	for _, b := range l.c.Members() {
+		if b.ID == victim {
+			continue
+		}
+		to, from := l.c.Link(b.ID, victim), l.c.Link(victim, b.ID) // b fetching from victim; victim from b
+		if to == nil || from == nil {
+			return fmt.Errorf("%w: %s needs the fault proxies between brokers (no link %d<->%d)", ErrConfig, p.Kind, b.ID, victim)
+		}
+		switch p.Kind {
+		case SlowLinks:
+			for _, px := range []*faultproxy.Proxy{to, from} {
+				errs = append(errs, px.Delay(faultproxy.Upstream, LinkDelay), px.Delay(faultproxy.Downstream, LinkDelay))
+			}
+			touched = append(touched, to, from)
+		case FlakyLinks:
+			seed := uint64(l.cfg.Seed)<<8 | uint64(b.ID)
+			errs = append(errs, to.DropRate(LinkDropRate, seed), from.DropRate(LinkDropRate, seed+1))
+			touched = append(touched, to, from)
+		case OneWay:
+			// b's fetches reach the leader; its answers never reach b.
+			errs = append(errs, to.Blackhole(faultproxy.Downstream, true))
+			touched = append(touched, to)
+		}
+	}
+	err := errors.Join(errs...)
+	if err == nil {
+		err = hold(p.Hold)
+	}
+	for _, px := range touched {
+		px.Heal()
+	}
+	return err
 }
 
 // stopTimeout bounds a broker's exit after a signal that ends it (a
@@ -215,15 +218,13 @@ func (l *lab) pause(id int32, during func() error) error {
 
 // liveIDs are the ids of the brokers whose processes run, in id order.
 func liveIDs(c *clusterproc.Cluster) []int32 {
-	procs.Lock()
-	defer procs.Unlock()
 	var out []int32
-	for _, b := range c.Brokers {
+	for _, b := range c.Members() {
 		select {
 		case <-b.Exited():
 		default:
 			out = append(out, b.ID)
 		}
 	}
-	return slices.Clip(out)
+	return out
 }

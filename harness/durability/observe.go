@@ -305,9 +305,8 @@ func (o *observer) sample() {
 // maxLag is the largest weir_partition_replica_lag_records the running
 // brokers report (-1 when none answered).
 func (o *observer) maxLag(ctx context.Context) int64 {
-	procs.Lock()
 	var addrs []string
-	for _, b := range o.c.Brokers {
+	for _, b := range o.c.Members() {
 		select {
 		case <-b.Exited():
 		default:
@@ -316,7 +315,6 @@ func (o *observer) maxLag(ctx context.Context) int64 {
 			}
 		}
 	}
-	procs.Unlock()
 	lags := make([]int64, len(addrs))
 	var wg sync.WaitGroup
 	for i, a := range addrs {

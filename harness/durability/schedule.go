@@ -46,12 +46,55 @@ const (
 	// and starts it again on its data: no broker can change the cluster
 	// meanwhile, and leaders keep serving what they lead.
 	ZooKeeperStop ClusterFault = "zk-stop"
-	// Mixed draws each fault of a run from ClusterFaults.
+	// LinkDown sets the network link of the leader of a partition down
+	// for the hold (its veth pair, with netns networking): the broker
+	// runs on, cut off from clients, peers and ZooKeeper alike.
+	LinkDown ClusterFault = "link-down"
+	// SlowLinks delays every replication link to and from the leader of a
+	// partition by LinkDelay each way for the hold (the fault proxies
+	// between brokers).
+	SlowLinks ClusterFault = "slow-links"
+	// FlakyLinks resets the replication connections to and from the
+	// leader of a partition at random (LinkDropRate per chunk forwarded)
+	// for the hold: the packet loss a TCP connection cannot ride out.
+	FlakyLinks ClusterFault = "flaky-links"
+	// OneWay cuts one way of the links between the leader of a partition
+	// and its followers for the hold: the leader hears their fetches, they
+	// never hear its answers.
+	OneWay ClusterFault = "one-way"
+	// Mixed draws each fault of a run from ClusterFaults (those the
+	// cluster's networking allows).
 	Mixed ClusterFault = "mixed"
 )
 
+// Parameters of the link faults.
+const (
+	LinkDelay    = 100 * time.Millisecond
+	LinkDropRate = 0.02
+)
+
 // ClusterFaults lists the cluster faults, in the order reports use.
-var ClusterFaults = []ClusterFault{KillLeader, KillController, KillRandom, Pause, SessionExpiry, Term, RollingRestart, ZooKeeperStop}
+var ClusterFaults = []ClusterFault{KillLeader, KillController, KillRandom, Pause, SessionExpiry, Term, RollingRestart,
+	ZooKeeperStop, LinkDown, SlowLinks, FlakyLinks, OneWay}
+
+// needsProxies reports whether the fault acts on the fault proxies
+// between brokers.
+func (f ClusterFault) needsProxies() bool { return f == SlowLinks || f == FlakyLinks || f == OneWay }
+
+// needsNetns reports whether the fault needs brokers in network
+// namespaces.
+func (f ClusterFault) needsNetns() bool { return f == LinkDown }
+
+// available are the kinds a cluster with or without namespaces can take.
+func available(netns bool) []ClusterFault {
+	var out []ClusterFault
+	for _, k := range ClusterFaults {
+		if netns || !k.needsNetns() {
+			out = append(out, k)
+		}
+	}
+	return out
+}
 
 // ParseClusterFault checks a fault's name.
 func ParseClusterFault(s string) (ClusterFault, error) {
@@ -88,7 +131,7 @@ type Planned struct {
 
 func (p Planned) String() string {
 	switch p.Kind {
-	case KillLeader, Pause, SessionExpiry, Term:
+	case KillLeader, Pause, SessionExpiry, Term, LinkDown, SlowLinks, FlakyLinks, OneWay:
 		return fmt.Sprintf("%s of %d/%d at %v for %v", p.Kind, p.Topic, p.Partition, p.At, p.Hold)
 	case KillRandom:
 		return fmt.Sprintf("%s of broker %d at %v for %v", p.Kind, p.Broker, p.At, p.Hold)

@@ -178,6 +178,7 @@ func (r *runner) clusterDurabilityPoint(ctx context.Context, pt result.Point, in
 			Brokers:        sc.Brokers,
 			SessionTimeout: sc.SessionTimeout,
 			BrokerFlags:    flags,
+			Networking:     r.networking,
 			VerifyRecords:  d.VerifyRecords,
 			HealTimeout:    d.HealTimeout,
 			Progress:       func(s string) { pp.note(s) },

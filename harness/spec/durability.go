@@ -68,7 +68,7 @@ type Durability struct {
 
 // The cluster faults (package harness/durability), and mixed.
 var ClusterFaults = []string{"kill-leader", "kill-controller", "kill-random", "pause", "session-expiry", "term",
-	"rolling-restart", "zk-stop"}
+	"rolling-restart", "zk-stop", "link-down", "slow-links", "flaky-links", "one-way"}
 
 // FaultMixed draws each fault of a run from the cluster faults.
 const FaultMixed = "mixed"
@@ -146,6 +146,9 @@ func (s *Spec) validateDurability(p *problems) {
 		}
 		if f == "zk-stop" && cluster && s.Target.Cluster.ZooKeeper != ZooKeeperEmbedded {
 			p.add(field, "zk-stop stops the ZooKeeper the runner starts; this target's is external")
+		}
+		if f == "link-down" && cluster && s.Target.Cluster.Networking == "loopback" {
+			p.add(field, "link-down cuts a broker's network namespace off: needs target.cluster.networking netns (or auto)")
 		}
 		if j, dup := seen[f]; dup {
 			p.add(field, "repeats level %d (%s)", j, f)
