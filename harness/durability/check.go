@@ -97,8 +97,9 @@ type Outcome struct {
 	// cluster healed (ReplicaProblems says how).
 	ReplicaMismatch int64
 	ReplicaProblems []string
-	// Elections, ISRShrinks and ISRExpands were counted from samples
-	// (leader epochs; ISR sizes: changes quicker than a sample missed);
+	// Elections were counted from samples (leader epochs beyond the
+	// first), ISRShrinks and ISRExpands from the leaders' counters (a
+	// process killed between samples takes its last changes with it);
 	// UnderReplicatedMax and OfflineMax are the most partitions seen
 	// under-replicated or without a leader at once; MaxLag the largest
 	// replica lag (records) a leader reported.

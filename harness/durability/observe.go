@@ -23,9 +23,10 @@ import (
 // turn, each with a short deadline, so a stopped or paused broker delays
 // nothing. While sampling, it records the cluster every sampleEvery
 // (result.Sample) and counts leader elections (leader epochs seen per
-// partition, beyond the first) and ISR shrinks and expansions (changes in
-// an ISR's size between samples: changes quicker than a sample are
-// missed, so these are lower bounds).
+// partition, beyond the first) and ISR shrinks and expansions (the rises
+// of each broker process's weir_isr_shrinks_total and _expands_total:
+// what leaders wrote; a process killed between two samples takes its
+// last rises with it, so these are lower bounds).
 type observer struct {
 	c      *clusterproc.Cluster
 	cl     *kgo.Client
@@ -33,11 +34,14 @@ type observer struct {
 	parts  int
 	next   int // the broker to ask first, rotated
 
-	mu       sync.Mutex
-	start    time.Time
-	samples  []result.Sample
-	epochs   map[tp]int32
-	isr      map[tp]int
+	mu      sync.Mutex
+	start   time.Time
+	samples []result.Sample
+	epochs  map[tp]int32
+	// isrSeen is the last weir_isr_{shrinks,expands}_total read from each
+	// broker process (by pid): counters start at zero with each process,
+	// so what the lab counts is the sum of their rises.
+	isrSeen  map[int][2]float64
 	counts   clusterCounts
 	stopping chan struct{}
 	done     chan struct{}
@@ -56,7 +60,7 @@ func newObserver(c *clusterproc.Cluster, topics []string, parts int) (*observer,
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrClient, err)
 	}
-	return &observer{c: c, cl: cl, topics: topics, parts: parts, epochs: map[tp]int32{}, isr: map[tp]int{}}, nil
+	return &observer{c: c, cl: cl, topics: topics, parts: parts, epochs: map[tp]int32{}, isrSeen: map[int][2]float64{}}, nil
 }
 
 // metadata asks the running brokers in turn for the topics' metadata and
@@ -273,9 +277,16 @@ func (o *observer) sample() {
 	if err != nil {
 		return
 	}
-	s := result.Sample{At: at, MaxLag: o.maxLag(ctx)}
+	lag, isr := o.scrape(ctx)
+	s := result.Sample{At: at, MaxLag: lag}
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	for pid, v := range isr {
+		last := o.isrSeen[pid]
+		o.counts.shrinks += int64(max(v[0]-last[0], 0))
+		o.counts.expands += int64(max(v[1]-last[1], 0))
+		o.isrSeen[pid] = v
+	}
 	for k, p := range st {
 		if p.leader < 0 || !slices.Contains(brokers, p.leader) {
 			s.Offline++
@@ -289,71 +300,81 @@ func (o *observer) sample() {
 		if e, ok := o.epochs[k]; !ok || p.epoch > e {
 			o.epochs[k] = p.epoch
 		}
-		if n, ok := o.isr[k]; ok {
-			switch {
-			case len(p.isr) < n:
-				o.counts.shrinks++
-			case len(p.isr) > n:
-				o.counts.expands++
-			}
-		}
-		o.isr[k] = len(p.isr)
 	}
 	o.samples = append(o.samples, s)
 }
 
-// maxLag is the largest weir_partition_replica_lag_records the running
-// brokers report (-1 when none answered).
-func (o *observer) maxLag(ctx context.Context) int64 {
-	var addrs []string
+// scrape reads the running brokers' /metrics: the largest
+// weir_partition_replica_lag_records (-1 when none answered), and each
+// process's ISR shrink and expand counters, by pid.
+func (o *observer) scrape(ctx context.Context) (int64, map[int][2]float64) {
+	type target struct {
+		addr string
+		pid  int
+	}
+	var ts []target
 	for _, b := range o.c.Members() {
 		select {
 		case <-b.Exited():
 		default:
 			if b.MetricsAddr != "" {
-				addrs = append(addrs, b.MetricsAddr)
+				ts = append(ts, target{b.MetricsAddr, b.Pid()})
 			}
 		}
 	}
-	lags := make([]int64, len(addrs))
+	lags := make([]int64, len(ts))
+	isrs := make([]*[2]float64, len(ts))
 	var wg sync.WaitGroup
-	for i, a := range addrs {
-		wg.Go(func() { lags[i] = scrapeLag(ctx, a) })
+	for i, t := range ts {
+		wg.Go(func() { lags[i], isrs[i] = scrapeBroker(ctx, t.addr) })
 	}
 	wg.Wait()
-	out := int64(-1)
-	for _, l := range lags {
-		out = max(out, l)
+	lag := int64(-1)
+	isr := map[int][2]float64{}
+	for i, t := range ts {
+		lag = max(lag, lags[i])
+		if isrs[i] != nil {
+			isr[t.pid] = *isrs[i]
+		}
 	}
-	return out
+	return lag, isr
 }
 
-// scrapeLag reads one broker's largest replica lag from its /metrics
-// (-1 when it does not answer in time).
-func scrapeLag(ctx context.Context, addr string) int64 {
+// scrapeBroker reads one broker's largest replica lag and its ISR shrink
+// and expand counters from its /metrics (-1 and nil when it does not
+// answer in time).
+func scrapeBroker(ctx context.Context, addr string) (int64, *[2]float64) {
 	ctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
 	if err != nil {
-		return -1
+		return -1, nil
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return -1
+		return -1, nil
 	}
 	defer resp.Body.Close()
 	p := expfmt.NewTextParser(model.UTF8Validation)
 	fams, err := p.TextToMetricFamilies(resp.Body)
 	if err != nil {
-		return -1
+		return -1, nil
 	}
-	out := int64(0)
+	lag := int64(0)
 	if f := fams["weir_partition_replica_lag_records"]; f != nil {
 		for _, m := range f.GetMetric() {
-			out = max(out, int64(m.GetGauge().GetValue()))
+			lag = max(lag, int64(m.GetGauge().GetValue()))
 		}
 	}
-	return out
+	var isr [2]float64
+	for i, name := range []string{"weir_isr_shrinks_total", "weir_isr_expands_total"} {
+		if f := fams[name]; f != nil {
+			for _, m := range f.GetMetric() {
+				isr[i] += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return lag, &isr
 }
 
 // stopSampling ends sampling and returns the samples and counts.

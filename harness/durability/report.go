@@ -171,6 +171,10 @@ func settings(sec, loss *result.Section) []setting {
 	var out []setting
 	for _, p := range sec.Points {
 		s := setting{id: p.ID, fault: level(&p, "fault"), policy: level(&p, "flush_policy"), mode: ackMode(&p)}
+		if v, ok := p.Factor("unclean_election"); ok && s.policy == "default" {
+			// A cluster's points differ by election, not by flush policy.
+			s.policy = map[string]string{"true": "unclean election", "false": "clean election"}[v]
+		}
 		var lost, tput []float64
 		for _, r := range p.Reps {
 			if r.Error != "" {
@@ -244,13 +248,22 @@ func writeSection(md *bytes.Buffer, dir string, sec, loss *result.Section) error
 		return nil
 	}
 	fmt.Fprintf(md, "## %s: loss window versus throughput\n\n", report.EscapeMarkdown(sec.Name))
-	md.WriteString("Each row is one setting over its runs (one fault each, at a random moment): acknowledged records " +
-		"lost (median and worst run), the share of runs that lost any, the oldest lost record's acknowledgement " +
-		"before the fault (worst run), beside the median throughput and the bound the setting promises. A kill " +
-		"and durable acks promise nothing lost; a power cut without durable acks, the flush policy's bound per " +
-		"partition (ages get the spec's age slack plus the run's longest fsync). \"broken\" counts runs that broke a " +
-		"guarantee (corruption, duplicates, offset gaps or reuse, loss beyond the bound); they are listed under " +
-		"the section's failed repetitions.\n\n")
+	if isCluster(sec) {
+		md.WriteString("Each row is one setting over its runs (a cluster each, several faults each): acknowledged " +
+			"records lost (median and worst run), the share of runs that lost any, the oldest lost record's " +
+			"acknowledgement before the fault it is charged to (worst run), beside the median throughput before the " +
+			"first fault and the bound the setting promises: acks=all with clean elections promises nothing lost. " +
+			"\"broken\" counts runs that broke a guarantee (loss beyond the bound, corruption, offsets, duplicates " +
+			"from an idempotent producer, a consumer served a record later truncated, replicas that differ).\n\n")
+	} else {
+		md.WriteString("Each row is one setting over its runs (one fault each, at a random moment): acknowledged records " +
+			"lost (median and worst run), the share of runs that lost any, the oldest lost record's acknowledgement " +
+			"before the fault (worst run), beside the median throughput and the bound the setting promises. A kill " +
+			"and durable acks promise nothing lost; a power cut without durable acks, the flush policy's bound per " +
+			"partition (ages get the spec's age slack plus the run's longest fsync). \"broken\" counts runs that broke a " +
+			"guarantee (corruption, duplicates, offset gaps or reuse, loss beyond the bound); they are listed under " +
+			"the section's failed repetitions.\n\n")
+	}
 	t := report.Table{Header: []string{"point", "bound", "runs", "runs with loss", "lost median", "lost max",
 		"oldest lost (ms)", "produce msgs/s", "broken"}, Align: "llrrrrrrr"}
 	for _, s := range ss {
@@ -296,6 +309,9 @@ func writeSection(md *bytes.Buffer, dir string, sec, loss *result.Section) error
 	}
 	if len(links) > 0 {
 		fmt.Fprintf(md, "%s\n\n", strings.Join(links, "\n"))
+	}
+	if isCluster(sec) {
+		return writeClusterSection(md, dir, sec)
 	}
 	return nil
 }

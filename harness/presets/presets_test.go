@@ -10,7 +10,7 @@ import (
 )
 
 func TestPresetsValidate(t *testing.T) {
-	want := []string{"durability", "flush", "kreps2014", "probes", "quick", "replication"}
+	want := []string{"chaos", "durability", "flush", "kreps2014", "probes", "quick", "replication"}
 	if got := Names(); strings.Join(got, ",") != strings.Join(want, ",") {
 		t.Fatalf("presets %v, want %v", got, want)
 	}
@@ -33,6 +33,40 @@ func TestPresetsValidate(t *testing.T) {
 				t.Error("the spec does not keep its text")
 			}
 		})
+	}
+}
+
+// chaos proves issue 12's guarantee over at least 100 faults of every kind
+// (acks=all, RF 3, min.insync.replicas 2, clean elections) and measures
+// acks=1 and unclean election beside it, on a cluster.
+func TestChaosShape(t *testing.T) {
+	s, err := Spec("chaos")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Validate(nil); err != nil {
+		t.Fatal(err)
+	}
+	d := s.Durability
+	if !s.Target.IsCluster() || d == nil || strings.Join(d.Faults, ",") != "mixed" || len(d.MixedKinds) != 0 {
+		t.Fatalf("target %+v, durability %+v: want a cluster and every kind of fault", s.Target, d)
+	}
+	if n := s.Repetitions * d.FaultsPerRun; n < 100 {
+		t.Errorf("%d faults per setting, want at least 100", n)
+	}
+	secs, err := s.Sections()
+	if err != nil {
+		t.Fatal(err)
+	}
+	guarantee := false
+	for _, p := range secs[0].Points {
+		w := p.Workload
+		if w.Acks == "all" && !w.UncleanElection && w.ReplicationFactor == 3 && w.MinInsync == 2 {
+			guarantee = true
+		}
+	}
+	if len(secs[0].Points) != 3 || !guarantee {
+		t.Errorf("points %d, the guarantee's among them %v", len(secs[0].Points), guarantee)
 	}
 }
 

@@ -135,6 +135,9 @@ type Rep struct {
 	// run. Absent for other runs.
 	Faults   []Fault  `json:"faults,omitempty"`
 	Timeline []Sample `json:"timeline,omitempty"`
+	// Failures counts a fault-lab run's records whose produce failed, by
+	// the client's error.
+	Failures map[string]int64 `json:"failures,omitempty"`
 }
 
 // Fault is one fault of a cluster fault-lab run, as it happened. Times

@@ -202,7 +202,7 @@ func (r *runner) clusterDurabilityPoint(ctx context.Context, pt result.Point, in
 		rp := result.Rep{Started: begin.UTC(), Metrics: map[string]float64{}}
 		if o != nil {
 			rp.Duration, rp.Metrics = o.Window, o.Metrics()
-			rp.Faults, rp.Timeline = o.Schedule, o.Timeline
+			rp.Faults, rp.Timeline, rp.Failures = o.Schedule, o.Timeline, o.FailedBy
 			lost = max(lost, float64(o.AckedLost))
 			faults += len(o.Schedule)
 			if verr := o.Verify(bound, 0); verr != nil && err == nil {

@@ -372,6 +372,11 @@ func (s *Spec) WriteMatrix(w io.Writer) error {
 				id = "(single point)"
 			}
 			fmt.Fprintf(w, "  %d. %s\n     %s\n", i+1, id, p.Workload.Summary())
+			if s.Durability != nil && s.Target.IsCluster() {
+				// The cluster lab runs the whole window under its faults.
+				total += time.Duration(s.Repetitions) * (p.Workload.Warmup + p.Workload.Duration)
+				continue
+			}
 			if s.Durability != nil {
 				// A run ends at its fault: half way through the window on average.
 				total += time.Duration(s.Repetitions) * (p.Workload.Warmup + p.Workload.Duration/2)
@@ -382,6 +387,10 @@ func (s *Spec) WriteMatrix(w io.Writer) error {
 	}
 	if s.NoLoad {
 		_, err = fmt.Fprintln(w, "no load (no_load: true)")
+		return err
+	}
+	if s.Durability != nil && s.Target.IsCluster() {
+		_, err = fmt.Fprintf(w, "load time: about %v under faults, plus each run's cluster start, heal, read-back and stop\n", total)
 		return err
 	}
 	if s.Durability != nil {
