@@ -149,6 +149,7 @@ func (n *Node) appendTo(ctx context.Context, p *replicated, w *ProducePartition,
 	if errors.Is(err, partlog.ErrFailed) {
 		p.logFailed()
 	}
+	err = staleLeader(err)
 	w.LogStartOffset = p.Log().StartOffset()
 	if err == nil && acks == -1 {
 		err = p.waitAcksAll(ctx, res.NextOffset, p.MinInsyncReplicas)
@@ -160,6 +161,18 @@ func (n *Node) appendTo(ctx context.Context, p *replicated, w *ProducePartition,
 	}
 	w.BaseOffset = res.BaseOffset
 	w.LogAppendTime = res.LogAppendTime
+}
+
+// staleLeader maps the log's refusal of an append stamped with an epoch
+// older than its latest to ErrNotLeader: the request was accepted while
+// this broker led at that epoch, and the log has moved on since (the
+// broker became a follower and fetched the new leader's batches). The
+// client refreshes its metadata and sends the records to the new leader.
+func staleLeader(err error) error {
+	if errors.Is(err, partlog.ErrStaleEpoch) {
+		return fmt.Errorf("%w: it led at an epoch the log has left: %w", ErrNotLeader, err)
+	}
+	return err
 }
 
 // producePartition finds the partition a produce writes to: one this broker

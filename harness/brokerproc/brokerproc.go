@@ -16,6 +16,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os/exec"
 	"slices"
@@ -57,6 +58,10 @@ type Options struct {
 	// not fork it, so that Process.Pid is the broker's. Default: weir is
 	// run directly.
 	Exec []string
+	// Log, when set, receives everything the broker writes besides the
+	// tail Output keeps (a file that outlives the process, for runs that
+	// restart brokers).
+	Log io.Writer
 	// DeathSignal is sent to the broker if the harness process dies first.
 	// Default SIGTERM (a graceful shutdown).
 	DeathSignal syscall.Signal
@@ -117,6 +122,10 @@ func startOnce(ctx context.Context, o Options) (*Process, error) {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	p := &Process{Cmd: cmd, Addr: addr, MetricsAddr: metricsAddr, opts: o, out: &tail{max: 16 << 10}, exited: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = p.out, p.out
+	if o.Log != nil {
+		w := io.MultiWriter(p.out, o.Log)
+		cmd.Stdout, cmd.Stderr = w, w
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: o.DeathSignal}
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", ErrBroker, argv[0], err)

@@ -202,6 +202,7 @@ type Cluster struct {
 	// *Broker, never a change to the old one) while others read them
 	// through Broker and Members.
 	mu       sync.Mutex
+	logs     []*os.File // the brokers' logs, closed by Stop
 	stopOnce sync.Once
 	stopErr  error
 }
@@ -210,6 +211,7 @@ type Cluster struct {
 type Broker struct {
 	ID      int32
 	DataDir string // Dir/broker-N
+	LogPath string // Dir/broker-N.log: everything its processes wrote
 	// Namespace is the broker's network namespace and Veth the bridge end
 	// of its veth pair (netns networking; "" with loopback).
 	Namespace, Veth string
@@ -403,7 +405,18 @@ func (c *Cluster) startBroker(ctx context.Context, id int32) (*Broker, error) {
 			flags = append(flags, "--replica-route", fmt.Sprintf("%d=%s", l[1], p.Addr()))
 		}
 	}
-	b.opts = brokerproc.Options{Weir: cfg.Weir, DataDir: b.DataDir, Flags: flags, Metrics: true,
+	// Every process of the broker writes to one log beside its data
+	// directory, so what a restarted broker said before is kept.
+	logPath := filepath.Join(c.Dir, fmt.Sprintf("broker-%d.log", id))
+	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("%w: broker %d: log: %w", ErrStart, id, err)
+	}
+	c.mu.Lock()
+	c.logs = append(c.logs, logFile)
+	c.mu.Unlock()
+	b.LogPath = logPath
+	b.opts = brokerproc.Options{Weir: cfg.Weir, DataDir: b.DataDir, Flags: flags, Metrics: true, Log: logFile,
 		StartTimeout: cfg.StartTimeout, StopTimeout: cfg.StopTimeout}
 	if c.net != nil {
 		b.Namespace, b.Veth = c.net.namespace(id), c.net.hostVeth(id)
@@ -589,6 +602,11 @@ func (c *Cluster) Stop() error {
 		for _, p := range c.links {
 			p.Close()
 		}
+		c.mu.Lock()
+		for _, f := range c.logs {
+			f.Close()
+		}
+		c.mu.Unlock()
 		if c.net != nil {
 			if err := c.net.close(); err != nil {
 				netErrs = append(netErrs, err)

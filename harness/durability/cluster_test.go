@@ -77,6 +77,11 @@ func TestClusterAcksAllLosesNothing(t *testing.T) {
 	}
 	for msg, n := range o.FailedBy {
 		t.Logf("failed: %d records: %s", n, msg)
+		// A broker error no table maps reaches the client as
+		// UNKNOWN_SERVER_ERROR: every refusal must say what it is.
+		if strings.Contains(msg, "UNKNOWN_SERVER_ERROR") {
+			t.Errorf("%d records failed with an unmapped broker error: %s", n, msg)
+		}
 	}
 	if len(o.Schedule) != len(sched) {
 		t.Fatalf("%d faults happened, %d planned", len(o.Schedule), len(sched))
