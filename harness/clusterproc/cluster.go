@@ -234,6 +234,9 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: Dir: %w", ErrConfig, err)
 	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("%w: Dir: %w", ErrStart, err)
+	}
 	ctx, cancel := context.WithTimeout(ctx, cfg.StartTimeout)
 	defer cancel()
 	c := &Cluster{ZooKeeper: cfg.ZooKeeper, Networking: NetworkingLoopback, Dir: dir, cfg: cfg}
