@@ -57,6 +57,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/weir-broker/weir/cluster/faultproxy"
@@ -129,6 +130,11 @@ type Config struct {
 	// fault lab can delay, drop or cut one way of one link
 	// (Cluster.Link). Clients and ZooKeeper connect directly.
 	LinkProxies bool
+	// DataSize, when positive, gives each broker a data directory of
+	// its own size: a tmpfs of DataSize bytes mounted on it (root only),
+	// so that a fault lab can fill one broker's disk (Cluster.FillDisk).
+	// Unmounted by Stop.
+	DataSize int64
 	// Install is where ZooKeeper is. Default zkserver.Debian().
 	Install zkserver.Install
 	// Networking is NetworkingLoopback (the default, ""),
@@ -203,6 +209,7 @@ type Cluster struct {
 	// through Broker and Members.
 	mu       sync.Mutex
 	logs     []*os.File // the brokers' logs, closed by Stop
+	mounts   []string   // tmpfs data directories (DataSize), unmounted by Stop
 	stopOnce sync.Once
 	stopErr  error
 }
@@ -397,6 +404,11 @@ func MemberArgs(id int32, zookeeper string) []string {
 func (c *Cluster) startBroker(ctx context.Context, id int32) (*Broker, error) {
 	cfg := &c.cfg
 	b := &Broker{ID: id, DataDir: filepath.Join(c.Dir, fmt.Sprintf("broker-%d", id))}
+	if cfg.DataSize > 0 {
+		if err := c.mountData(b.DataDir, cfg.DataSize); err != nil {
+			return nil, fmt.Errorf("%w: broker %d: %w", ErrStart, id, err)
+		}
+	}
 	// brokerproc sets --data-dir, --listen and --metrics-listen itself.
 	flags := MemberArgs(id, c.ZooKeeper)
 	if cfg.SessionTimeout > 0 {
@@ -523,6 +535,53 @@ func (c *Cluster) Broker(id int32) *Broker {
 	return c.Brokers[id-1]
 }
 
+// mountData mounts a tmpfs of size bytes on dir (Config.DataSize).
+func (c *Cluster) mountData(dir string, size int64) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, fmt.Sprintf("size=%d", size)); err != nil {
+		return fmt.Errorf("mount a tmpfs of %d bytes on %s (DataSize needs root): %w", size, dir, err)
+	}
+	c.mu.Lock()
+	c.mounts = append(c.mounts, dir)
+	c.mu.Unlock()
+	return nil
+}
+
+// FillDisk fills broker id's data directory (Config.DataSize) with a
+// file until no byte is left, so that its next write fails with ENOSPC,
+// and returns the function that removes the file again.
+func (c *Cluster) FillDisk(id int32) (free func() error, err error) {
+	b := c.Broker(id)
+	if b == nil {
+		return nil, fmt.Errorf("clusterproc: no broker %d", id)
+	}
+	if c.cfg.DataSize <= 0 {
+		return nil, fmt.Errorf("%w: FillDisk needs Config.DataSize (a data directory of its own size)", ErrConfig)
+	}
+	path := filepath.Join(b.DataDir, "disk-full.filler")
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("clusterproc: fill broker %d's disk: %w", id, err)
+	}
+	// Megabytes while they fit, then pages (what a tmpfs allocates).
+	buf := make([]byte, 1<<20)
+	for _, size := range []int{len(buf), 4096} {
+		for err == nil {
+			_, err = f.Write(buf[:size])
+		}
+		if !errors.Is(err, syscall.ENOSPC) {
+			f.Close()
+			os.Remove(path)
+			return nil, fmt.Errorf("clusterproc: fill broker %d's disk: %w", id, err)
+		}
+		err = nil
+	}
+	f.Close()
+	return func() error { return os.Remove(path) }, nil
+}
+
 // Link returns the fault proxy broker from replicates from broker to
 // through (Config.LinkProxies), or nil.
 func (c *Cluster) Link(from, to int32) *faultproxy.Proxy { return c.links[[2]int32{from, to}] }
@@ -609,6 +668,12 @@ func (c *Cluster) Stop() error {
 		for _, f := range c.logs {
 			f.Close()
 		}
+		for _, m := range c.mounts {
+			if err := syscall.Unmount(m, 0); err != nil {
+				errs = append(errs, fmt.Errorf("%w: unmount %s: %w", ErrStop, m, err))
+			}
+		}
+		c.mounts = nil
 		c.mu.Unlock()
 		if c.net != nil {
 			if err := c.net.close(); err != nil {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -202,7 +203,7 @@ func RunCluster(ctx context.Context, cfg ClusterConfig) (*Outcome, error) {
 	if schedule == nil {
 		kinds := cfg.Kinds
 		if len(kinds) == 0 {
-			kinds = available(netns)
+			kinds = available(netns, os.Geteuid() == 0)
 			if cfg.ZooKeeper != "" {
 				kinds = slices.DeleteFunc(kinds, ClusterFault.needsZooKeeper)
 			}
@@ -212,7 +213,7 @@ func RunCluster(ctx context.Context, cfg ClusterConfig) (*Outcome, error) {
 			return nil, err
 		}
 	}
-	proxies := false
+	proxies, dataSize := false, int64(0)
 	for _, p := range schedule {
 		if p.Kind.needsZooKeeper() && cfg.ZooKeeper != "" {
 			return nil, fmt.Errorf("%w: %s needs the ZooKeeper the lab starts, not an external one", ErrConfig, p.Kind)
@@ -221,13 +222,16 @@ func RunCluster(ctx context.Context, cfg ClusterConfig) (*Outcome, error) {
 			return nil, fmt.Errorf("%w: %s needs netns networking (brokers in network namespaces)", ErrConfig, p.Kind)
 		}
 		proxies = proxies || p.Kind.needsProxies()
+		if p.Kind.needsRoot() {
+			dataSize = diskFullDataSize
+		}
 	}
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrBroker, err)
 	}
 	c, err := clusterproc.Start(ctx, clusterproc.Config{Weir: cfg.Weir, Dir: cfg.Dir, Brokers: cfg.Brokers,
 		ZooKeeper: cfg.ZooKeeper, SessionTimeout: cfg.SessionTimeout, BrokerFlags: cfg.BrokerFlags,
-		Networking: cfg.Networking, LinkProxies: proxies})
+		Networking: cfg.Networking, LinkProxies: proxies, DataSize: dataSize})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrBroker, err)
 	}
@@ -371,13 +375,26 @@ func RunCluster(ctx context.Context, cfg ClusterConfig) (*Outcome, error) {
 	}
 	assignment := obs.assignment()
 	obs.close()
-	stopped = true
-	stopErr := c.Stop()
+	// The brokers stop first (their logs still, on directories that stay
+	// mounted), the logs are compared, then the rest of the cluster goes.
+	members := c.Members()
+	brokerErrs := make([]error, len(members))
+	var wg sync.WaitGroup
+	for i, b := range members {
+		wg.Go(func() {
+			if err := b.Stop(); err != nil {
+				brokerErrs[i] = fmt.Errorf("broker %d: %w", b.ID, err)
+			}
+		})
+	}
+	wg.Wait()
 	dirs := map[int32]string{}
-	for _, b := range c.Members() {
+	for _, b := range members {
 		dirs[b.ID] = b.DataDir
 	}
 	in.replicas = compareReplicas(dirs, names, assignment)
+	stopped = true
+	stopErr := errors.Join(append(brokerErrs, c.Stop())...)
 
 	o := check(in)
 	o.Seed, o.Recovery, o.Cluster = cfg.Seed, recovery, true
@@ -414,6 +431,11 @@ func (l *lab) restart(ctx context.Context, id int32) error {
 }
 
 var errNoLeader = errors.New("no leader")
+
+// diskFullDataSize is each broker's data directory when a run may fill
+// one (disk-full): a tmpfs of this size, room for minutes of the lab's
+// load.
+const diskFullDataSize = 1 << 30
 
 // clientMetadataMinAge lets the lab's clients refresh metadata every
 // 250 ms when a leader moves, rather than franz-go's default of at most

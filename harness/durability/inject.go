@@ -35,6 +35,13 @@ func (l *lab) inject(ctx context.Context, p Planned, obs *observer, start time.T
 			return fail(err)
 		}
 		victim = id
+	case DiskFull:
+		f.Target = fmt.Sprintf("a follower of %d/%d", p.Topic, p.Partition)
+		id, err := obs.followerOf(ctx, p.Topic, p.Partition, l.cfg.HealTimeout)
+		if err != nil {
+			return fail(err)
+		}
+		victim = id
 	case KillController:
 		f.Target = "controller"
 		id, err := obs.controller(ctx, l.cfg.HealTimeout)
@@ -115,6 +122,11 @@ func (l *lab) inject(ctx context.Context, p Planned, obs *observer, start time.T
 		}
 	case SlowLinks, FlakyLinks, OneWay:
 		err = l.links(victim, p, hold)
+	case DiskFull:
+		var free func() error
+		if free, err = l.c.FillDisk(victim); err == nil {
+			err = errors.Join(hold(p.Hold), free())
+		}
 	case ZooKeeperStop:
 		zk := l.c.ZooKeeperServer
 		if zk == nil {

@@ -196,6 +196,24 @@ func (o *observer) leaderOf(ctx context.Context, topic, partition int, timeout t
 	return leader, err
 }
 
+// followerOf waits for partition (topic index, partition) to have a
+// leader and a registered follower, and returns the follower (the first
+// in the assignment).
+func (o *observer) followerOf(ctx context.Context, topic, partition int, timeout time.Duration) (int32, error) {
+	follower := int32(-1)
+	err := o.poll(ctx, timeout, func(st map[tp]partitionState, brokers []int32) (bool, error) {
+		s := st[tp{int32(topic), int32(partition)}]
+		for _, r := range s.replicas {
+			if r != s.leader && s.leader >= 0 && slices.Contains(brokers, r) {
+				follower = r
+				return true, nil
+			}
+		}
+		return false, fmt.Errorf("%d/%d (leader %d, replicas %v): no follower registered", topic, partition, s.leader, s.replicas)
+	})
+	return follower, err
+}
+
 // controller waits for the cluster to have a controller and returns it.
 func (o *observer) controller(ctx context.Context, timeout time.Duration) (int32, error) {
 	deadline := time.Now().Add(timeout)

@@ -62,6 +62,10 @@ const (
 	// and its followers for the hold: the leader hears their fetches, they
 	// never hear its answers.
 	OneWay ClusterFault = "one-way"
+	// DiskFull fills the data directory of a follower of a partition
+	// (a tmpfs of its own size) for the hold, so its appends fail with
+	// ENOSPC, then frees it.
+	DiskFull ClusterFault = "disk-full"
 	// Mixed draws each fault of a run from ClusterFaults (those the
 	// cluster's networking allows).
 	Mixed ClusterFault = "mixed"
@@ -75,7 +79,7 @@ const (
 
 // ClusterFaults lists the cluster faults, in the order reports use.
 var ClusterFaults = []ClusterFault{KillLeader, KillController, KillRandom, Pause, SessionExpiry, Term, RollingRestart,
-	ZooKeeperStop, LinkDown, SlowLinks, FlakyLinks, OneWay}
+	ZooKeeperStop, LinkDown, SlowLinks, FlakyLinks, OneWay, DiskFull}
 
 // needsProxies reports whether the fault acts on the fault proxies
 // between brokers.
@@ -85,11 +89,15 @@ func (f ClusterFault) needsProxies() bool { return f == SlowLinks || f == FlakyL
 // namespaces.
 func (f ClusterFault) needsNetns() bool { return f == LinkDown }
 
-// available are the kinds a cluster with or without namespaces can take.
-func available(netns bool) []ClusterFault {
+// needsRoot reports whether the fault needs root (a tmpfs per broker).
+func (f ClusterFault) needsRoot() bool { return f == DiskFull }
+
+// available are the kinds a cluster with or without namespaces, by root
+// or not, can take.
+func available(netns, root bool) []ClusterFault {
 	var out []ClusterFault
 	for _, k := range ClusterFaults {
-		if netns || !k.needsNetns() {
+		if (netns || !k.needsNetns()) && (root || !k.needsRoot()) {
 			out = append(out, k)
 		}
 	}
@@ -133,6 +141,8 @@ func (p Planned) String() string {
 	switch p.Kind {
 	case KillLeader, Pause, SessionExpiry, Term, LinkDown, SlowLinks, FlakyLinks, OneWay:
 		return fmt.Sprintf("%s of %d/%d at %v for %v", p.Kind, p.Topic, p.Partition, p.At, p.Hold)
+	case DiskFull:
+		return fmt.Sprintf("%s of a follower of %d/%d at %v for %v", p.Kind, p.Topic, p.Partition, p.At, p.Hold)
 	case KillRandom:
 		return fmt.Sprintf("%s of broker %d at %v for %v", p.Kind, p.Broker, p.At, p.Hold)
 	}
