@@ -112,4 +112,32 @@
 // unless SyncLatency says otherwise; their throughput is that of the
 // broker and the clients, not of a disk. Kill runs measure the disk under
 // the data directory.
+//
+// # The cluster fault lab
+//
+// [RunCluster] asks the same of a cluster: a fresh one per run
+// (harness/clusterproc: ZooKeeper and `weir broker` processes, in network
+// namespaces of their own with netns networking, with fault proxies on
+// the links between them when a fault needs them, with a tmpfs data
+// directory each when one may be filled), topics with the workload's
+// replication factor, min.insync.replicas and unclean election, the same
+// producers and ledgers, a consumer reading along, and a schedule of
+// faults ([Plan]: seeded moments, one after the other; [ClusterFaults]:
+// process, network, ZooKeeper and disk faults) injected while the load
+// runs, each healed after its hold. The cluster is sampled throughout
+// (leaders and ISRs from Metadata, replica lag and ISR counters from the
+// brokers' /metrics). After the last fault the producers stop, the
+// cluster heals (every partition led with a full ISR), records are
+// produced after healing, everything is read back from the leaders and
+// checked as above, and then, with the brokers stopped, every replica's
+// log is compared with the others batch by batch, byte for byte.
+//
+// Besides the checks above, a cluster run fails when a consumer was
+// served a record the final log does not hold at that offset (it read
+// above the high watermark), or when replicas differ after healing.
+// Duplicates are legal only without idempotence (acks=1, whose producers
+// retry blindly). Lost records are charged to the first fault that struck
+// after they were acknowledged, and reported per fault. [ClusterBound]:
+// acks=all with clean elections may lose nothing; acks=1 and unclean
+// election are measured, not bounded.
 package durability
