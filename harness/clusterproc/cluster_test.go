@@ -165,7 +165,7 @@ func TestLinkProxies(t *testing.T) {
 	zktest.Require(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	c, err := Start(ctx, Config{Weir: weirBin, Dir: filepath.Join(t.TempDir(), "c"), Brokers: 2, SessionTimeout: 4 * time.Second, LinkProxies: true})
+	c, err := Start(ctx, Config{Weir: weirBin, Dir: filepath.Join(t.TempDir(), "c"), Brokers: 2, SessionTimeout: 8 * time.Second, LinkProxies: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -91,15 +91,25 @@ type Outcome struct {
 	Timeline          []result.Sample
 	// ReadTruncated counts records a consumer was served during the run
 	// that are not in the final log at the offset it read them at: it
-	// read past what was committed.
-	ReadTruncated int64
+	// read past what was committed, or (TruncatedReadsAllowed: unclean
+	// election) a replica lacking committed records became the leader.
+	ReadTruncated         int64
+	TruncatedReadsAllowed bool
+	// Moved counts acknowledged records served, but only at another
+	// offset than the one acknowledged (DuplicatesAllowed: a retry stored
+	// twice, the acknowledged copy lost); with idempotence that is offset
+	// reuse.
+	Moved int64
 	// ReplicaMismatch counts partitions whose replicas differ after the
 	// cluster healed (ReplicaProblems says how).
 	ReplicaMismatch int64
 	ReplicaProblems []string
-	// Elections were counted from samples (leader epochs beyond the
-	// first), ISRShrinks and ISRExpands from the leaders' counters (a
-	// process killed between samples takes its last changes with it);
+	// Elections were counted from samples (a new leader at a newer leader
+	// epoch; one that moved away and back between two samples is
+	// missed), ISRShrinks and ISRExpands from the leaders'
+	// counters (a process killed between samples takes its last changes
+	// with it; the controller's removals of dead brokers are not among
+	// them);
 	// UnderReplicatedMax and OfflineMax are the most partitions seen
 	// under-replicated or without a leader at once; MaxLag the largest
 	// replica lag (records) a leader reported.
@@ -110,13 +120,14 @@ type Outcome struct {
 	// acknowledged produce while the load ran (from the ledgers; with
 	// several producers or partitions per producer, a partition is only
 	// written every so often, so this includes the normal gap);
-	// Unavailable sums, over partitions, the gaps longer than
-	// UnavailableGap, divided by the partitions: the mean time a
-	// partition was unavailable.
+	// Unavailable sums, over every partition (one never acknowledged was
+	// unavailable throughout), the gaps longer than UnavailableGap,
+	// divided by the partitions: the mean time a partition was
+	// unavailable.
 	UnavailableMax time.Duration
 	Unavailable    time.Duration
-	// Windows are the gaps longer than UnavailableGap, by partition, in
-	// time order (at most maxWindows).
+	// Windows are the gaps longer than UnavailableGap, in time order
+	// (the first maxWindows).
 	Windows []Window
 	// FailedBy counts the records whose produce failed, by error.
 	FailedBy map[string]int64
@@ -190,6 +201,7 @@ type checkInput struct {
 	// how the replicas compared.
 	faults          []result.Fault
 	allowDuplicates bool
+	unclean         bool // unclean election: truncated reads are legal
 	stop            time.Time
 	seen            map[tp][]seenRecord
 	timeline        []result.Sample
@@ -295,7 +307,10 @@ func check(in checkInput) *Outcome {
 	}
 
 	// Records produced after recovery land right after the recovered end.
-	nextPost := maps.Clone(in.recovered)
+	nextPost := maps.Clone(in.recovered) // nil for a cluster run: then only among themselves
+	if nextPost == nil {
+		nextPost = map[tp]int64{}
+	}
 	for i, e := range in.post {
 		k := tp{e.topic, e.partition}
 		o.PostRecovery++
@@ -325,7 +340,15 @@ func check(in checkInput) *Outcome {
 			}
 			o.Acked++
 			if seen[p][seq] > 0 {
-				if !atAck[p][seq] {
+				switch {
+				case atAck[p][seq]:
+				case in.allowDuplicates:
+					// Without idempotence a retried record can be stored
+					// twice and only the copy the client never heard of
+					// survive: the acknowledged copy is lost, the record
+					// is not, and nothing is reused.
+					o.Moved++
+				default:
 					o.OffsetReuse++
 					pr.add("reuse", "%d/%d: record acknowledged at offset %d served elsewhere", e.topic, e.partition, e.offset)
 				}
@@ -342,7 +365,8 @@ func check(in checkInput) *Outcome {
 				o.Schedule[i].Lost++
 				at, by = in.start.Add(o.Schedule[i].At).UnixNano(), o.Schedule[i].Kind+" on "+o.Schedule[i].Target
 			}
-			oldest = max(oldest, at-e.ack)
+			// Acknowledged during the fault it is charged to: age 0.
+			oldest = max(oldest, at-e.ack, 0)
 			pr.add("lost", "%d/%d: record acknowledged at offset %d, %v before %s", e.topic, e.partition, e.offset, time.Duration(at-e.ack), by)
 		}
 	}
@@ -478,8 +502,12 @@ func ExpectedBound(fault Fault, durableAcks bool, policy string) (flushpolicy.Bo
 // b.Messages records and b.Bytes value bytes (the policy counts whole
 // batches, which are larger, so this checks less than it promises), and
 // each acknowledged less than b.Age + ageSlack + Outcome.MaxSync +
-// Outcome.TimerLateness before the fault. The error joins one error per broken guarantee, each wrapping
-// ErrCorrupt, ErrDuplicate, ErrOffsets or ErrLoss.
+// Outcome.TimerLateness before the fault. A cluster run must also have
+// no record a consumer read that the log lost (unless unclean election
+// allowed it) and replicas that agree; its duplicates are allowed without
+// idempotence. The error joins one error per broken guarantee, each
+// wrapping ErrCorrupt, ErrDuplicate, ErrOffsets, ErrLoss,
+// ErrTruncatedRead or ErrReplicas.
 func (o *Outcome) Verify(b flushpolicy.Bound, ageSlack time.Duration) error {
 	var errs []error
 	detail := func(kinds ...string) string {
@@ -499,7 +527,7 @@ func (o *Outcome) Verify(b flushpolicy.Bound, ageSlack time.Duration) error {
 	if o.Corrupt > 0 {
 		errs = append(errs, fmt.Errorf("%w: %d batches or records%s", ErrCorrupt, o.Corrupt, detail("corrupt")))
 	}
-	if o.ReadTruncated > 0 {
+	if o.ReadTruncated > 0 && !o.TruncatedReadsAllowed {
 		errs = append(errs, fmt.Errorf("%w: %d records a consumer was served are not in the log%s", ErrTruncatedRead, o.ReadTruncated, detail("read-truncated")))
 	}
 	if o.ReplicaMismatch > 0 {

@@ -187,17 +187,23 @@ func ClusterBound(acks string, unclean bool) flushpolicy.Bound {
 // stop, the cluster heals (every partition led with a full ISR), a few
 // records per partition are produced (acks=all), every partition is read
 // back from its leader and checked as Run checks one broker's, the cluster
-// stops, and every replica's log is compared with its leader's.
+// stops, and the replicas' logs are compared with each other from the log
+// start the leader served.
 //
 // As with Run, the error is for a run that could not be carried out;
 // what it found is in the Outcome, which Outcome.Verify judges against
-// ClusterBound.
+// ClusterBound. A fault that could not be injected (or healed) ends the
+// schedule: the run still heals and is checked, and both come back.
 func RunCluster(ctx context.Context, cfg ClusterConfig) (*Outcome, error) {
 	cfg, err := cfg.validate()
 	if err != nil {
 		return nil, err
 	}
 	w := cfg.Workload
+	if cfg.Networking == clusterproc.NetworkingAuto {
+		// Decided now, so that the schedule knows whether link-down is in.
+		cfg.Networking, _ = clusterproc.ResolveNetworking(cfg.Networking, cfg.ZooKeeper)
+	}
 	netns := cfg.Networking == clusterproc.NetworkingNetns
 	schedule := cfg.Schedule
 	if schedule == nil {
@@ -310,6 +316,8 @@ func RunCluster(ctx context.Context, cfg ClusterConfig) (*Outcome, error) {
 			cfg.Progress(fmt.Sprintf("%s on %s at %v, healed at %v", f.Kind, f.Target, f.At.Round(time.Millisecond), f.Healed.Round(time.Millisecond)))
 		}
 		if err != nil {
+			// The run goes on to heal and be checked: what the faults
+			// cost so far is a finding; the error comes back beside it.
 			faultErr = err
 			break
 		}
@@ -330,11 +338,8 @@ func RunCluster(ctx context.Context, cfg ClusterConfig) (*Outcome, error) {
 	stop := time.Now()
 	ps.close() // every promise resolved: the ledgers are final
 	failedBy := ps.failures()
-	if faultErr != nil {
-		return nil, faultErr
-	}
 	in := checkInput{fault: Fault("cluster"), start: ps.firstAt, warmup: w.Warmup, ledgers: ps.entries(), faults: done,
-		allowDuplicates: w.Acks != "all" && w.Acks != "-1"}
+		allowDuplicates: w.Acks != "all" && w.Acks != "-1", unclean: w.UncleanElection}
 	if len(done) > 0 {
 		in.cut = ps.firstAt.Add(done[0].At)
 	} else {
@@ -354,7 +359,11 @@ func RunCluster(ctx context.Context, cfg ClusterConfig) (*Outcome, error) {
 	err = withClient(c.Bootstrap(), func(cl *kgo.Client) error {
 		f := &fetcher{cl: cl, topics: names, parts: w.Partitions, codec: cfg.Codec, routed: true}
 		var err error
-		if in.recovered, err = f.waitServing(ctx, cfg.HealTimeout); err != nil {
+		// Serving, that is; the high watermark it reports is no end to
+		// check the records produced after healing against, as it can
+		// still trail the log end (produce requests that were on the wire
+		// when the clients closed).
+		if _, err = f.waitServing(ctx, cfg.HealTimeout); err != nil {
 			return err
 		}
 		lo, _ := w.MessageSize.Bounds()
@@ -373,7 +382,7 @@ func RunCluster(ctx context.Context, cfg ClusterConfig) (*Outcome, error) {
 	if _, err := obs.waitWhole(ctx, cfg.HealTimeout); err != nil {
 		return nil, fmt.Errorf("%w: the cluster fell apart after healing: %w", ErrBroker, err)
 	}
-	assignment := obs.assignment()
+	assignment, assignErr := obs.assignment()
 	obs.close()
 	// The brokers stop first (their logs still, on directories that stay
 	// mounted), the logs are compared, then the rest of the cluster goes.
@@ -392,20 +401,31 @@ func RunCluster(ctx context.Context, cfg ClusterConfig) (*Outcome, error) {
 	for _, b := range members {
 		dirs[b.ID] = b.DataDir
 	}
-	in.replicas = compareReplicas(dirs, names, assignment)
+	starts := map[tp]int64{}
+	for k, sv := range in.served {
+		starts[k] = sv.start
+	}
+	in.replicas = compareReplicas(dirs, names, assignment, starts)
+	if len(assignment) != len(in.served) {
+		in.replicas = append(in.replicas, fmt.Sprintf("replicas of %d of %d partitions compared: Metadata did not describe the rest (%v)",
+			len(assignment), len(in.served), assignErr))
+	}
 	stopped = true
 	stopErr := errors.Join(append(brokerErrs, c.Stop())...)
 
 	o := check(in)
 	o.Seed, o.Recovery, o.Cluster = cfg.Seed, recovery, true
 	o.FailedBy = failedBy
+	if faultErr != nil {
+		o.Problems = append(o.Problems, "fault: "+faultErr.Error())
+	}
 	o.Schedule = done
 	if stopErr != nil {
 		// A broker that had to be killed at the end is a finding, not a
 		// reason to throw the run away.
 		o.Problems = append(o.Problems, "stop: "+stopErr.Error())
 	}
-	return o, nil
+	return o, faultErr
 }
 
 func later(a, b time.Time) time.Time {

@@ -66,15 +66,15 @@ func TestPlan(t *testing.T) {
 	}
 }
 
-// A loss is charged to the first fault that struck after its record was
-// acknowledged, else to the last.
+// A loss is charged to the fault in force when its record was
+// acknowledged, else to the first that struck after, else to the last.
 func TestChargeTo(t *testing.T) {
 	start := time.Unix(100, 0)
-	faults := []result.Fault{{At: time.Second}, {At: 3 * time.Second}}
+	faults := []result.Fault{{At: time.Second, Healed: 1500 * time.Millisecond}, {At: 3 * time.Second, Healed: 4 * time.Second}}
 	for _, c := range []struct {
 		ack  time.Duration
 		want int
-	}{{0, 0}, {time.Second, 0}, {2 * time.Second, 1}, {5 * time.Second, 1}} {
+	}{{0, 0}, {time.Second, 0}, {1200 * time.Millisecond, 0}, {2 * time.Second, 1}, {3500 * time.Millisecond, 1}, {5 * time.Second, 1}} {
 		if got := chargeTo(faults, start, start.Add(c.ack).UnixNano()); got != c.want {
 			t.Errorf("ack at %v charged to fault %d, want %d", c.ack, got, c.want)
 		}
@@ -149,6 +149,33 @@ func TestCheckCluster(t *testing.T) {
 	if o := check(in); !errors.Is(o.Verify(Nothing, 0), ErrDuplicate) {
 		t.Errorf("an idempotent producer's record stored twice: Verify %v", o.Verify(Nothing, 0))
 	}
+
+	// acks=1: the retried copy survives at offset 2, the acknowledged one
+	// at 1 is gone; legal without idempotence, offset reuse with it.
+	in = clusterInput()
+	s = in.served[tp{0, 0}]
+	s.records = []servedRecord{s.records[0], {offset: 1, id: recordID(0, 5), sum: 9, size: 30}, {offset: 2, id: recordID(0, 1), sum: 2, size: 30}}
+	s.end = 3
+	in.ledgers[0] = append(in.ledgers[0], make([]entry, 4)...)
+	in.ledgers[0][5] = entry{topic: 0, partition: 0, size: 30, sum: 9, state: failed, offset: -1}
+	in.seen = nil
+	in.allowDuplicates = true
+	if o := check(in); o.Moved != 1 || o.OffsetReuse != 0 || o.Verify(ClusterBound("1", false), 0) != nil {
+		t.Errorf("acks=1, the acknowledged copy lost, a retried one kept: moved %d, reuse %d, Verify %v", o.Moved, o.OffsetReuse, o.Verify(ClusterBound("1", false), 0))
+	}
+	in.allowDuplicates = false
+	if o := check(in); o.OffsetReuse != 1 || !errors.Is(o.Verify(Nothing, 0), ErrOffsets) {
+		t.Errorf("idempotent, a record served only away from its acknowledged offset: reuse %d, Verify %v", o.OffsetReuse, o.Verify(Nothing, 0))
+	}
+
+	// An unclean election may truncate what a consumer read: measured,
+	// not a broken guarantee.
+	in = clusterInput()
+	in.seen[tp{0, 0}] = append(in.seen[tp{0, 0}], seenRecord{offset: 2, id: recordID(0, 5)})
+	in.unclean = true
+	if o := check(in); o.ReadTruncated != 1 || o.Verify(ClusterBound("all", true), 0) != nil {
+		t.Errorf("unclean election, a truncated read: %d, Verify %v", o.ReadTruncated, o.Verify(ClusterBound("all", true), 0))
+	}
 }
 
 // Replicas are compared batch by batch from the latest log start: equal
@@ -182,12 +209,16 @@ func TestCompareReplicas(t *testing.T) {
 	write(2, 2, 5, false) // its log starts later: compared from there
 	write(3, 0, 5, false)
 	a := map[tp][]int32{{0, 0}: {1, 2, 3}}
-	if got := compareReplicas(dirs, []string{"t"}, a); len(got) != 0 {
-		t.Errorf("equal replicas: %v", got)
+	from2 := map[tp]int64{{0, 0}: 2}
+	if got := compareReplicas(dirs, []string{"t"}, a, from2); len(got) != 0 {
+		t.Errorf("equal replicas from the log start: %v", got)
+	}
+	if got := compareReplicas(dirs, []string{"t"}, a, map[tp]int64{{0, 0}: 0}); len(got) != 1 || !strings.Contains(got[0], "broker 2's replica starts at 2, the log at 0") {
+		t.Errorf("a replica missing the log's first records: %q", got)
 	}
 	write(3, 0, 4, false)
 	write(2, 2, 5, true)
-	got := compareReplicas(dirs, []string{"t"}, a)
+	got := compareReplicas(dirs, []string{"t"}, a, from2)
 	if len(got) != 2 || !strings.Contains(got[0], "broker 2") || !strings.Contains(got[0], "bytes differ") ||
 		!strings.Contains(got[1], "broker 3") || !strings.Contains(got[1], "ends at 5 vs ends at 4") {
 		t.Errorf("a flipped byte on 2, a short log on 3: %q", got)

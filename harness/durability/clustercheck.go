@@ -10,8 +10,17 @@ import (
 )
 
 // chargeTo returns the fault a loss of a record acknowledged at ack (Unix
-// ns) is charged to: the first that struck after it, else the last.
+// ns) is charged to: the latest fault in force when it was acknowledged
+// (struck at or before it, healed at or after it: an acks=1 zombie
+// leader's acknowledgement during a link fault), else the first that
+// struck after it, else the last.
 func chargeTo(faults []result.Fault, start time.Time, ack int64) int {
+	for i := len(faults) - 1; i >= 0; i-- {
+		f := faults[i]
+		if start.Add(f.At).UnixNano() <= ack && ack <= start.Add(f.Healed).UnixNano() {
+			return i
+		}
+	}
 	for i, f := range faults {
 		if start.Add(f.At).UnixNano() >= ack {
 			return i
@@ -29,19 +38,24 @@ func (o *Outcome) checkCluster(in checkInput, pr *problems) {
 		return
 	}
 	o.Cluster = true
-	o.DuplicatesAllowed = in.allowDuplicates
+	o.DuplicatesAllowed, o.TruncatedReadsAllowed = in.allowDuplicates, in.unclean
 
 	// Read past the commit point: served during the run, not in the log.
 	for _, k := range slices.SortedFunc(maps.Keys(in.seen), func(a, b tp) int {
 		return cmp.Or(cmp.Compare(a.topic, b.topic), cmp.Compare(a.partition, b.partition))
 	}) {
 		final := map[int64]uint64{}
+		logStart := int64(0)
 		if s := in.served[k]; s != nil {
+			logStart = s.start
 			for _, r := range s.records {
 				final[r.offset] = r.id
 			}
 		}
 		for _, r := range in.seen[k] {
+			if r.offset < logStart {
+				continue // deleted by retention since, not truncated
+			}
 			if id, ok := final[r.offset]; !ok || id != r.id {
 				o.ReadTruncated++
 				pr.add("read-truncated", "%d/%d: a consumer was served record %#x at offset %d, which the log no longer holds there",
@@ -65,7 +79,12 @@ func (o *Outcome) checkCluster(in checkInput, pr *problems) {
 	// Unavailability: gaps between a partition's acknowledgements while
 	// the load ran (from the warm-up's end to the producers' stop).
 	from, to := in.start.Add(in.warmup).UnixNano(), in.stop.UnixNano()
+	// Every partition counts, those never acknowledged in the window too
+	// (unavailable throughout).
 	acks := map[tp][]int64{}
+	for k := range in.served {
+		acks[k] = nil
+	}
 	for _, l := range in.ledgers {
 		for _, e := range l {
 			if e.state == acked {
@@ -93,10 +112,8 @@ func (o *Outcome) checkCluster(in checkInput, pr *problems) {
 			o.UnavailableMax = max(o.UnavailableMax, time.Duration(gap))
 			if gap > int64(UnavailableGap) {
 				total += gap
-				if len(o.Windows) < maxWindows {
-					o.Windows = append(o.Windows, Window{Topic: k.topic, Partition: k.partition,
-						From: time.Duration(prev - in.start.UnixNano()), To: time.Duration(t - in.start.UnixNano())})
-				}
+				o.Windows = append(o.Windows, Window{Topic: k.topic, Partition: k.partition,
+					From: time.Duration(prev - in.start.UnixNano()), To: time.Duration(t - in.start.UnixNano())})
 			}
 			prev = t
 			if t == to {
@@ -106,4 +123,7 @@ func (o *Outcome) checkCluster(in checkInput, pr *problems) {
 	}
 	o.Unavailable = time.Duration(total / int64(len(acks)))
 	slices.SortFunc(o.Windows, func(a, b Window) int { return cmp.Compare(a.From, b.From) })
+	if len(o.Windows) > maxWindows {
+		o.Windows = o.Windows[:maxWindows]
+	}
 }

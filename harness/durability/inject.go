@@ -89,9 +89,10 @@ func (l *lab) inject(ctx context.Context, p Planned, obs *observer, start time.T
 			err = l.restart(ctx, victim)
 		}
 	case Pause:
-		// A pause shorter than the session: the broker keeps its
-		// registration and wakes up believing it leads.
-		err = l.pause(victim, func() error { return hold(min(p.Hold, l.cfg.SessionTimeout/2)) })
+		// A pause well within the session (pings come every third of
+		// it): the broker keeps its registration and wakes up believing
+		// it leads.
+		err = l.pause(victim, func() error { return hold(min(p.Hold, l.cfg.SessionTimeout/3)) })
 	case SessionExpiry:
 		err = l.pause(victim, func() error {
 			if err := obs.waitGone(ctx, victim, 3*l.cfg.SessionTimeout+10*time.Second); err != nil {
@@ -100,6 +101,10 @@ func (l *lab) inject(ctx context.Context, p Planned, obs *observer, start time.T
 			return hold(min(p.Hold, time.Second))
 		})
 	case RollingRestart:
+		if _, err = obs.waitWhole(ctx, l.cfg.HealTimeout); err != nil {
+			err = fmt.Errorf("before the first restart: %w", err)
+			break
+		}
 		for _, b := range l.c.Members() {
 			id := b.ID
 			if err = l.stop(id, syscall.SIGTERM); err != nil {
@@ -114,8 +119,11 @@ func (l *lab) inject(ctx context.Context, p Planned, obs *observer, start time.T
 			}
 		}
 	case LinkDown:
+		// Longer than the session, so that ZooKeeper expires the cut-off
+		// leader and its partitions move while it runs on believing it
+		// leads; then it comes back.
 		if err = l.c.LinkDown(victim); err == nil {
-			err = hold(p.Hold)
+			err = hold(max(p.Hold, l.cfg.SessionTimeout+2*time.Second))
 			if uerr := l.c.LinkUp(victim); uerr != nil {
 				err = errors.Join(err, uerr)
 			}
@@ -133,9 +141,12 @@ func (l *lab) inject(ctx context.Context, p Planned, obs *observer, start time.T
 			return fail(fmt.Errorf("%w: %s needs the ZooKeeper the lab started", ErrConfig, p.Kind))
 		}
 		if err = zk.Stop(); err == nil {
-			if err = hold(p.Hold); err == nil {
-				err = zk.Start(ctx)
-			}
+			err = hold(p.Hold)
+			// Started again even when ctx ended (Ctrl-C): the brokers'
+			// controlled shutdowns need it.
+			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+			err = errors.Join(err, zk.Start(sctx))
+			cancel()
 		}
 	}
 	if err != nil {
@@ -149,6 +160,11 @@ func (l *lab) inject(ctx context.Context, p Planned, obs *observer, start time.T
 // cluster's fault proxies) with a link fault, holds it, and heals them.
 func (l *lab) links(victim int32, p Planned, hold func(time.Duration) error) error {
 	var touched []*faultproxy.Proxy
+	defer func() {
+		for _, px := range touched {
+			px.Heal()
+		}
+	}()
 	var errs []error
 	for _, b := range l.c.Members() {
 		if b.ID == victim {
@@ -174,14 +190,10 @@ func (l *lab) links(victim int32, p Planned, hold func(time.Duration) error) err
 			touched = append(touched, to)
 		}
 	}
-	err := errors.Join(errs...)
-	if err == nil {
-		err = hold(p.Hold)
+	if err := errors.Join(errs...); err != nil {
+		return err
 	}
-	for _, px := range touched {
-		px.Heal()
-	}
-	return err
+	return hold(p.Hold)
 }
 
 // stopTimeout bounds a broker's exit after a signal that ends it (a

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/common/expfmt"
@@ -22,8 +23,8 @@ import (
 // sync, which brokers are registered. It asks the running brokers in
 // turn, each with a short deadline, so a stopped or paused broker delays
 // nothing. While sampling, it records the cluster every sampleEvery
-// (result.Sample) and counts leader elections (leader epochs seen per
-// partition, beyond the first) and ISR shrinks and expansions (the rises
+// (result.Sample) and counts leader elections (a new leader at a newer
+// leader epoch than any seen) and ISR shrinks and expansions (the rises
 // of each broker process's weir_isr_shrinks_total and _expands_total:
 // what leaders wrote; a process killed between two samples takes its
 // last rises with it, so these are lower bounds).
@@ -32,12 +33,13 @@ type observer struct {
 	cl     *kgo.Client
 	topics []string
 	parts  int
-	next   int // the broker to ask first, rotated
+	next   atomic.Int64 // the broker to ask first, rotated (the sampler and the faults both ask)
 
 	mu      sync.Mutex
 	start   time.Time
 	samples []result.Sample
-	epochs  map[tp]int32
+	epochs  map[tp]int32 // the newest leader epoch seen per partition
+	leaders map[tp]int32 // and its leader (the last one not none)
 	// isrSeen is the last weir_isr_{shrinks,expands}_total read from each
 	// broker process (by pid): counters start at zero with each process,
 	// so what the lab counts is the sum of their rises.
@@ -60,7 +62,7 @@ func newObserver(c *clusterproc.Cluster, topics []string, parts int) (*observer,
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrClient, err)
 	}
-	return &observer{c: c, cl: cl, topics: topics, parts: parts, epochs: map[tp]int32{}, isrSeen: map[int][2]float64{}}, nil
+	return &observer{c: c, cl: cl, topics: topics, parts: parts, epochs: map[tp]int32{}, leaders: map[tp]int32{}, isrSeen: map[int][2]float64{}}, nil
 }
 
 // metadata asks the running brokers in turn for the topics' metadata and
@@ -77,13 +79,13 @@ func (o *observer) metadata(ctx context.Context) (*kmsg.MetadataResponse, error)
 		return nil, fmt.Errorf("%w: no broker running", ErrBroker)
 	}
 	var last error
+	first := int(o.next.Add(1))
 	for i := range ids {
-		id := ids[(o.next+i)%len(ids)]
+		id := ids[(first+i)%len(ids)]
 		rctx, cancel := context.WithTimeout(ctx, metadataTimeout)
 		resp, err := req.RequestWith(rctx, o.cl.Broker(int(id)))
 		cancel()
 		if err == nil {
-			o.next++
 			return resp, nil
 		}
 		if ctx.Err() != nil {
@@ -91,7 +93,6 @@ func (o *observer) metadata(ctx context.Context) (*kmsg.MetadataResponse, error)
 		}
 		last = fmt.Errorf("broker %d: %w", id, err)
 	}
-	o.next++
 	return nil, last
 }
 
@@ -251,16 +252,17 @@ func (o *observer) waitGone(ctx context.Context, id int32, timeout time.Duration
 	return nil
 }
 
-// assignment returns each partition's replicas, as last described.
-func (o *observer) assignment() map[tp][]int32 {
+// assignment returns each partition's replicas, as described now; the
+// error says why Metadata could not tell within 10 s.
+func (o *observer) assignment() (map[tp][]int32, error) {
 	out := map[tp][]int32{}
-	_ = o.poll(context.Background(), 10*time.Second, func(st map[tp]partitionState, _ []int32) (bool, error) {
+	err := o.poll(context.Background(), 10*time.Second, func(st map[tp]partitionState, _ []int32) (bool, error) {
 		for k, s := range st {
 			out[k] = s.replicas
 		}
 		return true, nil
 	})
-	return out
+	return out, err
 }
 
 // startSampling samples the cluster every sampleEvery until stopSampling,
@@ -312,11 +314,17 @@ func (o *observer) sample() {
 		if len(p.isr) < len(p.replicas) {
 			s.UnderReplicated++
 		}
-		if e, ok := o.epochs[k]; ok && p.epoch > e {
-			o.counts.elections += int64(p.epoch - e)
-		}
+		// An election is a new leader at a newer leader epoch: the epoch
+		// also moves with ISR changes, and a broker asked may still
+		// describe an older epoch (it is ignored).
 		if e, ok := o.epochs[k]; !ok || p.epoch > e {
 			o.epochs[k] = p.epoch
+			if p.leader >= 0 {
+				if l, ok := o.leaders[k]; ok && l != p.leader {
+					o.counts.elections++
+				}
+				o.leaders[k] = p.leader
+			}
 		}
 	}
 	o.samples = append(o.samples, s)

@@ -25,7 +25,7 @@ type batchDigest struct {
 
 // readReplica lists the batches of one replica's log from its segment
 // files (the broker stopped), in offset order. A torn tail (a batch cut
-// short) ends the list, as recovery would cut it.
+// short) ends its segment's part of the list, as recovery would cut it.
 func readReplica(dir string) ([]batchDigest, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -57,11 +57,12 @@ func readReplica(dir string) ([]batchDigest, error) {
 }
 
 // compareReplicas compares every partition's replicas, read from the
-// brokers' data directories (dirs by broker id) after the cluster stopped:
-// from the latest log start among them, every replica must hold the same
-// batches, byte for byte, to the same end. It returns one line per
-// partition whose replicas differ (or could not be read).
-func compareReplicas(dirs map[int32]string, topics []string, assignment map[tp][]int32) []string {
+// brokers' data directories (dirs by broker id) after the brokers stopped:
+// from the partition's log start as its leader served it (starts), every
+// replica must hold the same batches, byte for byte, to the same end,
+// and none may start later. It returns one line per partition whose
+// replicas differ (or could not be read).
+func compareReplicas(dirs map[int32]string, topics []string, assignment map[tp][]int32, starts map[tp]int64) []string {
 	var out []string
 	for _, k := range slices.SortedFunc(maps.Keys(assignment), func(a, b tp) int {
 		return cmp.Or(cmp.Compare(a.topic, b.topic), cmp.Compare(a.partition, b.partition))
@@ -71,7 +72,7 @@ func compareReplicas(dirs map[int32]string, topics []string, assignment map[tp][
 			continue
 		}
 		logsOf := map[int32][]batchDigest{}
-		from := int64(0)
+		from := starts[k]
 		bad := false
 		for _, id := range replicas {
 			d, err := readReplica(filepath.Join(dirs[id], logs.DirName(topics[k.topic], k.partition)))
@@ -80,8 +81,10 @@ func compareReplicas(dirs map[int32]string, topics []string, assignment map[tp][
 				bad = true
 				break
 			}
-			if len(d) > 0 {
-				from = max(from, d[0].base)
+			if len(d) > 0 && d[0].base > from {
+				out = append(out, fmt.Sprintf("%d/%d: broker %d's replica starts at %d, the log at %d", k.topic, k.partition, id, d[0].base, from))
+				bad = true
+				break
 			}
 			logsOf[id] = d
 		}

@@ -47,8 +47,10 @@ const (
 	// meanwhile, and leaders keep serving what they lead.
 	ZooKeeperStop ClusterFault = "zk-stop"
 	// LinkDown sets the network link of the leader of a partition down
-	// for the hold (its veth pair, with netns networking): the broker
-	// runs on, cut off from clients, peers and ZooKeeper alike.
+	// (its veth pair, with netns networking) for the hold, and at least
+	// the session timeout and 2 s, so that its session expires and its
+	// partitions move: the broker runs on, cut off from clients, peers
+	// and ZooKeeper alike, believing it leads, until the link comes back.
 	LinkDown ClusterFault = "link-down"
 	// SlowLinks delays every replication link to and from the leader of a
 	// partition by LinkDelay each way for the hold (the fault proxies
