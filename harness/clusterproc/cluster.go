@@ -431,8 +431,10 @@ func (c *Cluster) startBroker(ctx context.Context, id int32) (*Broker, error) {
 	c.logs = append(c.logs, logFile)
 	c.mu.Unlock()
 	b.LogPath = logPath
+	// SIGKILL if the harness dies first: it reaches a broker a fault lab
+	// stopped with SIGSTOP, which a SIGTERM would leave stopped forever.
 	b.opts = brokerproc.Options{Weir: cfg.Weir, DataDir: b.DataDir, Flags: flags, Metrics: true, Log: logFile,
-		StartTimeout: cfg.StartTimeout, StopTimeout: cfg.StopTimeout}
+		DeathSignal: syscall.SIGKILL, StartTimeout: cfg.StartTimeout, StopTimeout: cfg.StopTimeout}
 	if c.net != nil {
 		b.Namespace, b.Veth = c.net.namespace(id), c.net.hostVeth(id)
 		host := c.net.brokerIP(id)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"os"
 	"slices"
 	"strconv"
@@ -249,18 +248,7 @@ func RunCluster(ctx context.Context, cfg ClusterConfig) (*Outcome, error) {
 	}()
 	lab := &lab{cfg: cfg, c: c}
 
-	names := make([]string, w.Topics)
-	for i := range names {
-		names[i] = "chaos-" + strconv.Itoa(i)
-	}
-	configs := maps.Clone(w.TopicConfig)
-	if configs == nil {
-		configs = map[string]string{}
-	}
-	if w.FlushPolicy != "" {
-		configs[topicconfig.FlushPolicy] = w.FlushPolicy
-	}
-	configs[topicconfig.DurableAcks] = strconv.FormatBool(w.DurableAcks)
+	names, configs := topics("chaos-", w)
 	configs[topicconfig.MinInsyncReplicas] = strconv.Itoa(w.MinInsync)
 	configs[topicconfig.UncleanLeaderElection] = strconv.FormatBool(w.UncleanElection)
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/weir-broker/weir/core/topicconfig"
+	"github.com/weir-broker/weir/harness/spec"
 )
 
 // Run runs the experiment once: a fresh broker, topics with the
@@ -67,18 +68,7 @@ func run(ctx context.Context, cfg Config) (*Outcome, *checkInput, error) {
 		}
 	}()
 
-	names := make([]string, w.Topics)
-	for i := range names {
-		names[i] = "durability-" + strconv.Itoa(i)
-	}
-	configs := maps.Clone(w.TopicConfig)
-	if configs == nil {
-		configs = map[string]string{}
-	}
-	if w.FlushPolicy != "" {
-		configs[topicconfig.FlushPolicy] = w.FlushPolicy
-	}
-	configs[topicconfig.DurableAcks] = strconv.FormatBool(w.DurableAcks)
+	names, configs := topics("durability-", w)
 	ps, err := newProducers(ctx, t.addr(), names, w, cfg.Codec, cfg.Seed)
 	if err != nil {
 		return nil, nil, err
@@ -162,4 +152,22 @@ func withClient(addr string, f func(*kgo.Client) error) error {
 	}
 	defer cl.Close()
 	return f(cl)
+}
+
+// topics names a run's topics (prefix and an index) and gives their
+// configs: the workload's, with its flush policy and durable-ack mode.
+func topics(prefix string, w spec.Workload) ([]string, map[string]string) {
+	names := make([]string, w.Topics)
+	for i := range names {
+		names[i] = prefix + strconv.Itoa(i)
+	}
+	configs := maps.Clone(w.TopicConfig)
+	if configs == nil {
+		configs = map[string]string{}
+	}
+	if w.FlushPolicy != "" {
+		configs[topicconfig.FlushPolicy] = w.FlushPolicy
+	}
+	configs[topicconfig.DurableAcks] = strconv.FormatBool(w.DurableAcks)
+	return names, configs
 }
