@@ -173,6 +173,7 @@ const (
 
 	// Of a cluster run.
 	MetricReadTruncated      = "read-truncated"
+	MetricMoved              = "acked-moved"
 	MetricReplicaMismatch    = "replica-mismatch"
 	MetricElections          = "leader-elections"
 	MetricISRShrinks         = "isr-shrinks"
@@ -436,6 +437,7 @@ func (o *Outcome) Metrics() map[string]float64 {
 	}
 	if o.Cluster {
 		m[MetricReadTruncated] = float64(o.ReadTruncated)
+		m[MetricMoved] = float64(o.Moved)
 		m[MetricReplicaMismatch] = float64(o.ReplicaMismatch)
 		m[MetricElections] = float64(o.Elections)
 		m[MetricISRShrinks] = float64(o.ISRShrinks)

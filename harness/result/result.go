@@ -210,7 +210,8 @@ type Env struct {
 	// per point) or the external connect string; "" otherwise.
 	ZooKeeper string `json:"zookeeper,omitempty"`
 	// Networking is how the runner's brokers reached each other and the
-	// clients: "loopback" (every process on 127.0.0.1); "" for a
+	// clients: "loopback" (every process on 127.0.0.1) or "netns" (each
+	// broker in a network namespace of its own, on a bridge); "" for a
 	// bootstrap target.
 	Networking string `json:"networking,omitempty"`
 }
