@@ -192,6 +192,13 @@ func (r *runner) clusterDurabilityPoint(ctx context.Context, pt result.Point, in
 		}
 		begin := time.Now()
 		o, err := durability.RunCluster(ctx, cfg)
+		if err != nil && ctx.Err() == nil {
+			// The brokers' and ZooKeeper's logs of a failed run go with
+			// the results, to tell why.
+			if kept, kerr := keepLogs(dir, filepath.Join(r.out, "logs", fmt.Sprintf("point-%03d-rep-%03d", index, rep))); kerr == nil && kept > 0 {
+				err = fmt.Errorf("%w (the cluster's logs: logs/point-%03d-rep-%03d)", err, index, rep)
+			}
+		}
 		if sc.DataDir == "" {
 			os.RemoveAll(dir)
 		}
@@ -220,4 +227,26 @@ func (r *runner) clusterDurabilityPoint(ctx context.Context, pt result.Point, in
 		*summary += fmt.Sprintf("; %d broke a guarantee", broken)
 	}
 	return pt, nil
+}
+
+// keepLogs copies the logs of a cluster directory (broker-N.log, and
+// ZooKeeper's) into to, and returns how many it copied.
+func keepLogs(dir, to string) (int, error) {
+	logs, _ := filepath.Glob(filepath.Join(dir, "broker-*.log"))
+	logs = append(logs, filepath.Join(dir, "zookeeper", "zookeeper.log"))
+	n := 0
+	for _, l := range logs {
+		b, err := os.ReadFile(l)
+		if err != nil {
+			continue
+		}
+		if err := os.MkdirAll(to, 0o755); err != nil {
+			return n, err
+		}
+		if err := os.WriteFile(filepath.Join(to, filepath.Base(l)), b, 0o644); err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
 }

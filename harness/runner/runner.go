@@ -202,7 +202,7 @@ func Run(ctx context.Context, opts Options) (*result.Run, string, error) {
 		fmt.Fprintf(stderr, "weir run: warning: %s\n", w)
 	}
 
-	r := &runner{opts: opts, spec: s, host: h, weir: weir, workDir: workDir, networking: networking, runID: started.Format("150405"),
+	r := &runner{opts: opts, spec: s, host: h, weir: weir, workDir: workDir, out: out, networking: networking, runID: started.Format("150405"),
 		runStamp: started.Format("20060102T150405.000000000")}
 	var estimate time.Duration
 	points := 0
@@ -254,6 +254,7 @@ type runner struct {
 	host     *host.Host
 	weir     string
 	workDir  string // the run's own directory under the data root (embedded targets)
+	out      string // the run's results directory
 	runID    string // names topics, so runs against one cluster do not collide
 	runStamp string // names a cluster's ZooKeeper chroots, unique across runs
 	progress *progress
