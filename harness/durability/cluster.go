@@ -8,7 +8,6 @@ import (
 	"os"
 	"slices"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -185,9 +184,9 @@ func ClusterBound(acks string, unclean bool) flushpolicy.Bound {
 // the other while the load runs. After the last fault, the producers
 // stop, the cluster heals (every partition led with a full ISR), a few
 // records per partition are produced (acks=all), every partition is read
-// back from its leader and checked as Run checks one broker's, the cluster
-// stops, and the replicas' logs are compared with each other from the log
-// start the leader served.
+// back from its leader and checked as Run checks one broker's, the
+// replicas' logs are compared with each other from the log start the
+// leader served, and the cluster stops.
 //
 // As with Run, the error is for a run that could not be carried out;
 // what it found is in the Outcome, which Outcome.Verify judges against
@@ -372,19 +371,12 @@ func RunCluster(ctx context.Context, cfg ClusterConfig) (*Outcome, error) {
 	}
 	assignment, assignErr := obs.assignment()
 	obs.close()
-	// The brokers stop first (their logs still, on directories that stay
-	// mounted), the logs are compared, then the rest of the cluster goes.
+	// The logs are compared while the brokers run, with nothing written
+	// any more (every replica in sync with the records produced after
+	// healing): stopping them first would move leaderships among
+	// brokers going down, and with unclean election allowed the last one
+	// standing may take a partition it lags in and truncate the others.
 	members := c.Members()
-	brokerErrs := make([]error, len(members))
-	var wg sync.WaitGroup
-	for i, b := range members {
-		wg.Go(func() {
-			if err := b.Stop(); err != nil {
-				brokerErrs[i] = fmt.Errorf("broker %d: %w", b.ID, err)
-			}
-		})
-	}
-	wg.Wait()
 	dirs := map[int32]string{}
 	for _, b := range members {
 		dirs[b.ID] = b.DataDir
@@ -399,15 +391,14 @@ func RunCluster(ctx context.Context, cfg ClusterConfig) (*Outcome, error) {
 			len(assignment), len(in.served), assignErr))
 	}
 	stopped = true
-	stopErr := errors.Join(append(brokerErrs, c.Stop())...)
+	stopErr := c.Stop()
 
 	o := check(in)
 	o.Seed, o.Recovery, o.Cluster = cfg.Seed, recovery, true
-	o.FailedBy = failedBy
+	o.FailedBy = failedBy // o.Schedule: check charged the losses to the faults
 	if faultErr != nil {
 		o.Problems = append(o.Problems, "fault: "+faultErr.Error())
 	}
-	o.Schedule = done
 	if stopErr != nil {
 		// A broker that had to be killed at the end is a finding, not a
 		// reason to throw the run away.

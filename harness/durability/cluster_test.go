@@ -84,6 +84,13 @@ func TestClusterAcksAllLosesNothing(t *testing.T) {
 			t.Errorf("%d records failed with an unmapped broker error: %s", n, msg)
 		}
 	}
+	var charged int64
+	for _, f := range o.Schedule {
+		charged += f.Lost
+	}
+	if charged != o.AckedLost {
+		t.Errorf("%d lost records charged to faults, %d lost", charged, o.AckedLost)
+	}
 	if len(o.Schedule) != len(sched) {
 		t.Fatalf("%d faults happened, %d planned", len(o.Schedule), len(sched))
 	}

@@ -129,8 +129,9 @@
 // brokers' /metrics). After the last fault the producers stop, the
 // cluster heals (every partition led with a full ISR), records are
 // produced after healing, everything is read back from the leaders and
-// checked as above, and then, with the brokers stopped, every replica's
-// log is compared with the others batch by batch, byte for byte.
+// checked as above, and then, with nothing written any more, every
+// replica's log is compared with the others batch by batch, byte for
+// byte, before the cluster stops.
 //
 // Besides the checks above, a cluster run fails when a consumer was
 // served a record the final log does not hold at that offset (it read

@@ -57,7 +57,7 @@ func readReplica(dir string) ([]batchDigest, error) {
 }
 
 // compareReplicas compares every partition's replicas, read from the
-// brokers' data directories (dirs by broker id) after the brokers stopped:
+// brokers' data directories (dirs by broker id) once nothing is written:
 // from the partition's log start as its leader served it (starts), every
 // replica must hold the same batches, byte for byte, to the same end,
 // and none may start later. It returns one line per partition whose
