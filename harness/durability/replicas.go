@@ -24,7 +24,7 @@ type batchDigest struct {
 }
 
 // readReplica lists the batches of one replica's log from its segment
-// files (the broker stopped), in offset order. A torn tail (a batch cut
+// files (nothing writing them), in offset order. A torn tail (a batch cut
 // short) ends its segment's part of the list, as recovery would cut it.
 func readReplica(dir string) ([]batchDigest, error) {
 	entries, err := os.ReadDir(dir)
