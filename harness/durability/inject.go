@@ -72,16 +72,12 @@ func (l *lab) inject(ctx context.Context, p Planned, obs *observer, start time.T
 	}
 	var err error
 	switch p.Kind {
-	case KillLeader, KillController, KillRandom:
-		err = l.stop(victim, syscall.SIGKILL)
-		if err == nil {
-			err = hold(p.Hold)
+	case KillLeader, KillController, KillRandom, Term:
+		sig := syscall.SIGKILL
+		if p.Kind == Term {
+			sig = syscall.SIGTERM // a controlled shutdown
 		}
-		if err == nil {
-			err = l.restart(ctx, victim)
-		}
-	case Term:
-		err = l.stop(victim, syscall.SIGTERM)
+		err = l.stop(victim, sig)
 		if err == nil {
 			err = hold(p.Hold)
 		}
