@@ -666,3 +666,20 @@ func TestStateCreatedBetweenReadAndWatch(t *testing.T) {
 		t.Fatalf("the race was not staged: create struck %d, exists struck %d", created.Struck(), watched.Struck())
 	}
 }
+
+// A broker starting while the store drops its requests (ZooKeeper
+// restarting: a lost connection, the outcome unknown) retries each step
+// until it gets through, and registers; it does not fail its start.
+func TestStartWhileStoreDropsRequests(t *testing.T) {
+	c := newTestCluster(t, 1)
+	lost := c.srv.Inject(memstore.Fault{Match: memstore.On(memstore.KindCreate, layout.BrokerPath(2)), Times: 3,
+		Err: coord.ErrConnectionLoss})
+	defer lost.Cancel()
+	replies := c.srv.Inject(memstore.Fault{Match: memstore.On(memstore.KindGet, layout.BrokerPath(2)), Times: 2, Lost: true})
+	defer replies.Cancel()
+	c.start(2)
+	if lost.Struck() != 3 || replies.Struck() != 2 {
+		t.Fatalf("faults struck %d and %d times, want 3 and 2: the start did not go through them", lost.Struck(), replies.Struck())
+	}
+	c.await("broker 2 registered", func(im *meta.Image) bool { return im.Live(2) })
+}

@@ -179,18 +179,24 @@ func (n *Node) open(parent context.Context) error {
 	if n.store, err = n.openStore(ctx); err != nil {
 		return err
 	}
-	if err := n.joinCluster(ctx, n.store); err != nil {
+	// The session the registration belongs to, read before it: when the
+	// store replaces the session meanwhile, the loop sees another one and
+	// registers again.
+	session := n.store.Session().ID
+	if err := n.untilConnected(ctx, "join the cluster", func() error { return n.joinCluster(ctx, n.store) }); err != nil {
 		return err
 	}
-	n.pidMu.Lock()
-	err = n.reserveProducerIDsLocked(ctx)
-	n.pidMu.Unlock()
+	err = n.untilConnected(ctx, "reserve producer ids", func() error {
+		n.pidMu.Lock()
+		defer n.pidMu.Unlock()
+		return n.reserveProducerIDsLocked(ctx)
+	})
 	if err != nil {
 		return err
 	}
 	n.loop = newLoop(n, n.store)
 	n.loop.registered = true
-	n.loop.session = n.store.Session().ID
+	n.loop.session = session
 	go n.loop.run()
 	if _, err := n.image.waitFor(ctx, func(im *meta.Image) bool { return im.Live(cfg.NodeID) && n.loop.strayChecked() }); err != nil {
 		return fmt.Errorf("node: waiting for the first picture of the cluster: %w", err)

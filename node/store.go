@@ -138,3 +138,32 @@ func (n *Node) sessionTimeout() time.Duration {
 	}
 	return zk.DefaultSessionTimeout
 }
+
+// startupRetry is the pause between start-up attempts while the store is
+// unreachable.
+const startupRetry = 250 * time.Millisecond
+
+// untilConnected runs step, a start-up step that is safe to repeat, again
+// while it fails because the store's connection was lost (ZooKeeper
+// restarting, or away a moment), until ctx ends: then the last error comes
+// back. Kafka's ZooKeeper client likewise holds requests until it
+// reconnects (within zookeeper.connection.timeout.ms) rather than failing
+// the broker's start.
+func (n *Node) untilConnected(ctx context.Context, what string, step func() error) error {
+	logged := false
+	for {
+		err := step()
+		if err == nil || !errors.Is(err, coord.ErrConnectionLoss) && !errors.Is(err, coord.ErrSessionExpired) {
+			return err
+		}
+		if !logged {
+			n.logger.Warn("coordination store unreachable during start-up; retrying", "step", what, "err", err)
+			logged = true
+		}
+		select {
+		case <-time.After(startupRetry):
+		case <-ctx.Done():
+			return fmt.Errorf("node: %s: %w (gave up: %w)", what, err, ctx.Err())
+		}
+	}
+}

@@ -85,7 +85,10 @@ type Outcome struct {
 	// fault struck and before it did) and Timeline the cluster as
 	// sampled. DuplicatesAllowed: the producers were not idempotent
 	// (acks=1), so a retried record may be stored twice, legally.
-	Cluster           bool
+	Cluster bool
+	// Partial: the run broke off before its checks (the cluster did not
+	// heal); only Schedule and Timeline are filled in, for the record.
+	Partial           bool
 	DuplicatesAllowed bool
 	Schedule          []result.Fault
 	Timeline          []result.Sample

@@ -8,6 +8,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -337,7 +338,11 @@ func RunCluster(ctx context.Context, cfg ClusterConfig) (*Outcome, error) {
 	// Heal: every partition led, every ISR full.
 	healBegin := time.Now()
 	if _, err := obs.waitWhole(ctx, cfg.HealTimeout); err != nil {
-		return nil, fmt.Errorf("%w: the cluster did not heal: %w", ErrBroker, err)
+		// What happened up to here goes back with the error.
+		cons.stop()
+		partial := &Outcome{Cluster: true, Partial: true, Seed: cfg.Seed, Schedule: done}
+		partial.Timeline, _ = obs.stopSampling()
+		return partial, fmt.Errorf("%w: the cluster did not heal: %w%s", ErrBroker, err, exited(c))
 	}
 	recovery := time.Since(healBegin)
 	in.seen = cons.stop()
@@ -405,6 +410,27 @@ func RunCluster(ctx context.Context, cfg ClusterConfig) (*Outcome, error) {
 		o.Problems = append(o.Problems, "stop: "+stopErr.Error())
 	}
 	return o, faultErr
+}
+
+// exited names the brokers whose processes have ended, with the last
+// lines they wrote ("" when all run): a broker that died on its own is why
+// a cluster does not heal.
+func exited(c *clusterproc.Cluster) string {
+	var b strings.Builder
+	for _, m := range c.Members() {
+		select {
+		case <-m.Exited():
+			fmt.Fprintf(&b, "; broker %d exited (%v): %s", m.ID, m.ExitErr(), lastLines(m.Output(), 3))
+		default:
+		}
+	}
+	return b.String()
+}
+
+// lastLines returns the last n non-empty lines of s, joined by " | ".
+func lastLines(s string, n int) string {
+	lines := strings.FieldsFunc(s, func(r rune) bool { return r == '\n' })
+	return strings.Join(lines[max(0, len(lines)-n):], " | ")
 }
 
 func later(a, b time.Time) time.Time {

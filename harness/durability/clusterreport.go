@@ -46,16 +46,24 @@ func writeClusterSection(md *bytes.Buffer, dir string, sec *result.Section) erro
 		"to the first fault that struck after it was acknowledged. Unavailability is measured at the producer: the " +
 		"longest time one partition went without an acknowledgement, and the mean per partition of the gaps longer " +
 		"than " + UnavailableGap.String() + " (the client's retries and metadata refreshes included).\n\n")
-	t := report.Table{Header: []string{"point", "fault", "injected", "failed to inject", "acked lost"}, Align: "llrrr"}
+	t := report.Table{Header: []string{"point", "fault", "injected", "failed to inject", "acked lost", "in unchecked runs"},
+		Align: "llrrrr"}
 	for _, p := range sec.Points {
-		type tally struct{ n, errs, lost int64 }
+		type tally struct{ n, errs, lost, unchecked int64 }
 		by := map[string]*tally{}
 		for _, r := range p.Reps {
+			// A run that broke off before its checks (the cluster did not
+			// heal) kept its schedule but charged no losses.
+			unchecked := r.Error != "" && len(r.Metrics) == 0
 			for _, f := range r.Faults {
 				tl := by[f.Kind]
 				if tl == nil {
 					tl = &tally{}
 					by[f.Kind] = tl
+				}
+				if unchecked {
+					tl.unchecked++
+					continue
 				}
 				tl.n++
 				tl.lost += f.Lost
@@ -66,7 +74,7 @@ func writeClusterSection(md *bytes.Buffer, dir string, sec *result.Section) erro
 		}
 		for _, k := range slices.Sorted(maps.Keys(by)) {
 			tl := by[k]
-			t.Rows = append(t.Rows, []string{p.ID, k, fmt.Sprint(tl.n), fmt.Sprint(tl.errs), fmt.Sprint(tl.lost)})
+			t.Rows = append(t.Rows, []string{p.ID, k, fmt.Sprint(tl.n), fmt.Sprint(tl.errs), fmt.Sprint(tl.lost), fmt.Sprint(tl.unchecked)})
 		}
 	}
 	if err := t.Render(md, true); err != nil {

@@ -207,7 +207,10 @@ func (r *runner) clusterDurabilityPoint(ctx context.Context, pt result.Point, in
 			return pt, ctx.Err()
 		}
 		rp := result.Rep{Started: begin.UTC(), Metrics: map[string]float64{}}
-		if o != nil {
+		if o != nil && o.Partial {
+			rp.Faults, rp.Timeline = o.Schedule, o.Timeline
+			faults += len(o.Schedule)
+		} else if o != nil {
 			rp.Duration, rp.Metrics = o.Window, o.Metrics()
 			rp.Faults, rp.Timeline, rp.Failures = o.Schedule, o.Timeline, o.FailedBy
 			lost = max(lost, float64(o.AckedLost))
