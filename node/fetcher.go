@@ -30,6 +30,10 @@ const (
 	// controller tells the new leader first; here every broker reads the
 	// state from the store, and the follower may read it first.
 	replicaRetryBackoff = 20 * time.Millisecond
+	// replicaRequestTimeout bounds a request to the leader beyond its long
+	// poll (Kafka's replica.socket.timeout.ms): a connection that died
+	// without a word is given up then.
+	replicaRequestTimeout = 30 * time.Second
 )
 
 // fetchers are this broker's replica fetchers, one per source broker (Kafka's
@@ -66,10 +70,13 @@ type fetcher struct {
 	client *peer.Client // for addr; the fetcher goroutine's own
 	addr   string
 
-	// The Fetch in flight (mu): its partitions, and how to cut it short
-	// when a partition it does not carry arrives (see put); changed: a
-	// partition arrived since the last snapshot, before the Fetch left.
+	// The request in flight (mu), a Fetch or an epoch query (inQuery):
+	// its partitions, and how to cut it short when a partition it does
+	// not carry arrives (see put) or the fetcher has nothing left to do;
+	// changed: a partition arrived since the last snapshot, before the
+	// request left.
 	inFlight    []queued
+	inQuery     bool
 	interrupt   context.CancelFunc
 	interrupted bool
 	changed     bool
@@ -113,22 +120,23 @@ func (fs *fetchers) put(rp *replicated, leader int32, fp *fetchPart) {
 	f.poke()
 }
 
-// interruptLocked cuts short the Fetch in flight when it does not carry rp
-// as fp wants it fetched (a partition new to this leader's fetcher, a new
-// epoch, an epoch query): otherwise rp would wait for that long poll, up to
-// replica.fetch.wait.max.ms, before its first fetch, and an acks=all
-// produce to it as long. The connection goes (the peer client closes it
-// with the request); the partitions in flight are fetched again at once.
-// f.mu held.
+// interruptLocked cuts short the request in flight when it does not carry
+// rp as fp wants it (a partition new to this leader's fetcher, a new epoch,
+// an epoch query during a Fetch): otherwise rp would wait for that long
+// poll, up to replica.fetch.wait.max.ms, before its first fetch, and an
+// acks=all produce to it as long; or, on a connection that died without a
+// word (a link down), for the request's timeout. The connection goes (the
+// peer client closes it with the request); the partitions in flight are
+// asked again at once. f.mu held.
 func (f *fetcher) interruptLocked(rp *replicated, fp *fetchPart) {
 	if f.interrupt == nil {
-		f.changed = true // the Fetch being prepared may not carry it
+		f.changed = true // the request being prepared may not carry it
 		return
 	}
 	if f.interrupted {
 		return
 	}
-	if !fp.query {
+	if fp.query == f.inQuery {
 		for _, q := range f.inFlight {
 			if q.rp == rp && q.epoch == fp.epoch {
 				return
@@ -137,6 +145,34 @@ func (f *fetcher) interruptLocked(rp *replicated, fp *fetchPart) {
 	}
 	f.interrupted = true
 	f.interrupt()
+}
+
+// begin makes qs, about to be asked (an epoch query when query is set),
+// the request in flight, cut short by the returned context's cancel. It
+// returns false, and nothing is in flight, when a partition arrived since
+// the snapshot: that one is taken first.
+func (f *fetcher) begin(qs []queued, query bool, timeout time.Duration) (context.Context, bool) {
+	ctx, cancel := context.WithTimeout(f.ctx, timeout)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.changed {
+		cancel()
+		return nil, false
+	}
+	f.inFlight, f.inQuery, f.interrupt, f.interrupted = qs, query, cancel, false
+	return ctx, true
+}
+
+// end ends the request in flight and reports whether it was cut short.
+func (f *fetcher) end() (interrupted bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.interrupt != nil {
+		f.interrupt()
+	}
+	interrupted = f.interrupted
+	f.inFlight, f.inQuery, f.interrupt, f.interrupted = nil, false, nil, false
+	return interrupted
 }
 
 // remove stops fetching rp.
@@ -161,9 +197,16 @@ func (fs *fetchers) close() {
 	}
 }
 
+// drop stops fetching rp here. When nothing is left to fetch from this
+// source, the request in flight is cut short: the source may be gone (its
+// partitions moved because it died), and its connection with it.
 func (f *fetcher) drop(rp *replicated) {
 	f.mu.Lock()
 	delete(f.parts, rp)
+	if len(f.parts) == 0 && f.interrupt != nil && !f.interrupted {
+		f.interrupted = true
+		f.interrupt()
+	}
 	f.mu.Unlock()
 	f.poke()
 }
@@ -311,13 +354,18 @@ func (f *fetcher) askEpochs(cl *peer.Client, qs []queued, log interface{ Debug(s
 	if len(req) == 0 {
 		return
 	}
-	ctx, cancel := context.WithTimeout(f.ctx, 30*time.Second)
+	ctx, ok := f.begin(asked, true, replicaRequestTimeout)
+	if !ok {
+		return
+	}
 	answers, err := cl.EpochEnds(ctx, req)
-	cancel()
+	interrupted := f.end()
 	if err != nil {
-		log.Debug("OffsetForLeaderEpoch failed", "err", err)
-		for _, q := range asked {
-			f.backoff(q.rp)
+		if f.ctx.Err() == nil && !interrupted {
+			log.Debug("OffsetForLeaderEpoch failed", "err", err)
+			for _, q := range asked {
+				f.backoff(q.rp)
+			}
 		}
 		return
 	}
@@ -366,21 +414,12 @@ func (f *fetcher) fetchOnce(cl *peer.Client, fetches []queued, backedOff time.Ti
 		req.Partitions = append(req.Partitions, peer.FetchPartition{Topic: q.rp.Topic, Partition: q.rp.Index,
 			CurrentLeaderEpoch: q.epoch, FetchOffset: off, MaxBytes: replicaFetchBytes})
 	}
-	ctx, cancel := context.WithTimeout(f.ctx, replicaFetchWait+30*time.Second)
-	f.mu.Lock()
-	if f.changed { // a partition arrived since the snapshot: take it first
-		f.mu.Unlock()
-		cancel()
+	ctx, ok := f.begin(fetches, false, req.MaxWait+replicaRequestTimeout)
+	if !ok {
 		return
 	}
-	f.inFlight, f.interrupt, f.interrupted = fetches, cancel, false
-	f.mu.Unlock()
 	res, err := cl.Fetch(ctx, req)
-	cancel()
-	f.mu.Lock()
-	interrupted := f.interrupted
-	f.inFlight, f.interrupt, f.interrupted = nil, nil, false
-	f.mu.Unlock()
+	interrupted := f.end()
 	if err != nil {
 		if f.ctx.Err() == nil && !interrupted {
 			log.Debug("fetch failed", "err", err)

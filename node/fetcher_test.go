@@ -63,6 +63,53 @@ func TestFetcherInterruptsForNewPartitions(t *testing.T) {
 	}
 }
 
+// An epoch query in flight is cut short like a Fetch (on a connection that
+// died without a word it would otherwise hold its partitions for the
+// request timeout), and the request in flight is cut when the fetcher has
+// nothing left to do: its source may be gone.
+func TestFetcherInterruptsQueriesAndWhenEmpty(t *testing.T) {
+	a, b := &replicated{}, &replicated{}
+	fs := &fetchers{by: map[int32]*fetcher{}, of: map[*replicated]*fetcher{}}
+	f := &fetcher{fs: fs, source: 1, parts: map[*replicated]*fetchPart{}, wake: make(chan struct{}, 1)}
+	fs.by[1] = f
+	fs.query(a, 1, 5)
+
+	cuts := 0
+	inFlight := func(query bool, qs ...queued) {
+		f.mu.Lock()
+		f.inFlight, f.inQuery, f.interrupted = qs, query, false
+		f.interrupt = func() { cuts++ }
+		f.mu.Unlock()
+	}
+	inFlight(true, queued{a, 5})
+	fs.query(a, 1, 5) // the query carries it: no cut
+	if cuts != 0 {
+		t.Fatalf("a partition the query carries cut it short")
+	}
+	fs.fetch(a, 1, 5, 0) // the same partition, to fetch now: not what is asked
+	if cuts != 1 {
+		t.Fatalf("%d cuts of a query for a partition to fetch, want 1", cuts)
+	}
+	inFlight(true, queued{a, 5})
+	fs.query(b, 1, 5) // new
+	if cuts != 2 {
+		t.Fatalf("a new partition did not cut the query short")
+	}
+
+	inFlight(false, queued{a, 5}, queued{b, 5})
+	fs.remove(a)
+	if cuts != 2 {
+		t.Fatalf("dropping one of two partitions cut the Fetch short")
+	}
+	fs.remove(b)
+	if cuts != 3 {
+		t.Fatalf("the fetcher has nothing left to do, and its Fetch was not cut short")
+	}
+	if f.end(); f.interrupt != nil || len(f.inFlight) != 0 {
+		t.Fatalf("end left a request in flight")
+	}
+}
+
 // A Fetch's long poll ends when a partition held back after an error may go
 // again, so that it is not held back longer.
 func TestLongPollEndsWithBackoff(t *testing.T) {

@@ -19,6 +19,7 @@ import (
 	"io"
 	"net"
 	"os/exec"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -127,13 +128,27 @@ func startOnce(ctx context.Context, o Options) (*Process, error) {
 		cmd.Stdout, cmd.Stderr = w, w
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: o.DeathSignal}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("%w: %s: %w", ErrBroker, argv[0], err)
-	}
+	// The DeathSignal comes when the thread that forked the broker exits,
+	// not the process: Go retires a thread when a goroutine locked to it
+	// ends (zkserver forks ZooKeeper from one, which ends with ZooKeeper),
+	// and a thread that forked a broker earlier and is locked later would
+	// take the broker with it. So the broker is forked from a goroutine
+	// locked to its thread, blocked in Wait for the broker's whole life:
+	// that thread runs nothing else, and ends only after the broker did.
+	started := make(chan error, 1)
 	go func() {
+		runtime.LockOSThread() // never unlocked: the thread ends with this goroutine
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
 		p.exitErr = cmd.Wait()
 		close(p.exited)
 	}()
+	if err := <-started; err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrBroker, argv[0], err)
+	}
 	if err := p.waitReady(ctx); err != nil {
 		_ = p.Stop()
 		return nil, err

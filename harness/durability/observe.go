@@ -252,13 +252,18 @@ func (o *observer) waitGone(ctx context.Context, id int32, timeout time.Duration
 	return nil
 }
 
-// assignment returns each partition's replicas, as described now; the
-// error says why Metadata could not tell within 10 s.
+// assignment returns each partition's replicas, as described now, its
+// leader first (when it has one); the error says why Metadata could not tell within 10 s.
 func (o *observer) assignment() (map[tp][]int32, error) {
 	out := map[tp][]int32{}
 	err := o.poll(context.Background(), 10*time.Second, func(st map[tp]partitionState, _ []int32) (bool, error) {
 		for k, s := range st {
-			out[k] = s.replicas
+			// The leader first: the others are compared with it.
+			rs := slices.Clone(s.replicas)
+			if i := slices.Index(rs, s.leader); i > 0 {
+				rs[0], rs[i] = rs[i], rs[0]
+			}
+			out[k] = rs
 		}
 		return true, nil
 	})

@@ -61,7 +61,9 @@ func readReplica(dir string) ([]batchDigest, error) {
 // from the partition's log start as its leader served it (starts), every
 // replica must hold the same batches, byte for byte, to the same end,
 // and none may start later. It returns one line per partition whose
-// replicas differ (or could not be read).
+// replicas differ (or could not be read). Each partition's first replica
+// (its leader: see observer.assignment) is the one the others are compared
+// with.
 func compareReplicas(dirs map[int32]string, topics []string, assignment map[tp][]int32, starts map[tp]int64) []string {
 	var out []string
 	for _, k := range slices.SortedFunc(maps.Keys(assignment), func(a, b tp) int {
