@@ -18,7 +18,8 @@ import (
 //	and where it leads: weir_partition_replicas, weir_partition_in_sync_replicas,
 //	weir_partition_under_replicated (1 while the ISR is smaller than the replicas, Kafka's
 //	UnderReplicatedPartitions), weir_partition_replica_lag_records (the largest follower
-//	lag behind the log end; followers not heard from yet count from 0)
+//	lag behind the log end, of those heard from in this leader's term: one not heard from
+//	yet is left out, its lag unknown, rather than counted from 0 as if it held nothing)
 type partitionCollector struct {
 	n                                 *Node
 	start, end, flushed, size, fsyncs *prometheus.Desc
@@ -103,7 +104,9 @@ func (rp *replicated) replicationStats() replicationStats {
 		if id == r.Leader() {
 			continue
 		}
-		st.lag = max(st.lag, r.LogEnd()-max(r.FollowerLogEnd(id), 0))
+		if end := r.FollowerLogEnd(id); end >= 0 {
+			st.lag = max(st.lag, r.LogEnd()-end)
+		}
 	}
 	return st
 }

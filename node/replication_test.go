@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/weir-broker/weir/core/meta"
 	"github.com/weir-broker/weir/core/replica"
@@ -46,5 +47,24 @@ func TestFollowerFetchPastReportedEnd(t *testing.T) {
 	}
 	if _, err := n.FetchPartition("r", 0, 2, res.NextOffset+1, -1); !errors.Is(err, replica.ErrOffsetOutOfRange) {
 		t.Fatalf("a fetch past the log end: %v, want out of range", err)
+	}
+}
+
+// The replica lag metric counts the followers heard from in the leader's
+// term: one not heard from yet has an unknown lag, not the whole log (a
+// spike at every election otherwise).
+func TestReplicaLagOfFollowersHeardFrom(t *testing.T) {
+	now := time.Now()
+	r := replica.New(replica.Config{Self: 1}, 100, 100)
+	r.SetState(now, []int32{1, 2, 3}, &meta.PartitionState{Leader: 1, LeaderEpoch: 1, ISR: []int32{1, 2, 3}, Version: 1}, 100)
+	rp := &replicated{r: r}
+	if st := rp.replicationStats(); !st.leading || st.lag != 0 {
+		t.Fatalf("no follower heard from: %+v, want leading with lag 0", st)
+	}
+	if err := r.FollowerFetch(now, 2, 60); err != nil {
+		t.Fatal(err)
+	}
+	if st := rp.replicationStats(); st.lag != 40 {
+		t.Fatalf("follower 2 at 60 of 100, follower 3 not heard from: lag %d, want 40", st.lag)
 	}
 }
