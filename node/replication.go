@@ -102,6 +102,14 @@ func (rp *replicated) setState(now time.Time, replicas []int32, st *meta.Partiti
 		}
 	}
 	rp.r.SetState(now, replicas, st, l.EndOffset())
+	if st != nil && rp.r.Role() != replica.Leader {
+		// Before anything follows from it (a truncation, a fetch): no
+		// produce append of a term this broker led may land any more,
+		// however late it comes, nor one stamped with the epoch it now
+		// follows (another broker's). They would sit in the log where the
+		// leader has other records: replicas that differ.
+		l.Fence(rp.r.Epoch() + 1)
+	}
 	if l.Err() != nil {
 		rp.r.LogFailed()
 	}

@@ -68,3 +68,37 @@ func TestReplicaLagOfFollowersHeardFrom(t *testing.T) {
 		t.Fatalf("follower 2 at 60 of 100, follower 3 not heard from: lag %d, want 40", st.lag)
 	}
 }
+
+// A produce accepted while this broker led, whose append comes after it
+// became a follower, is refused (NOT_LEADER): appended, it would sit where
+// the new leader has other records, and the replicas would differ for
+// good. appendTo stamps with the partition's epoch as it is then, the one
+// the broker now follows; the log is fenced above it.
+func TestLateProduceAfterLeadershipLostRefused(t *testing.T) {
+	c := newTestCluster(t, 1, 2)
+	c.await("both brokers", func(im *meta.Image) bool { return im.Live(1) && im.Live(2) })
+	ctx := context.Background()
+	if _, err := c.nodes[1].CreateTopic(ctx, CreateTopic{Name: "r", Partitions: -1, ReplicationFactor: -1,
+		Assignment: []ReplicaAssignment{{Partition: 0, Replicas: []int32{1, 2}}}}); err != nil {
+		t.Fatal(err)
+	}
+	c.await("a leader", func(im *meta.Image) bool { return led(im, "r") })
+	n := c.nodes[1]
+	p, err := n.Partition("r", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp := p.p
+	w := &ProducePartition{Topic: "r", Partition: 0, Records: oneRecord(t, "late")}
+	rp.appends.begin() // as Produce does, having found this broker leading
+	// Now another broker leads, in the next epoch.
+	rp.mu.Lock()
+	epoch, version := rp.r.Epoch(), int32(1000)
+	rp.mu.Unlock()
+	rp.setState(time.Now(), []int32{1, 2}, &meta.PartitionState{Leader: 2, LeaderEpoch: epoch + 1, ISR: []int32{1, 2}, Version: version}, nil)
+	end := rp.Log().EndOffset()
+	n.appendTo(ctx, rp, w, 1)
+	if !errors.Is(w.Err, ErrNotLeader) || rp.Log().EndOffset() != end {
+		t.Fatalf("a produce appended after the broker became a follower: err %v, log end %d -> %d", w.Err, end, rp.Log().EndOffset())
+	}
+}

@@ -32,8 +32,9 @@ type AppendResult struct {
 // segment with one write. The log keeps no reference to buf after returning.
 //
 // A leaderEpoch above the log's latest starts that epoch in the epoch cache
-// at the first offset appended; one below it is ErrStaleEpoch (see "Leader
-// epochs" in the package doc); a negative one is stamped but starts none.
+// at the first offset appended; one below it, or below the floor Fence set,
+// is ErrStaleEpoch (see "Leader epochs" in the package doc); a negative one
+// is stamped but starts none.
 //
 // Invalid input changes nothing: a corrupt batch (errors.Is(err,
 // record.ErrCorrupt)) or one over MaxBatchBytes (ErrBatchTooLarge) rejects the
@@ -217,6 +218,9 @@ func (l *Log) appendLocked(buf []byte, epoch int32, replicated bool) (AppendResu
 			next = h.NextOffset()
 		}
 	} else {
+		if floor := l.appendFloor.Load(); epoch >= 0 && epoch < floor {
+			return AppendResult{}, false, pa, fmt.Errorf("%w: append at epoch %d, the log is fenced at %d", ErrStaleEpoch, epoch, floor)
+		}
 		for i := range hs {
 			hs[i].BaseOffset, hs[i].PartitionLeaderEpoch = next, epoch
 			next = hs[i].NextOffset()

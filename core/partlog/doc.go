@@ -187,7 +187,12 @@
 // starts its epoch at its base offset; a negative epoch (the -1 producers
 // send, never stamped) carries none and changes nothing. AssignEpoch is a
 // new leader's entry before its first record (Kafka's makeLeader): its
-// epoch at the log end. EndOffsetForEpoch answers OffsetForLeaderEpoch with
+// epoch at the log end. Fence(e) refuses Appends stamped below e from then
+// on, atomically with them: a replica that stops leading fences the log
+// before it truncates, so that a produce of its old term still on its way
+// (or one stamped with the epoch it now follows) cannot land among its
+// leader's records (Kafka holds its partition's leaderIsrUpdateLock
+// across a leader's append for the same reason). EndOffsetForEpoch answers OffsetForLeaderEpoch with
 // Kafka 3.8's table (see it); replication decides what to do with it, the
 // log knows nothing of leaders.
 //

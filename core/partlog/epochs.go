@@ -38,6 +38,25 @@ const (
 // appended.
 var ErrStaleEpoch = errors.New("partlog: leader epoch below the log's latest")
 
+// Fence refuses, from now on, every Append (not AppendReplicated) stamped
+// with a leader epoch below epoch, ErrStaleEpoch, nothing appended. It
+// orders itself with appends (it takes the append lock): an append it does
+// not refuse was in the log before it returned. The log's user calls it
+// when its appends at an older epoch must stop for good, before it does
+// anything that relies on that (a replica that stops leading fences at the
+// epoch after the one it follows, then truncates: an append of its old
+// term that was still on its way must not land after the truncation, nor
+// one stamped with the epoch it follows, which is another broker's).
+// The floor is never lowered, and lives in memory only: after a restart no
+// append of an old term is on its way.
+func (l *Log) Fence(epoch int32) {
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	if epoch > l.appendFloor.Load() {
+		l.appendFloor.Store(epoch)
+	}
+}
+
 // epochCheckpointFile is Kafka's leader-epoch-checkpoint.
 const epochCheckpointFile = "leader-epoch-checkpoint"
 

@@ -527,3 +527,33 @@ func FuzzEpochCheckpoint(f *testing.F) {
 		}
 	})
 }
+
+// TestFence: after Fence(e) an Append stamped below e is ErrStaleEpoch with
+// nothing written (an append of a term the log's user no longer leads, or
+// one stamped with another leader's epoch), one at e or above goes in; the
+// floor is never lowered; replicated appends, which carry their leader's
+// epochs, are not fenced.
+func TestFence(t *testing.T) {
+	mem := memFS(t)
+	l, _ := mustOpen(t, mem, Config{})
+	defer func() { _ = l.Close() }()
+	appendEpochs(t, l, 2, 1) // [0, 2) in epoch 2
+	l.Fence(4)
+	l.Fence(3) // lower: ignored
+	for _, e := range []int32{2, 3} {
+		if _, err := l.Append(ctx, batch(9, 2, 60), e); !errors.Is(err, ErrStaleEpoch) || l.EndOffset() != 2 {
+			t.Fatalf("append at epoch %d under a fence at 4: %v, end %d", e, err, l.EndOffset())
+		}
+	}
+	// A follower's copy of epoch 3 (its leader's) goes in.
+	src, _ := mustOpen(t, memFS(t), Config{})
+	defer func() { _ = src.Close() }()
+	appendEpochs(t, src, 2, 1)
+	appendEpochs(t, src, 3, 1)
+	bs := readAll(t, src, 1<<20)
+	if _, err := l.AppendReplicated(ctx, bs[1]); err != nil {
+		t.Fatalf("replicated batch of epoch 3 under a fence at 4: %v", err)
+	}
+	appendEpochs(t, l, 4, 1) // the fence's own epoch
+	checkEpochs(t, l, []EpochEntry{{2, 0}, {3, 2}, {4, 4}})
+}

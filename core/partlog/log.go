@@ -118,6 +118,9 @@ type Log struct {
 	// immutable slice replaced under appendMu, the checkpoint file written
 	// first.
 	epochs atomic.Pointer[[]EpochEntry]
+	// appendFloor is the lowest leader epoch an Append may carry (Fence);
+	// raised under appendMu, never lowered; in memory only.
+	appendFloor atomic.Int32
 }
 
 // Report says what Open found.
