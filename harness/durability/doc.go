@@ -30,11 +30,11 @@
 // policy: a kill may lose no acknowledged record.
 //
 // power cuts the power of an in-process broker (transport/broker) whose
-// file system is a vfs.MemFS behind a lock, and starts a new broker on the
-// crash clone, which holds only what was fsynced (core/vfs's crash model:
-// file contents as of their last fsync, directory entries as of their
-// directory's last fsync), or with torn writes a random prefix of each
-// file's unsynced tail. The cut takes the lock's write side, so it lands
+// file system is a vfs.PowerFS (a vfs.MemFS behind a lock), and starts a
+// new broker on the crash clone, which holds only what was fsynced
+// (core/vfs's crash model: file contents as of their last fsync,
+// directory entries as of their directory's last fsync), or with torn
+// writes a random prefix of each file's unsynced tail. The cut takes the lock's write side, so it lands
 // between file operations, never inside one: an fsync that reported
 // success happened before the clone and is in it, and every operation
 // after the cut fails with ErrPowerCut, so the old broker can neither make
