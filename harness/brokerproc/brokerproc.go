@@ -1,9 +1,11 @@
 // Package brokerproc runs `weir broker` as a subprocess on free loopback
 // ports (or on addresses given), for the harness: the runner starts one per
 // matrix point (so its CPU time and disk writes can be read apart from the
-// load's), and the durability lab SIGKILLs one and restarts it on the same
-// data directory. Options.Exec runs it through a command that execs it,
-// such as `ip netns exec NAME` for a broker in a network namespace.
+// load's), the durability lab SIGKILLs one and restarts it on the same
+// data directory, and the cluster fault lab cuts the power of one started
+// on the power-cut file system (Options.PowerCutFS, Process.PowerCut).
+// Options.Exec runs it through a command that execs it, such as `ip netns
+// exec NAME` for a broker in a network namespace.
 //
 // Start waits for the Kafka port by polling it with a deadline, never by
 // sleeping a guessed time. The process runs in its own process group (a
