@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/pflag"
 	"gopkg.in/yaml.v3"
 
+	"github.com/weir-broker/weir/harness/brokerproc"
 	"github.com/weir-broker/weir/node"
 	"github.com/weir-broker/weir/transport/broker"
 )
@@ -59,6 +60,9 @@ type brokerSettings struct {
 	PluginCallTimeout          time.Duration     `yaml:"plugin-call-timeout"`
 	LogLevel                   string            `yaml:"log-level"`
 	LogFormat                  string            `yaml:"log-format"`
+	// PowerCutFS is the hidden lab flag --power-cut-fs (powercut.go); no
+	// config file key.
+	PowerCutFS bool `yaml:"-"`
 }
 
 const brokerLong = `Run a broker that speaks the Kafka protocol: point a Kafka client at --listen
@@ -171,6 +175,8 @@ func newBrokerCmdWith(run func(context.Context, brokerSettings, io.Writer) error
 	f.DurationVar(&s.PluginCallTimeout, "plugin-call-timeout", s.PluginCallTimeout, "a plugin call taking longer kills the plugin as hung; it restarts on the next call (default 0: 5s)")
 	f.StringVar(&s.LogLevel, "log-level", s.LogLevel, "log `level`: debug, info, warn or error")
 	f.StringVar(&s.LogFormat, "log-format", s.LogFormat, "log `format`: text or json")
+	f.BoolVar(&s.PowerCutFS, "power-cut-fs", s.PowerCutFS, fmt.Sprintf("lab: run on an in-memory copy of --data-dir that knows what was fsynced, every change made on the directory too; SIGUSR1 cuts the power (the directory keeps what was fsynced) and exits with status %d", brokerproc.PowerCutStatus))
+	_ = f.MarkHidden("power-cut-fs") // the cluster fault lab's (README: The cluster fault lab)
 	return cmd
 }
 
@@ -334,6 +340,14 @@ func runBroker(ctx context.Context, s brokerSettings, stderr io.Writer) error {
 		defer stopPprof()
 	}
 
+	var pc *powerCut
+	if s.PowerCutFS {
+		if pc, logger, err = startPowerCut(s.DataDir, logger); err != nil {
+			return err
+		}
+		s.DataDir = pc.dir // the same path in memory as on disk, absolute
+	}
+
 	b, err := broker.StartContext(ctx, broker.Config{
 		DataDir:                      s.DataDir,
 		NodeID:                       s.BrokerID,
@@ -366,9 +380,11 @@ func runBroker(ctx context.Context, s brokerSettings, stderr io.Writer) error {
 		DisableSendfile:              s.DisableSendfile,
 		PluginDir:                    s.PluginDir,
 		PluginCallTimeout:            s.PluginCallTimeout,
+		FS:                           pc.fsys(),
 		Logger:                       logger,
 	})
 	if err != nil {
+		pc.hold()
 		if ctx.Err() != nil {
 			// SIGINT or SIGTERM during start-up (before the broker joined
 			// its cluster, say): a stop asked for, not a failure, and
@@ -384,6 +400,7 @@ func runBroker(ctx context.Context, s brokerSettings, stderr io.Writer) error {
 		logger.Info("shutting down", "cause", context.Cause(ctx))
 	case <-b.Done():
 	}
+	pc.hold()
 	serveErr := b.Err()
 	return errors.Join(serveErr, b.Close())
 }

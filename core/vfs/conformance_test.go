@@ -27,6 +27,21 @@ func impls() []impl {
 			}
 			return m, "/data/t-0"
 		}},
+		{"power", func(t *testing.T) (FS, string) {
+			m := NewMem()
+			if err := m.MkdirAll("/data/t-0", 0o755); err != nil {
+				t.Fatal(err)
+			}
+			return NewPower(m, PowerConfig{}), "/data/t-0"
+		}},
+		{"power-mirrored", func(t *testing.T) (FS, string) {
+			dir := t.TempDir()
+			m := NewMem()
+			if err := m.MkdirAll(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			return NewPower(m, PowerConfig{Mirror: Default}), dir
+		}},
 	}
 }
 

@@ -9,7 +9,14 @@
 //     depends on it: a handle keeps working after its name is removed or renamed, Rename replaces atomically, ReadAt
 //     past the end returns io.EOF. Above all it can produce a crash clone ([MemFS.CrashClone],
 //     [MemFS.CrashCloneTorn]): the file system a machine would find after a power cut now.
+//   - [PowerFS] ([NewPower]) is a MemFS whose power can be cut ([PowerFS.Cut]): the cut lands between operations,
+//     returns the crash clone, and fails every operation after it with [ErrPowerCut]. With a mirror
+//     ([PowerConfig.Mirror]) it makes every change on a real directory too, which then always holds what the page
+//     cache would, so a process running on it can also be killed, stopped, or inspected from outside.
 //   - Package errorfs wraps any FS and fails the k-th operation of chosen kinds (a bad sector, a full disk).
+//
+// [CopyTree] copies a directory tree between two FSs, durably: it loads a real directory into a MemFS (all of it
+// durable there) and writes a crash clone back over the directory it came from.
 //
 // # Files
 //

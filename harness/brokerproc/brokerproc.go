@@ -1,9 +1,11 @@
 // Package brokerproc runs `weir broker` as a subprocess on free loopback
 // ports (or on addresses given), for the harness: the runner starts one per
 // matrix point (so its CPU time and disk writes can be read apart from the
-// load's), and the durability lab SIGKILLs one and restarts it on the same
-// data directory. Options.Exec runs it through a command that execs it,
-// such as `ip netns exec NAME` for a broker in a network namespace.
+// load's), the durability lab SIGKILLs one and restarts it on the same
+// data directory, and the cluster fault lab cuts the power of one started
+// on the power-cut file system (Options.PowerCutFS, Process.PowerCut).
+// Options.Exec runs it through a command that execs it, such as `ip netns
+// exec NAME` for a broker in a network namespace.
 //
 // Start waits for the Kafka port by polling it with a deadline, never by
 // sleeping a guessed time. The process runs in its own process group (a
@@ -30,6 +32,10 @@ import (
 // ErrBroker: the broker would not start, exited, or would not stop cleanly.
 // The error quotes the end of its output.
 var ErrBroker = errors.New("brokerproc: broker")
+
+// PowerCutStatus is the exit status of `weir broker --power-cut-fs` after
+// SIGUSR1 cut its power (Options.PowerCutFS, Process.PowerCut).
+const PowerCutStatus = 3
 
 // Defaults of Options.
 const (
@@ -66,6 +72,11 @@ type Options struct {
 	// DeathSignal is sent to the broker if the harness process dies first.
 	// Default SIGTERM (a graceful shutdown).
 	DeathSignal syscall.Signal
+	// PowerCutFS runs the broker with --power-cut-fs, a lab flag: it runs
+	// on an in-memory copy of its data directory that knows what was
+	// fsynced, every change made on the directory too, so that
+	// Process.PowerCut can cut its power. Default false.
+	PowerCutFS bool
 	// StartTimeout and StopTimeout default to DefaultStartTimeout and
 	// DefaultStopTimeout.
 	StartTimeout, StopTimeout time.Duration
@@ -117,8 +128,11 @@ func startOnce(ctx context.Context, o Options) (*Process, error) {
 			return nil, err
 		}
 	}
-	args := append([]string{"broker", "--data-dir", o.DataDir, "--listen", addr,
-		"--metrics-listen", metricsAddr, "--log-level", "warn"}, o.Flags...)
+	args := []string{"broker", "--data-dir", o.DataDir, "--listen", addr, "--metrics-listen", metricsAddr, "--log-level", "warn"}
+	if o.PowerCutFS {
+		args = append(args, "--power-cut-fs")
+	}
+	args = append(args, o.Flags...)
 	argv := append(append(slices.Clone(o.Exec), o.Weir), args...)
 	cmd := exec.Command(argv[0], argv[1:]...)
 	p := &Process{Cmd: cmd, Addr: addr, MetricsAddr: metricsAddr, opts: o, out: &tail{max: 16 << 10}, exited: make(chan struct{})}
@@ -248,6 +262,43 @@ func (p *Process) Stop() error {
 		return fmt.Errorf("%w: %v: %s", ErrBroker, p.exitErr, p.Output())
 	}
 	return nil
+}
+
+// PowerCut cuts the power of a broker started with Options.PowerCutFS:
+// SIGUSR1, upon which it loses everything it did not fsync (its data
+// directory keeps only what was: file contents as of their last fsync,
+// directory entries as of their directory's last fsync) and exits at once
+// with PowerCutStatus, without a controlled shutdown or a goodbye to
+// ZooKeeper. PowerCut returns once it has exited; an error (wrapping
+// ErrBroker) when it did not within the stop timeout (it is then killed)
+// or exited otherwise.
+func (p *Process) PowerCut() error {
+	if !p.opts.PowerCutFS {
+		return fmt.Errorf("%w: started without PowerCutFS: its power cannot be cut", ErrBroker)
+	}
+	if err := p.Cmd.Process.Signal(syscall.SIGUSR1); err != nil {
+		return fmt.Errorf("%w: SIGUSR1: %w", ErrBroker, err)
+	}
+	timer := time.NewTimer(p.opts.StopTimeout)
+	defer timer.Stop()
+	select {
+	case <-p.exited:
+	case <-timer.C:
+		_ = p.Cmd.Process.Kill()
+		<-p.exited
+		return fmt.Errorf("%w: did not exit within %v of SIGUSR1 (power cut); killed: %s", ErrBroker, p.opts.StopTimeout, p.Output())
+	}
+	if !PowerCutExit(p.exitErr) {
+		return fmt.Errorf("%w: exited with %v after SIGUSR1, not the power cut's status %d: %s", ErrBroker, p.exitErr, PowerCutStatus, p.Output())
+	}
+	return nil
+}
+
+// PowerCutExit reports whether a broker's exit error (ExitErr) is a power
+// cut's: exit status PowerCutStatus.
+func PowerCutExit(exitErr error) bool {
+	var ee *exec.ExitError
+	return errors.As(exitErr, &ee) && ee.ExitCode() == PowerCutStatus
 }
 
 // Pid is the broker's process id.

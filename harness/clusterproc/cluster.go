@@ -11,8 +11,10 @@
 // ZooKeeper connect string and server, and the networking in use. The
 // runner samples the brokers' CPU time and metrics through it, and a fault
 // lab can signal a broker's process (Broker.Cmd.Process), start it again
-// on its data directory and address (StartBroker, Restart), and cut its
-// link (LinkDown, LinkUp) from the same value.
+// on its data directory and address (StartBroker, Restart), cut its link
+// (LinkDown, LinkUp), and cut the power of the one broker started on the
+// power-cut file system (Config.PowerCutBroker, PowerCut) from the same
+// value.
 //
 // # Networking
 //
@@ -75,6 +77,8 @@ var (
 	ErrStart = errors.New("clusterproc: cluster did not start")
 	// ErrStop: a process did not stop cleanly (it was killed).
 	ErrStop = errors.New("clusterproc: cluster did not stop cleanly")
+	// ErrPowerCut: a broker's power could not be cut (PowerCut).
+	ErrPowerCut = errors.New("clusterproc: power cut")
 )
 
 // Networking modes (Config.Networking, Cluster.Networking); see the
@@ -135,6 +139,12 @@ type Config struct {
 	// so that a fault lab can fill one broker's disk (Cluster.FillDisk).
 	// Unmounted by Stop.
 	DataSize int64
+	// PowerCutBroker, when positive, is the broker (1..Brokers) that runs
+	// on the power-cut file system (`weir broker --power-cut-fs`, through
+	// brokerproc.Options.PowerCutFS), so that a fault lab can cut its
+	// power (Cluster.PowerCut) and start it again on what survived
+	// (StartBroker). Default 0: none.
+	PowerCutBroker int32
 	// Install is where ZooKeeper is. Default zkserver.Debian().
 	Install zkserver.Install
 	// Networking is NetworkingLoopback (the default, ""),
@@ -154,6 +164,8 @@ func (c *Config) validate() error {
 		return fmt.Errorf("%w: Brokers %d: want 1 or more", ErrConfig, c.Brokers)
 	case c.SessionTimeout < 0:
 		return fmt.Errorf("%w: SessionTimeout %v: want 0 (the broker's default) or more", ErrConfig, c.SessionTimeout)
+	case c.PowerCutBroker < 0 || int(c.PowerCutBroker) > c.Brokers:
+		return fmt.Errorf("%w: PowerCutBroker %d: want 0 (none) or 1..%d", ErrConfig, c.PowerCutBroker, c.Brokers)
 	}
 	if c.ZooKeeper != "" {
 		if _, err := zk.ParseConnectString(c.ZooKeeper); err != nil {
@@ -200,6 +212,9 @@ type Cluster struct {
 	NetworkingFallback string
 	// Dir is Config.Dir.
 	Dir string
+	// PowerCutBroker is Config.PowerCutBroker: the broker whose power
+	// PowerCut can cut, 0 for none.
+	PowerCutBroker int32
 
 	cfg   Config
 	net   *network                       // nil with loopback
@@ -246,7 +261,7 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, cfg.StartTimeout)
 	defer cancel()
-	c := &Cluster{ZooKeeper: cfg.ZooKeeper, Networking: NetworkingLoopback, Dir: dir, cfg: cfg}
+	c := &Cluster{ZooKeeper: cfg.ZooKeeper, Networking: NetworkingLoopback, Dir: dir, PowerCutBroker: cfg.PowerCutBroker, cfg: cfg}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, c.Stop())
@@ -434,7 +449,8 @@ func (c *Cluster) startBroker(ctx context.Context, id int32) (*Broker, error) {
 	// SIGKILL if the harness dies first: it reaches a broker a fault lab
 	// stopped with SIGSTOP, which a SIGTERM would leave stopped forever.
 	b.opts = brokerproc.Options{Weir: cfg.Weir, DataDir: b.DataDir, Flags: flags, Metrics: true, Log: logFile,
-		DeathSignal: syscall.SIGKILL, StartTimeout: cfg.StartTimeout, StopTimeout: cfg.StopTimeout}
+		DeathSignal: syscall.SIGKILL, StartTimeout: cfg.StartTimeout, StopTimeout: cfg.StopTimeout,
+		PowerCutFS: id == cfg.PowerCutBroker}
 	if c.net != nil {
 		b.Namespace, b.Veth = c.net.namespace(id), c.net.hostVeth(id)
 		host := c.net.brokerIP(id)
@@ -496,6 +512,28 @@ func (c *Cluster) Restart(ctx context.Context, id int32) error {
 		stopErr = fmt.Errorf("%w: broker %d: %w", ErrStop, id, err)
 	}
 	return errors.Join(stopErr, c.StartBroker(ctx, id))
+}
+
+// PowerCut cuts the power of broker id, which must be the PowerCutBroker:
+// it loses everything it did not fsync (its data directory keeps file
+// contents as of their last fsync, directory entries as of their
+// directory's last fsync) and its process exits at once, without a
+// controlled shutdown or closing its ZooKeeper session, which expires
+// after the session timeout as after a crash. PowerCut returns once the
+// process has exited; StartBroker starts it again on what survived (on
+// the power-cut file system again). Errors wrap ErrPowerCut.
+func (c *Cluster) PowerCut(id int32) error {
+	if id != c.PowerCutBroker || id == 0 {
+		return fmt.Errorf("%w: broker %d does not run on the power-cut file system (Config.PowerCutBroker is %d)", ErrPowerCut, id, c.PowerCutBroker)
+	}
+	b := c.Broker(id)
+	if b == nil {
+		return fmt.Errorf("%w: no broker %d (the cluster has 1..%d)", ErrPowerCut, id, len(c.Brokers))
+	}
+	if err := b.Process.PowerCut(); err != nil {
+		return fmt.Errorf("%w: broker %d: %w", ErrPowerCut, id, err)
+	}
+	return nil
 }
 
 // LinkDown sets the bridge end of broker id's veth pair down: the broker

@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/weir-broker/weir/cluster/zk/zktest"
+	"github.com/weir-broker/weir/harness/brokerproc"
 	"github.com/weir-broker/weir/harness/internal/weirbin"
 )
 
@@ -113,6 +114,7 @@ func TestConfigAndChroot(t *testing.T) {
 		{Config{Weir: "w", Dir: "d"}, "Brokers 0"},
 		{Config{Weir: "w", Dir: "d", Brokers: 1, ZooKeeper: "a:99999"}, "ZooKeeper"},
 		{Config{Weir: "w", Dir: "d", Brokers: 1, SessionTimeout: -time.Second}, "SessionTimeout"},
+		{Config{Weir: "w", Dir: "d", Brokers: 2, PowerCutBroker: 3}, "PowerCutBroker 3: want 0 (none) or 1..2"},
 		{Config{Weir: "w", Dir: "d", Brokers: 1, Networking: "bridge"}, `Networking "bridge": want loopback, netns or auto`},
 		{Config{Weir: "w", Dir: "d", Brokers: 1, Networking: "netns", ZooKeeper: "localhost:2181/weir"}, "Networking netns: ZooKeeper server localhost:2181 is on loopback"},
 	} {
@@ -205,5 +207,55 @@ func TestLinkProxies(t *testing.T) {
 	}
 	if s := c.Link(1, 2).Stats(); s.Forwarded[1] != 0 {
 		t.Errorf("link 1->2 (nobody follows broker 2): %+v, want nothing forwarded", s)
+	}
+}
+
+// The power-cut broker runs on the power-cut file system: only its power
+// can be cut; it exits with the power cut's status, leaving its data
+// directory to what it fsynced, and comes back on it (on the power-cut
+// file system again: a second cut works) to rejoin the cluster.
+func TestPowerCut(t *testing.T) {
+	zktest.Require(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c, err := Start(ctx, Config{Weir: weirBin, Dir: filepath.Join(t.TempDir(), "c"), Brokers: 2, SessionTimeout: 2 * time.Second, PowerCutBroker: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Stop()
+	if c.PowerCutBroker != 2 {
+		t.Errorf("PowerCutBroker = %d, want 2", c.PowerCutBroker)
+	}
+	if err := c.PowerCut(1); !errors.Is(err, ErrPowerCut) {
+		t.Errorf("PowerCut(1), not the power-cut broker: %v, want ErrPowerCut", err)
+	}
+	if err := c.CheckRunning(); err != nil {
+		t.Fatalf("a refused power cut struck: %v", err)
+	}
+	for cut := 1; cut <= 2; cut++ {
+		old := c.Broker(2)
+		if err := c.PowerCut(2); err != nil {
+			t.Fatalf("cut %d: %v", cut, err)
+		}
+		select {
+		case <-old.Exited():
+		default:
+			t.Fatalf("cut %d: PowerCut returned with the broker running", cut)
+		}
+		if !brokerproc.PowerCutExit(old.ExitErr()) || !strings.Contains(old.Output(), "power cut") {
+			t.Fatalf("cut %d: exit %v: %s", cut, old.ExitErr(), old.Output())
+		}
+		if _, err := os.Stat(filepath.Join(old.DataDir, "meta.properties")); err != nil {
+			t.Errorf("cut %d: the fsynced identity did not survive: %v", cut, err)
+		}
+		if err := c.StartBroker(ctx, 2); err != nil {
+			t.Fatalf("cut %d: %v", cut, err)
+		}
+		if err := c.WaitFormed(ctx); err != nil {
+			t.Fatalf("cut %d: %v", cut, err)
+		}
+	}
+	if err := c.Stop(); err != nil {
+		t.Errorf("Stop: %v", err)
 	}
 }

@@ -177,17 +177,18 @@ func ClusterBound(acks string, unclean bool) flushpolicy.Bound {
 	return flushpolicy.Bound{}
 }
 
-// RunCluster runs the cluster lab once: a fresh cluster, topics with the
-// workload's replication factor, min.insync.replicas, unclean election,
-// flush policy and durable-ack mode, producers recording every record in
-// their ledgers, a consumer recording every record it was served, the
-// cluster sampled throughout, and the schedule's faults injected one after
-// the other while the load runs. After the last fault, the producers
+// RunCluster runs the cluster lab once: a fresh cluster (its highest broker
+// on the power-cut file system when the schedule has a power cut), topics
+// with the workload's replication factor, min.insync.replicas, unclean
+// election, flush policy and durable-ack mode, producers recording every
+// record in their ledgers, a consumer recording every record it was served,
+// the cluster sampled throughout, and the schedule's faults injected one
+// after the other while the load runs. After the last fault, the producers
 // stop, the cluster heals (every partition led with a full ISR), a few
 // records per partition are produced (acks=all), every partition is read
 // back from its leader and checked as Run checks one broker's, the
-// replicas' logs are compared with each other from the log start the
-// leader served, and the cluster stops.
+// replicas' logs are compared with each other from the log start the leader
+// served, and the cluster stops.
 //
 // As with Run, the error is for a run that could not be carried out;
 // what it found is in the Outcome, which Outcome.Verify judges against
@@ -218,7 +219,7 @@ func RunCluster(ctx context.Context, cfg ClusterConfig) (*Outcome, error) {
 			return nil, err
 		}
 	}
-	proxies, dataSize := false, int64(0)
+	proxies, dataSize, powerCut := false, int64(0), int32(0)
 	for _, p := range schedule {
 		if p.Kind.needsZooKeeper() && cfg.ZooKeeper != "" {
 			return nil, fmt.Errorf("%w: %s needs the ZooKeeper the lab starts, not an external one", ErrConfig, p.Kind)
@@ -230,13 +231,16 @@ func RunCluster(ctx context.Context, cfg ClusterConfig) (*Outcome, error) {
 		if p.Kind.needsRoot() {
 			dataSize = diskFullDataSize
 		}
+		if p.Kind.needsPowerCutBroker() {
+			powerCut = int32(cfg.Brokers) // the highest id
+		}
 	}
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrBroker, err)
 	}
 	c, err := clusterproc.Start(ctx, clusterproc.Config{Weir: cfg.Weir, Dir: cfg.Dir, Brokers: cfg.Brokers,
 		ZooKeeper: cfg.ZooKeeper, SessionTimeout: cfg.SessionTimeout, BrokerFlags: cfg.BrokerFlags,
-		Networking: cfg.Networking, LinkProxies: proxies, DataSize: dataSize})
+		Networking: cfg.Networking, LinkProxies: proxies, DataSize: dataSize, PowerCutBroker: powerCut})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrBroker, err)
 	}

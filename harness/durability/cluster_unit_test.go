@@ -1,6 +1,7 @@
 package durability
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"github.com/weir-broker/weir/core/logs"
 	"github.com/weir-broker/weir/core/record"
 	"github.com/weir-broker/weir/core/segment"
+	"github.com/weir-broker/weir/harness/clusterproc"
 	"github.com/weir-broker/weir/harness/result"
 	"github.com/weir-broker/weir/harness/spec"
 )
@@ -48,6 +50,18 @@ func TestPlan(t *testing.T) {
 	if len(seen) != 2 {
 		t.Errorf("10 mixed faults drew only %v", seen)
 	}
+	// Every cluster can take a power cut: it needs neither root nor
+	// namespaces, only a broker started on the power-cut file system.
+	if k := available(false, false); !slices.Contains(k, PowerCut) || slices.Contains(k, DiskFull) || slices.Contains(k, LinkDown) {
+		t.Errorf("kinds without root or netns: %v", k)
+	}
+	if k := available(true, true); !slices.Equal(k, ClusterFaults) {
+		t.Errorf("kinds with root and netns: %v, want all", k)
+	}
+	cuts, _ := Plan(3, PowerCut, nil, 2, 0, 2*time.Second, time.Second, 1, 1, 3)
+	if cuts[0].Kind != PowerCut || cuts[0].String() != "power-cut of the power-cut broker at "+cuts[0].At.String()+" for 1s" {
+		t.Errorf("a power-cut schedule: %v", cuts)
+	}
 	one, _ := Plan(1, Term, nil, 3, 0, 3*time.Second, time.Second, 1, 1, 3)
 	for _, p := range one {
 		if p.Kind != Term {
@@ -63,6 +77,16 @@ func TestPlan(t *testing.T) {
 		if err := bad(); !errors.Is(err, ErrConfig) {
 			t.Errorf("got %v, want ErrConfig", err)
 		}
+	}
+}
+
+// A power cut needs the cluster's power-cut broker: without one it fails
+// as a config error, striking nothing.
+func TestPowerCutNeedsItsBroker(t *testing.T) {
+	l := &lab{c: &clusterproc.Cluster{}}
+	f, err := l.inject(context.Background(), Planned{Kind: PowerCut, Hold: time.Second}, nil, time.Now())
+	if !errors.Is(err, ErrConfig) || f.Error == "" || f.Kind != string(PowerCut) {
+		t.Errorf("power cut without a power-cut broker: %+v, %v; want ErrConfig", f, err)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/weir-broker/weir/core/vfs"
 	"github.com/weir-broker/weir/harness/spec"
 	"github.com/weir-broker/weir/plugins/codec"
 )
@@ -21,8 +22,9 @@ var (
 	// the fault (the first produce never acknowledged, a fetch error).
 	ErrClient = errors.New("durability: client")
 	// ErrPowerCut is what every file operation of a broker returns after
-	// its power was cut.
-	ErrPowerCut = errors.New("durability: power cut")
+	// its power was cut: vfs.ErrPowerCut, the power fault's file system
+	// being a vfs.PowerFS.
+	ErrPowerCut = vfs.ErrPowerCut
 
 	// The guarantees; Outcome.Verify wraps one per violation.
 

@@ -30,11 +30,11 @@
 // policy: a kill may lose no acknowledged record.
 //
 // power cuts the power of an in-process broker (transport/broker) whose
-// file system is a vfs.MemFS behind a lock, and starts a new broker on the
-// crash clone, which holds only what was fsynced (core/vfs's crash model:
-// file contents as of their last fsync, directory entries as of their
-// directory's last fsync), or with torn writes a random prefix of each
-// file's unsynced tail. The cut takes the lock's write side, so it lands
+// file system is a vfs.PowerFS (a vfs.MemFS behind a lock), and starts a
+// new broker on the crash clone, which holds only what was fsynced
+// (core/vfs's crash model: file contents as of their last fsync,
+// directory entries as of their directory's last fsync), or with torn
+// writes a random prefix of each file's unsynced tail. The cut takes the lock's write side, so it lands
 // between file operations, never inside one: an fsync that reported
 // success happened before the clone and is in it, and every operation
 // after the cut fails with ErrPowerCut, so the old broker can neither make
@@ -123,8 +123,8 @@
 // replication factor, min.insync.replicas and unclean election, the same
 // producers and ledgers, a consumer reading along, and a schedule of
 // faults ([Plan]: seeded moments, one after the other; [ClusterFaults]:
-// process, network, ZooKeeper and disk faults) injected while the load
-// runs, each healed after its hold. The cluster is sampled throughout
+// process, network, ZooKeeper, disk and power faults) injected while the
+// load runs, each healed after its hold. The cluster is sampled throughout
 // (leaders and ISRs from Metadata, replica lag and ISR counters from the
 // brokers' /metrics). After the last fault the producers stop, the
 // cluster heals (every partition led with a full ISR), records are
@@ -132,6 +132,18 @@
 // checked as above, and then, with nothing written any more, every
 // replica's log is compared with the others batch by batch, byte for
 // byte, before the cluster stops.
+//
+// A power cut strikes one broker, the highest id, which a run whose
+// schedule has one starts with `weir broker --power-cut-fs`: it runs on a
+// vfs.PowerFS whose MemFS starts as a copy of its data directory and
+// whose mirror is the directory itself, so the directory holds what the
+// page cache would at every moment (every other fault, a SIGKILL, a full
+// disk, the comparison of replicas, finds it as on any broker); SIGUSR1
+// cuts the power, writes the crash clone (torn) over the directory and
+// ends the process at once, and the broker is restarted on what
+// survived after the hold. The one cut broker loses what it did not
+// fsync; with acks=all its in-sync replicas still hold every
+// acknowledged record, so the bound is unchanged.
 //
 // Besides the checks above, a cluster run fails when a consumer was
 // served a record the final log does not hold at that offset (it read

@@ -51,6 +51,12 @@ func (l *lab) inject(ctx context.Context, p Planned, obs *observer, start time.T
 		victim = id
 	case KillRandom:
 		f.Target, victim = fmt.Sprintf("broker %d", p.Broker), p.Broker
+	case PowerCut:
+		victim = l.c.PowerCutBroker
+		if victim == 0 {
+			return fail(fmt.Errorf("%w: %s needs a broker on the power-cut file system; the cluster has none", ErrConfig, p.Kind))
+		}
+		f.Target = fmt.Sprintf("broker %d", victim)
 	case RollingRestart:
 		f.Target = "every broker"
 	case ZooKeeperStop:
@@ -78,6 +84,16 @@ func (l *lab) inject(ctx context.Context, p Planned, obs *observer, start time.T
 			sig = syscall.SIGTERM // a controlled shutdown
 		}
 		err = l.stop(victim, sig)
+		if err == nil {
+			err = hold(p.Hold)
+		}
+		if err == nil {
+			err = l.restart(ctx, victim)
+		}
+	case PowerCut:
+		if err = l.c.PowerCut(victim); err != nil {
+			err = fmt.Errorf("%w: %w", ErrBroker, err)
+		}
 		if err == nil {
 			err = hold(p.Hold)
 		}

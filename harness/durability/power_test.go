@@ -1,12 +1,9 @@
 package durability
 
 import (
-	"errors"
 	"slices"
 	"testing"
 	"time"
-
-	"github.com/weir-broker/weir/core/vfs"
 )
 
 // powerCuts is how many simulated power cuts TestPowerCutDurableAcks
@@ -108,81 +105,5 @@ func TestPowerCutLossBounds(t *testing.T) {
 	}
 	if lossy["every-batch"] > 0 {
 		t.Errorf("every-batch lost acknowledged records in %d runs", lossy["every-batch"])
-	}
-}
-
-// The power fault's file system: a cut lands between operations, keeps
-// what was fsynced, and fails everything after it.
-func TestPowerFS(t *testing.T) {
-	fs := newPowerFS(0)
-	if err := fs.MkdirAll("/d", 0o755); err != nil {
-		t.Fatal(err)
-	}
-	f, err := fs.Create("/d/a")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := fs.SyncDir("/d"); err != nil {
-		t.Fatal(err)
-	}
-	mustWrite := func(s string) {
-		t.Helper()
-		if _, err := f.Write([]byte(s)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	mustWrite("synced")
-	if err := f.Sync(); err != nil {
-		t.Fatal(err)
-	}
-	mustWrite(" lost")
-	clone, at := fs.Cut(nil)
-	if at.IsZero() {
-		t.Error("no cut time")
-	}
-	if got, err := vfs.ReadFile(clone, "/d/a"); err != nil || string(got) != "synced" {
-		t.Errorf("clone holds %q, %v; want the synced bytes only", got, err)
-	}
-	if _, err := f.Write([]byte("x")); !errors.Is(err, ErrPowerCut) {
-		t.Errorf("write after the cut: %v, want ErrPowerCut", err)
-	}
-	if err := f.Sync(); !errors.Is(err, ErrPowerCut) {
-		t.Errorf("sync after the cut: %v, want ErrPowerCut", err)
-	}
-	if _, err := fs.Create("/d/b"); !errors.Is(err, ErrPowerCut) {
-		t.Errorf("create after the cut: %v, want ErrPowerCut", err)
-	}
-	if err := f.Close(); err != nil {
-		t.Errorf("close after the cut: %v (it releases the handle)", err)
-	}
-	if fs.Syncs() != 2 {
-		t.Errorf("%d fsyncs counted, want 2 (the directory and the file)", fs.Syncs())
-	}
-}
-
-// An fsync in flight when the power goes (its simulated latency not yet
-// paid) fails and covers nothing.
-func TestPowerFSCutDuringSync(t *testing.T) {
-	fs := newPowerFS(50 * time.Millisecond)
-	if err := fs.MkdirAll("/d", 0o755); err != nil {
-		t.Fatal(err)
-	}
-	f, err := fs.Create("/d/a")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.Write([]byte("unsynced")); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- f.Sync() }()
-	// Whether the sync has started paying its 50 ms or not, it ends after
-	// the cut, and so must fail.
-	clone, _ := fs.Cut(nil)
-	if err := <-done; !errors.Is(err, ErrPowerCut) {
-		t.Fatalf("sync cut short: %v, want ErrPowerCut", err)
-	}
-	if _, err := clone.Stat("/d/a"); err == nil {
-		t.Error("a file whose directory was never synced survived the cut")
 	}
 }

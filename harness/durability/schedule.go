@@ -68,6 +68,14 @@ const (
 	// (a tmpfs of its own size) for the hold, so its appends fail with
 	// ENOSPC, then frees it.
 	DiskFull ClusterFault = "disk-full"
+	// PowerCut cuts the power of the power-cut broker (the highest id,
+	// which a run whose schedule has a power cut starts with `weir broker
+	// --power-cut-fs`), whatever its role: it loses everything it did not
+	// fsync (file contents as of their last fsync, directory entries as
+	// of their directory's last fsync, unsynced tails torn at random) and
+	// its process ends at once, without a controlled shutdown or a goodbye
+	// to ZooKeeper; restarted after the hold on what survived.
+	PowerCut ClusterFault = "power-cut"
 	// Mixed draws each fault of a run from ClusterFaults (those the
 	// cluster's networking allows).
 	Mixed ClusterFault = "mixed"
@@ -81,7 +89,7 @@ const (
 
 // ClusterFaults lists the cluster faults, in the order reports use.
 var ClusterFaults = []ClusterFault{KillLeader, KillController, KillRandom, Pause, SessionExpiry, Term, RollingRestart,
-	ZooKeeperStop, LinkDown, SlowLinks, FlakyLinks, OneWay, DiskFull}
+	ZooKeeperStop, LinkDown, SlowLinks, FlakyLinks, OneWay, DiskFull, PowerCut}
 
 // needsProxies reports whether the fault acts on the fault proxies
 // between brokers.
@@ -90,6 +98,10 @@ func (f ClusterFault) needsProxies() bool { return f == SlowLinks || f == FlakyL
 // needsNetns reports whether the fault needs brokers in network
 // namespaces.
 func (f ClusterFault) needsNetns() bool { return f == LinkDown }
+
+// needsPowerCutBroker reports whether the fault needs a broker on the
+// power-cut file system (clusterproc.Config.PowerCutBroker).
+func (f ClusterFault) needsPowerCutBroker() bool { return f == PowerCut }
 
 // needsRoot reports whether the fault needs root (a tmpfs per broker).
 func (f ClusterFault) needsRoot() bool { return f == DiskFull }
@@ -147,6 +159,8 @@ func (p Planned) String() string {
 		return fmt.Sprintf("%s of a follower of %d/%d at %v for %v", p.Kind, p.Topic, p.Partition, p.At, p.Hold)
 	case KillRandom:
 		return fmt.Sprintf("%s of broker %d at %v for %v", p.Kind, p.Broker, p.At, p.Hold)
+	case PowerCut:
+		return fmt.Sprintf("%s of the power-cut broker at %v for %v", p.Kind, p.At, p.Hold)
 	}
 	return fmt.Sprintf("%s at %v for %v", p.Kind, p.At, p.Hold)
 }

@@ -35,10 +35,10 @@ type target interface {
 // in-memory file system.
 const powerDataDir = "/weir"
 
-// powerTarget runs the broker in process on a powerFS.
+// powerTarget runs the broker in process on a vfs.PowerFS.
 type powerTarget struct {
 	cfg  Config
-	fs   *powerFS
+	fs   *vfs.PowerFS
 	b    *broker.Broker
 	dead *atomic.Bool // silences the first broker's log at the cut
 	torn bool
@@ -51,7 +51,7 @@ type powerTarget struct {
 }
 
 func startPower(cfg Config) (*powerTarget, error) {
-	t := &powerTarget{cfg: cfg, fs: newPowerFS(cfg.SyncLatency), torn: cfg.Torn, dead: new(atomic.Bool)}
+	t := &powerTarget{cfg: cfg, fs: vfs.NewPower(vfs.NewMem(), vfs.PowerConfig{SyncLatency: cfg.SyncLatency}), torn: cfg.Torn, dead: new(atomic.Bool)}
 	first := cfg
 	first.Logger = slog.New(deadHandler{next: cfg.Logger.Handler(), dead: t.dead})
 	b, err := startInProcess(first, t.fs)
@@ -91,7 +91,7 @@ func (t *powerTarget) crash(rng *rand.Rand) (time.Time, error) {
 	// The dead machine's broker: its connections close, its file
 	// operations fail; it has nothing left to say, errors included.
 	_ = t.b.Close()
-	t.fs = &powerFS{mem: clone} // what the next broker runs on; no more cuts
+	t.fs = vfs.NewPower(clone, vfs.PowerConfig{}) // what the next broker runs on; no more cuts
 	return at, nil
 }
 

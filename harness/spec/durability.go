@@ -68,7 +68,7 @@ type Durability struct {
 
 // The cluster faults (package harness/durability), and mixed.
 var ClusterFaults = []string{"kill-leader", "kill-controller", "kill-random", "pause", "session-expiry", "term",
-	"rolling-restart", "zk-stop", "link-down", "slow-links", "flaky-links", "one-way", "disk-full"}
+	"rolling-restart", "zk-stop", "link-down", "slow-links", "flaky-links", "one-way", "disk-full", "power-cut"}
 
 // FaultMixed draws each fault of a run from the cluster faults.
 const FaultMixed = "mixed"
