@@ -164,14 +164,17 @@ func (c ClusterConfig) validate() (ClusterConfig, error) {
 	return c, nil
 }
 
-// ClusterBound is what a cluster setting may lose: nothing with acks=all
-// and clean elections only (an acknowledged record is on every in-sync
-// replica, and only those can lead), whatever the faults, as long as one
-// in-sync replica's disk survives; otherwise no bound (acks=1 acknowledges
-// what only the leader has; an unclean election makes a replica that
-// lacks acknowledged records the leader).
-func ClusterBound(acks string, unclean bool) flushpolicy.Bound {
-	if (acks == "all" || acks == "-1") && !unclean {
+// ClusterBound is what a cluster setting may lose: nothing with acks=all,
+// clean elections, and either min.insync.replicas of at least 2 or durable
+// acks (an acknowledged record is on at least two in-sync replicas, or on
+// the disk of every one, and only those can lead), whatever the faults, as
+// long as one in-sync replica's disk survives and at most one broker loses
+// its power at a time; otherwise no bound (acks=1 acknowledges what only
+// the leader has; an unclean election makes a replica that lacks
+// acknowledged records the leader; with min.insync.replicas 1 an ISR of
+// the leader alone acknowledges what a power cut of it takes).
+func ClusterBound(w spec.Workload) flushpolicy.Bound {
+	if (w.Acks == "all" || w.Acks == "-1") && !w.UncleanElection && (w.MinInsync >= 2 || w.DurableAcks) {
 		return Nothing
 	}
 	return flushpolicy.Bound{}

@@ -69,7 +69,7 @@ func TestClusterAcksAllLosesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := o.Verify(ClusterBound(w.Acks, w.UncleanElection), 0); err != nil {
+	if err := o.Verify(ClusterBound(w), 0); err != nil {
 		t.Errorf("guarantee broken: %v", err)
 	}
 	t.Logf("%d faults: %d attempted, %d acknowledged, %d lost, %d unacknowledged survived; "+

@@ -157,7 +157,7 @@ func TestCheckCluster(t *testing.T) {
 	if err := o.Verify(Nothing, 0); !errors.Is(err, ErrLoss) {
 		t.Errorf("Verify(Nothing) = %v, want ErrLoss", err)
 	}
-	if err := o.Verify(ClusterBound("1", false), 0); err != nil {
+	if err := o.Verify(ClusterBound(spec.Workload{Acks: "1", MinInsync: 2}), 0); err != nil {
 		t.Errorf("acks=1 may lose: Verify = %v", err)
 	}
 
@@ -184,8 +184,8 @@ func TestCheckCluster(t *testing.T) {
 	in.ledgers[0][5] = entry{topic: 0, partition: 0, size: 30, sum: 9, state: failed, offset: -1}
 	in.seen = nil
 	in.allowDuplicates = true
-	if o := check(in); o.Moved != 1 || o.OffsetReuse != 0 || o.Verify(ClusterBound("1", false), 0) != nil {
-		t.Errorf("acks=1, the acknowledged copy lost, a retried one kept: moved %d, reuse %d, Verify %v", o.Moved, o.OffsetReuse, o.Verify(ClusterBound("1", false), 0))
+	if o := check(in); o.Moved != 1 || o.OffsetReuse != 0 || o.Verify(ClusterBound(spec.Workload{Acks: "1", MinInsync: 2}), 0) != nil {
+		t.Errorf("acks=1, the acknowledged copy lost, a retried one kept: moved %d, reuse %d, Verify %v", o.Moved, o.OffsetReuse, o.Verify(ClusterBound(spec.Workload{Acks: "1", MinInsync: 2}), 0))
 	}
 	in.allowDuplicates = false
 	if o := check(in); o.OffsetReuse != 1 || !errors.Is(o.Verify(Nothing, 0), ErrOffsets) {
@@ -197,8 +197,8 @@ func TestCheckCluster(t *testing.T) {
 	in = clusterInput()
 	in.seen[tp{0, 0}] = append(in.seen[tp{0, 0}], seenRecord{offset: 2, id: recordID(0, 5)})
 	in.unclean = true
-	if o := check(in); o.ReadTruncated != 1 || o.Verify(ClusterBound("all", true), 0) != nil {
-		t.Errorf("unclean election, a truncated read: %d, Verify %v", o.ReadTruncated, o.Verify(ClusterBound("all", true), 0))
+	if o := check(in); o.ReadTruncated != 1 || o.Verify(ClusterBound(spec.Workload{Acks: "all", MinInsync: 2, UncleanElection: true}), 0) != nil {
+		t.Errorf("unclean election, a truncated read: %d, Verify %v", o.ReadTruncated, o.Verify(ClusterBound(spec.Workload{Acks: "all", MinInsync: 2, UncleanElection: true}), 0))
 	}
 }
 
@@ -257,5 +257,25 @@ func TestClusterFaultNames(t *testing.T) {
 	}
 	if !slices.Equal(names, spec.ClusterFaults) || string(Mixed) != spec.FaultMixed {
 		t.Errorf("durability's faults %v (and %q), the spec's %v (and %q)", names, Mixed, spec.ClusterFaults, spec.FaultMixed)
+	}
+}
+
+// ClusterBound promises nothing lost only where an acknowledged record is
+// on two in-sync replicas (or on the disk of every one) and only those lead.
+func TestClusterBound(t *testing.T) {
+	for _, tc := range []struct {
+		w    spec.Workload
+		safe bool
+	}{
+		{spec.Workload{Acks: "all", MinInsync: 2}, true},
+		{spec.Workload{Acks: "-1", MinInsync: 3}, true},
+		{spec.Workload{Acks: "all", MinInsync: 1}, false},
+		{spec.Workload{Acks: "all", MinInsync: 1, DurableAcks: true}, true},
+		{spec.Workload{Acks: "all", MinInsync: 2, UncleanElection: true}, false},
+		{spec.Workload{Acks: "1", MinInsync: 2}, false},
+	} {
+		if got := ClusterBound(tc.w) == Nothing; got != tc.safe {
+			t.Errorf("%+v: bounded to nothing %v, want %v", tc.w, got, tc.safe)
+		}
 	}
 }

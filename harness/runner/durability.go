@@ -36,7 +36,7 @@ func (r *runner) durability(ctx context.Context, run *result.Run, sections []spe
 				rs.Points = append(rs.Points, pt)
 			}
 			if r.spec.Target.IsCluster() {
-				bounds[p.ID] = durability.ClusterBound(p.Workload.Acks, p.Workload.UncleanElection).String()
+				bounds[p.ID] = durability.ClusterBound(p.Workload).String()
 			} else if b, berr := durability.ExpectedBound(durability.Fault(p.Fault), p.Workload.DurableAcks, p.Workload.FlushPolicy); berr == nil {
 				bounds[p.ID] = b.String()
 			}
@@ -150,7 +150,7 @@ func (r *runner) clusterDurabilityPoint(ctx context.Context, pt result.Point, in
 	w := p.Workload
 	d := r.spec.Durability
 	sc := r.spec.Target.Cluster
-	bound := durability.ClusterBound(w.Acks, w.UncleanElection)
+	bound := durability.ClusterBound(w)
 	var flags []string
 	if r.opts.PluginDir != "" {
 		flags = append(flags, "--plugin-dir", r.opts.PluginDir)
