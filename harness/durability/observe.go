@@ -3,6 +3,7 @@ package durability
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"sync"
@@ -65,15 +66,41 @@ func newObserver(c *clusterproc.Cluster, topics []string, parts int) (*observer,
 	return &observer{c: c, cl: cl, topics: topics, parts: parts, epochs: map[tp]int32{}, leaders: map[tp]int32{}, isrSeen: map[int][2]float64{}}, nil
 }
 
-// metadata asks the running brokers in turn for the topics' metadata and
-// returns the first answer.
-func (o *observer) metadata(ctx context.Context) (*kmsg.MetadataResponse, error) {
+func (o *observer) metadataRequest() *kmsg.MetadataRequest {
 	req := kmsg.NewPtrMetadataRequest()
 	for _, name := range o.topics {
 		t := kmsg.NewMetadataRequestTopic()
 		t.Topic = kmsg.StringPtr(name)
 		req.Topics = append(req.Topics, t)
 	}
+	return req
+}
+
+// metadataOfEach asks every running broker for the topics' metadata, and
+// returns the answers by broker; the first failure fails it.
+func (o *observer) metadataOfEach(ctx context.Context) (map[int32]*kmsg.MetadataResponse, error) {
+	req := o.metadataRequest()
+	ids := liveIDs(o.c)
+	if len(ids) == 0 {
+		return nil, fmt.Errorf("%w: no broker running", ErrBroker)
+	}
+	out := make(map[int32]*kmsg.MetadataResponse, len(ids))
+	for _, id := range ids {
+		rctx, cancel := context.WithTimeout(ctx, metadataTimeout)
+		resp, err := req.RequestWith(rctx, o.cl.Broker(int(id)))
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("broker %d: %w", id, err)
+		}
+		out[id] = resp
+	}
+	return out, nil
+}
+
+// metadata asks the running brokers in turn for the topics' metadata and
+// returns the first answer.
+func (o *observer) metadata(ctx context.Context) (*kmsg.MetadataResponse, error) {
+	req := o.metadataRequest()
 	ids := liveIDs(o.c)
 	if len(ids) == 0 {
 		return nil, fmt.Errorf("%w: no broker running", ErrBroker)
@@ -164,22 +191,66 @@ func (o *observer) poll(ctx context.Context, timeout time.Duration, cond func(ma
 	}
 }
 
-// waitWhole waits until every partition has a registered leader and a
-// full ISR, and returns how long that took.
+// waitWhole waits until every running broker describes every partition
+// with a registered leader and a full ISR, all of them the same leader in
+// the same epoch, and returns how long that took. Every broker, not one:
+// a broker that has just woken up (SIGCONT, a link back up) answers from
+// the picture it had before the fault, whole and stale, until it has read
+// the cluster again; a check made then would compare replicas it has not
+// yet truncated or caught up.
 func (o *observer) waitWhole(ctx context.Context, timeout time.Duration) (time.Duration, error) {
 	begin := time.Now()
-	err := o.poll(ctx, timeout, func(st map[tp]partitionState, brokers []int32) (bool, error) {
+	deadline := begin.Add(timeout)
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	var last error
+	for {
+		last = o.whole(ctx)
+		if last == nil {
+			return time.Since(begin), nil
+		}
+		if time.Now().After(deadline) {
+			return time.Since(begin), fmt.Errorf("not within %v: %v", timeout, last)
+		}
+		select {
+		case <-ctx.Done():
+			return time.Since(begin), ctx.Err()
+		case <-tick.C:
+		}
+	}
+}
+
+// whole is one look of waitWhole: nil when every running broker describes
+// the cluster whole and all agree.
+func (o *observer) whole(ctx context.Context) error {
+	answers, err := o.metadataOfEach(ctx)
+	if err != nil {
+		return err
+	}
+	var agreed map[tp]partitionState
+	var from int32
+	for _, id := range slices.Sorted(maps.Keys(answers)) {
+		st, brokers, err := o.states(answers[id])
+		if err != nil {
+			return fmt.Errorf("broker %d: %w", id, err)
+		}
 		for k, s := range st {
 			switch {
 			case s.leader < 0 || !slices.Contains(brokers, s.leader):
-				return false, fmt.Errorf("%d/%d has no leader", k.topic, k.partition)
+				return fmt.Errorf("broker %d: %d/%d has no leader", id, k.topic, k.partition)
 			case len(s.isr) != len(s.replicas):
-				return false, fmt.Errorf("%d/%d has ISR %v of replicas %v", k.topic, k.partition, s.isr, s.replicas)
+				return fmt.Errorf("broker %d: %d/%d has ISR %v of replicas %v", id, k.topic, k.partition, s.isr, s.replicas)
+			}
+			if a, ok := agreed[k]; ok && (a.leader != s.leader || a.epoch != s.epoch) {
+				return fmt.Errorf("%d/%d: broker %d says leader %d in epoch %d, broker %d leader %d in epoch %d",
+					k.topic, k.partition, from, a.leader, a.epoch, id, s.leader, s.epoch)
 			}
 		}
-		return true, nil
-	})
-	return time.Since(begin), err
+		if agreed == nil {
+			agreed, from = st, id
+		}
+	}
+	return nil
 }
 
 // leaderOf waits for partition (topic index, partition) to have a leader

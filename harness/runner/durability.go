@@ -192,11 +192,21 @@ func (r *runner) clusterDurabilityPoint(ctx context.Context, pt result.Point, in
 		}
 		begin := time.Now()
 		o, err := durability.RunCluster(ctx, cfg)
-		if err != nil && ctx.Err() == nil {
-			// The brokers' and ZooKeeper's logs of a failed run go with
-			// the results, to tell why.
+		var verr error // the guarantee the run broke
+		if o != nil && !o.Partial {
+			verr = o.Verify(bound, 0)
+		}
+		if (err != nil || verr != nil) && ctx.Err() == nil {
+			// The brokers' and ZooKeeper's logs of a failed run, or of
+			// one that broke a guarantee, go with the results, to tell
+			// why.
 			if kept, kerr := keepLogs(dir, filepath.Join(r.out, "logs", fmt.Sprintf("point-%03d-rep-%03d", index, rep))); kerr == nil && kept > 0 {
-				err = fmt.Errorf("%w (the cluster's logs: logs/point-%03d-rep-%03d)", err, index, rep)
+				where := fmt.Sprintf("the cluster's logs: logs/point-%03d-rep-%03d", index, rep)
+				if err != nil {
+					err = fmt.Errorf("%w (%s)", err, where)
+				} else {
+					verr = fmt.Errorf("%w (%s)", verr, where)
+				}
 			}
 		}
 		if sc.DataDir == "" {
@@ -215,7 +225,7 @@ func (r *runner) clusterDurabilityPoint(ctx context.Context, pt result.Point, in
 			rp.Faults, rp.Timeline, rp.Failures = o.Schedule, o.Timeline, o.FailedBy
 			lost = max(lost, float64(o.AckedLost))
 			faults += len(o.Schedule)
-			if verr := o.Verify(bound, 0); verr != nil && err == nil {
+			if verr != nil && err == nil {
 				err = fmt.Errorf("guarantee broken (bound: %v): %w", bound, verr)
 				broken++
 			}
