@@ -17,20 +17,8 @@ import (
 // long poll, which held acks=all for replica.fetch.wait.max.ms) and moves
 // the follower's log end and the high watermark.
 func TestFollowerFetchPastReportedEnd(t *testing.T) {
-	c := newTestCluster(t, 1, 2)
-	c.await("both brokers", func(im *meta.Image) bool { return im.Live(1) && im.Live(2) })
+	n, rp := ledByBroker1(t)
 	ctx := context.Background()
-	if _, err := c.nodes[1].CreateTopic(ctx, CreateTopic{Name: "r", Partitions: -1, ReplicationFactor: -1,
-		Assignment: []ReplicaAssignment{{Partition: 0, Replicas: []int32{1, 2}}}}); err != nil {
-		t.Fatal(err)
-	}
-	c.await("a leader", func(im *meta.Image) bool { return led(im, "r") })
-	n := c.nodes[1]
-	p, err := n.Partition("r", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rp := p.p
 	// The append the producer's goroutine has not reported yet.
 	res, err := rp.AppendEpoch(ctx, oneRecord(t, "x"), rp.epoch.Load())
 	if err != nil {
@@ -75,20 +63,8 @@ func TestReplicaLagOfFollowersHeardFrom(t *testing.T) {
 // good. appendTo stamps with the partition's epoch as it is then, the one
 // the broker now follows; the log is fenced above it.
 func TestLateProduceAfterLeadershipLostRefused(t *testing.T) {
-	c := newTestCluster(t, 1, 2)
-	c.await("both brokers", func(im *meta.Image) bool { return im.Live(1) && im.Live(2) })
+	n, rp := ledByBroker1(t)
 	ctx := context.Background()
-	if _, err := c.nodes[1].CreateTopic(ctx, CreateTopic{Name: "r", Partitions: -1, ReplicationFactor: -1,
-		Assignment: []ReplicaAssignment{{Partition: 0, Replicas: []int32{1, 2}}}}); err != nil {
-		t.Fatal(err)
-	}
-	c.await("a leader", func(im *meta.Image) bool { return led(im, "r") })
-	n := c.nodes[1]
-	p, err := n.Partition("r", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rp := p.p
 	w := &ProducePartition{Topic: "r", Partition: 0, Records: oneRecord(t, "late")}
 	rp.appends.begin() // as Produce does, having found this broker leading
 	// Now another broker leads, in the next epoch.
@@ -101,4 +77,22 @@ func TestLateProduceAfterLeadershipLostRefused(t *testing.T) {
 	if !errors.Is(w.Err, ErrNotLeader) || rp.Log().EndOffset() != end {
 		t.Fatalf("a produce appended after the broker became a follower: err %v, log end %d -> %d", w.Err, end, rp.Log().EndOffset())
 	}
+}
+
+// ledByBroker1 starts brokers 1 and 2 with topic "r" of one partition
+// replicated on both, and returns broker 1 and its replica once it leads.
+func ledByBroker1(t *testing.T) (*Node, *replicated) {
+	t.Helper()
+	c := newTestCluster(t, 1, 2)
+	c.await("both brokers", func(im *meta.Image) bool { return im.Live(1) && im.Live(2) })
+	if _, err := c.nodes[1].CreateTopic(context.Background(), CreateTopic{Name: "r", Partitions: -1, ReplicationFactor: -1,
+		Assignment: []ReplicaAssignment{{Partition: 0, Replicas: []int32{1, 2}}}}); err != nil {
+		t.Fatal(err)
+	}
+	c.await("a leader", func(im *meta.Image) bool { return led(im, "r") })
+	p, err := c.nodes[1].Partition("r", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c.nodes[1], p.p
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -56,7 +55,7 @@ func startPowerCut(dataDir string, logger *slog.Logger) (*powerCut, *slog.Logger
 		<-sig
 		pc.cut()
 	}()
-	return pc, slog.New(gatedHandler{next: logger.Handler(), off: &pc.off}), nil
+	return pc, slog.New(brokerproc.Quiet(logger.Handler(), &pc.off)), nil
 }
 
 // cut cuts the power and ends the process.
@@ -95,29 +94,4 @@ func (pc *powerCut) fsys() vfs.FS {
 		return nil
 	}
 	return pc.fs
-}
-
-// gatedHandler passes log records on until off is set.
-type gatedHandler struct {
-	next slog.Handler
-	off  *atomic.Bool
-}
-
-func (h gatedHandler) Enabled(ctx context.Context, l slog.Level) bool {
-	return !h.off.Load() && h.next.Enabled(ctx, l)
-}
-
-func (h gatedHandler) Handle(ctx context.Context, r slog.Record) error {
-	if h.off.Load() {
-		return nil
-	}
-	return h.next.Handle(ctx, r)
-}
-
-func (h gatedHandler) WithAttrs(as []slog.Attr) slog.Handler {
-	return gatedHandler{next: h.next.WithAttrs(as), off: h.off}
-}
-
-func (h gatedHandler) WithGroup(name string) slog.Handler {
-	return gatedHandler{next: h.next.WithGroup(name), off: h.off}
 }

@@ -19,12 +19,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"os/exec"
 	"runtime"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -248,13 +250,7 @@ func (p *Process) Stop() error {
 	case <-p.exited:
 	default:
 		_ = p.Cmd.Process.Signal(syscall.SIGTERM)
-		timer := time.NewTimer(p.opts.StopTimeout)
-		defer timer.Stop()
-		select {
-		case <-p.exited:
-		case <-timer.C:
-			_ = p.Cmd.Process.Kill()
-			<-p.exited
+		if !p.await() {
 			return fmt.Errorf("%w: did not stop within %v of SIGTERM; killed: %s", ErrBroker, p.opts.StopTimeout, p.Output())
 		}
 	}
@@ -262,6 +258,21 @@ func (p *Process) Stop() error {
 		return fmt.Errorf("%w: %v: %s", ErrBroker, p.exitErr, p.Output())
 	}
 	return nil
+}
+
+// await waits, after a signal that ends the broker, for it to exit within
+// the stop timeout; past it the broker is killed, and await reports false.
+func (p *Process) await() bool {
+	timer := time.NewTimer(p.opts.StopTimeout)
+	defer timer.Stop()
+	select {
+	case <-p.exited:
+		return true
+	case <-timer.C:
+		_ = p.Cmd.Process.Kill()
+		<-p.exited
+		return false
+	}
 }
 
 // PowerCut cuts the power of a broker started with Options.PowerCutFS:
@@ -279,13 +290,7 @@ func (p *Process) PowerCut() error {
 	if err := p.Cmd.Process.Signal(syscall.SIGUSR1); err != nil {
 		return fmt.Errorf("%w: SIGUSR1: %w", ErrBroker, err)
 	}
-	timer := time.NewTimer(p.opts.StopTimeout)
-	defer timer.Stop()
-	select {
-	case <-p.exited:
-	case <-timer.C:
-		_ = p.Cmd.Process.Kill()
-		<-p.exited
+	if !p.await() {
 		return fmt.Errorf("%w: did not exit within %v of SIGUSR1 (power cut); killed: %s", ErrBroker, p.opts.StopTimeout, p.Output())
 	}
 	if !PowerCutExit(p.exitErr) {
@@ -338,4 +343,34 @@ func (t *tail) String() string {
 		return "(no output)"
 	}
 	return "broker output:\n" + s
+}
+
+// Quiet returns a handler that passes log records on to next until off is
+// set, and drops them from then on (handlers derived from it share off): a
+// broker whose power was cut goes quiet, the errors of its failing file
+// operations being the cut's doing, not findings.
+func Quiet(next slog.Handler, off *atomic.Bool) slog.Handler { return quiet{next: next, off: off} }
+
+type quiet struct {
+	next slog.Handler
+	off  *atomic.Bool
+}
+
+func (h quiet) Enabled(ctx context.Context, l slog.Level) bool {
+	return !h.off.Load() && h.next.Enabled(ctx, l)
+}
+
+func (h quiet) Handle(ctx context.Context, r slog.Record) error {
+	if h.off.Load() {
+		return nil
+	}
+	return h.next.Handle(ctx, r)
+}
+
+func (h quiet) WithAttrs(as []slog.Attr) slog.Handler {
+	return quiet{next: h.next.WithAttrs(as), off: h.off}
+}
+
+func (h quiet) WithGroup(name string) slog.Handler {
+	return quiet{next: h.next.WithGroup(name), off: h.off}
 }

@@ -53,7 +53,7 @@ type powerTarget struct {
 func startPower(cfg Config) (*powerTarget, error) {
 	t := &powerTarget{cfg: cfg, fs: vfs.NewPower(vfs.NewMem(), vfs.PowerConfig{SyncLatency: cfg.SyncLatency}), torn: cfg.Torn, dead: new(atomic.Bool)}
 	first := cfg
-	first.Logger = slog.New(deadHandler{next: cfg.Logger.Handler(), dead: t.dead})
+	first.Logger = slog.New(brokerproc.Quiet(cfg.Logger.Handler(), t.dead))
 	b, err := startInProcess(first, t.fs)
 	if err != nil {
 		return nil, err
@@ -154,33 +154,6 @@ func (l *lateness) stop() time.Duration {
 		l.max = <-l.out
 	})
 	return l.max
-}
-
-// deadHandler passes log records on until the machine dies: the errors a
-// broker logs while its file operations fail after a power cut are the
-// cut's doing, not findings. Derived handlers share dead.
-type deadHandler struct {
-	next slog.Handler
-	dead *atomic.Bool
-}
-
-func (h deadHandler) Enabled(ctx context.Context, l slog.Level) bool {
-	return !h.dead.Load() && h.next.Enabled(ctx, l)
-}
-
-func (h deadHandler) Handle(ctx context.Context, r slog.Record) error {
-	if h.dead.Load() {
-		return nil
-	}
-	return h.next.Handle(ctx, r)
-}
-
-func (h deadHandler) WithAttrs(as []slog.Attr) slog.Handler {
-	return deadHandler{next: h.next.WithAttrs(as), dead: h.dead}
-}
-
-func (h deadHandler) WithGroup(name string) slog.Handler {
-	return deadHandler{next: h.next.WithGroup(name), dead: h.dead}
 }
 
 // killTarget runs `weir broker` subprocesses on one data directory.
