@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/weir-broker/weir/core/filecache"
 	"log/slog"
 	"maps"
 	"math"
@@ -139,6 +140,13 @@ type Config struct {
 	// Default: the plugin host's (5 s).
 	PluginCallTimeout time.Duration
 
+	// MaxOpenFiles bounds the descriptors the partitions' segment files
+	// hold (package filecache): files are opened when used and the least
+	// recently used idle ones closed to stay within it. Default (0):
+	// filecache.DefaultLimit of the process's open-file limit; negative:
+	// no bound.
+	MaxOpenFiles int
+
 	// FS is the file system everything is stored on. Default vfs.Default.
 	FS vfs.FS
 	// Clock drives retention, group timeouts and the logs' flush deadlines.
@@ -190,6 +198,9 @@ func (c Config) Validate() (Config, error) {
 		c.RetentionCheckInterval = DefaultRetentionCheckInterval
 	case c.RetentionCheckInterval < 0:
 		return bad("RetentionCheckInterval %v is negative", c.RetentionCheckInterval)
+	}
+	if c.MaxOpenFiles == 0 {
+		c.MaxOpenFiles = filecache.DefaultLimit(filecache.ProcessLimit())
 	}
 	if c.LeaderImbalanceCheckInterval == 0 {
 		c.LeaderImbalanceCheckInterval = 5 * time.Minute

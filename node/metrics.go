@@ -154,3 +154,51 @@ func (c *cleanerStats) record(r partlog.CleanResult) {
 	c.bytesRemoved.Add(float64(max(r.BytesBefore-r.BytesAfter, 0)))
 	c.recordsRemoved.Add(float64(r.RecordsRemoved))
 }
+
+// fileCacheCollector reports the segment-file descriptor budget (package
+// filecache) at scrape time:
+//
+//	weir_segment_files_open, weir_segment_files_limit (0: no limit),
+//	weir_segment_file_hits_total (uses that found the file open),
+//	weir_segment_file_misses_total (uses that opened it),
+//	weir_segment_file_evictions_total (idle files closed to make room),
+//	weir_segment_file_overflows_total (opens past the limit, every open file in use),
+//	weir_segment_file_refusals_total (fetch reads cut short by the budget)
+type fileCacheCollector struct {
+	n                       *Node
+	open, limit             *prometheus.Desc
+	hits, misses, evictions *prometheus.Desc
+	overflows, refusals     *prometheus.Desc
+}
+
+func newFileCacheCollector(n *Node) *fileCacheCollector {
+	d := func(name, help string) *prometheus.Desc { return prometheus.NewDesc(name, help, nil, nil) }
+	return &fileCacheCollector{
+		n:         n,
+		open:      d("weir_segment_files_open", "Descriptors the segment files hold now."),
+		limit:     d("weir_segment_files_limit", "The segment files' descriptor budget (0: none)."),
+		hits:      d("weir_segment_file_hits_total", "Segment file uses that found the file open."),
+		misses:    d("weir_segment_file_misses_total", "Segment file uses that opened the file."),
+		evictions: d("weir_segment_file_evictions_total", "Idle segment files closed to stay within the budget."),
+		overflows: d("weir_segment_file_overflows_total", "Segment files opened past the budget because every open one was in use."),
+		refusals:  d("weir_segment_file_refusals_total", "Fetch reads cut short because the budget was full of files in use."),
+	}
+}
+
+func (fc *fileCacheCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{fc.open, fc.limit, fc.hits, fc.misses, fc.evictions, fc.overflows, fc.refusals} {
+		ch <- d
+	}
+}
+
+func (fc *fileCacheCollector) Collect(ch chan<- prometheus.Metric) {
+	st := fc.n.files.Stats()
+	ch <- prometheus.MustNewConstMetric(fc.open, prometheus.GaugeValue, float64(st.Open))
+	ch <- prometheus.MustNewConstMetric(fc.limit, prometheus.GaugeValue, float64(st.Limit))
+	for _, c := range []struct {
+		d *prometheus.Desc
+		v int64
+	}{{fc.hits, st.Hits}, {fc.misses, st.Misses}, {fc.evictions, st.Evictions}, {fc.overflows, st.Overflows}, {fc.refusals, st.Refusals}} {
+		ch <- prometheus.MustNewConstMetric(c.d, prometheus.CounterValue, float64(c.v))
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/weir-broker/weir/core/filecache"
 	"log/slog"
 	"slices"
 	"sync"
@@ -50,6 +51,7 @@ type Node struct {
 	plugins   *pluginhost.Host // external plugins the topics use
 	store     coord.Store      // the coordination store
 	logs      *logs.Manager
+	files     *filecache.Cache // the budget of the segment files' descriptors
 	groups    *groups.Coordinator
 	offsets   offsetsLoads   // the partitions of OffsetsTopic handed to groups
 	legacy    *groups.Legacy // committed offsets of the old layout, until imported
@@ -134,11 +136,13 @@ func (n *Node) open(parent context.Context) error {
 	n.self = Broker{ID: cfg.NodeID, Host: host, Port: port}
 	n.image = newImageCell(meta.Empty(id.ClusterID))
 
+	n.files = filecache.New(max(cfg.MaxOpenFiles, 0))
 	n.metrics = prometheus.NewRegistry()
 	n.metrics.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		newPartitionCollector(n),
+		newFileCacheCollector(n),
 	)
 	n.cleanerStats = newCleanerStats(n.metrics)
 	n.replCounters = newReplicationCounters(n.metrics)
@@ -155,7 +159,7 @@ func (n *Node) open(parent context.Context) error {
 		n.hwAtOpen = map[string]int64{}
 	}
 	n.fetchers = newFetchers(n)
-	if n.logs, err = logs.NewManager(logs.Options{FS: cfg.FS, Dir: cfg.DataDir, Clock: cfg.Clock,
+	if n.logs, err = logs.NewManager(logs.Options{FS: cfg.FS, Dir: cfg.DataDir, Clock: cfg.Clock, Files: n.files,
 		Logger: n.logger.With("component", "logs")}); err != nil {
 		return err
 	}

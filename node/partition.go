@@ -85,8 +85,12 @@ func (p *Partition) Wait() <-chan struct{} {
 // read (ReadLimit; at least one batch, even past maxBytes):
 // ErrOffsetOutOfRange outside [LogStartOffset, limit]; an empty result at
 // limit. The caller releases it.
+//
+// It fails with filecache.ErrBudget, reading nothing, when the segment
+// file it needs is closed and every descriptor of the budget is held by
+// other reads in flight: the caller answers with what it has read so far.
 func (p *Partition) Read(offset, maxBytes, limit int64) (Records, error) {
-	sl, err := p.p.Log().Read(offset, max(maxBytes, 1), limit)
+	sl, err := p.p.Log().TryRead(offset, max(maxBytes, 1), limit)
 	if err != nil {
 		return Records{}, err
 	}

@@ -19,10 +19,13 @@ package transport
 
 import (
 	"context"
+	"errors"
 	"reflect"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/weir-broker/weir/core/filecache"
 )
 
 // testHookFetchWait, when set (by tests, before any server starts), is called
@@ -174,6 +177,13 @@ func (r *fetchResponse) read(s *Server, maxBytes int64) (total int64, failed boo
 				continue
 			}
 			recs, err := fp.p.Read(fp.offset, limit, fp.readLimit)
+			if errors.Is(err, filecache.ErrBudget) {
+				// Every descriptor of the segment files' budget is held
+				// by reads in flight: answer with what was read, as at
+				// the byte limit; the client fetches the rest next.
+				remaining = 0
+				continue
+			}
 			if err != nil {
 				fp.errCode = s.code(err)
 				failed = true

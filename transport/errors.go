@@ -3,9 +3,11 @@ package transport
 import (
 	"context"
 	"errors"
+	"syscall"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/weir-broker/weir/core/filecache"
 	"github.com/weir-broker/weir/core/groups"
 	"github.com/weir-broker/weir/core/logs"
 	"github.com/weir-broker/weir/core/partlog"
@@ -41,6 +43,14 @@ var errorTable = []struct {
 	{partlog.ErrBatchTooLarge, kerr.MessageTooLarge},
 	{partlog.ErrOffsetOutOfRange, kerr.OffsetOutOfRange},
 	{partlog.ErrFailed, kerr.KafkaStorageError},
+	// Out of a resource the storage needs (descriptors, space, memory):
+	// retriable, and the error message says which.
+	{syscall.EMFILE, kerr.KafkaStorageError},
+	{syscall.ENFILE, kerr.KafkaStorageError},
+	{syscall.ENOSPC, kerr.KafkaStorageError},
+	{syscall.EDQUOT, kerr.KafkaStorageError},
+	{syscall.ENOMEM, kerr.KafkaStorageError},
+	{filecache.ErrBudget, kerr.KafkaStorageError},
 	// A replica whose log failed resigned: the partition moves, and clients
 	// and followers retry (Kafka answers an offline replica so).
 	{replica.ErrLogFailed, kerr.KafkaStorageError},

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/weir-broker/weir/core/clock"
+	"github.com/weir-broker/weir/core/filecache"
 	"github.com/weir-broker/weir/core/partlog"
 	"github.com/weir-broker/weir/core/recompress"
 	"github.com/weir-broker/weir/core/vfs"
@@ -39,6 +40,9 @@ type Options struct {
 	Clock clock.Clock
 	// Logger receives what the manager finds and changes. Default: discarded.
 	Logger *slog.Logger
+	// Files bounds the descriptors of every partition's segment files
+	// (package filecache). Default: no bound.
+	Files *filecache.Cache
 }
 
 // Manager opens, creates, sets aside and removes the partition logs of one
@@ -130,6 +134,7 @@ func (m *Manager) Open(topic string, index int32, topicID [16]byte, pc Partition
 	}
 	cfg := pc.Log
 	cfg.Clock = m.o.Clock
+	cfg.Files = m.o.Files
 	cfg.Logger = m.o.Logger.With("topic", topic, "partition", index)
 	if pc.FlushPolicy != nil {
 		if cfg.FlushPolicy, err = pc.FlushPolicy(); err != nil {

@@ -249,7 +249,7 @@ func (l *Log) appendLocked(buf []byte, epoch int32, replicated bool) (AppendResu
 			// anything that fits a segment at all.
 			return AppendResult{}, false, pa, fmt.Errorf("partlog: append of %d bytes fits no segment: %w", len(buf), ErrBatchTooLarge)
 		}
-		s, err := segment.Create(l.fs, l.dir, base, segment.Options{IndexIntervalBytes: l.cfg.IndexIntervalBytes})
+		s, err := segment.Create(l.fs, l.dir, base, segment.Options{Files: l.cfg.Files, IndexIntervalBytes: l.cfg.IndexIntervalBytes})
 		if err != nil {
 			return AppendResult{}, false, pa, l.fail(err)
 		}

@@ -489,7 +489,7 @@ func (c *cleaner) stopped(ctx context.Context) error {
 func (c *cleaner) cleanGroup(ctx context.Context, i, limit int) (int, error) {
 	l, segs := c.l, c.plan.segs
 	base := segs[i].Base()
-	opts := segment.Options{IndexIntervalBytes: l.cfg.IndexIntervalBytes, Tag: segment.CleanedTag}
+	opts := segment.Options{Files: l.cfg.Files, IndexIntervalBytes: l.cfg.IndexIntervalBytes, Tag: segment.CleanedTag}
 	seg, err := segment.Create(l.fs, l.dir, base, opts)
 	if err != nil {
 		return i, fmt.Errorf("partlog: clean: %w", err)

@@ -65,6 +65,14 @@ func (l *Log) swapClean(group []*segment.Segment, end, gen int64, n *segment.Seg
 		return false, fmt.Errorf("%w: segments [%d, %d) are not as they were", ErrLogChanged, base, end)
 	}
 
+	// Readers that reach the group before it is replaced read its files,
+	// about to be removed or renamed over, through descriptors kept open.
+	for _, g := range group {
+		if err := g.Hold(); err != nil {
+			return false, fmt.Errorf("partlog: clean: swap %d: %w", base, err)
+		}
+	}
+
 	// 1. Commit.
 	for _, suf := range []string{segment.IndexSuffix, segment.TimeIndexSuffix, segment.LogSuffix} {
 		if err := l.fs.Rename(l.cleanFile(base, suf, segment.CleanedTag), l.cleanFile(base, suf, segment.SwapTag)); err != nil {
@@ -109,7 +117,7 @@ func (l *Log) swapClean(group []*segment.Segment, end, gen int64, n *segment.Seg
 		return true, l.fail(fmt.Errorf("partlog: clean: swap %d: %w", base, err))
 	}
 	// 4.
-	s, _, err := segment.Open(l.fs, l.dir, base, segment.Options{IndexIntervalBytes: l.cfg.IndexIntervalBytes}, segment.Trust, end)
+	s, _, err := segment.Open(l.fs, l.dir, base, segment.Options{Files: l.cfg.Files, IndexIntervalBytes: l.cfg.IndexIntervalBytes}, segment.Trust, end)
 	if err != nil {
 		return true, l.fail(fmt.Errorf("partlog: clean: swap %d: %w", base, err))
 	}
@@ -178,7 +186,7 @@ func (l *Log) finishCleans(temps []tempFile, bases *[]int64, others map[int64][]
 
 // finishSwap finishes the swap of the cleaned segment at base b.
 func (l *Log) finishSwap(b int64, bases *[]int64, others map[int64][]string, rep *Report) error {
-	opts := segment.Options{IndexIntervalBytes: l.cfg.IndexIntervalBytes, Tag: segment.SwapTag}
+	opts := segment.Options{Files: l.cfg.Files, IndexIntervalBytes: l.cfg.IndexIntervalBytes, Tag: segment.SwapTag}
 	s, rec, err := segment.Open(l.fs, l.dir, b, opts, segment.Recover, -1)
 	if err != nil {
 		return fmt.Errorf("partlog: finish cleaner swap %d: %w", b, err)

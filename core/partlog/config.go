@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/weir-broker/weir/core/filecache"
 	"github.com/weir-broker/weir/core/segment"
 	"github.com/weir-broker/weir/plugins/flushpolicy"
 )
@@ -51,6 +52,9 @@ type Config struct {
 	// CutHook, when set, hears of every cut of the log (see CutHook).
 	// Default: none.
 	CutHook CutHook
+	// Files bounds the descriptors the segment files hold, shared by the
+	// logs of a broker (package filecache). Default: no bound.
+	Files *filecache.Cache
 }
 
 // CutHook is told after records were removed from the end of the log,

@@ -351,7 +351,7 @@ func (l *Log) load() (ld loaded, err error) {
 	}
 	rep.RecoveryPoint = rp
 
-	opts := segment.Options{IndexIntervalBytes: l.cfg.IndexIntervalBytes}
+	opts := segment.Options{Files: l.cfg.Files, IndexIntervalBytes: l.cfg.IndexIntervalBytes}
 	ld.recoveredFrom = -1
 	for i, base := range bases {
 		end := int64(-1)

@@ -26,6 +26,18 @@ type Slice = segment.Slice
 // The batches' first offset may be below offset (a batch is never split), as
 // Kafka's fetch does; consumers skip the records they did not ask for.
 func (l *Log) Read(offset, maxBytes, maxOffset int64) (Slice, error) {
+	return l.read(offset, maxBytes, maxOffset, (*segment.Segment).Read)
+}
+
+// TryRead is Read, except that it fails with filecache.ErrBudget rather
+// than open a segment file past the descriptor budget (Config.Files) when
+// every file open there is held by a reader: for a reader that can answer
+// with less (a fetch of many partitions stops there).
+func (l *Log) TryRead(offset, maxBytes, maxOffset int64) (Slice, error) {
+	return l.read(offset, maxBytes, maxOffset, (*segment.Segment).TryRead)
+}
+
+func (l *Log) read(offset, maxBytes, maxOffset int64, readSeg func(*segment.Segment, int64, int64, int64) (segment.Slice, error)) (Slice, error) {
 	seq := l.recoverSeq.Load()
 	for attempt := 0; ; attempt++ {
 		if l.closed.Load() {
@@ -43,7 +55,7 @@ func (l *Log) Read(offset, maxBytes, maxOffset int64) (Slice, error) {
 		}
 		i := sort.Search(len(segs), func(i int) bool { return segs[i].Base() > offset }) - 1
 		for ; i < len(segs); i++ {
-			sl, err := segs[i].Read(offset, maxBytes, limit)
+			sl, err := readSeg(segs[i], offset, maxBytes, limit)
 			switch {
 			case err == nil:
 				return sl, nil

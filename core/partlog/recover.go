@@ -352,7 +352,7 @@ func (l *Log) recoverLocked() (Report, int64, error) {
 func (l *Log) freshTail() error {
 	segs := l.segments()
 	a := segs[len(segs)-1]
-	opts := segment.Options{IndexIntervalBytes: l.cfg.IndexIntervalBytes}
+	opts := segment.Options{Files: l.cfg.Files, IndexIntervalBytes: l.cfg.IndexIntervalBytes}
 	switch {
 	case a.Size() > 0:
 		if err := a.Seal(); err != nil {
@@ -390,6 +390,9 @@ func (l *Log) freshTail() error {
 // with a's base (old or new, both empty and durable). appendMu and syncMu
 // held.
 func (l *Log) replaceSole(a *segment.Segment, opts segment.Options) error {
+	if err := a.Hold(); err != nil { // Slices of a read its old file
+		return l.fail(err)
+	}
 	tmp := l.path(freshTailDir)
 	if err := l.fs.RemoveAll(tmp); err != nil {
 		return l.fail(fmt.Errorf("partlog: %w", err))

@@ -66,11 +66,16 @@ func (l *Log) Reset(offset int64) error {
 // failure does. appendMu and syncMu held.
 func (l *Log) resetLocked(offset int64) error {
 	old := l.segments()
+	for _, o := range old {
+		if err := o.Hold(); err != nil { // Slices of it read its old files
+			return l.fail(err)
+		}
+	}
 	born := l.cfg.Clock.Now().UnixMilli()
 	if err := l.finishReset(offset, born); err != nil {
 		return l.fail(err)
 	}
-	s, _, err := segment.Open(l.fs, l.dir, offset, segment.Options{IndexIntervalBytes: l.cfg.IndexIntervalBytes}, segment.Recover, -1)
+	s, _, err := segment.Open(l.fs, l.dir, offset, segment.Options{Files: l.cfg.Files, IndexIntervalBytes: l.cfg.IndexIntervalBytes}, segment.Recover, -1)
 	if err != nil {
 		return l.fail(fmt.Errorf("partlog: reset: %w", err))
 	}
@@ -136,7 +141,7 @@ func (l *Log) finishReset(offset, born int64) error {
 	if err := l.fs.SyncDir(l.dir); err != nil {
 		return fmt.Errorf("partlog: reset: %w", err)
 	}
-	s, err := segment.Create(l.fs, l.dir, offset, segment.Options{IndexIntervalBytes: l.cfg.IndexIntervalBytes})
+	s, err := segment.Create(l.fs, l.dir, offset, segment.Options{Files: l.cfg.Files, IndexIntervalBytes: l.cfg.IndexIntervalBytes})
 	if err != nil {
 		return fmt.Errorf("partlog: reset: %w", err)
 	}

@@ -46,7 +46,8 @@ type Recovery struct {
 // the others come back sealed. A truncation is reported in Recovery, not as an
 // error: errors are I/O failures, after which the segment is not usable.
 func Open(fsys vfs.FS, dir string, base int64, opts Options, mode Mode, end int64) (*Segment, Recovery, error) {
-	log, err := fsys.OpenReadWrite(Name(dir, base, LogSuffix) + opts.Tag)
+	opts = opts.withDefaults()
+	log, err := opts.Files.OpenNow(fsys, Name(dir, base, LogSuffix)+opts.Tag)
 	if err != nil {
 		return nil, Recovery{}, fmt.Errorf("segment: %w", err)
 	}

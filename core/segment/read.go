@@ -5,6 +5,7 @@ import (
 	"io"
 	"sync"
 
+	"github.com/weir-broker/weir/core/filecache"
 	"github.com/weir-broker/weir/core/index"
 	"github.com/weir-broker/weir/core/record"
 	"github.com/weir-broker/weir/core/vfs"
@@ -12,9 +13,10 @@ import (
 
 // Slice is a byte range of whole batches in a segment's log file, for the
 // network layer to send (with sendfile when File is a vfs.OSFiler) or copy.
-// It holds a reference on the segment: call Release when done with it.
+// It holds a reference on the segment and keeps the file open (a
+// filecache pin): call Release when done with it.
 type Slice struct {
-	File        vfs.File // the segment's log file; read [Pos, Pos+Size)
+	File        vfs.File // the segment's log file, open; read [Pos, Pos+Size)
 	Pos         int64
 	Size        int64
 	FirstOffset int64 // base offset of the first batch
@@ -22,11 +24,12 @@ type Slice struct {
 	seg         *Segment
 }
 
-// Release drops the Slice's reference on its segment. Safe on a zero Slice and
-// idempotent on one Slice value; a copy of a Slice shares the same reference, so
-// release only one of them.
+// Release drops the Slice's reference on its segment and its pin on the
+// file. Safe on a zero Slice and idempotent on one Slice value; a copy of a
+// Slice shares the same reference, so release only one of them.
 func (sl *Slice) Release() {
 	if sl.seg != nil {
+		sl.seg.log.Unpin()
 		sl.seg.release()
 		sl.seg = nil
 	}
@@ -129,6 +132,18 @@ func (s *Segment) locate(hr *headers, offset int64) (int64, record.Header, error
 // reaches past maxOffset. Call Release on the Slice exactly once: copies of a
 // Slice share its one reference.
 func (s *Segment) Read(offset int64, maxBytes int64, maxOffset int64) (Slice, error) {
+	return s.read(offset, maxBytes, maxOffset, true)
+}
+
+// TryRead is Read, except that it fails with filecache.ErrBudget rather
+// than open the log file past the descriptor budget of Options.Files when
+// every file open there is held by a reader: for a reader that can answer
+// with less (a fetch of many partitions).
+func (s *Segment) TryRead(offset int64, maxBytes int64, maxOffset int64) (Slice, error) {
+	return s.read(offset, maxBytes, maxOffset, false)
+}
+
+func (s *Segment) read(offset int64, maxBytes int64, maxOffset int64, must bool) (Slice, error) {
 	next := s.next.Load()
 	size := s.size.Load()
 	if offset >= next || offset >= maxOffset {
@@ -140,18 +155,29 @@ func (s *Segment) Read(offset int64, maxBytes int64, maxOffset int64) (Slice, er
 	if !s.acquire() {
 		return Slice{}, ErrClosed
 	}
-	hr := newHeaders(s.log, size, 2*s.opts.IndexIntervalBytes)
+	f, err := s.log.Pin(must)
+	if err != nil {
+		s.release()
+		if filecache.IsClosed(err) || s.retired.Load() {
+			// Closed or deleted since acquire: its owner's list moved on.
+			err = ErrClosed
+		}
+		return Slice{}, fmt.Errorf("segment %d: %w", s.base, err)
+	}
+	hr := newHeaders(f, size, 2*s.opts.IndexIntervalBytes)
 	defer hr.close()
 	pos, h, err := s.locate(hr, offset)
 	if err != nil {
+		s.log.Unpin()
 		s.release()
 		return Slice{}, err
 	}
 	if h.NextOffset() > maxOffset {
+		s.log.Unpin()
 		s.release()
 		return Slice{}, ErrNotFound
 	}
-	sl := Slice{File: s.log, Pos: pos, Size: int64(h.Size()), FirstOffset: h.BaseOffset, NextOffset: h.NextOffset(), seg: s}
+	sl := Slice{File: f, Pos: pos, Size: int64(h.Size()), FirstOffset: h.BaseOffset, NextOffset: h.NextOffset(), seg: s}
 	for end := pos + sl.Size; end < size; {
 		h, err := hr.at(end)
 		if err != nil {

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/weir-broker/weir/core/filecache"
 	"github.com/weir-broker/weir/core/index"
 	"github.com/weir-broker/weir/core/record"
 	"github.com/weir-broker/weir/core/vfs"
@@ -48,6 +49,11 @@ type Options struct {
 	// to be renamed into place by its owner. Everything works as for any
 	// segment, on the tagged files. Default: none.
 	Tag string
+	// Files bounds the descriptors the segment's files hold, with those of
+	// every other segment opened through it (see package filecache): each
+	// file is opened when used and may be closed while idle. Default:
+	// filecache.Unbounded (a file stays open once opened).
+	Files *filecache.Cache
 }
 
 // Tags of a segment the log cleaner writes (see package partlog): first
@@ -61,6 +67,9 @@ const (
 func (o Options) withDefaults() Options {
 	if o.IndexIntervalBytes <= 0 {
 		o.IndexIntervalBytes = 4096
+	}
+	if o.Files == nil {
+		o.Files = filecache.Unbounded
 	}
 	return o
 }
@@ -100,7 +109,7 @@ type Segment struct {
 	dir  string
 	base int64
 	opts Options
-	log  vfs.File
+	log  *filecache.File
 
 	// Published to readers. The writer stores size before next; readers load next
 	// before size, so a reader never sees an end offset whose bytes it cannot see.
@@ -113,9 +122,10 @@ type Segment struct {
 
 	// Writer state, guarded by the partition log's append lock.
 	sinceIndex int64 // bytes appended since the last offset index entry
-	idxFile    vfs.File
-	timeFile   vfs.File // both nil while sealed
+	idxFile    *filecache.File
+	timeFile   *filecache.File // both nil while sealed
 
+	held    atomic.Bool  // Hold pinned the log file open
 	refs    atomic.Int32 // 1 for the owner, +1 per outstanding Slice
 	retired atomic.Bool  // closed or deleted: no new readers
 	closeMu sync.Mutex
@@ -148,8 +158,8 @@ func (s *Segment) MemBytes() int {
 // measures it).
 const structBytes = 600
 
-func newSegment(fs vfs.FS, dir string, base int64, opts Options, log vfs.File) *Segment {
-	s := &Segment{fs: fs, dir: dir, base: base, opts: opts.withDefaults(), log: log,
+func newSegment(fs vfs.FS, dir string, base int64, opts Options, log *filecache.File) *Segment {
+	s := &Segment{fs: fs, dir: dir, base: base, opts: opts, log: log,
 		offsets: index.NewOffsets(), times: index.NewTimes()}
 	s.next.Store(base)
 	s.maxTs.Store(NoTimestamp)
@@ -162,7 +172,8 @@ func Create(fs vfs.FS, dir string, base int64, opts Options) (*Segment, error) {
 	if base < 0 {
 		return nil, fmt.Errorf("segment: negative base offset %d", base)
 	}
-	log, err := fs.Create(Name(dir, base, LogSuffix) + opts.Tag)
+	opts = opts.withDefaults()
+	log, err := opts.Files.Create(fs, Name(dir, base, LogSuffix)+opts.Tag)
 	if err != nil {
 		return nil, fmt.Errorf("segment: %w", err)
 	}
@@ -176,15 +187,15 @@ func Create(fs vfs.FS, dir string, base int64, opts Options) (*Segment, error) {
 
 // openIndexFiles opens (or, with create, creates empty) the index files for writing.
 func (s *Segment) openIndexFiles(create bool) error {
-	open := s.fs.OpenReadWrite
+	open := s.opts.Files.OpenNow
 	if create {
-		open = s.fs.Create
+		open = s.opts.Files.Create
 	}
-	idx, err := open(s.name(IndexSuffix))
+	idx, err := open(s.fs, s.name(IndexSuffix))
 	if err != nil {
 		return fmt.Errorf("segment: %w", err)
 	}
-	tix, err := open(s.name(TimeIndexSuffix))
+	tix, err := open(s.fs, s.name(TimeIndexSuffix))
 	if err != nil {
 		_ = idx.Close()
 		return fmt.Errorf("segment: %w", err)
@@ -274,13 +285,21 @@ func (s *Segment) Seal() error {
 	if ts := s.maxTs.Load(); ts != NoTimestamp {
 		s.times.MaybeAppend(index.TimeEntry{Timestamp: ts, RelOffset: uint32(s.next.Load() - s.base)})
 	}
-	if err := s.Sync(); err != nil {
+	err := s.Sync()
+	if err == nil {
+		err = s.syncIndexes()
+	}
+	if errors.Is(err, filecache.ErrGone) {
+		// Its owner removed or replaced the files (a Reset, a recovery
+		// replacing an emptied tail): there is nothing left to make
+		// durable, as there was none in the unlinked files an open
+		// descriptor would have written.
+		err = nil
+	}
+	if err != nil {
 		return err
 	}
-	if err := s.syncIndexes(); err != nil {
-		return err
-	}
-	err := errors.Join(s.idxFile.Close(), s.timeFile.Close())
+	err = errors.Join(s.idxFile.Close(), s.timeFile.Close())
 	s.idxFile, s.timeFile = nil, nil
 	if err != nil {
 		return fmt.Errorf("segment: seal %d: %w", s.base, err)
@@ -327,6 +346,9 @@ func (s *Segment) closeFiles() {
 		return
 	}
 	s.closed = true
+	if s.held.Swap(false) {
+		s.log.Unpin()
+	}
 	errs := []error{s.log.Close()}
 	if s.idxFile != nil {
 		errs = append(errs, s.idxFile.Close(), s.timeFile.Close())
@@ -343,6 +365,30 @@ func (s *Segment) Close() error {
 	err := s.Seal()
 	s.release()
 	return err
+}
+
+// Hold keeps the log file open (a filecache pin) until the segment's files
+// close, for an owner about to remove or rename over the segment's files
+// while it is still published: readers that reach it before it is retired
+// go on reading its bytes, as they would through a descriptor opened
+// earlier, rather than find the name gone. Idempotent.
+func (s *Segment) Hold() error {
+	if s.held.Load() {
+		return nil
+	}
+	s.closeMu.Lock()
+	defer s.closeMu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	if s.held.Load() {
+		return nil
+	}
+	if _, err := s.log.Pin(true); err != nil {
+		return fmt.Errorf("segment %d: hold: %w", s.base, err)
+	}
+	s.held.Store(true)
+	return nil
 }
 
 // Drop drops the owner's reference without sealing the segment or removing

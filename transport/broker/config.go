@@ -59,6 +59,9 @@ type Config struct {
 	// RetentionCheckInterval is how often retention is applied to every
 	// partition. Default DefaultRetentionCheckInterval.
 	RetentionCheckInterval time.Duration
+	// MaxOpenFiles bounds the descriptors of the segment files; see
+	// node.Config.MaxOpenFiles.
+	MaxOpenFiles int
 	// Coord, when set, is the coordination store (tests: an in-memory one);
 	// see node.Config.Coord.
 	Coord coord.Store
@@ -221,7 +224,7 @@ func (c Config) validate() (Config, error) {
 		return Config{}, err
 	}
 	c.DefaultPartitions, c.RetentionCheckInterval, c.OffsetsRetention = nc.DefaultPartitions, nc.RetentionCheckInterval, nc.OffsetsRetention
-	c.CleanerBackoff = nc.CleanerBackoff
+	c.CleanerBackoff, c.MaxOpenFiles = nc.CleanerBackoff, nc.MaxOpenFiles
 	c.GroupMinSessionTimeout, c.GroupMaxSessionTimeout = nc.GroupMinSessionTimeout, nc.GroupMaxSessionTimeout
 	c.FS, c.Clock = nc.FS, nc.Clock
 	return c, nil
@@ -240,6 +243,7 @@ func (c Config) nodeConfig(advertised string) node.Config {
 		DefaultPartitions:            c.DefaultPartitions,
 		AutoCreateTopics:             c.AutoCreateTopics,
 		RetentionCheckInterval:       c.RetentionCheckInterval,
+		MaxOpenFiles:                 c.MaxOpenFiles,
 		OffsetsRetention:             c.OffsetsRetention,
 		CleanerBackoff:               c.CleanerBackoff,
 		Coord:                        c.Coord,

@@ -1,0 +1,134 @@
+package partlog
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	"github.com/weir-broker/weir/core/filecache"
+	"github.com/weir-broker/weir/core/vfs"
+)
+
+// TestLogsShareADescriptorBudget runs many logs of several segments each
+// on the OS file system through one small file cache: appends, rolls,
+// reads and a reopen of every log work, every log holds exactly what was
+// appended, and the logs never hold more descriptors than the budget
+// while nothing reads (idle logs hold none once the budget is needed).
+func TestLogsShareADescriptorBudget(t *testing.T) {
+	const logs, limit = 30, 8
+	root := t.TempDir()
+	files := filecache.New(limit)
+	cfg := Config{SegmentBytes: 4096, Files: files}
+	open := func(i int) *Log {
+		l, _, err := Open(vfs.Default, filepath.Join(root, fmt.Sprint(i)), cfg)
+		if err != nil {
+			t.Fatalf("open log %d: %v", i, err)
+		}
+		return l
+	}
+	models := make([]*model, logs)
+	ls := make([]*Log, logs)
+	for i := range ls {
+		if err := vfs.Default.MkdirAll(filepath.Join(root, fmt.Sprint(i)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		ls[i], models[i] = open(i), newModel()
+	}
+	for round := range 12 { // about 3 segments per log
+		for i, l := range ls {
+			if _, err := models[i].append(t, l, batch(i*1000+round, 3, 300)); err != nil {
+				t.Fatalf("log %d round %d: %v", i, round, err)
+			}
+			if st := files.Stats(); st.Open > limit {
+				t.Fatalf("log %d round %d: %d files open, budget %d", i, round, st.Open, limit)
+			}
+		}
+	}
+	for i, l := range ls {
+		if len(l.segments()) < 3 {
+			t.Fatalf("log %d has %d segments; the test wants several", i, len(l.segments()))
+		}
+		models[i].check(t, l, 0, l.EndOffset())
+	}
+	st := files.Stats()
+	if st.Open > limit || st.Evictions == 0 || st.Overflows != 0 {
+		t.Fatalf("cache stats %+v: want at most %d open, evictions, no overflow", st, limit)
+	}
+	for i, l := range ls {
+		if err := l.Close(); err != nil {
+			t.Fatalf("close log %d: %v", i, err)
+		}
+	}
+	if n := files.Stats().Open; n != 0 {
+		t.Fatalf("%d files open after every log closed", n)
+	}
+	for i := range ls {
+		ls[i] = open(i)
+		models[i].check(t, ls[i], 0, ls[i].EndOffset())
+		if _, err := models[i].append(t, ls[i], batch(i*1000+99, 2, 100)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := files.Stats().Open; n > limit {
+		t.Fatalf("%d files open after reopening, budget %d", n, limit)
+	}
+	for i, l := range ls {
+		models[i].check(t, l, 0, l.EndOffset())
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestTryReadRefusedWhenTheBudgetIsHeld: a fetch-style read fails with
+// filecache.ErrBudget, rather than open past the budget, while every file
+// the budget allows is held by a Slice; Read (the log's own readers) goes
+// through; once the Slices are released TryRead works again.
+func TestTryReadRefusedWhenTheBudgetIsHeld(t *testing.T) {
+	root := t.TempDir()
+	files := filecache.New(2)
+	var ls []*Log
+	for i := range 3 {
+		d := filepath.Join(root, fmt.Sprint(i))
+		if err := vfs.Default.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		l, _, err := Open(vfs.Default, d, Config{Files: files})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		if _, err := l.Append(ctx, batch(i, 1, 10), 0); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Flush(l.EndOffset()); err != nil {
+			t.Fatal(err)
+		}
+		ls = append(ls, l)
+	}
+	var held []Slice
+	for _, l := range ls[:2] {
+		sl, err := l.TryRead(0, 1<<20, NoLimit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, sl)
+	}
+	if _, err := ls[2].TryRead(0, 1<<20, NoLimit); !errors.Is(err, filecache.ErrBudget) {
+		t.Fatalf("TryRead with the budget held: %v, want ErrBudget", err)
+	}
+	sl, err := ls[2].Read(0, 1<<20, NoLimit)
+	if err != nil || sl.Size == 0 {
+		t.Fatalf("Read with the budget held: %+v, %v", sl, err)
+	}
+	sl.Release()
+	for i := range held {
+		held[i].Release()
+	}
+	sl, err = ls[2].TryRead(0, 1<<20, NoLimit)
+	if err != nil || sl.Size == 0 {
+		t.Fatalf("TryRead once released: %+v, %v", sl, err)
+	}
+	sl.Release()
+}
