@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"runtime"
 	"slices"
+	"sync"
 
 	"github.com/weir-broker/weir/core/logs"
 	"github.com/weir-broker/weir/core/meta"
@@ -57,6 +59,7 @@ func (n *Node) localPartitions() []*replicated {
 // Only the node's loop calls it.
 func (n *Node) reconcile(im *meta.Image, removed map[[16]byte]bool) (deleted []string, err error) {
 	var errs []error
+	var opens []toOpen
 	self := n.cfg.NodeID
 	for _, t := range im.SortedTopics() {
 		assigned := assignedHere(t, self)
@@ -102,33 +105,81 @@ func (n *Node) reconcile(im *meta.Image, removed map[[16]byte]bool) (deleted []s
 			n.setLocal(t.Name, lt)
 		}
 		for _, p := range assigned {
-			if _, ok := lt.parts[p]; ok {
-				continue
+			if _, ok := lt.parts[p]; !ok {
+				opens = append(opens, toOpen{t: t, lt: lt, p: p})
 			}
-			part, err := n.logs.Open(t.Name, p, t.ID, lt.pc)
-			if errors.Is(err, logs.ErrForeignPartition) {
-				// An older topic of the name left its directory here (deleted
-				// while this broker was away): set it aside, then start anew.
-				dir := logs.DirName(t.Name, p)
-				if err = n.logs.SetAside(func(name string) bool { return name == dir }); err == nil {
-					part, err = n.logs.Open(t.Name, p, t.ID, lt.pc)
-				}
-			}
-			if err != nil {
-				errs = append(errs, fmt.Errorf("node: open %s: %w", logs.DirName(t.Name, p), err))
-				continue
-			}
-			n.localMu.Lock()
-			lt.parts[p] = newReplicated(n, part, t.ID, n.hwAtOpen[logs.DirName(t.Name, p)])
-			n.localMu.Unlock()
 		}
 	}
+	errs = append(errs, n.openPartitions(opens)...)
 	for _, name := range slices.Sorted(maps.Keys(n.local)) {
 		if _, ok := im.Topics[name]; !ok {
 			errs = append(errs, n.dropLocal(name, n.local[name], false))
 		}
 	}
 	return deleted, errors.Join(errs...)
+}
+
+// toOpen is a partition reconcile opens.
+type toOpen struct {
+	t  *meta.Topic
+	lt *localTopic
+	p  int32
+}
+
+// openWorkers bounds the partitions opened at once: opening is mostly
+// waiting for small reads (and, after a crash, recovery), so a few per core.
+var openWorkers = max(4, 4*runtime.GOMAXPROCS(0))
+
+// openPartitions opens the partitions in parallel (a broker starting with
+// thousands of partitions, or a topic of thousands being created), then
+// installs them in order. It returns what failed; those are tried again at
+// the next reconcile.
+func (n *Node) openPartitions(opens []toOpen) []error {
+	parts := make([]*logs.Partition, len(opens))
+	errs := make([]error, len(opens))
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for range min(openWorkers, len(opens)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				parts[i], errs[i] = n.openPartition(opens[i])
+			}
+		}()
+	}
+	for i := range opens {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	var failed []error
+	for i, o := range opens {
+		if errs[i] != nil {
+			failed = append(failed, errs[i])
+			continue
+		}
+		n.localMu.Lock()
+		o.lt.parts[o.p] = newReplicated(n, parts[i], o.t.ID, n.hwAtOpen[logs.DirName(o.t.Name, o.p)])
+		n.localMu.Unlock()
+	}
+	return failed
+}
+
+// openPartition opens one partition's log, setting aside the directory an
+// older topic of the same name left (deleted while this broker was away).
+func (n *Node) openPartition(o toOpen) (*logs.Partition, error) {
+	part, err := n.logs.Open(o.t.Name, o.p, o.t.ID, o.lt.pc)
+	if errors.Is(err, logs.ErrForeignPartition) {
+		dir := logs.DirName(o.t.Name, o.p)
+		if err = n.logs.SetAside(func(name string) bool { return name == dir }); err == nil {
+			part, err = n.logs.Open(o.t.Name, o.p, o.t.ID, o.lt.pc)
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("node: open %s: %w", logs.DirName(o.t.Name, o.p), err)
+	}
+	return part, nil
 }
 
 // assignedHere lists the partitions of t that have self among their replicas.

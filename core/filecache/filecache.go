@@ -165,9 +165,19 @@ func (c *Cache) Create(fsys vfs.FS, name string) (*File, error) {
 
 // Open returns a handle on the existing file name, opened read-write for
 // appending (vfs.FS.OpenReadWrite) at its first use. Nothing is opened
-// now: a missing file shows at that use.
+// now: a missing file shows at that use. The file counts as dirty (what an
+// earlier process wrote may not be durable) until a Sync or MarkSynced.
 func (c *Cache) Open(fsys vfs.FS, name string) *File {
-	return &File{c: c, fs: fsys, name: name}
+	return &File{c: c, fs: fsys, name: name, writes: 1}
+}
+
+// MarkSynced tells the handle that the file's contents are durable as they
+// are (its owner knows it: a segment a clean shutdown or the recovery point
+// vouches for), so the cache may close it without an fsync.
+func (h *File) MarkSynced() {
+	h.mu.Lock()
+	h.synced = h.writes
+	h.mu.Unlock()
 }
 
 // OpenNow is Open, then opens the file at once, so that a missing or

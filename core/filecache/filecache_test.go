@@ -421,3 +421,37 @@ func TestReopenRefusesAReplacedFile(t *testing.T) {
 		t.Fatalf("the file that replaced it holds %q", b)
 	}
 }
+
+// TestOpenedFilesCountAsDirtyUntilSynced: a handle on an existing file
+// does not know whether what an earlier process wrote is durable, so the
+// cache fsyncs it before closing it, unless its owner vouched for it
+// (MarkSynced) or synced it.
+func TestOpenedFilesCountAsDirtyUntilSynced(t *testing.T) {
+	fsys, dir := newFS(t)
+	for i := range 3 {
+		if err := vfs.WriteFileSynced(vfs.Default, filepath.Join(dir, fmt.Sprint(i)), []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := New(1)
+	unknown, err := c.OpenNow(fsys, filepath.Join(dir, "0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	vouched, err := c.OpenNow(fsys, filepath.Join(dir, "1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Opening the second closed the first: with an fsync, its state unknown.
+	if n := fsys.syncs.Load(); n != 1 {
+		t.Fatalf("%d fsyncs closing a file opened with unknown durability, want 1", n)
+	}
+	vouched.MarkSynced()
+	if _, err := c.OpenNow(fsys, filepath.Join(dir, "2")); err != nil {
+		t.Fatal(err)
+	}
+	if n := fsys.syncs.Load(); n != 1 {
+		t.Fatalf("a file marked synced was fsynced before closing (%d fsyncs)", n)
+	}
+	_ = unknown.Close()
+}

@@ -58,6 +58,9 @@ type Partition struct {
 	snaps    *snapshots
 	snapBase atomic.Int64
 	snapBusy atomic.Bool
+	// snapAt is the offset of the snapshot file that holds the producer
+	// state as it is (-1: none does): Close does not write it again.
+	snapAt atomic.Int64
 }
 
 // AppendResult says where an append went.
@@ -79,6 +82,7 @@ func newPartition(topic string, i int32, l *partlog.Log, pc PartitionConfig, clk
 	p := &Partition{Topic: topic, Index: i, log: l, DurableAcks: pc.DurableAcks, MinInsyncReplicas: max(pc.MinInsyncReplicas, 1),
 		Compaction: pc.Compaction, maxBatch: mb, recompress: pc.Recompress, clock: clk, snaps: snaps}
 	p.snapBase.Store(l.ActiveBase())
+	p.snapAt.Store(-1)
 	return p
 }
 
@@ -482,6 +486,10 @@ func (p *Partition) rebuildProducers(upgrade bool) (int, bool, error) {
 		}
 	}
 	p.prodGen = gen
+	p.snapAt.Store(-1)
+	if used && from == p.log.EndOffset() {
+		p.snapAt.Store(from) // the snapshot read is the state: nothing after it
+	}
 	return seen, used, nil
 }
 
@@ -612,7 +620,15 @@ func (p *Partition) writeSnapshot() error {
 		return nil // a failed log's recovery may cut; an empty log has nothing to replay
 	}
 	gen, off := p.prodGen, p.log.EndOffset()
+	if p.snapAt.Load() == off {
+		p.prodMu.Unlock()
+		return nil // the snapshot at off is this state already: no append since
+	}
 	b := p.prod.AppendSnapshot(nil, off)
 	p.prodMu.Unlock()
-	return p.snaps.write(off, b, func() bool { return p.log.Generation() == gen && p.log.Err() == nil })
+	err := p.snaps.write(off, b, func() bool { return p.log.Generation() == gen && p.log.Err() == nil })
+	if err == nil && p.log.Generation() == gen {
+		p.snapAt.Store(off)
+	}
+	return err
 }

@@ -240,6 +240,9 @@ func (l *Log) appendLocked(buf []byte, epoch int32, replicated bool) (AppendResu
 			pos += hs[i].Size()
 		}
 	}
+	if err := l.touch(); err != nil {
+		return AppendResult{}, false, pa, err
+	}
 	now := l.cfg.Clock.Now()
 	rolled := false
 	active := l.active()

@@ -65,6 +65,9 @@ func (l *Log) swapClean(group []*segment.Segment, end, gen int64, n *segment.Seg
 		return false, fmt.Errorf("%w: segments [%d, %d) are not as they were", ErrLogChanged, base, end)
 	}
 
+	if err := l.touchLocked(); err != nil {
+		return false, err
+	}
 	// Readers that reach the group before it is replaced read its files,
 	// about to be removed or renamed over, through descriptors kept open.
 	for _, g := range group {

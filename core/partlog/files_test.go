@@ -8,6 +8,7 @@ import (
 
 	"github.com/weir-broker/weir/core/filecache"
 	"github.com/weir-broker/weir/core/vfs"
+	"github.com/weir-broker/weir/core/vfs/errorfs"
 )
 
 // TestLogsShareADescriptorBudget runs many logs of several segments each
@@ -131,4 +132,70 @@ func TestTryReadRefusedWhenTheBudgetIsHeld(t *testing.T) {
 		t.Fatalf("TryRead once released: %+v, %v", sl, err)
 	}
 	sl.Release()
+}
+
+// TestCleanOpenWritesNothingUntilTheFirstChange: after a clean shutdown,
+// Open and Close of a log nobody changed create, rename, remove, write and
+// fsync nothing (a broker of many idle partitions starts and stops without
+// touching them); the first append then does what Open skipped, and a crash
+// after it recovers (the clean-shutdown marker is gone).
+func TestCleanOpenWritesNothingUntilTheFirstChange(t *testing.T) {
+	mem := memFS(t)
+	var writes []string
+	counting := false
+	fsys := errorfs.Wrap(mem, errorfs.InjectorFunc(func(op errorfs.Op, path string) error {
+		switch op {
+		case errorfs.OpCreate, errorfs.OpWrite, errorfs.OpSync, errorfs.OpTruncate, errorfs.OpRemove,
+			errorfs.OpRename, errorfs.OpSyncDir: // not Mkdir: MkdirAll of a directory that exists creates nothing
+			if counting {
+				writes = append(writes, op.String()+" "+path)
+			}
+		}
+		return nil
+	}))
+	cfg := Config{SegmentBytes: 2000}
+	m := newModel()
+	l, _ := mustOpen(t, fsys, cfg)
+	for i := range 10 {
+		if _, err := m.append(t, l, batch(i, 2, 100)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	counting = true
+	for range 2 {
+		l, rep := mustOpen(t, fsys, cfg)
+		if !rep.Clean {
+			t.Fatal("not opened as clean")
+		}
+		m.check(t, l, 0, l.EndOffset())
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(writes) > 0 {
+		t.Fatalf("opening and closing an unchanged log wrote: %q", writes)
+	}
+	counting = false
+	l, _ = mustOpen(t, fsys, cfg)
+	res, err := m.append(t, l, batch(99, 1, 10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Flush(res.NextOffset); err != nil {
+		t.Fatal(err)
+	}
+	crashed := mem.CrashClone()
+	_ = l.Close()
+	l2, rep, err := Open(crashed, dir, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l2.Close()
+	if rep.Clean {
+		t.Fatal("a crash after an append reopened as clean: the marker outlived the change")
+	}
+	m.check(t, l2, 0, res.NextOffset)
 }

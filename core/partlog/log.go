@@ -121,6 +121,11 @@ type Log struct {
 	// appendFloor is the lowest leader epoch an Append may carry (Fence);
 	// raised under appendMu, never lowered; in memory only.
 	appendFloor atomic.Int32
+
+	// pristine: opened after a clean shutdown and not changed since, so
+	// the clean-shutdown marker and the recovery point still describe the
+	// files exactly (see touch). Cleared under appendMu and syncMu.
+	pristine atomic.Bool
 }
 
 // Report says what Open found.
@@ -195,6 +200,22 @@ func (l *Log) open() (Report, error) {
 	if ld.rep.EpochsRebuilt, err = l.loadEpochs(ld.recoveredFrom); err != nil {
 		return ld.rep, err
 	}
+	if l.untouched(ld) {
+		// A clean shutdown left every file durable and described: no
+		// fsync, checkpoint or marker removal until the first change
+		// (touch). A broker of many idle partitions starts without
+		// writing to them, and stops without writing to them again.
+		l.flushed.Store(l.end.Load())
+		l.rp.Store(ld.cp.recoveryPoint)
+		if err := l.loadCleanHistory(ld.cleaned, ld.cleanedDamage); err != nil {
+			return ld.rep, err
+		}
+		if err := l.afterLoad(ld); err != nil {
+			return ld.rep, err
+		}
+		l.pristine.Store(true)
+		return ld.rep, nil
+	}
 
 	// Make the recovered state durable (truncations, rebuilt indexes), then
 	// drop the clean-shutdown marker before any append can happen.
@@ -216,6 +237,48 @@ func (l *Log) open() (Report, error) {
 		return ld.rep, fmt.Errorf("partlog: %w", err)
 	}
 	return ld.rep, nil
+}
+
+// untouched reports whether load found the log exactly as a clean Close
+// left it: the marker there, nothing re-read, cut, deleted or finished, and
+// the recovery point covering the whole log with its active segment.
+func (l *Log) untouched(ld loaded) bool {
+	r := ld.rep
+	active := ld.segs[len(ld.segs)-1]
+	return r.Clean && r.Recovered == 0 && r.Truncated == 0 && len(r.Deleted) == 0 && r.CleanSwaps == 0 &&
+		!r.ResetFinished && r.EpochsRebuilt == nil && ld.cpOK && ld.cp.activeBase == active.Base() &&
+		ld.cp.recoveryPoint >= active.NextOffset()
+}
+
+// touch ends the pristine state before the first change to the log's
+// files: what Open skips after a clean shutdown is done now (settle, the
+// marker removed, the directory fsynced), so that a crash after the change
+// makes the next Open recover. appendMu held; it takes syncMu.
+func (l *Log) touch() error {
+	if !l.pristine.Load() {
+		return nil
+	}
+	l.syncMu.Lock()
+	defer l.syncMu.Unlock()
+	return l.touchLocked()
+}
+
+// touchLocked is touch with appendMu and syncMu held.
+func (l *Log) touchLocked() error {
+	if !l.pristine.Load() {
+		return nil
+	}
+	if err := l.settle(); err != nil {
+		return l.fail(err)
+	}
+	if err := l.fs.Remove(l.path(cleanShutdownFile)); err != nil && !errors.Is(err, errNotExist) {
+		return l.fail(fmt.Errorf("partlog: %w", err))
+	}
+	if err := l.fs.SyncDir(l.dir); err != nil {
+		return l.fail(fmt.Errorf("partlog: %w", err))
+	}
+	l.pristine.Store(false)
+	return nil
 }
 
 // settle makes the published segments durable as they are: the active
@@ -527,6 +590,14 @@ func (l *Log) close() error {
 	defer l.syncMu.Unlock()
 	var errs []error
 	segs := l.segments()
+	if l.pristine.Load() {
+		// Unchanged since a clean shutdown: its files, checkpoint and
+		// marker are as that Close left them.
+		for _, s := range segs {
+			s.Drop()
+		}
+		return nil
+	}
 	for _, s := range segs {
 		errs = append(errs, s.Close())
 	}

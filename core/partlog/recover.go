@@ -318,9 +318,16 @@ func (l *Log) recoverLocked() (Report, int64, error) {
 	if err := l.settle(); err != nil {
 		return ld.rep, before, err
 	}
+	if l.pristine.Load() {
+		// A touch failed before its change: the marker may still be there.
+		if err := l.fs.Remove(l.path(cleanShutdownFile)); err != nil && !errors.Is(err, errNotExist) {
+			return ld.rep, before, fmt.Errorf("partlog: %w", err)
+		}
+	}
 	if err := l.fs.SyncDir(l.dir); err != nil {
 		return ld.rep, before, fmt.Errorf("partlog: %w", err)
 	}
+	l.pristine.Store(false)
 	if err := l.afterLoad(ld); err != nil {
 		return ld.rep, before, err
 	}

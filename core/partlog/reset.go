@@ -50,6 +50,9 @@ func (l *Log) Reset(offset int64) error {
 	if err := l.Err(); err != nil {
 		return err
 	}
+	if err := l.touchLocked(); err != nil {
+		return err
+	}
 	if committed, err := l.writeResetFile(offset); err != nil {
 		if committed {
 			return l.fail(err)

@@ -61,6 +61,9 @@ func (l *Log) ApplyRetention() ([]int64, error) {
 	if n == 0 {
 		return nil, nil
 	}
+	if err := l.touchLocked(); err != nil {
+		return nil, err
+	}
 	// Readers stop finding the segments first; then the files go.
 	l.setSegments(segs[n:])
 	deleted := make([]int64, 0, n)
@@ -111,6 +114,9 @@ func (l *Log) Truncate(offset int64) error {
 		// No record goes, but an epoch assigned at offset (which has no
 		// records) does: a leader that became a follower drops its own.
 		return l.trimEpochs(offset)
+	}
+	if err := l.touchLocked(); err != nil {
+		return err
 	}
 	// A roll whose seal is still pending must be sealed before the recovery
 	// point can name any segment after it.

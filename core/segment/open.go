@@ -68,6 +68,7 @@ func (s *Segment) open(mode Mode, end int64) (Recovery, error) {
 	last := end < 0
 	if mode == Trust {
 		if err := s.loadIndexes(fileSize, end); err == nil {
+			s.log.MarkSynced() // the caller vouches for it: sealed and fsynced
 
 			if !last {
 				s.size.Store(fileSize)
@@ -165,7 +166,10 @@ func (s *Segment) recoverFrom(pos, want, fileSize int64) (Recovery, error) {
 	var rec Recovery
 	maxTs := s.maxTs.Load()
 	s.sinceIndex = 0
-	r := bufio.NewReaderSize(io.NewSectionReader(s.log, pos, fileSize-pos), 1<<20)
+	// A buffer of up to 1 MiB, but no more than what is left to check: a
+	// clean start re-checks only the few bytes after the last index entry
+	// of thousands of partitions.
+	r := bufio.NewReaderSize(io.NewSectionReader(s.log, pos, fileSize-pos), int(min(max(fileSize-pos, 4096), 1<<20)))
 	for pos < fileSize {
 		h, err := s.checkBatch(r, want, fileSize-pos)
 		if err != nil {
