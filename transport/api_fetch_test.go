@@ -50,7 +50,7 @@ func recordsIn(t testing.TB, p kmsg.FetchResponseTopicPartition) []string {
 
 // setFetchHook makes every Fetch that starts waiting send on the returned
 // channel.
-func setFetchHook(t *testing.T) <-chan struct{} {
+func setFetchHook(t testing.TB) <-chan struct{} {
 	waiting := make(chan struct{}, 16)
 	testHookFetchWait = func() {
 		select {
