@@ -19,10 +19,11 @@ package transport
 
 import (
 	"context"
-	"reflect"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/weir-broker/weir/core/wakeup"
 )
 
 // testHookFetchWait, when set (by tests, before any server starts), is called
@@ -61,21 +62,34 @@ func handleFetch(ctx context.Context, s *Server, r *request) (rawResponse, error
 
 	// Config.MaxFetchBytes caps the response, as Kafka's broker-side
 	// fetch.max.bytes does, whatever the request asks for.
-	maxBytes := min(int64(req.MaxBytes), int64(s.cfg.MaxFetchBytes))
-	deadline := time.Now().Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)
+	resp.wait(ctx, s, min(int64(req.MaxBytes), int64(s.cfg.MaxFetchBytes)), int64(req.MinBytes),
+		time.Now().Add(time.Duration(req.MaxWaitMillis)*time.Millisecond))
+	return resp, nil
+}
+
+// wait reads every partition, then, until MinBytes are read, a partition
+// fails, the deadline passes or ctx ends, waits for the partitions to move
+// and re-reads those that did. It registers one waiter with every partition
+// once (package wakeup), so an append costs the parked fetch the re-read of
+// that partition only, whatever the number it waits on.
+func (r *fetchResponse) wait(ctx context.Context, s *Server, maxBytes, minBytes int64, deadline time.Time) {
 	var (
 		timer *time.Timer
-		chans []<-chan struct{}
+		w     *wakeup.Waiter
+		moved []int // keys (indexes in r.watched) to re-read
 	)
 	defer func() {
 		if timer != nil {
 			timer.Stop()
 		}
+		if w != nil {
+			w.Close()
+		}
 	}()
+	total, failed := r.read(s, maxBytes)
 	settled := false
 	for {
-		total, failed := resp.read(s, maxBytes)
-		if failed || total >= int64(req.MinBytes) || ctx.Err() != nil || !time.Now().Before(deadline) {
+		if failed || total >= minBytes || ctx.Err() != nil || !time.Now().Before(deadline) {
 			// A follower's fetch with records to answer waits, once, for
 			// the produce appends in progress to its partitions (the
 			// rest of the produce request whose first append woke it),
@@ -84,34 +98,63 @@ func handleFetch(ctx context.Context, s *Server, r *request) (rawResponse, error
 			// gets the whole request in one round, which with acks=all
 			// is on the producer's path. The wait is bounded by those
 			// appends (and MaxWait).
-			if !settled && !failed && total > 0 && ctx.Err() == nil && resp.appendsInFlight() {
+			if !settled && !failed && total > 0 && ctx.Err() == nil && r.appendsInFlight() {
 				settled = true
-				resp.release()
+				r.release()
 				if timer == nil {
 					timer = time.NewTimer(time.Until(deadline))
 				}
-				resp.awaitAppends(ctx, timer.C)
+				r.awaitAppends(ctx, timer.C)
+				total, failed = r.read(s, maxBytes)
 				continue
 			}
-			return resp, nil
+			return
 		}
-		// Take every partition's wake-up channel, then check that nothing was
-		// appended since the read: an append after this point closes a
-		// channel, one before it moved the log end.
-		var moved bool
-		chans, moved = resp.waitChannels(chans[:0])
-		resp.release()
-		if moved {
-			continue
+		if w == nil {
+			// Register with every partition, then look at each once
+			// more: a move before its registration shows in its read
+			// limit, one after fires.
+			w, moved = r.watch()
 		}
-		if timer == nil {
-			timer = time.NewTimer(time.Until(deadline))
+		if len(moved) == 0 {
+			if timer == nil {
+				timer = time.NewTimer(time.Until(deadline))
+			}
+			if testHookFetchWait != nil {
+				testHookFetchWait()
+			}
+			select {
+			case <-w.C():
+				moved = w.Fired(moved)
+			case <-timer.C:
+			case <-ctx.Done():
+			}
 		}
-		if testHookFetchWait != nil {
-			testHookFetchWait()
-		}
-		waitAny(ctx, chans, timer.C)
+		total, failed = r.reread(s, maxBytes, total, moved)
+		moved = moved[:0]
 	}
+}
+
+// watch registers a waiter with every partition read, under its index in
+// r.watched, and returns it with the keys of the partitions whose read
+// limit moved since they were read (or that will not fire: closed).
+func (r *fetchResponse) watch() (*wakeup.Waiter, []int) {
+	r.watched = r.watched[:0]
+	for ti := range r.topics {
+		for pi := range r.topics[ti].parts {
+			if fp := &r.topics[ti].parts[pi]; fp.p != nil {
+				r.watched = append(r.watched, fp)
+			}
+		}
+	}
+	w := wakeup.NewWaiter(len(r.watched))
+	var moved []int
+	for k, fp := range r.watched {
+		if !fp.p.Watch(w, k) || fp.p.ReadLimit() != fp.readLimit {
+			moved = append(moved, k)
+		}
+	}
+	return w, moved
 }
 
 // appendsInFlight notes, for every partition a follower reads, the produce
@@ -159,7 +202,6 @@ func (r *fetchResponse) awaitAppends(ctx context.Context, timer <-chan time.Time
 // of the first partition with data goes whole, as in Kafka). It returns the
 // record bytes read and whether any partition failed (which answers at once).
 func (r *fetchResponse) read(s *Server, maxBytes int64) (total int64, failed bool) {
-	remaining := maxBytes
 	for ti := range r.topics {
 		for pi := range r.topics[ti].parts {
 			fp := &r.topics[ti].parts[pi]
@@ -167,70 +209,53 @@ func (r *fetchResponse) read(s *Server, maxBytes int64) (total int64, failed boo
 				failed = true
 				continue
 			}
-			fp.readLimit = fp.p.ReadLimit()
-			fp.hw, fp.lso, fp.logStart = fp.p.HighWatermark(), fp.p.LastStableOffset(), fp.p.LogStartOffset()
-			limit := min(fp.maxBytes, remaining)
-			if total > 0 && limit <= 0 {
-				continue
-			}
-			recs, err := fp.p.Read(fp.offset, limit, fp.readLimit)
-			if err != nil {
-				fp.errCode = s.code(err)
-				failed = true
-				continue
-			}
-			if total > 0 && recs.Len() > limit {
-				recs.Release()
-				continue
-			}
-			fp.records = recs
-			total += recs.Len()
-			remaining -= recs.Len()
+			failed = fp.read(s, maxBytes, &total) || failed
 		}
 	}
 	return total, failed
 }
 
-// waitChannels appends each partition's wake-up channel to chans and reports
-// whether some high watermark has moved since it was read.
-func (r *fetchResponse) waitChannels(chans []<-chan struct{}) ([]<-chan struct{}, bool) {
-	moved := false
-	for _, t := range r.topics {
-		for _, p := range t.parts {
-			if p.p == nil {
-				continue
-			}
-			chans = append(chans, p.p.Wait())
-			if p.p.ReadLimit() != p.readLimit {
-				moved = true
-			}
+// reread reads again the partitions r.watched[k] for the keys given (in
+// any order, repeats allowed), given the total read so far, and returns the
+// new total and whether one failed. A partition's earlier records make
+// room first; the first batch of the first partition to have data still
+// goes whole.
+func (r *fetchResponse) reread(s *Server, maxBytes, total int64, keys []int) (int64, bool) {
+	r.round++
+	failed := false
+	for _, k := range keys {
+		fp := r.watched[k]
+		if fp.round == r.round {
+			continue
 		}
+		fp.round = r.round
+		total -= fp.records.Len()
+		fp.records.Release()
+		failed = fp.read(s, maxBytes, &total) || failed
 	}
-	return chans, moved
+	return total, failed
 }
 
-// waitAny returns when one of chans is closed, the timer fires or ctx ends.
-func waitAny(ctx context.Context, chans []<-chan struct{}, timer <-chan time.Time) {
-	switch len(chans) {
-	case 0:
-		select {
-		case <-timer:
-		case <-ctx.Done():
-		}
-	case 1:
-		select {
-		case <-chans[0]:
-		case <-timer:
-		case <-ctx.Done():
-		}
-	default:
-		cases := make([]reflect.SelectCase, 0, len(chans)+2)
-		cases = append(cases,
-			reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(timer)},
-			reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())})
-		for _, ch := range chans {
-			cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ch)})
-		}
-		reflect.Select(cases)
+// read reads the partition from its fetch offset up to its read limit,
+// within its byte limit and what is left of maxBytes after *total, which it
+// advances; it reports a failure (errCode set).
+func (fp *fetchPart) read(s *Server, maxBytes int64, total *int64) (failed bool) {
+	fp.readLimit = fp.p.ReadLimit()
+	fp.hw, fp.lso, fp.logStart = fp.p.HighWatermark(), fp.p.LastStableOffset(), fp.p.LogStartOffset()
+	limit := min(fp.maxBytes, maxBytes-*total)
+	if *total > 0 && limit <= 0 {
+		return false
 	}
+	recs, err := fp.p.Read(fp.offset, limit, fp.readLimit)
+	if err != nil {
+		fp.errCode = s.code(err)
+		return true
+	}
+	if *total > 0 && recs.Len() > limit {
+		recs.Release()
+		return false
+	}
+	fp.records = recs
+	*total += recs.Len()
+	return false
 }
