@@ -6,24 +6,31 @@ package transport
 // last stable offset (librdkafka's minimum); v10 is the first that may carry
 // zstd batches; v11 (rack-aware reads, answered with no preferred replica) is
 // the last non-flexible one, so the hand-written response in fetch_writer.go
-// has one layout family and no topic IDs. Fetch sessions (v7+) are declined:
-// every response has session ID 0, which tells clients to send full requests,
-// and a request naming a session gets FETCH_SESSION_ID_NOT_FOUND.
+// has one layout family and no topic IDs. v7 adds incremental fetch
+// sessions (KIP-227): the session ID and epoch in the request say whether it
+// is sessionless, creates a session, closes one or is incremental, and
+// ForgottenTopics removes partitions from the session; package
+// transport/fetchsession decides which partitions an incremental fetch reads
+// (all of its session's) and which the response carries (those with
+// something to report), and the response names the session.
 //
 // A consumer reads a partition up to its high watermark, a follower
 // (ReplicaID = its broker id) up to the log end (the node says what each is,
 // and records a follower's fetch offset, which moves the high watermark); the
 // response waits up to MaxWait for MinBytes, woken by the partitions when
-// what may be read grows, not by polling. CurrentLeaderEpoch (v9+) is checked
-// (FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH).
+// what may be read grows, not by polling: one waiter per request, fired by
+// the partitions that move (package core/wakeup). CurrentLeaderEpoch (v9+)
+// is checked (FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH).
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/weir-broker/weir/core/wakeup"
+	"github.com/weir-broker/weir/transport/fetchsession"
 )
 
 // testHookFetchWait, when set (by tests, before any server starts), is called
@@ -33,38 +40,159 @@ var testHookFetchWait func()
 func handleFetch(ctx context.Context, s *Server, r *request) (rawResponse, error) {
 	req := r.body.(*kmsg.FetchRequest)
 	resp := &fetchResponse{version: req.Version}
-	if req.Version >= 7 && (req.SessionID != 0 || req.SessionEpoch > 0) {
-		resp.errCode = s.code(errFetchSession)
-		return resp, nil
+	sreq := sessionRequest(req)
+	parts := sreq.Partitions
+	var sctx *fetchsession.Context
+	if req.Version >= 7 {
+		sctx = s.sessions.newContext(s.now(), &sreq)
+		if sctx.Err != nil {
+			resp.errCode = s.code(sctx.Err)
+			return resp, nil
+		}
+		parts = sctx.Partitions
 	}
+	resp.partitions(s, parts, req.ReplicaID)
 
-	resp.topics = make([]fetchTopic, len(req.Topics))
-	for i, rt := range req.Topics {
-		ft := &resp.topics[i]
-		ft.name = rt.Topic
-		ft.parts = make([]fetchPart, len(rt.Partitions))
-		for j, rp := range rt.Partitions {
-			fp := &ft.parts[j]
-			fp.index, fp.offset, fp.maxBytes = rp.Partition, rp.FetchOffset, int64(rp.PartitionMaxBytes)
-			fp.hw, fp.logStart = -1, -1
+	// Config.MaxFetchBytes caps the response, as Kafka's broker-side
+	// fetch.max.bytes does, whatever the request asks for.
+	resp.wait(ctx, s, min(int64(req.MaxBytes), int64(s.cfg.MaxFetchBytes)), int64(req.MinBytes),
+		time.Now().Add(time.Duration(req.MaxWaitMillis)*time.Millisecond))
+	if sctx != nil {
+		resp.answerSession(s, sctx)
+	}
+	return resp, nil
+}
+
+// sessionRequest is the request as package fetchsession sees it (Fetch
+// v4-v6 as sessionless: ID 0, epoch -1).
+func sessionRequest(req *kmsg.FetchRequest) fetchsession.Request {
+	sr := fetchsession.Request{SessionID: req.SessionID, Epoch: req.SessionEpoch, Follower: req.ReplicaID >= 0}
+	if req.Version < 7 {
+		sr.SessionID, sr.Epoch = fetchsession.InvalidID, fetchsession.FinalEpoch
+	}
+	n := 0
+	for _, rt := range req.Topics {
+		n += len(rt.Partitions)
+	}
+	sr.Partitions = make([]fetchsession.Partition, 0, n)
+	for _, rt := range req.Topics {
+		for _, rp := range rt.Partitions {
 			current := rp.CurrentLeaderEpoch
 			if req.Version < 9 {
 				current = -1
 			}
-			p, err := s.node.FetchPartition(rt.Topic, rp.Partition, req.ReplicaID, rp.FetchOffset, current)
+			sr.Partitions = append(sr.Partitions, fetchsession.Partition{
+				TopicPartition: fetchsession.TopicPartition{Topic: rt.Topic, Partition: rp.Partition},
+				PartitionData: fetchsession.PartitionData{FetchOffset: rp.FetchOffset, LogStartOffset: rp.LogStartOffset,
+					MaxBytes: rp.PartitionMaxBytes, CurrentLeaderEpoch: current}})
+		}
+	}
+	for _, ft := range req.ForgottenTopics {
+		for _, p := range ft.Partitions {
+			sr.Forgotten = append(sr.Forgotten, fetchsession.TopicPartition{Topic: ft.Topic, Partition: p})
+		}
+	}
+	return sr
+}
+
+// partitions sets up the response's partitions, in order (consecutive
+// partitions of one topic under one topic entry, as Kafka groups them), and
+// takes each from the node for replicaID (recording a follower's fetch).
+func (r *fetchResponse) partitions(s *Server, parts []fetchsession.Partition, replicaID int32) {
+	for i := 0; i < len(parts); {
+		j := i + 1
+		for j < len(parts) && parts[j].Topic == parts[i].Topic {
+			j++
+		}
+		ft := fetchTopic{name: parts[i].Topic, parts: make([]fetchPart, j-i)}
+		for k := range ft.parts {
+			sp, fp := &parts[i+k], &ft.parts[k]
+			fp.index, fp.offset, fp.maxBytes = sp.Partition, sp.FetchOffset, int64(sp.MaxBytes)
+			fp.hw, fp.lso, fp.logStart = -1, -1, -1
+			p, err := s.node.FetchPartition(sp.Topic, sp.Partition, replicaID, sp.FetchOffset, sp.CurrentLeaderEpoch)
 			if err != nil {
 				fp.errCode = s.code(err)
 				continue
 			}
 			fp.p = p
 		}
+		r.topics = append(r.topics, ft)
+		i = j
 	}
+}
 
-	// Config.MaxFetchBytes caps the response, as Kafka's broker-side
-	// fetch.max.bytes does, whatever the request asks for.
-	resp.wait(ctx, s, min(int64(req.MaxBytes), int64(s.cfg.MaxFetchBytes)), int64(req.MinBytes),
-		time.Now().Add(time.Duration(req.MaxWaitMillis)*time.Millisecond))
-	return resp, nil
+// answerSession hands what was read to the session cache, and keeps the
+// partitions it says the response carries (an incremental fetch's changed
+// ones), with the session ID to answer.
+func (r *fetchResponse) answerSession(s *Server, sctx *fetchsession.Context) {
+	results := make([]fetchsession.Result, 0, len(sctx.Partitions))
+	for _, t := range r.topics {
+		for i := range t.parts {
+			p := &t.parts[i]
+			results = append(results, fetchsession.Result{HighWatermark: p.hw, LastStableOffset: p.lso,
+				LogStartOffset: p.logStart, Records: p.records.Len() > 0, Failed: p.errCode != 0})
+		}
+	}
+	id, include, err := s.sessions.respond(s.now(), sctx, results)
+	r.sessionID = id
+	if err != nil {
+		r.release()
+		r.topics, r.errCode = nil, s.code(err)
+		return
+	}
+	if sctx.Kind != fetchsession.Incremental {
+		return // every partition
+	}
+	// Keep the partitions included, in order; an excluded one has no
+	// records to release (it would have been included).
+	kept, k, n := r.topics[:0], 0, 0
+	for _, t := range r.topics {
+		parts := t.parts[:0]
+		for i := range t.parts {
+			if k < len(include) && include[k] == n {
+				parts = append(parts, t.parts[i])
+				k++
+			}
+			n++
+		}
+		if len(parts) > 0 {
+			t.parts = parts
+			kept = append(kept, t)
+		}
+	}
+	clear(r.topics[len(kept):])
+	r.topics = kept
+}
+
+// fetchSessions is the server's fetch session cache (package fetchsession)
+// behind its lock, reporting to the metrics.
+type fetchSessions struct {
+	mu      sync.Mutex
+	c       *fetchsession.Cache
+	m       *Metrics
+	evicted int64 // as last reported
+}
+
+func (fs *fetchSessions) newContext(now time.Time, req *fetchsession.Request) *fetchsession.Context {
+	fs.mu.Lock()
+	ctx := fs.c.NewContext(now, req)
+	fs.reportLocked()
+	fs.mu.Unlock()
+	fs.m.fetchKind(ctx.Kind)
+	return ctx
+}
+
+func (fs *fetchSessions) respond(now time.Time, ctx *fetchsession.Context, results []fetchsession.Result) (int32, []int, error) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	defer fs.reportLocked()
+	return fs.c.Respond(now, ctx, results)
+}
+
+func (fs *fetchSessions) reportLocked() {
+	st := fs.c.Stats()
+	fs.m.fetchSessions(st, st.Evictions-fs.evicted)
+	fs.evicted = st.Evictions
 }
 
 // wait reads every partition, then, until MinBytes are read, a partition

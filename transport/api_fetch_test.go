@@ -145,20 +145,6 @@ func TestFetchErrorsAnswerAtOnce(t *testing.T) {
 	if p := resp.Topics[0].Partitions[0]; p.ErrorCode != kerr.UnknownTopicOrPartition.Code {
 		t.Fatalf("unknown topic: %+v", p)
 	}
-	// Fetch sessions are declined.
-	req := fetchReq(11, time.Minute, 1, 1<<20, "t", map[int32]int64{0: 0})
-	req.SessionID, req.SessionEpoch = 77, 3
-	resp = rc.do(req).(*kmsg.FetchResponse)
-	if resp.ErrorCode != kerr.FetchSessionIDNotFound.Code || len(resp.Topics) != 0 {
-		t.Fatalf("session fetch: error %d, %d topics", resp.ErrorCode, len(resp.Topics))
-	}
-	// A client asking for a new session gets ID 0 and a full answer.
-	req = fetchReq(11, 0, 1, 1<<20, "t", map[int32]int64{0: 0})
-	req.SessionID, req.SessionEpoch = 0, 0
-	resp = rc.do(req).(*kmsg.FetchResponse)
-	if resp.ErrorCode != 0 || resp.SessionID != 0 || len(recordsIn(t, resp.Topics[0].Partitions[0])) != 3 {
-		t.Fatalf("new-session fetch: %+v", resp)
-	}
 }
 
 // MaxBytes bounds the response, but the first batch goes whole; partition
