@@ -345,9 +345,7 @@ func (r *fetchResponse) read(s *Server, maxBytes int64) (total int64, failed boo
 
 // reread reads again the partitions r.watched[k] for the keys given (in
 // any order, repeats allowed), given the total read so far, and returns the
-// new total and whether one failed. A partition's earlier records make
-// room first; the first batch of the first partition to have data still
-// goes whole.
+// new total and whether one failed.
 func (r *fetchResponse) reread(s *Server, maxBytes, total int64, keys []int) (int64, bool) {
 	r.round++
 	failed := false
@@ -357,33 +355,38 @@ func (r *fetchResponse) reread(s *Server, maxBytes, total int64, keys []int) (in
 			continue
 		}
 		fp.round = r.round
-		total -= fp.records.Len()
-		fp.records.Release()
 		failed = fp.read(s, maxBytes, &total) || failed
 	}
 	return total, failed
 }
 
 // read reads the partition from its fetch offset up to its read limit,
-// within its byte limit and what is left of maxBytes after *total, which it
-// advances; it reports a failure (errCode set).
+// within its byte limit and what is left of maxBytes besides its own
+// records, which the new read replaces (*total follows); the first batch
+// goes whole when no other partition has records. A read that does not fit
+// keeps the records read before. It reports a failure (errCode set, no
+// records).
 func (fp *fetchPart) read(s *Server, maxBytes int64, total *int64) (failed bool) {
 	fp.readLimit = fp.p.ReadLimit()
 	fp.hw, fp.lso, fp.logStart = fp.p.HighWatermark(), fp.p.LastStableOffset(), fp.p.LogStartOffset()
-	limit := min(fp.maxBytes, maxBytes-*total)
-	if *total > 0 && limit <= 0 {
+	others := *total - fp.records.Len()
+	limit := min(fp.maxBytes, maxBytes-others)
+	if others > 0 && limit <= 0 {
 		return false
 	}
 	recs, err := fp.p.Read(fp.offset, limit, fp.readLimit)
 	if err != nil {
 		fp.errCode = s.code(err)
+		*total = others
+		fp.records.Release()
 		return true
 	}
-	if *total > 0 && recs.Len() > limit {
+	if others > 0 && recs.Len() > limit {
 		recs.Release()
 		return false
 	}
+	fp.records.Release()
 	fp.records = recs
-	*total += recs.Len()
+	*total = others + recs.Len()
 	return false
 }
