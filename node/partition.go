@@ -8,6 +8,7 @@ import (
 	"github.com/weir-broker/weir/core/partlog"
 	"github.com/weir-broker/weir/core/record"
 	"github.com/weir-broker/weir/core/vfs"
+	"github.com/weir-broker/weir/core/wakeup"
 )
 
 // Partition is a partition this broker serves reads of (Fetch, ListOffsets).
@@ -71,14 +72,19 @@ func (p *Partition) LogStartOffset() int64 { return p.p.Log().StartOffset() }
 // LeaderEpoch is the partition's current leader epoch.
 func (p *Partition) LeaderEpoch() int32 { return p.epoch }
 
-// Wait returns a channel closed when ReadLimit next moves (or the partition
-// changes role or closes), for long polls: take it, check ReadLimit, then
-// wait, and no move is missed.
-func (p *Partition) Wait() <-chan struct{} {
+// Watch registers w (package wakeup) under key, to be fired when ReadLimit
+// may have moved: for a consumer when the high watermark moves, for a
+// follower when the log changes (an append, a reset, a recovery, a close),
+// and for both when the partition changes role or closes. Register, then
+// check ReadLimit, then wait, and no move is missed; false means no fire
+// will come (the log is closed): look now. A fire costs O(waiters of this
+// partition); w.Close unregisters.
+func (p *Partition) Watch(w *wakeup.Waiter, key int) bool {
+	w.Watch(&p.p.readers, key)
 	if p.follower {
-		return p.p.Log().Wait()
+		return p.p.Log().Watch(w, key)
 	}
-	return p.p.hwChanged()
+	return true
 }
 
 // Read returns whole batches from offset on, up to the limit the caller

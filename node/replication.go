@@ -14,6 +14,7 @@ import (
 	"github.com/weir-broker/weir/core/logs"
 	"github.com/weir-broker/weir/core/meta"
 	"github.com/weir-broker/weir/core/replica"
+	"github.com/weir-broker/weir/core/wakeup"
 )
 
 // replicated is a partition this broker holds a replica of: its log
@@ -41,6 +42,9 @@ type replicated struct {
 	queryNotBefore time.Time
 	hwMu           sync.Mutex
 	hwCh           chan struct{} // closed and replaced when hw moves
+	// readers is fired with hwCh: the long polls parked on this
+	// partition (Partition.Watch).
+	readers wakeup.Source
 
 	appends appendGate // produce appends in progress (appendgate.go)
 }
@@ -70,16 +74,18 @@ func (rp *replicated) publishHW(hw int64) {
 	close(rp.hwCh)
 	rp.hwCh = make(chan struct{})
 	rp.hwMu.Unlock()
+	rp.readers.Fire()
 	rp.n.hwCheckpoint.dirty()
 }
 
-// wakeAll closes the high-watermark channel without a move: waiters look
-// again (a role change, a close).
+// wakeAll closes the high-watermark channel and fires the readers without
+// a move: waiters look again (a role change, a close).
 func (rp *replicated) wakeAll() {
 	rp.hwMu.Lock()
 	close(rp.hwCh)
 	rp.hwCh = make(chan struct{})
 	rp.hwMu.Unlock()
+	rp.readers.Fire()
 }
 
 // setState applies the partition's record as the image has it. A failed

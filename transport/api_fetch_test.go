@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -50,7 +51,7 @@ func recordsIn(t testing.TB, p kmsg.FetchResponseTopicPartition) []string {
 
 // setFetchHook makes every Fetch that starts waiting send on the returned
 // channel.
-func setFetchHook(t *testing.T) <-chan struct{} {
+func setFetchHook(t testing.TB) <-chan struct{} {
 	waiting := make(chan struct{}, 16)
 	testHookFetchWait = func() {
 		select {
@@ -145,20 +146,6 @@ func TestFetchErrorsAnswerAtOnce(t *testing.T) {
 	if p := resp.Topics[0].Partitions[0]; p.ErrorCode != kerr.UnknownTopicOrPartition.Code {
 		t.Fatalf("unknown topic: %+v", p)
 	}
-	// Fetch sessions are declined.
-	req := fetchReq(11, time.Minute, 1, 1<<20, "t", map[int32]int64{0: 0})
-	req.SessionID, req.SessionEpoch = 77, 3
-	resp = rc.do(req).(*kmsg.FetchResponse)
-	if resp.ErrorCode != kerr.FetchSessionIDNotFound.Code || len(resp.Topics) != 0 {
-		t.Fatalf("session fetch: error %d, %d topics", resp.ErrorCode, len(resp.Topics))
-	}
-	// A client asking for a new session gets ID 0 and a full answer.
-	req = fetchReq(11, 0, 1, 1<<20, "t", map[int32]int64{0: 0})
-	req.SessionID, req.SessionEpoch = 0, 0
-	resp = rc.do(req).(*kmsg.FetchResponse)
-	if resp.ErrorCode != 0 || resp.SessionID != 0 || len(recordsIn(t, resp.Topics[0].Partitions[0])) != 3 {
-		t.Fatalf("new-session fetch: %+v", resp)
-	}
 }
 
 // MaxBytes bounds the response, but the first batch goes whole; partition
@@ -217,5 +204,29 @@ func TestCloseEndsLongPoll(t *testing.T) {
 	}
 	if elapsed := time.Since(start); elapsed > 30*time.Second {
 		t.Fatalf("Close took %v", elapsed)
+	}
+}
+
+// A long poll woken several times keeps what each wake-up read: MinBytes
+// of three batches is met by appends to three partitions, one at a time,
+// each re-reading only its partition, and the answer carries all three.
+func TestFetchLongPollAccumulates(t *testing.T) {
+	waiting := setFetchHook(t)
+	b := startBroker(t)
+	b.createTopic(t, "t", 4, nil)
+	one := batch(t, "p0", 1) // the size of each batch below
+	rc := b.dial(t)
+	req := fetchReq(11, time.Minute, int32(3*len(one)), 1<<20, "t", map[int32]int64{0: 0, 1: 0, 2: 0, 3: 0})
+	corr := rc.send(req)
+	for _, p := range []int32{2, 0, 3} {
+		<-waiting
+		b.produce(t, "t", p, batch(t, fmt.Sprint("p", p), 1))
+	}
+	resp := rc.recv(req, corr).(*kmsg.FetchResponse)
+	for p, want := range []string{"p0-0", "", "p2-0", "p3-0"} {
+		got := recordsIn(t, resp.Topics[0].Partitions[p])
+		if want == "" && len(got) != 0 || want != "" && (len(got) != 1 || got[0] != want) {
+			t.Fatalf("partition %d: %q, want %q", p, got, want)
+		}
 	}
 }

@@ -129,6 +129,18 @@ type Config struct {
 	// a connection is closed less than that after MaxIdle. Default
 	// DefaultMaxIdle (10 min); negative: never.
 	MaxIdle time.Duration
+	// FetchSessionSlots is the most incremental fetch sessions (KIP-227,
+	// Fetch v7+) the broker keeps, Kafka's
+	// max.incremental.fetch.session.cache.slots; a full new one evicts as
+	// Kafka does (package fetchsession). Default
+	// fetchsession.DefaultSlots (1000); negative: none, so every client
+	// sends full requests.
+	FetchSessionSlots int
+	// FetchSessionEvictionAge: a fetch session unused this long may be
+	// evicted by any new one, and one created this long ago by a more
+	// valuable one (Kafka's min.incremental.fetch.session.eviction.ms).
+	// Default fetchsession.DefaultEvictionAge (2 min).
+	FetchSessionEvictionAge time.Duration
 	// DisableSendfile makes Fetch copy record bytes through a buffer (ReadAt,
 	// then write) even when the segment is an OS file that could be sent with
 	// sendfile. Default false; benchmarks set it to compare the two paths.

@@ -83,14 +83,29 @@
 // kernel copies into the receiving socket anyway, so sendfile saves one copy
 // of three; its larger gain is on real NICs (see BenchmarkFetchPath).
 //
-// A Fetch waits up to MaxWait for MinBytes, woken by the logs' Wait channels
-// when something is appended, never by polling; an error in any partition
-// answers at once. Fetch sessions are declined (session ID 0), so clients send
-// full requests.
+// A Fetch waits up to MaxWait for MinBytes, never by polling: it registers
+// one waiter (package core/wakeup) with every partition it reads, once; an
+// append or a high-watermark move fires only the waiters of its partition,
+// and the woken fetch re-reads only the partitions that fired, so a fetch
+// parked on 10,000 partitions costs an append what one on a single
+// partition does. An error in any partition answers at once.
+//
+// # Fetch sessions
+//
+// Fetch v7+ may run in an incremental fetch session (KIP-227, package
+// transport/fetchsession): the broker remembers the partitions a client
+// fetches and their positions, the client sends only what changed, and the
+// broker answers only the partitions with something to report (records,
+// an error, a new high watermark or log start offset), so an idle consumer
+// of thousands of partitions exchanges a few bytes per round trip instead
+// of a line per partition each way. Sessions live in a bounded cache
+// (Config.FetchSessionSlots, Kafka's 1000 by default) that evicts as
+// Kafka's does; followers may use them too.
 //
 // # Metrics
 //
-// Metrics (optional) counts requests and latency per API, bytes in and out
-// and open connections, in the registry it is given (the node's, whose own
+// Metrics (optional) counts requests and latency per API, bytes in and out,
+// open connections, and Fetch requests by session kind with the session
+// cache's size and evictions, in the registry it is given (the node's, whose own
 // collectors report every partition).
 package transport

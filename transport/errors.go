@@ -18,6 +18,7 @@ import (
 	"github.com/weir-broker/weir/core/segment"
 	"github.com/weir-broker/weir/core/topicconfig"
 	"github.com/weir-broker/weir/node"
+	"github.com/weir-broker/weir/transport/fetchsession"
 )
 
 var (
@@ -28,7 +29,6 @@ var (
 	// errorTable.
 	errOldMessageFormat = errors.New("transport: message format v0/v1 (Produce v0-v2) is not supported")
 	errDuplicateTopic   = errors.New("transport: topic named twice in one request")
-	errFetchSession     = errors.New("transport: fetch sessions are not supported")
 )
 
 // errorTable is the one place where errors become Kafka error codes: the first
@@ -114,7 +114,10 @@ var errorTable = []struct {
 	// The transport's own.
 	{errOldMessageFormat, kerr.UnsupportedForMessageFormat},
 	{errDuplicateTopic, kerr.InvalidRequest},
-	{errFetchSession, kerr.FetchSessionIDNotFound},
+
+	// Fetch sessions.
+	{fetchsession.ErrSessionNotFound, kerr.FetchSessionIDNotFound},
+	{fetchsession.ErrInvalidEpoch, kerr.InvalidFetchSessionEpoch},
 
 	// A request cut short: its timeout passed, or the connection or server
 	// is closing (then nobody reads the answer anyway).

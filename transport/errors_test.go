@@ -16,6 +16,7 @@ import (
 	"github.com/weir-broker/weir/core/record"
 	"github.com/weir-broker/weir/core/topicconfig"
 	"github.com/weir-broker/weir/node"
+	"github.com/weir-broker/weir/transport/fetchsession"
 )
 
 func TestErrorTable(t *testing.T) {
@@ -65,7 +66,8 @@ func TestErrorTable(t *testing.T) {
 		{node.ErrInvalidReplicaAssignment, kerr.InvalidReplicaAssignment},
 		{node.ErrUnknownTopicID, kerr.UnknownTopicID},
 		{node.ErrInvalidCoordinatorType, kerr.InvalidRequest},
-		{errFetchSession, kerr.FetchSessionIDNotFound},
+		{fetchsession.ErrSessionNotFound, kerr.FetchSessionIDNotFound},
+		{fetchsession.ErrInvalidEpoch, kerr.InvalidFetchSessionEpoch},
 		{context.DeadlineExceeded, kerr.RequestTimedOut},
 	}
 	for _, c := range cases {

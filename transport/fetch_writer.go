@@ -46,6 +46,12 @@ type fetchResponse struct {
 	errCode   int16
 	sessionID int32
 	topics    []fetchTopic
+
+	// While long polling: the partitions watched, by key (api_fetch.go's
+	// watch), and the count of re-reads, which tells a partition already
+	// re-read in this one.
+	watched []*fetchPart
+	round   int
 }
 
 type fetchTopic struct {
@@ -69,6 +75,7 @@ type fetchPart struct {
 	// Produce appends in progress to wait for (appendsInFlight).
 	appendMark int64
 	appending  bool
+	round      int // the fetchResponse.round it was last re-read in
 }
 
 // size is the frame size after the size prefix: correlation ID and body.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/weir-broker/weir/core/coord/memstore"
 	"github.com/weir-broker/weir/core/groups"
 	"github.com/weir-broker/weir/core/vfs"
 	"github.com/weir-broker/weir/node"
@@ -342,3 +343,8 @@ func pollUntil(t testing.TB, what string, cond func() bool) {
 		<-tick.C
 	}
 }
+
+// withMemCoord keeps the coordination state in memory (core/coord/memstore)
+// instead of the embedded file store, which rewrites its whole file on every
+// change: creating thousands of partitions then takes seconds, not minutes.
+func withMemCoord(c *Config, o *node.Config) { o.Coord = memstore.NewServer().Connect() }

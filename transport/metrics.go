@@ -5,6 +5,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/weir-broker/weir/transport/fetchsession"
 )
 
 // Metrics holds the server's Prometheus collectors:
@@ -15,6 +17,11 @@ import (
 //	weir_received_bytes_total, weir_sent_bytes_total
 //	weir_connections                             open connections
 //	weir_connections_rejected_total              closed at once for MaxConnections
+//	weir_fetch_requests_total{session}           Fetch requests by session kind: sessionless,
+//	                                             full (asking for a session), incremental, error
+//	weir_fetch_sessions                          incremental fetch sessions cached
+//	weir_fetch_session_partitions                partitions of the cached sessions
+//	weir_fetch_session_evictions_total           sessions evicted to make room for new ones
 //
 // (The node registers the partition metrics.) A nil *Metrics counts nothing.
 type Metrics struct {
@@ -25,6 +32,11 @@ type Metrics struct {
 	bytesOut prometheus.Counter
 	conns    prometheus.Gauge
 	rejected prometheus.Counter
+
+	fetchKinds    [fetchsession.Failed + 1]prometheus.Counter
+	sessions      prometheus.Gauge
+	sessionParts  prometheus.Gauge
+	sessionEvicts prometheus.Counter
 }
 
 // NewMetrics creates the collectors and registers them with reg (when not
@@ -55,6 +67,22 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "weir_connections_rejected_total", Help: "Connections closed at once because MaxConnections were open.",
 		}),
 	}
+	fetchKinds := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "weir_fetch_requests_total",
+		Help: "Fetch requests by session kind: sessionless, full (asking for a session), incremental, error (unknown session or wrong epoch).",
+	}, []string{"session"})
+	for k := range m.fetchKinds {
+		m.fetchKinds[k] = fetchKinds.WithLabelValues(fetchsession.Kind(k).String())
+	}
+	m.sessions = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "weir_fetch_sessions", Help: "Incremental fetch sessions cached (KIP-227).",
+	})
+	m.sessionParts = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "weir_fetch_session_partitions", Help: "Partitions of the cached fetch sessions.",
+	})
+	m.sessionEvicts = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "weir_fetch_session_evictions_total", Help: "Fetch sessions evicted from the cache to make room for new ones.",
+	})
 	// Resolve every served API's series once, so that counting a request
 	// neither hashes labels nor allocates.
 	for _, a := range apis {
@@ -64,7 +92,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		m.latency[a.key] = latency.WithLabelValues(name)
 	}
 	if reg != nil {
-		reg.MustRegister(requests, failures, latency, m.bytesIn, m.bytesOut, m.conns, m.rejected)
+		reg.MustRegister(requests, failures, latency, m.bytesIn, m.bytesOut, m.conns, m.rejected,
+			fetchKinds, m.sessions, m.sessionParts, m.sessionEvicts)
 	}
 	return m
 }
@@ -107,5 +136,22 @@ func (m *Metrics) connClosed() {
 func (m *Metrics) connRejected() {
 	if m != nil {
 		m.rejected.Inc()
+	}
+}
+
+// fetchKind counts a Fetch request by its session kind.
+func (m *Metrics) fetchKind(k fetchsession.Kind) {
+	if m != nil {
+		m.fetchKinds[k].Inc()
+	}
+}
+
+// fetchSessions reports the session cache's state; evicted is the
+// evictions since the last report.
+func (m *Metrics) fetchSessions(st fetchsession.Stats, evicted int64) {
+	if m != nil {
+		m.sessions.Set(float64(st.Sessions))
+		m.sessionParts.Set(float64(st.Partitions))
+		m.sessionEvicts.Add(float64(evicted))
 	}
 }

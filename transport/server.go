@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/weir-broker/weir/node"
+	"github.com/weir-broker/weir/transport/fetchsession"
 )
 
 // Server serves the Kafka protocol for one broker: it owns the listeners and
@@ -21,7 +22,9 @@ type Server struct {
 	m      *Metrics
 	now    func() time.Time // Config.seams' clock, or time.Now
 	budget *budget          // Config.MaxQueuedRequestBytes
-	warns  *limitedLog      // warnings clients can trigger at will
+	// sessions are the incremental fetch sessions (api_fetch.go).
+	sessions *fetchSessions
+	warns    *limitedLog // warnings clients can trigger at will
 
 	// ctx is cancelled by Close; every connection's context derives from it,
 	// so long polls and blocked joins end.
@@ -45,8 +48,13 @@ func NewServer(cfg Config, n *node.Node) (*Server, error) {
 	if n == nil {
 		return nil, fmt.Errorf("%w: a node is required", ErrConfig)
 	}
+	sc, err := fetchsession.New(fetchsession.Config{Slots: cfg.FetchSessionSlots, EvictionAge: cfg.FetchSessionEvictionAge})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{
+		sessions:  &fetchSessions{c: sc, m: cfg.Metrics},
 		cfg:       cfg,
 		node:      n,
 		log:       cfg.Logger,

@@ -330,10 +330,12 @@ func (l *Log) Wait() <-chan struct{} {
 	}
 }
 
-// wake closes the channel Wait handed out, if any. Appends call it after
-// publishing their new end: a waiter that took the channel before reading
-// EndOffset either sees the new end or is woken.
+// wake closes the channel Wait handed out, if any, and fires the waiters
+// registered by Watch. Appends call it after publishing their new end: a
+// waiter that took the channel (or registered) before reading EndOffset
+// either sees the new end or is woken.
 func (l *Log) wake() {
+	l.watchers.Fire()
 	if l.notify.Load() == nil {
 		return
 	}

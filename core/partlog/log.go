@@ -13,6 +13,7 @@ import (
 	"github.com/weir-broker/weir/core/record"
 	"github.com/weir-broker/weir/core/segment"
 	"github.com/weir-broker/weir/core/vfs"
+	"github.com/weir-broker/weir/core/wakeup"
 )
 
 var (
@@ -57,6 +58,9 @@ type Log struct {
 	// (Wait); atomic, so that long polls never wait for appendMu.
 	notify atomic.Pointer[chan struct{}]
 	closed atomic.Bool
+
+	// watchers is fired with notify (Watch, watch.go).
+	watchers wakeup.Source
 
 	// syncMu serialises fsyncs; whoever holds it syncs everything appended so
 	// far, so appenders waiting behind it find their data already covered

@@ -170,3 +170,44 @@ func TestKcatConsumerGroup(t *testing.T) {
 		t.Fatalf("second run of kcat -G read %d values (%.3q...), want only the %d produced since", len(got), got[:min(3, len(got))], len(second))
 	}
 }
+
+// TestKcatBesideFetchSessions: kcat (librdkafka 2.0.2, which sends
+// sessionless fetches) reads every record of a 40-partition topic on a
+// broker that serves franz-go the same topic through an incremental fetch
+// session, and both see all of it.
+func TestKcatBesideFetchSessions(t *testing.T) {
+	kcatPath(t)
+	b := startBroker(t, t.TempDir())
+	const topic = "kcat-sessions"
+	createTopic(t, b.Addr(), topic, 40, nil)
+	values := batchValues("kcat-sessions", 400)
+	produceValues(t, newClient(t, b.Addr()), topic, values)
+
+	var viaFranz []string
+	for _, r := range consumeFranz(t, b.Addr(), topic, len(values)) {
+		viaFranz = append(viaFranz, string(r.Value))
+	}
+	slices.Sort(viaFranz)
+	out := runKcat(t, nil, "-b", b.Addr(), "-C", "-t", topic, "-o", "beginning", "-e", "-q", "-f", "%s\n")
+	viaKcat := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
+	slices.Sort(viaKcat)
+	if !slices.Equal(viaFranz, values) || !slices.Equal(viaKcat, values) {
+		t.Fatalf("franz-go read %d values, kcat %d; want the %d produced", len(viaFranz), len(viaKcat), len(values))
+	}
+	kinds := map[string]float64{}
+	mfs, err := b.Node().Metrics().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == "weir_fetch_requests_total" {
+			for _, m := range mf.Metric {
+				kinds[m.Label[0].GetValue()] = m.Counter.GetValue()
+			}
+		}
+	}
+	t.Logf("fetch requests by session kind: %v", kinds)
+	if kinds["full"] == 0 || kinds["sessionless"] == 0 {
+		t.Fatalf("fetch requests by session kind %v: want franz-go's session and kcat's sessionless fetches", kinds)
+	}
+}
