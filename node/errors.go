@@ -32,6 +32,10 @@ var (
 	ErrFencedLeaderEpoch        = errors.New("node: fenced leader epoch")
 	ErrUnknownLeaderEpoch       = errors.New("node: unknown leader epoch")
 	ErrTransactionsNotSupported = errors.New("node: transactions are not supported")
+	// ErrPartitionStorage: a partition of a topic being created could not
+	// be opened on this broker (out of descriptors, space, ...), so the
+	// topic was deleted again (KAFKA_STORAGE_ERROR; the cause is wrapped).
+	ErrPartitionStorage = errors.New("node: a partition's storage could not be created")
 	ErrInvalidAcks              = errors.New("node: acks must be 0, 1 or -1")
 	ErrInvalidCoordinatorType   = errors.New("node: unknown coordinator type")
 	ErrNotLeader                = errors.New("node: this broker does not lead the partition")

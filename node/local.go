@@ -86,6 +86,9 @@ func (n *Node) reconcile(im *meta.Image, removed map[[16]byte]bool) (deleted []s
 					n.logger.Warn("dropping committed offsets of a deleted topic", "topic", t.Name, "err", err)
 				}
 				removed[t.ID] = true
+				n.localMu.Lock()
+				delete(n.openFailed, t.ID)
+				n.localMu.Unlock()
 			}
 			if len(assigned) > 0 {
 				deleted = append(deleted, t.Name)
@@ -154,16 +157,35 @@ func (n *Node) openPartitions(opens []toOpen) []error {
 	close(next)
 	wg.Wait()
 	var failed []error
+	n.localMu.Lock()
 	for i, o := range opens {
 		if errs[i] != nil {
 			failed = append(failed, errs[i])
+			if n.openFailed == nil {
+				n.openFailed = map[[16]byte]error{}
+			}
+			n.openFailed[o.t.ID] = errs[i]
 			continue
 		}
-		n.localMu.Lock()
+		delete(n.openFailed, o.t.ID)
 		o.lt.parts[o.p] = newReplicated(n, parts[i], o.t.ID, n.hwAtOpen[logs.DirName(o.t.Name, o.p)])
-		n.localMu.Unlock()
+	}
+	n.localMu.Unlock()
+	if len(failed) > 0 {
+		// Wake CreateTopic waiting for these partitions: it gives up on
+		// the topic rather than time out.
+		im, _ := n.image.load()
+		n.image.publish(im)
 	}
 	return failed
+}
+
+// openFailure is why a partition of the topic could not be opened at the
+// last try, or nil.
+func (n *Node) openFailure(id [16]byte) error {
+	n.localMu.RLock()
+	defer n.localMu.RUnlock()
+	return n.openFailed[id]
 }
 
 // openPartition opens one partition's log, setting aside the directory an
@@ -258,13 +280,44 @@ func (n *Node) closeLocal() error {
 	local := n.local
 	n.local = map[string]*localTopic{}
 	n.localMu.Unlock()
-	var errs []error
+	// Closing a partition written since it opened is a few fsyncs (the
+	// seal, the checkpoint, the marker): in parallel, as opening is.
+	type closing struct {
+		name string
+		i    int32
+		p    *replicated
+	}
+	var all []closing
 	for name, lt := range local {
 		for i, p := range lt.parts {
-			if err := p.Close(); err != nil && !errors.Is(err, partlog.ErrClosed) {
-				errs = append(errs, fmt.Errorf("node: close %s: %w", logs.DirName(name, i), err))
-			}
+			all = append(all, closing{name, i, p})
 		}
+	}
+	var (
+		mu   sync.Mutex
+		errs []error
+		wg   sync.WaitGroup
+	)
+	next := make(chan closing)
+	for range min(openWorkers, len(all)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for c := range next {
+				if err := c.p.Close(); err != nil && !errors.Is(err, partlog.ErrClosed) {
+					mu.Lock()
+					errs = append(errs, fmt.Errorf("node: close %s: %w", logs.DirName(c.name, c.i), err))
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	for _, c := range all {
+		next <- c
+	}
+	close(next)
+	wg.Wait()
+	for _, lt := range local {
 		if lt.pc.Recompress != nil {
 			lt.pc.Recompress.Close()
 		}

@@ -75,7 +75,10 @@ type Node struct {
 	loop   *loop
 	image  *imageCell
 
-	localMu sync.RWMutex
+	// openFailed holds, per topic id, why one of its partitions could
+	// not be opened at the last try (CreateTopic waits for it); localMu.
+	openFailed map[[16]byte]error
+	localMu    sync.RWMutex
 	local   map[string]*localTopic // partitions this broker holds, by topic; written by the loop only
 
 	freshIdentity bool // meta.properties is not written yet

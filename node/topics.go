@@ -226,7 +226,18 @@ func (n *Node) CreateTopic(ctx context.Context, req CreateTopic) (TopicInfo, err
 		im, _ := n.image.load()
 		return n.topicInfo(im, t), nil
 	}
-	return n.waitReady(ctx, req.Name)
+	ti, err := n.waitReady(ctx, req.Name)
+	if errors.Is(err, ErrPartitionStorage) {
+		// Whole or nothing: a topic with a partition that cannot exist
+		// here is deleted again, its other partitions with it.
+		n.logger.Warn("created topic deleted again: a partition could not be opened", "topic", t.Name, "err", err)
+		if _, derr := n.DeleteTopic(ctx, t.Name); derr != nil {
+			n.logger.Error("deleting a topic whose partitions could not be opened", "topic", t.Name, "err", derr)
+			err = errors.Join(err, derr)
+		}
+		return TopicInfo{}, err
+	}
+	return ti, err
 }
 
 // assign returns the replicas of each partition of a topic to create.
@@ -276,10 +287,14 @@ func (n *Node) assign(im *meta.Image, req CreateTopic) ([][]int32, error) {
 func (n *Node) waitReady(ctx context.Context, name string) (TopicInfo, error) {
 	wctx, cancel := context.WithTimeout(ctx, createWait)
 	defer cancel()
+	var failed error
 	im, err := n.image.waitFor(wctx, func(im *meta.Image) bool {
 		t := im.Topics[name]
 		if t == nil || t.Deleting {
 			return false
+		}
+		if failed = n.openFailure(t.ID); failed != nil {
+			return true
 		}
 		for p := range t.Assignment {
 			v := im.View(t, p)
@@ -296,6 +311,8 @@ func (n *Node) waitReady(ctx context.Context, name string) (TopicInfo, error) {
 	})
 	t := im.Topics[name]
 	switch {
+	case failed != nil:
+		return TopicInfo{}, fmt.Errorf("%w: topic %q: %w", ErrPartitionStorage, name, failed)
 	case err == nil:
 		return n.topicInfo(im, t), nil
 	case t != nil:

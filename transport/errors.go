@@ -51,6 +51,7 @@ var errorTable = []struct {
 	{syscall.EDQUOT, kerr.KafkaStorageError},
 	{syscall.ENOMEM, kerr.KafkaStorageError},
 	{filecache.ErrBudget, kerr.KafkaStorageError},
+	{node.ErrPartitionStorage, kerr.KafkaStorageError},
 	// A replica whose log failed resigned: the partition moves, and clients
 	// and followers retry (Kafka answers an offline replica so).
 	{replica.ErrLogFailed, kerr.KafkaStorageError},
