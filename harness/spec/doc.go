@@ -76,11 +76,12 @@
 //	scale:                       # optional: a partition-scale experiment (embedded target)
 //	  partitions: [1000, 10000]  # the partition counts N, a point and a fresh broker each
 //	  partitions_per_topic: 100  # N is made of topics this size
-//	  create_batch: 100          # topics per CreateTopics request
+//	  create_batch: 10           # topics per CreateTopics request
 //	  metadata_requests: 20      # Metadata for every topic, timed this many times
 //	  restarts: 2                # clean restarts, then as many unclean ones (0: none)
 //	  restart_timeout: 5m        # exec until a record is fetched
 //	  step_timeout: 10m          # each of create, Metadata, produce+consume N records
+//	  request_timeout: 2m        # each CreateTopics batch and Metadata request
 //	  session_partitions: 10000  # fetch sessions on/off: a consumer of min(N, this) (0: skip)
 //	  session_window: 5s         # measured per mode
 //	  session_rate: 100          # records/s written meanwhile ...

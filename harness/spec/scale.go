@@ -48,7 +48,8 @@ type Scale struct {
 	// one smaller when N is not a multiple). Default 100.
 	PartitionsPerTopic int `yaml:"partitions_per_topic"`
 	// CreateBatch is how many topics one CreateTopics request creates.
-	// Default 100.
+	// Default 10 (1,000 partitions in the default topics), so a failure
+	// says how far creation got.
 	CreateBatch int `yaml:"create_batch"`
 	// MetadataRequests is how many Metadata requests for every topic step
 	// 2 times. Default 20.
@@ -62,6 +63,11 @@ type Scale struct {
 	// StepTimeout bounds each of steps 1, 2 and 3 (creating, Metadata,
 	// producing and consuming N records). Default 10m.
 	StepTimeout time.Duration `yaml:"step_timeout"`
+	// RequestTimeout bounds each request of steps 1 and 2 (a CreateTopics
+	// batch, a Metadata request): a broker that stops answering (out of
+	// descriptors, today's hangs) fails the step then, not at its
+	// timeout. Default 2m.
+	RequestTimeout time.Duration `yaml:"request_timeout"`
 	// SessionPartitions is the most partitions step 6's consumer reads;
 	// 0 leaves step 6 out. Default 10000.
 	SessionPartitions int `yaml:"session_partitions"`
@@ -89,11 +95,12 @@ const SectionScale = "scale"
 func DefaultScale() Scale {
 	return Scale{
 		PartitionsPerTopic: 100,
-		CreateBatch:        100,
+		CreateBatch:        10,
 		MetadataRequests:   20,
 		Restarts:           2,
 		RestartTimeout:     5 * time.Minute,
 		StepTimeout:        10 * time.Minute,
+		RequestTimeout:     2 * time.Minute,
 		SessionPartitions:  10000,
 		SessionWindow:      5 * time.Second,
 		SessionRate:        100,
@@ -175,6 +182,9 @@ func (s *Spec) validateScale(p *problems) {
 	}
 	if sc.StepTimeout <= 0 {
 		p.add("scale.step_timeout", "must be > 0, got %v", sc.StepTimeout)
+	}
+	if sc.RequestTimeout <= 0 {
+		p.add("scale.request_timeout", "must be > 0, got %v", sc.RequestTimeout)
 	}
 	if sc.SessionPartitions < 0 || sc.SessionPartitions > maxScalePartitions {
 		p.add("scale.session_partitions", "must be in 0..%d (0: no fetch session step), got %d", maxScalePartitions, sc.SessionPartitions)

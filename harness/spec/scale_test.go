@@ -65,10 +65,10 @@ func TestScaleValidateErrors(t *testing.T) {
 		{"with factors", "factors: {codec: [none, zstd]}\nscale: {partitions: [10]}", []string{"scale: a scale experiment varies scale.partitions only"}},
 		{"with baseline", "baseline: x\nscale: {partitions: [10]}", []string{"baseline: not for scale experiments"}},
 		{"ranges", "scale: {partitions: [10], partitions_per_topic: 0, create_batch: 0, metadata_requests: 0, restarts: -1, " +
-			"restart_timeout: 0s, step_timeout: -1s, session_partitions: -1, hot_rounds: 101}", []string{
+			"restart_timeout: 0s, step_timeout: -1s, request_timeout: 0s, session_partitions: -1, hot_rounds: 101}", []string{
 			"scale.partitions_per_topic: must be in 1..10000, got 0", "scale.create_batch: must be in 1..10000 topics per request, got 0",
 			"scale.metadata_requests: must be in 1..10000, got 0", "scale.restarts: must be in 0..100, got -1",
-			"scale.restart_timeout: must be > 0, got 0s", "scale.step_timeout: must be > 0, got -1s",
+			"scale.restart_timeout: must be > 0, got 0s", "scale.step_timeout: must be > 0, got -1s", "scale.request_timeout: must be > 0, got 0s",
 			"scale.session_partitions: must be in 0..1000000", "scale.hot_rounds: must be in 0..100, got 101"}},
 		{"session step", "scale: {partitions: [10], session_window: 0s, session_rate: 0, session_hot: 0}", []string{
 			"scale.session_window: must be > 0", "scale.session_rate: must be in (0, 100000]", "scale.session_hot: must be >= 1"}},
