@@ -82,11 +82,25 @@ type run struct {
 	topics []string // names, in creation order
 	sizes  []int32  // partitions of each
 
+	advanced atomic.Int64 // when advance last passed a message on, Unix nanoseconds
+
 	broker  *brokerproc.Process // the broker holding the N partitions
 	pid     atomic.Int64        // its pid, for the sampler
 	sampler func()              // stops the sampler
 	fdsMax  atomic.Int64
 	hwmMax  atomic.Int64
+}
+
+// advanceEvery spaces the messages of a long step's advance.
+const advanceEvery = 5 * time.Second
+
+// advance passes on a message of a long step's advance, at most one per
+// advanceEvery.
+func (r *run) advance(msg string) {
+	now := time.Now().UnixNano()
+	if last := r.advanced.Load(); now-last >= int64(advanceEvery) && r.advanced.CompareAndSwap(last, now) {
+		r.progress(msg)
+	}
 }
 
 // layout names the topics: N partitions in topics of PartitionsPerTopic,
@@ -230,7 +244,7 @@ func (r *run) use(p *brokerproc.Process) {
 			r.m[MetricFDsMax] = float64(n)
 		}
 		if h := r.hwmMax.Load(); h > 0 {
-			r.m[MetricHWMMax] = mib(h)
+			r.m[MetricHWMMax] = toMiB(h)
 		}
 	}
 }
@@ -243,7 +257,7 @@ const (
 	MetricFDBudget       = "fd-budget"
 )
 
-func mib(b int64) float64 { return float64(b) / (1 << 20) }
+func toMiB(b int64) float64 { return float64(b) / (1 << 20) }
 
 // client is a kgo client of the measured broker; opts add to the seed.
 func (r *run) client(opts ...kgo.Opt) (*kgo.Client, error) {
@@ -271,10 +285,10 @@ func (r *run) measure(ctx context.Context, at string) string {
 		parts = append(parts, fmt.Sprintf("%d fds", n))
 	}
 	if m, err := procstat.ReadMemory(pid); err == nil {
-		r.m["rss-"+at+"-MiB"] = mib(m.RSS)
-		r.m["hwm-"+at+"-MiB"] = mib(m.HWM)
+		r.m["rss-"+at+"-MiB"] = toMiB(m.RSS)
+		r.m["hwm-"+at+"-MiB"] = toMiB(m.HWM)
 		r.m["threads-"+at] = float64(m.Threads)
-		parts = append(parts, fmt.Sprintf("RSS %.0f MiB (peak %.0f)", mib(m.RSS), mib(m.HWM)))
+		parts = append(parts, fmt.Sprintf("RSS %.0f MiB (peak %.0f)", toMiB(m.RSS), toMiB(m.HWM)))
 	}
 	if g, err := goroutines(ctx, r.broker.PprofAddr); err == nil {
 		r.m["goroutines-"+at] = float64(g)
@@ -385,7 +399,7 @@ func (r *run) create(ctx context.Context) error {
 				b, end-1, failed, end-b, len(resp.Topics), first, created, r.cfg.Partitions)
 		}
 		created += want
-		r.progress(fmt.Sprintf("step 1: created %d of %d partitions (%v)", created, r.cfg.Partitions, time.Since(begin).Round(time.Millisecond)))
+		r.advance(fmt.Sprintf("step 1: created %d of %d partitions (%v)", created, r.cfg.Partitions, time.Since(begin).Round(time.Millisecond)))
 	}
 	took := time.Since(begin)
 	r.m["create-s"] = took.Seconds()
@@ -484,7 +498,7 @@ func (r *run) records(ctx context.Context) error {
 				return
 			}
 			if a := acked.Add(1); a%every == 0 {
-				r.progress(fmt.Sprintf("step 3: %d of %d records acknowledged", a, n))
+				r.advance(fmt.Sprintf("step 3: %d of %d records acknowledged", a, n))
 			}
 		})
 	}
@@ -533,7 +547,7 @@ func (r *run) records(ctx context.Context) error {
 			}
 		})
 		if count/int(every) != before/int(every) {
-			r.progress(fmt.Sprintf("step 3: the consumer has seen %d of %d", count, n))
+			r.advance(fmt.Sprintf("step 3: the consumer has seen %d of %d", count, n))
 		}
 	}
 	took = time.Since(begin)

@@ -389,7 +389,7 @@ func (s *Spec) WriteMatrix(w io.Writer) error {
 			if sc := s.Scale; sc != nil {
 				fmt.Fprintf(w, "     %d partitions in %d topics; hot load (step 7): %s\n", p.TotalPartitions, sc.Topics(p.TotalPartitions),
 					p.Workload.Summary())
-				total += sc.scaleEstimate(p.Workload, s.Repetitions)
+				total += sc.Estimate(p.Workload, s.Repetitions)
 				continue
 			}
 			if s.Durability != nil && s.Target.IsCluster() {

@@ -250,10 +250,10 @@ func (sc *Scale) write(w io.Writer) {
 	}
 }
 
-// scaleEstimate is a rough lower bound on a scale point's time: the hot
+// Estimate is a rough lower bound on a scale point's time: the hot
 // rounds' windows and step 6's, and a few seconds for the rest; creating,
 // producing and restarting grow with N at rates only a run can tell.
-func (sc *Scale) scaleEstimate(w Workload, reps int) time.Duration {
+func (sc *Scale) Estimate(w Workload, reps int) time.Duration {
 	per := 5 * time.Second
 	if sc.SessionPartitions > 0 {
 		per += 2 * (sc.SessionWindow + time.Second)
