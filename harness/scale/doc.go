@@ -38,9 +38,11 @@
 //	              session-req-ratio, session-resp-ratio (sessions over none),
 //	              sessions-granted (1 when the broker gave a session id), session-partitions
 //	7 hot         hot-idle-produce-msgs/s, hot-alone-produce-msgs/s, the same for
-//	              consume, hot-ratio and hot-consume-ratio (beside idle over alone)
+//	              consume, hot-ratio and hot-consume-ratio (beside idle over alone,
+//	              of the medians), hot-round-ratio-min and -max (each round's own)
 //	whole run     fds-max and hwm-max-MiB (sampled every 250 ms over the run),
 //	              open-files-limit (the broker's soft RLIMIT_NOFILE), fd-budget
+//	              (its --max-open-files, when the flags give it)
 //
 // Restart figures are medians over Config.Scale.Restarts restarts; each
 // restart's "serving" times run from the exec of the new process, polled

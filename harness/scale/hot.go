@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"syscall"
 
@@ -43,6 +44,7 @@ func (r *run) hot(ctx context.Context) error {
 	configs[topicconfig.DurableAcks] = strconv.FormatBool(w.DurableAcks)
 	brokers := map[string]*brokerproc.Process{HotIdle: r.broker, HotAlone: alone}
 	figures := map[string]map[string][]float64{HotIdle: {}, HotAlone: {}}
+	var paired []float64 // each round's produce rate beside idle over alone
 	for round := range sc.HotRounds {
 		order := []string{HotIdle, HotAlone}
 		if round%2 == 1 {
@@ -67,6 +69,12 @@ func (r *run) hot(ctx context.Context) error {
 			r.progress(fmt.Sprintf("step 7: round %d of %d, %s: produce %.0f msgs/s, consume %.0f msgs/s", round+1, sc.HotRounds,
 				which, res.Metrics[result.ProduceMsgsPerSec], res.Metrics[result.ConsumeMsgsPerSec]))
 		}
+		if a := figures[HotAlone][result.ProduceMsgsPerSec][round]; a > 0 {
+			paired = append(paired, figures[HotIdle][result.ProduceMsgsPerSec][round]/a)
+		}
+	}
+	if len(paired) > 0 {
+		r.m["hot-round-ratio-min"], r.m["hot-round-ratio-max"] = slices.Min(paired), slices.Max(paired)
 	}
 	med := func(which, m string) float64 { s, _ := stats.Summarize(figures[which][m]); return s.Median }
 	for _, which := range []string{HotIdle, HotAlone} {

@@ -17,6 +17,7 @@ import (
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
 	"gonum.org/v1/plot/vg/vgsvg"
 
 	"github.com/weir-broker/weir/harness/report"
@@ -32,7 +33,7 @@ const (
 	GoalRestartSeconds  = 10   // clean restart, exec to serving
 	GoalMetadataMs      = 200  // Metadata for every partition, p99
 	GoalHotRatio        = 0.95 // hot throughput beside idle partitions over alone
-	goalFDsDescription  = "descriptors never above the broker's budget (--max-open-files, else its open-file limit)"
+	goalFDsDescription  = "descriptors never above the broker's budget (its --max-open-files; a broker without one is bounded only by its open-file limit, and one that runs into it fails a step)"
 	plotWidth           = 7 * vg.Inch
 	plotHeight          = 4.5 * vg.Inch
 	reportHeading       = "## Partition scale"
@@ -45,7 +46,7 @@ const (
 // (fds-max, hwm-max-MiB), which hold what was sampled before any failure.
 func stepOf(m string) int {
 	switch {
-	case m == MetricFDsMax || m == MetricHWMMax:
+	case m == MetricFDsMax || m == MetricHWMMax || m == MetricOpenFilesLimit || m == MetricFDBudget:
 		return 0
 	case strings.HasPrefix(m, "unclean-") || strings.Contains(m, "-unclean-restart"):
 		return StepUncleanRestart
@@ -168,11 +169,16 @@ func fig(head, metric string, format func(float64) string) column {
 func goalColumns() []column {
 	return []column{
 		{"fds, most held (budget)", func(p *result.Point) string {
-			c, b := figure(p, MetricFDsMax), figure(p, MetricFDBudget)
-			if !c.ok() || !b.ok() {
-				return c.text(count)
+			c, b, l := figure(p, MetricFDsMax), figure(p, MetricFDBudget), figure(p, MetricOpenFilesLimit)
+			switch {
+			case c.ok() && b.ok():
+				return verdict(c, func(v float64) string { return count(v) + " (" + count(b.v) + ")" }, func(v float64) bool { return v <= b.v })
+			case c.ok() && l.ok():
+				// No budget to hold: the limit bounds the descriptors,
+				// and running into it fails a step instead.
+				return count(c.v) + " (no budget; limit " + count(l.v) + ")"
 			}
-			return verdict(c, func(v float64) string { return count(v) + " (" + count(b.v) + ")" }, func(v float64) bool { return v <= b.v })
+			return c.text(count)
 		}},
 		{"peak RSS (≤ 2 GiB)", func(p *result.Point) string {
 			return verdict(figure(p, MetricHWMMax), mib, func(v float64) bool { return v <= GoalRSSMiB })
@@ -235,6 +241,7 @@ func figureTables() []struct {
 			fig("fetches", "fetches-"+ModeNoSessions, count), fig("broker CPU", "broker-cpu-s-"+ModeNoSessions, secs)}},
 		{"Step 7: hot partitions beside the idle ones and alone (medians over the rounds)", []column{
 			fig("produce, beside idle", "hot-idle-produce-msgs/s", num), fig("alone", "hot-alone-produce-msgs/s", num), fig("ratio", "hot-ratio", ratio),
+			fig("rounds' ratios", "hot-round-ratio-min", ratio), fig("to", "hot-round-ratio-max", ratio),
 			fig("consume, beside idle", "hot-idle-consume-msgs/s", num), fig("alone", "hot-alone-consume-msgs/s", num), fig("ratio", "hot-consume-ratio", ratio)}},
 	}
 }
@@ -406,7 +413,7 @@ func WritePlots(dir string, sec *result.Section) ([]string, error) {
 	ps := points(sec)
 	var files []string
 	for _, ps2 := range plotSpecs {
-		svg, ok, err := drawPlot(sec.Name, ps2, ps)
+		svg, ok, err := drawPlot(sec.Name, ps2, ps, false)
 		if err != nil {
 			return files, err
 		}
@@ -424,7 +431,9 @@ func WritePlots(dir string, sec *result.Section) ([]string, error) {
 	return files, nil
 }
 
-func drawPlot(section string, spec plotSpec, ps []*result.Point) ([]byte, bool, error) {
+// drawPlot draws one plot as SVG, or PNG for looking at it in tests; ok
+// is false when no point has any of its figures.
+func drawPlot(section string, spec plotSpec, ps []*result.Point, png bool) (out []byte, ok bool, err error) {
 	p := plot.New()
 	for _, st := range []*font.Font{&p.Title.TextStyle.Font, &p.X.Label.TextStyle.Font, &p.Y.Label.TextStyle.Font,
 		&p.X.Tick.Label.Font, &p.Y.Tick.Label.Font, &p.Legend.TextStyle.Font} {
@@ -479,7 +488,8 @@ func drawPlot(section string, spec plotSpec, ps []*result.Point) ([]byte, bool, 
 		p.Legend.Add(fmt.Sprintf("goal: %s", report.FormatValue(spec.goal)), goal)
 		maxY = math.Max(maxY, spec.goal)
 	}
-	p.Y.Min, p.Y.Max = 0, maxY*1.1
+	p.Y.Min, p.Y.Max = 0, maxY*1.4 // room for the legend above the data
+	p.Title.Padding = 0.1 * vg.Inch
 	lo, hi := math.Inf(1), 0.0
 	for _, pt := range ps {
 		if n := float64(nOf(pt)); n > 0 {
@@ -487,7 +497,10 @@ func drawPlot(section string, spec plotSpec, ps []*result.Point) ([]byte, bool, 
 		}
 	}
 	p.X.Min, p.X.Max = lo/2, hi*2
-	c := vgsvg.New(plotWidth, plotHeight)
+	var c vg.CanvasWriterTo = vgsvg.New(plotWidth, plotHeight)
+	if png {
+		c = vgimg.PngCanvas{Canvas: vgimg.NewWith(vgimg.UseWH(plotWidth, plotHeight), vgimg.UseDPI(96))}
+	}
 	p.Draw(draw.New(c))
 	var buf bytes.Buffer
 	if _, err := c.WriteTo(&buf); err != nil {

@@ -30,10 +30,10 @@ type Outcome struct {
 	Metrics map[string]float64
 	// Limit is the broker's open-file limit, read from its /proc.
 	Limit procstat.Limit
-	// BudgetSource says where the fd-budget metric comes from: the
-	// --max-open-files flag, or the soft RLIMIT_NOFILE when the broker has
-	// no budget of its own.
-	BudgetSource string
+	// Budget is the broker's descriptor budget, its --max-open-files flag
+	// (also the fd-budget metric); 0 when the flags give none, and the
+	// open-file limit is then the only bound.
+	Budget int
 }
 
 // sampleEvery is how often the broker's descriptors and peak memory are
@@ -348,11 +348,9 @@ func (r *run) create(ctx context.Context) error {
 	if l, err := procstat.OpenFilesLimit(p.Pid()); err == nil {
 		r.out.Limit = l
 		r.m[MetricOpenFilesLimit] = float64(l.Soft)
-		r.out.BudgetSource = "RLIMIT_NOFILE (soft)"
-		r.m[MetricFDBudget] = float64(l.Soft)
 	}
 	if b := flagBudget(r.cfg.BrokerFlags); b > 0 {
-		r.out.BudgetSource = MaxOpenFilesFlag
+		r.out.Budget = b
 		r.m[MetricFDBudget] = float64(b)
 	}
 	r.progress(fmt.Sprintf("step 1: broker up (open-file limit %s); %s", r.out.Limit, r.measure(ctx, "empty")))

@@ -55,15 +55,14 @@ func TestRunSmall(t *testing.T) {
 		t.Fatalf("Run: %v\nprogress:\n%s", err, strings.Join(notes, "\n"))
 	}
 	m := out.Metrics
-	t.Logf("figures: %v", m)
 	positive := []string{"create-s", "fds-created", "rss-created-MiB", "hwm-created-MiB", "goroutines-created", "threads-created",
 		"metadata-p50-ms", "metadata-p99-ms", "metadata-response-KiB", "produce-all-s", "consume-all-s",
 		"clean-stop-s", "clean-restart-metadata-s", "clean-restart-fetch-s", "fds-clean-restart", "rss-clean-restart-MiB",
 		"unclean-restart-metadata-s", "unclean-restart-fetch-s", "fds-unclean-restart", "rss-unclean-restart-MiB",
 		"fetch-req-B-sessions", "fetch-resp-B-sessions", "wire-B-sessions", "fetches-sessions",
 		"fetch-req-B-no-sessions", "fetch-resp-B-no-sessions", "fetches-no-sessions", "session-req-ratio", "session-resp-ratio",
-		"hot-idle-produce-msgs/s", "hot-alone-produce-msgs/s", "hot-idle-consume-msgs/s", "hot-alone-consume-msgs/s", "hot-ratio",
-		MetricFDsMax, MetricHWMMax, MetricOpenFilesLimit, MetricFDBudget}
+		"hot-idle-produce-msgs/s", "hot-alone-produce-msgs/s", "hot-idle-consume-msgs/s", "hot-alone-consume-msgs/s", "hot-ratio", "hot-round-ratio-min", "hot-round-ratio-max",
+		MetricFDsMax, MetricHWMMax, MetricOpenFilesLimit}
 	for _, k := range positive {
 		if v, ok := m[k]; !ok || !(v > 0) {
 			t.Errorf("%s = %v (present %t), want > 0", k, v, ok)
@@ -83,8 +82,8 @@ func TestRunSmall(t *testing.T) {
 	if m["clean-restart-fetch-s"] <= 0 || m["fetch-resp-B-no-sessions"] < m["fetch-req-B-no-sessions"]/10 {
 		t.Errorf("restart fetch %v s; no-session fetch bytes req %v resp %v", m["clean-restart-fetch-s"], m["fetch-req-B-no-sessions"], m["fetch-resp-B-no-sessions"])
 	}
-	if out.Limit.Soft <= 0 || out.BudgetSource == "" {
-		t.Errorf("limit %+v, budget from %q", out.Limit, out.BudgetSource)
+	if _, ok := m[MetricFDBudget]; out.Limit.Soft <= 0 || out.Budget != 0 || ok {
+		t.Errorf("limit %+v, budget %d (%v): want the limit and no budget without --max-open-files", out.Limit, out.Budget, m[MetricFDBudget])
 	}
 	if !strings.Contains(strings.Join(notes, "\n"), "step 7: round 2 of 2") {
 		t.Errorf("progress lacks step 7's rounds:\n%s", strings.Join(notes, "\n"))
