@@ -38,8 +38,9 @@
 //	              session-req-ratio, session-resp-ratio (sessions over none),
 //	              sessions-granted (1 when the broker gave a session id), session-partitions
 //	7 hot         hot-idle-produce-msgs/s, hot-alone-produce-msgs/s, the same for
-//	              consume, hot-ratio and hot-consume-ratio (beside idle over alone,
-//	              of the medians), hot-round-ratio-min and -max (each round's own)
+//	              consume (medians over the rounds); hot-ratio and hot-consume-ratio:
+//	              the median over the rounds of each round's beside-idle over alone
+//	              (both run back to back), hot-round-ratio-min and -max its range
 //	whole run     fds-max and hwm-max-MiB (sampled every 250 ms over the run),
 //	              open-files-limit (the broker's soft RLIMIT_NOFILE), fd-budget
 //	              (its --max-open-files, when the flags give it)

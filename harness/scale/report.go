@@ -66,7 +66,9 @@ func stepOf(m string) int {
 }
 
 // cell is one point's figure: the median over the reps that measured it
-// and got past its step, or why there is none.
+// and got past its step, or why there is none. A rep's error that names
+// no step (a broker that did not stop cleanly after the last) leaves its
+// figures standing.
 type cell struct {
 	v        float64
 	n, reps  int
@@ -85,9 +87,6 @@ func figure(p *result.Point, m string) cell {
 				c.failedAt = f
 			}
 			continue
-		}
-		if r.Error != "" && ParseStep(r.Error) == 0 && !strings.Contains(r.Error, "after the last step") {
-			continue // not a step's failure (interrupted): nothing of it counts
 		}
 		if v, ok := r.Metrics[m]; ok && !math.IsNaN(v) {
 			vs = append(vs, v)
@@ -239,7 +238,7 @@ func figureTables() []struct {
 			fig("fetches", "fetches-"+ModeSessions, count), fig("broker CPU", "broker-cpu-s-"+ModeSessions, secs),
 			fig("req B, none", "fetch-req-B-"+ModeNoSessions, count), fig("resp B", "fetch-resp-B-"+ModeNoSessions, count),
 			fig("fetches", "fetches-"+ModeNoSessions, count), fig("broker CPU", "broker-cpu-s-"+ModeNoSessions, secs)}},
-		{"Step 7: hot partitions beside the idle ones and alone (medians over the rounds)", []column{
+		{"Step 7: hot partitions beside the idle ones and alone (medians over the rounds; ratios: each round's own, back to back, their median and range)", []column{
 			fig("produce, beside idle", "hot-idle-produce-msgs/s", num), fig("alone", "hot-alone-produce-msgs/s", num), fig("ratio", "hot-ratio", ratio),
 			fig("rounds' ratios", "hot-round-ratio-min", ratio), fig("to", "hot-round-ratio-max", ratio),
 			fig("consume, beside idle", "hot-idle-consume-msgs/s", num), fig("alone", "hot-alone-consume-msgs/s", num), fig("ratio", "hot-consume-ratio", ratio)}},

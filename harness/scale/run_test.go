@@ -68,6 +68,9 @@ func TestRunSmall(t *testing.T) {
 			t.Errorf("%s = %v (present %t), want > 0", k, v, ok)
 		}
 	}
+	if m["hot-round-ratio-min"] > m["hot-ratio"] || m["hot-ratio"] > m["hot-round-ratio-max"] {
+		t.Errorf("hot ratio %v outside its rounds' range %v..%v", m["hot-ratio"], m["hot-round-ratio-min"], m["hot-round-ratio-max"])
+	}
 	if m["records-consumed"] != 200 || m["session-partitions"] != 200 {
 		t.Errorf("records-consumed %v, session-partitions %v; want 200 each", m["records-consumed"], m["session-partitions"])
 	}

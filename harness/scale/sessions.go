@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -151,7 +152,7 @@ func (r *run) sessionWindow(ctx context.Context, mode string, n, hot int) (windo
 	defer prod.Close()
 
 	var records atomic.Int64
-	var pollErr atomic.Value
+	var pollErr firstError
 	first := make(chan struct{})
 	polled := make(chan struct{})
 	go func() {
@@ -160,7 +161,7 @@ func (r *run) sessionWindow(ctx context.Context, mode string, n, hot int) (windo
 			fs := cons.PollFetches(ctx)
 			fs.EachError(func(_ string, _ int32, err error) {
 				if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
-					pollErr.Store(err)
+					pollErr.set(err)
 				}
 			})
 			if k := fs.NumRecords(); k > 0 && records.Add(int64(k)) == int64(k) {
@@ -184,7 +185,7 @@ func (r *run) sessionWindow(ctx context.Context, mode string, n, hot int) (windo
 		return fig, fmt.Errorf("the producer: %w", err)
 	case <-ctx.Done():
 		msg := fmt.Sprintf("the consumer read none of the producer's records within %v", sc.StepTimeout)
-		if e, ok := pollErr.Load().(error); ok {
+		if e := pollErr.get(); e != nil {
 			msg += fmt.Sprintf(" (a fetch error: %v)", e)
 		}
 		return fig, errors.New(msg)
@@ -229,7 +230,7 @@ func (r *run) paced(ctx context.Context, cl *kgo.Client, hot int, rate float64) 
 	begin := time.Now()
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
-	var failed atomic.Value
+	var failed firstError
 	sent := 0
 	for {
 		select {
@@ -237,14 +238,14 @@ func (r *run) paced(ctx context.Context, cl *kgo.Client, hot int, rate float64) 
 			return nil
 		case <-tick.C:
 		}
-		if e, ok := failed.Load().(error); ok {
+		if e := failed.get(); e != nil {
 			return e
 		}
 		for due := int(rate * time.Since(begin).Seconds()); sent < due; sent++ {
 			topic, p := r.at(sent % hot)
 			cl.Produce(ctx, &kgo.Record{Topic: topic, Partition: p, Value: value}, func(_ *kgo.Record, err error) {
 				if err != nil && ctx.Err() == nil {
-					failed.Store(err)
+					failed.set(err)
 				}
 			})
 		}
@@ -281,4 +282,24 @@ func (r *run) sessionGranted(ctx context.Context) (bool, error) {
 	end.ReplicaID, end.SessionID, end.SessionEpoch = -1, resp.SessionID, -1
 	_, _ = end.RequestWith(ctx, cl) // the session expires anyway
 	return true, nil
+}
+
+// firstError keeps the first error set, for goroutines to report.
+type firstError struct {
+	mu  sync.Mutex
+	err error
+}
+
+func (f *firstError) set(err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.err == nil {
+		f.err = err
+	}
+}
+
+func (f *firstError) get() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.err
 }

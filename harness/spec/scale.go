@@ -34,7 +34,8 @@ import (
 //     topics of their own) against this broker, beside its N idle
 //     partitions, and against a second fresh broker holding nothing else,
 //     alternating, the broker not measured stopped (SIGSTOP): throughput
-//     with idle partitions over without.
+//     with idle partitions over without, each round's own ratio, their
+//     median.
 //
 // A step that fails ends the point's repetition with an error naming the
 // step; the figures of the steps before it are kept, and none is made up
