@@ -54,6 +54,17 @@ random moment, restarts it, reads everything back, and reports the
 acknowledged records lost next to the throughput each flush policy and ack
 mode bought.
 
+A spec with a scale block (--preset scale, --preset scale-quick) runs the
+partition-scale experiment instead: for each partition count, a fresh broker
+(under target.embedded.open_files_limit when given) is filled with that many
+partitions and timed: creating them, Metadata for all, a record to each read
+back by one consumer, clean and unclean restarts to serving, a consumer of
+up to 10,000 partitions with and without fetch sessions, and a few hot
+partitions beside the idle ones against the same load alone. Descriptors,
+memory and goroutines are read from the broker's /proc and pprof; the report
+sets them against the issue's goals, and a step that fails is reported as
+such, with the figures before it and none after.
+
 Results go to results/runs/<UTC time>-<name>/ (or --out): run.json (every
 repetition's figures and the environment), report.md (tables and plots),
 bench.txt (Go benchmark format, for benchstat or weir compare) and plots/.
@@ -65,6 +76,7 @@ the report, marked interrupted.`
 
 const runExample = `  weir run --preset quick
   weir run --preset replication
+  weir run --preset scale --data-dir /mnt/nvme/weir
   weir run --list-presets
   weir run experiments/codecs.yaml --data-dir /mnt/nvme/weir --reps 10
   weir run omb-workloads/1-topic-16-partitions-1kb.yaml --dry-run`

@@ -5,7 +5,9 @@
 // data directory, and the cluster fault lab cuts the power of one started
 // on the power-cut file system (Options.PowerCutFS, Process.PowerCut).
 // Options.Exec runs it through a command that execs it, such as `ip netns
-// exec NAME` for a broker in a network namespace.
+// exec NAME` for a broker in a network namespace; Options.OpenFilesLimit
+// runs it under an open-file limit of its own, and Options.Env adds to its
+// environment.
 //
 // Start waits for the Kafka port by polling it with a deadline, never by
 // sleeping a guessed time. The process runs in its own process group (a
@@ -21,9 +23,11 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"os/exec"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -61,6 +65,21 @@ type Options struct {
 	// MetricsListen is the address to serve /metrics on; it implies
 	// Metrics. Default: a free loopback port.
 	MetricsListen string
+	// Pprof serves Go's runtime profiles (--pprof-listen) on a free
+	// loopback port (Process.PprofAddr): a goroutine count without
+	// gathering every partition's metrics. Default off.
+	Pprof bool
+	// Env are NAME=value pairs added to the broker's environment (which is
+	// otherwise the harness's). Default none.
+	Env []string
+	// OpenFilesLimit, when > 0, is the broker's RLIMIT_NOFILE, soft and
+	// hard (what `ulimit -n` sets): it is set by `sh -c 'ulimit -n N &&
+	// exec ...'` between the fork and the broker's exec, so the broker
+	// never runs under another limit. Raising it above the harness's hard
+	// limit needs CAP_SYS_RESOURCE; without it the broker does not start
+	// and the error says so. Default 0: the harness's soft limit, which
+	// the broker's Go runtime raises to the hard limit.
+	OpenFilesLimit int
 	// Exec, when not empty, is a command that runs the broker: the weir
 	// binary and its arguments follow it (["ip", "netns", "exec", "ns1"]
 	// runs `ip netns exec ns1 weir broker ...`). It must exec the broker,
@@ -89,6 +108,7 @@ type Process struct {
 	Cmd         *exec.Cmd
 	Addr        string // Kafka protocol, host:port (Options.Listen)
 	MetricsAddr string // "" without Options.Metrics
+	PprofAddr   string // "" without Options.Pprof
 
 	opts    Options
 	out     *tail
@@ -130,14 +150,31 @@ func startOnce(ctx context.Context, o Options) (*Process, error) {
 			return nil, err
 		}
 	}
+	pprofAddr := ""
+	if o.Pprof {
+		if pprofAddr, err = freePort(); err != nil {
+			return nil, err
+		}
+	}
 	args := []string{"broker", "--data-dir", o.DataDir, "--listen", addr, "--metrics-listen", metricsAddr, "--log-level", "warn"}
+	if pprofAddr != "" {
+		args = append(args, "--pprof-listen", pprofAddr)
+	}
 	if o.PowerCutFS {
 		args = append(args, "--power-cut-fs")
 	}
 	args = append(args, o.Flags...)
-	argv := append(append(slices.Clone(o.Exec), o.Weir), args...)
+	argv := slices.Clone(o.Exec)
+	if o.OpenFilesLimit > 0 {
+		// $0 is the limit; the broker's command line follows it.
+		argv = append(argv, "/bin/sh", "-c", `ulimit -n "$0" && exec "$@"`, strconv.Itoa(o.OpenFilesLimit))
+	}
+	argv = append(append(argv, o.Weir), args...)
 	cmd := exec.Command(argv[0], argv[1:]...)
-	p := &Process{Cmd: cmd, Addr: addr, MetricsAddr: metricsAddr, opts: o, out: &tail{max: 16 << 10}, exited: make(chan struct{})}
+	if len(o.Env) > 0 {
+		cmd.Env = append(os.Environ(), o.Env...)
+	}
+	p := &Process{Cmd: cmd, Addr: addr, MetricsAddr: metricsAddr, PprofAddr: pprofAddr, opts: o, out: &tail{max: 16 << 10}, exited: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = p.out, p.out
 	if o.Log != nil {
 		w := io.MultiWriter(p.out, o.Log)

@@ -2,10 +2,14 @@ package brokerproc
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"os"
 	"os/signal"
+	"regexp"
 	"runtime"
+	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -66,5 +70,43 @@ func TestBrokerOutlivesTheStartingThread(t *testing.T) {
 	// exits cleanly on SIGTERM.
 	if err := s.p.Stop(); err != nil {
 		t.Fatalf("the broker did not outlive the thread that started it: %v", err)
+	}
+}
+
+// OpenFilesLimit is the broker's own RLIMIT_NOFILE, soft and hard, from its
+// first instruction (the shell that sets it execs the broker, so the
+// process is the broker's); Env reaches its environment, Pprof its flags.
+func TestLimitEnvAndPprof(t *testing.T) {
+	t.Setenv(fakeBrokerEnv, "1")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	p, err := Start(ctx, Options{Weir: os.Args[0], DataDir: t.TempDir(), OpenFilesLimit: 1234, Env: []string{"WEIR_TEST_MARK=scale"}, Pprof: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Stop()
+	limits, err := os.ReadFile(fmt.Sprintf("/proc/%d/limits", p.Pid()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`(?m)^Max open files\s+1234\s+1234\s+files`).Match(limits) {
+		t.Errorf("limits of the broker:\n%s", limits)
+	}
+	environ, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", p.Pid()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(strings.Split(string(environ), "\x00"), "WEIR_TEST_MARK=scale") {
+		t.Errorf("WEIR_TEST_MARK=scale not in the broker's environment")
+	}
+	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p.Pid()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.PprofAddr == "" || !strings.Contains(string(cmdline), "--pprof-listen\x00"+p.PprofAddr+"\x00") {
+		t.Errorf("pprof address %q not on the command line %q", p.PprofAddr, cmdline)
+	}
+	if err := p.Stop(); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -2,6 +2,7 @@ package presets
 
 import (
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -10,7 +11,7 @@ import (
 )
 
 func TestPresetsValidate(t *testing.T) {
-	want := []string{"chaos", "durability", "flush", "kreps2014", "probes", "quick", "replication"}
+	want := []string{"chaos", "durability", "flush", "kreps2014", "probes", "quick", "replication", "scale", "scale-quick"}
 	if got := Names(); strings.Join(got, ",") != strings.Join(want, ",") {
 		t.Fatalf("presets %v, want %v", got, want)
 	}
@@ -173,5 +174,30 @@ func TestUnknown(t *testing.T) {
 	_, err := Spec("slow")
 	if !errors.Is(err, ErrUnknown) || !strings.Contains(err.Error(), "quick") {
 		t.Errorf("Spec(slow) = %v, want ErrUnknown listing the presets", err)
+	}
+}
+
+// scale measures issue 16's partition counts under its 20,000-descriptor
+// scenario, every step on; scale-quick is the same at small counts.
+func TestScaleShape(t *testing.T) {
+	for name, counts := range map[string]string{"scale": "1000,10000,100000", "scale-quick": "200,1000"} {
+		s, err := Spec(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Validate(nil); err != nil {
+			t.Fatal(err)
+		}
+		sc := s.Scale
+		var got []string
+		for _, n := range sc.Partitions {
+			got = append(got, strconv.Itoa(n))
+		}
+		if strings.Join(got, ",") != counts || s.Target.Embedded == nil || s.Target.Embedded.OpenFilesLimit != 20000 {
+			t.Errorf("%s: partitions %v, target %+v", name, got, s.Target.Embedded)
+		}
+		if sc.Restarts < 1 || sc.SessionPartitions != 10000 || sc.HotRounds < 2 || s.Workload.Partitions != 4 {
+			t.Errorf("%s: a step is off or small: %+v, hot partitions %d", name, sc, s.Workload.Partitions)
+		}
 	}
 }

@@ -52,6 +52,14 @@ func WriteMarkdown(w io.Writer, run *result.Run) error {
 			p("No point of this section finished.\n\n")
 			continue
 		}
+		if v.sec.OwnReport {
+			p("%s\n\n", ownReportNote)
+			if f := v.failures(); len(f.Rows) > 0 {
+				p("### Failed repetitions\n\n")
+				render(f)
+			}
+			continue
+		}
 		tables := v.metricTables()
 		for ti, g := range tables {
 			if g.Name != "" {

@@ -69,7 +69,7 @@ func PlanPlots(run *result.Run) []PlotSpec {
 	var candidates [][]PlotSpec
 	for i := range run.Sections {
 		v := newView(&run.Sections[i])
-		if len(v.varying) == 0 || len(v.sec.Points) < 2 {
+		if len(v.varying) == 0 || len(v.sec.Points) < 2 || v.sec.OwnReport {
 			continue
 		}
 		var cs []PlotSpec

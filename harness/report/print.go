@@ -43,6 +43,14 @@ func Print(w io.Writer, run *result.Run) error {
 			continue
 		}
 		p("\n")
+		if v.sec.OwnReport {
+			p("%s\n\n", ownReportNote)
+			if f := v.failures(); len(f.Rows) > 0 {
+				p("Failed repetitions\n")
+				render(f)
+			}
+			continue
+		}
 		for ti, g := range v.metricTables() {
 			if g.Name != "" {
 				p("%s\n", g.Name)

@@ -415,6 +415,9 @@ func envRows(run *result.Run) [][]string {
 	if e.Networking != "" {
 		rows = append(rows, []string{"networking", e.Networking})
 	}
+	if e.BrokerOpenFiles != "" {
+		rows = append(rows, []string{"broker open-file limit", e.BrokerOpenFiles})
+	}
 	return append(rows, [][]string{
 		{"data directory", orDash(e.DataDir)},
 		{"file system", orDash(strings.TrimSpace(e.FileSystem + " " + parens(e.MountOptions)))},
@@ -446,6 +449,11 @@ func runLine(run *result.Run) string {
 	parts = append(parts, fmt.Sprintf("%d sections, %d points, %d reps", len(run.Sections), points, reps))
 	return strings.Join(parts, "; ")
 }
+
+// ownReportNote stands for the tables of a section that reports itself
+// (result.Section.OwnReport).
+const ownReportNote = "This experiment reports its figures in a section of its own, below; every repetition's raw " +
+	"figures are in run.json and bench.txt."
 
 func interruptedNote() string {
 	return "This run was interrupted: the points that finished are reported, the rest are missing."

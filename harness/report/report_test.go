@@ -631,3 +631,40 @@ func TestBaselineAndClusterEnv(t *testing.T) {
 		t.Error("a baseline table without a baseline")
 	}
 }
+
+// A section that reports itself (OwnReport) gets no generic tables or
+// plots, only the note and its failed repetitions; the environment names
+// the broker's open-file limit when the run recorded it.
+func TestOwnReportSection(t *testing.T) {
+	run := &result.Run{Version: result.SchemaVersion, Name: "own", Env: result.Env{BrokerOpenFiles: "soft 20000, hard 20000"},
+		Sections: []result.Section{{Name: "scale", Factors: []string{"total_partitions"}, OwnReport: true, Points: []result.Point{
+			{ID: "total_partitions=10", Factors: []result.FactorValue{{Name: "total_partitions", Value: "10"}},
+				Reps: []result.Rep{{Metrics: map[string]float64{"create-s": 1.5}}}},
+			{ID: "total_partitions=100", Factors: []result.FactorValue{{Name: "total_partitions", Value: "100"}},
+				Reps: []result.Rep{{Metrics: map[string]float64{"create-s": 2.5}, Error: "step 3 (x): broken"}}},
+		}}}}
+	for _, markdown := range []bool{true, false} {
+		var b bytes.Buffer
+		var err error
+		if markdown {
+			err = WriteMarkdown(&b, run)
+		} else {
+			err = Print(&b, run)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := b.String()
+		for _, want := range []string{ownReportNote, "step 3 (x): broken", "soft 20000, hard 20000"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("markdown %t: lacks %q:\n%s", markdown, want, out)
+			}
+		}
+		if strings.Contains(out, "create-s") {
+			t.Errorf("markdown %t: a generic table of an own-report section:\n%s", markdown, out)
+		}
+	}
+	if plots := PlanPlots(run); len(plots) != 0 {
+		t.Errorf("PlanPlots = %v, want none for an own-report section", plots)
+	}
+}

@@ -101,6 +101,11 @@ type Section struct {
 	// (ratios of medians); "" for none, as in every run written before
 	// baselines existed.
 	Baseline string `json:"baseline,omitempty"`
+	// OwnReport marks a section whose experiment's package writes its
+	// tables and plots (the scale experiment's figures are per step, and
+	// some reps fail part way, their earlier figures still good): the
+	// generic report lists only its failed repetitions.
+	OwnReport bool `json:"own_report,omitempty"`
 }
 
 // Point is one cell of a section's matrix.
@@ -214,6 +219,11 @@ type Env struct {
 	// broker in a network namespace of its own, on a bridge); "" for a
 	// bootstrap target.
 	Networking string `json:"networking,omitempty"`
+	// BrokerOpenFiles is the open-file limit (RLIMIT_NOFILE) the broker
+	// process ran under, as its /proc/<pid>/limits said ("soft 20000,
+	// hard 20000"); recorded by experiments that read it (scale), "" in
+	// others.
+	BrokerOpenFiles string `json:"broker_open_files,omitempty"`
 }
 
 // Write stores r as indented JSON at path.

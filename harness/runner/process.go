@@ -26,9 +26,10 @@ const clockTicks = 100
 type broker struct{ *brokerproc.Process }
 
 // startBroker starts `weir broker` with its data in dataDir (see package
-// brokerproc); errors wrap ErrBroker.
-func startBroker(ctx context.Context, weir, dataDir string, flags []string) (*broker, error) {
-	p, err := brokerproc.Start(ctx, brokerproc.Options{Weir: weir, DataDir: dataDir, Flags: flags, Metrics: true})
+// brokerproc), with env added to its environment and, when openFiles > 0,
+// that open-file limit; errors wrap ErrBroker.
+func startBroker(ctx context.Context, weir, dataDir string, flags, env []string, openFiles int) (*broker, error) {
+	p, err := brokerproc.Start(ctx, brokerproc.Options{Weir: weir, DataDir: dataDir, Flags: flags, Env: env, OpenFilesLimit: openFiles, Metrics: true})
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, err

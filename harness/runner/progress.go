@@ -122,6 +122,16 @@ func (pp *pointProgress) note(s string) {
 	pp.mu.Unlock()
 }
 
+// log reports what a long point is doing now: in the bar's description on
+// a terminal, as a line of its own elsewhere (CI logs keep every step).
+func (pp *pointProgress) log(s string) {
+	if pp.bar != nil {
+		pp.note(s)
+		return
+	}
+	fmt.Fprintf(pp.p.w, "  %s: %s\n", pp.label, s)
+}
+
 // end finishes the point with a summary line.
 func (pp *pointProgress) end(summary string) {
 	p := pp.p

@@ -4,7 +4,11 @@
 // subprocess per point for embedded targets, a fresh cluster per point for
 // cluster targets), then writes and prints the report. A spec with a durability block runs durability experiments
 // instead (package harness/durability): a fresh broker per repetition,
-// killed or powered off at a random moment, restarted and read back.
+// killed or powered off at a random moment, restarted and read back. A
+// spec with a scale block runs the partition-scale experiment (package
+// harness/scale): a fresh broker per partition count and repetition,
+// filled, timed, restarted and loaded; a step that fails is reported with
+// the figures before it, and the run goes on to the next count.
 //
 // The broker runs as a subprocess, not in the runner's process, so that its
 // CPU time and disk writes can be read apart from the load generator's
@@ -56,6 +60,7 @@ import (
 	"github.com/weir-broker/weir/harness/probe"
 	"github.com/weir-broker/weir/harness/report"
 	"github.com/weir-broker/weir/harness/result"
+	"github.com/weir-broker/weir/harness/scale"
 	"github.com/weir-broker/weir/harness/spec"
 	"github.com/weir-broker/weir/plugins/host"
 	"github.com/weir-broker/weir/plugins/partitioner"
@@ -219,6 +224,8 @@ func Run(ctx context.Context, opts Options) (*result.Run, string, error) {
 	case runErr != nil:
 	case s.Durability != nil:
 		runErr = r.durability(ctx, run, sections)
+	case s.Scale != nil:
+		runErr = r.scale(ctx, run, sections)
 	default:
 		runErr = r.load(ctx, run, sections)
 	}
@@ -239,8 +246,16 @@ func Run(ctx context.Context, opts Options) (*result.Run, string, error) {
 			return run, out, errors.Join(runErr, err)
 		}
 	}
+	if s.Scale != nil {
+		if err := scale.WriteReport(out, run); err != nil {
+			return run, out, errors.Join(runErr, err)
+		}
+	}
 	if opts.Stdout != nil {
 		if err := report.Print(opts.Stdout, run); err != nil {
+			return run, out, errors.Join(runErr, err)
+		}
+		if err := scale.Print(opts.Stdout, run); err != nil {
 			return run, out, errors.Join(runErr, err)
 		}
 	}
@@ -270,6 +285,9 @@ type runner struct {
 // window, and then restarts the broker and reads back: half a second.
 func (r *runner) pointEstimate(w spec.Workload) time.Duration {
 	reps := time.Duration(r.spec.Repetitions)
+	if sc := r.spec.Scale; sc != nil {
+		return sc.Estimate(w, r.spec.Repetitions)
+	}
 	if r.spec.Durability != nil && r.spec.Target.IsCluster() {
 		// The whole window under faults, then a cluster to start, heal,
 		// read back and stop.
@@ -469,10 +487,13 @@ func (r *runner) startTarget(ctx context.Context, index int, cfg *load.Config) (
 		}
 		return alive, func() error { return removeAfter(dir, cl.Stop()) }, nil
 	}
+	var env []string
+	openFiles := 0
 	if e := r.spec.Target.Embedded; e != nil {
 		flags = append(flags, e.BrokerFlags...) // after ours: the spec's win
+		env, openFiles = e.BrokerEnv, e.OpenFilesLimit
 	}
-	b, err := startBroker(ctx, r.weir, dir, flags)
+	b, err := startBroker(ctx, r.weir, dir, flags, env, openFiles)
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, nil, err

@@ -261,7 +261,7 @@ func TestRunUnreachableBootstrap(t *testing.T) {
 // A bootstrap target: the runner starts no broker, and measures what the
 // client sees (no broker CPU or fsyncs).
 func TestRunBootstrap(t *testing.T) {
-	b, err := startBroker(context.Background(), weirBin, t.TempDir(), nil)
+	b, err := startBroker(context.Background(), weirBin, t.TempDir(), nil, nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -303,7 +303,7 @@ func checkRepClientOnly(t *testing.T, rp result.Rep) {
 }
 
 func TestBrokerStartFails(t *testing.T) {
-	_, err := startBroker(context.Background(), weirBin, t.TempDir(), []string{"--no-such-flag"})
+	_, err := startBroker(context.Background(), weirBin, t.TempDir(), []string{"--no-such-flag"}, nil, 0)
 	if !errors.Is(err, ErrBroker) || !strings.Contains(err.Error(), "no-such-flag") {
 		t.Errorf("startBroker(bad flag) = %v, want ErrBroker quoting the broker's complaint", err)
 	}

@@ -18,6 +18,8 @@
 //	  embedded:                  # a `weir broker` subprocess per point
 //	    data_dir: /mnt/nvme/weir # where its data directories go (default: a temp dir)
 //	    broker_flags: [--disable-sendfile]
+//	    broker_env: [GOGC=200]   # added to the broker's environment (load and scale)
+//	    open_files_limit: 20000  # the broker's RLIMIT_NOFILE, soft and hard (default: the runner's)
 //	  # bootstrap: 10.0.0.5:9092 # or any Kafka-compatible cluster
 //	  # cluster:                 # or a fresh cluster per point (package harness/clusterproc)
 //	  #   brokers: 3             # broker ids 1..N (default 3)
@@ -71,12 +73,32 @@
 //	  recovery_timeout: 30s      # restart until every partition serves a fetch
 //	  verify_records: 10         # produced per partition after recovery: offsets must continue
 //	  age_slack: 25ms            # slack on a policy's age bound (besides measured timer lateness)
+//	scale:                       # optional: a partition-scale experiment (embedded target)
+//	  partitions: [1000, 10000]  # the partition counts N, a point and a fresh broker each
+//	  partitions_per_topic: 100  # N is made of topics this size
+//	  create_batch: 10           # topics per CreateTopics request
+//	  metadata_requests: 20      # Metadata for every topic, timed this many times
+//	  restarts: 2                # clean restarts, then as many unclean ones (0: none)
+//	  restart_timeout: 5m        # exec until a record is fetched
+//	  step_timeout: 10m          # each of create, Metadata, produce+consume N records
+//	  request_timeout: 2m        # each CreateTopics batch and Metadata request
+//	  session_partitions: 10000  # fetch sessions on/off: a consumer of min(N, this) (0: skip)
+//	  session_window: 5s         # measured per mode
+//	  session_rate: 100          # records/s written meanwhile ...
+//	  session_hot: 4             # ... to this many of the consumer's partitions
+//	  hot_rounds: 3              # the workload beside the N idle partitions vs alone (0: skip)
 //
 // A durability block (see Durability) turns each load section into a
 // durability section: the fault is one more factor, varying fastest, and
 // each repetition runs the workload until the fault strikes at a random
 // moment of [warmup, warmup+duration), restarts the broker and reads
 // everything back (package harness/durability).
+//
+// A scale block (see Scale) makes the run one scale section, a point per
+// partition count (factor total_partitions), each against a fresh broker
+// that is filled, timed, restarted cleanly and uncleanly, read with and
+// without fetch sessions, and finally loaded with the workload beside its
+// idle partitions (package harness/scale).
 //
 // A spec may instead list experiments, each a load section of the run with
 // its own workload overrides (applied over the top-level workload),

@@ -36,6 +36,9 @@ type Point struct {
 	// Fault is the fault a durability section's point injects
 	// (FaultKill, FaultPower); "" in load sections.
 	Fault string
+	// TotalPartitions is the partitions a scale section's point creates
+	// (Scale.Partitions); 0 in other sections.
+	TotalPartitions int
 }
 
 // factorDef describes one factor: how many levels a Factors value gives it,
@@ -153,8 +156,12 @@ func idValue(s string) string {
 // point's workload being
 // the top-level workload, then the experiment's overrides, then the point's
 // levels. With a durability block the sections are durability sections,
-// each point repeated per fault (see Durability).
+// each point repeated per fault (see Durability); with a scale block, one
+// scale section with a point per partition count (see Scale).
 func (s *Spec) Sections() ([]Section, error) {
+	if s.Scale != nil {
+		return s.scaleSections(), nil
+	}
 	secs, err := s.loadSections()
 	if err != nil || s.Durability == nil {
 		return secs, err
@@ -356,6 +363,9 @@ func (s *Spec) WriteMatrix(w io.Writer) error {
 	if d := s.Durability; d != nil {
 		d.write(w)
 	}
+	if sc := s.Scale; sc != nil {
+		sc.write(w)
+	}
 	var total time.Duration
 	for _, sec := range sections {
 		factors := "no factors"
@@ -371,7 +381,17 @@ func (s *Spec) WriteMatrix(w io.Writer) error {
 			if id == "" {
 				id = "(single point)"
 			}
-			fmt.Fprintf(w, "  %d. %s\n     %s\n", i+1, id, p.Workload.Summary())
+			if s.Scale == nil {
+				fmt.Fprintf(w, "  %d. %s\n     %s\n", i+1, id, p.Workload.Summary())
+			} else {
+				fmt.Fprintf(w, "  %d. %s\n", i+1, id)
+			}
+			if sc := s.Scale; sc != nil {
+				fmt.Fprintf(w, "     %d partitions in %d topics; hot load (step 7): %s\n", p.TotalPartitions, sc.Topics(p.TotalPartitions),
+					p.Workload.Summary())
+				total += sc.Estimate(p.Workload, s.Repetitions)
+				continue
+			}
 			if s.Durability != nil && s.Target.IsCluster() {
 				// The cluster lab runs the whole window under its faults.
 				total += time.Duration(s.Repetitions) * (p.Workload.Warmup + p.Workload.Duration)
@@ -391,6 +411,11 @@ func (s *Spec) WriteMatrix(w io.Writer) error {
 	}
 	if s.Durability != nil && s.Target.IsCluster() {
 		_, err = fmt.Fprintf(w, "load time: about %v under faults, plus each run's cluster start, heal, read-back and stop\n", total)
+		return err
+	}
+	if s.Scale != nil {
+		_, err = fmt.Fprintf(w, "load time: at least %v of timed windows, plus creating, producing, reading and restarting "+
+			"N partitions per point, which grows with N\n", total)
 		return err
 	}
 	if s.Durability != nil {
@@ -421,8 +446,14 @@ func (t Target) describe() string {
 		flags = c.BrokerFlags
 	default:
 		parts = append(parts, "embedded broker")
-		if t.Embedded != nil {
-			flags = t.Embedded.BrokerFlags
+		if e := t.Embedded; e != nil {
+			flags = e.BrokerFlags
+			if e.OpenFilesLimit > 0 {
+				parts = append(parts, fmt.Sprintf("open-file limit %d", e.OpenFilesLimit))
+			}
+			if len(e.BrokerEnv) > 0 {
+				parts = append(parts, "env "+strings.Join(e.BrokerEnv, " "))
+			}
 		}
 	}
 	if d := t.DataDir(); d != "" {

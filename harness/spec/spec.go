@@ -65,6 +65,10 @@ type Spec struct {
 	// point runs until a fault, restarts the broker and counts what was
 	// lost (see Durability).
 	Durability *Durability `yaml:"durability"`
+	// Scale, if given, makes the spec a partition-scale experiment: a
+	// point per partition count, each creating, restarting and loading a
+	// broker that holds that many partitions (see Scale).
+	Scale *Scale `yaml:"scale"`
 	// References are published figures to print beside this machine's.
 	References []Reference `yaml:"references"`
 
@@ -136,6 +140,14 @@ type Embedded struct {
 	// BrokerFlags are extra `weir broker` flags. The runner sets --data-dir,
 	// --listen, --metrics-listen and --advertised itself.
 	BrokerFlags []string `yaml:"broker_flags"`
+	// BrokerEnv are NAME=value pairs added to the broker's environment.
+	// Load and scale experiments; default none.
+	BrokerEnv []string `yaml:"broker_env"`
+	// OpenFilesLimit, when > 0, is the broker process's open-file limit
+	// (RLIMIT_NOFILE, soft and hard, as `ulimit -n` sets it); above the
+	// runner's own hard limit it needs root. Load and scale experiments;
+	// default 0: the runner's limit.
+	OpenFilesLimit int `yaml:"open_files_limit"`
 }
 
 // ZooKeeperEmbedded is target.cluster.zookeeper's default: the runner

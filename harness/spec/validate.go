@@ -120,6 +120,7 @@ func (s *Spec) Validate(plugins Plugins) error {
 	}
 	s.validateTarget(&p)
 	s.validateDurability(&p)
+	s.validateScale(&p)
 
 	// Each workload and factor level on its own...
 	s.validateWorkload(&p, "workload", &s.Workload, plugins)
@@ -279,8 +280,19 @@ func (s *Spec) validateTarget(p *problems) {
 		checkBrokerFlags(p, "target.cluster.broker_flags", c.BrokerFlags, reserved)
 		return
 	}
-	if t.Embedded != nil {
-		checkBrokerFlags(p, "target.embedded.broker_flags", t.Embedded.BrokerFlags, reserved)
+	if e := t.Embedded; e != nil {
+		checkBrokerFlags(p, "target.embedded.broker_flags", e.BrokerFlags, reserved)
+		for i, kv := range e.BrokerEnv {
+			if name, _, ok := strings.Cut(kv, "="); !ok || name == "" || strings.ContainsAny(name, " \t") {
+				p.add(fmt.Sprintf("target.embedded.broker_env[%d]", i), "%q: want NAME=value", kv)
+			}
+		}
+		if l := e.OpenFilesLimit; l != 0 && (l < minOpenFilesLimit || l > maxOpenFilesLimit) {
+			p.add("target.embedded.open_files_limit", "must be 0 (the runner's limit) or in %d..%d, got %d", minOpenFilesLimit, maxOpenFilesLimit, l)
+		}
+		if s.Durability != nil && (len(e.BrokerEnv) > 0 || e.OpenFilesLimit != 0) {
+			p.add("target.embedded", "broker_env and open_files_limit are for load and scale experiments; the durability lab starts its brokers without them")
+		}
 	}
 }
 
