@@ -12,13 +12,15 @@ import (
 	"github.com/weir-broker/weir/harness/scale"
 )
 
-// scaleSpec is two partition counts under a 1,000-descriptor limit: today's
-// broker (three descriptors a partition) holds 200 and not 600.
+// scaleSpec is two partition counts under a 1,000-descriptor limit, with
+// no descriptor budget (three descriptors a partition): the broker holds
+// 200 and not 600. scaleBudgetSpec is the same with a budget of 700: it
+// holds both.
 const scaleSpec = `
 name: scale-small
 repetitions: 1
 target:
-  embedded: {open_files_limit: 1000}
+  embedded: {open_files_limit: 1000, broker_flags: [--max-open-files=-1]}
 workload:
   partitions: 2
   message_size: 256
@@ -89,5 +91,51 @@ func TestRunScale(t *testing.T) {
 	}
 	if !strings.Contains(stderr.String(), "step 7: round 1 of 1, alone") {
 		t.Errorf("progress lacks step 7:\n%s", stderr.String())
+	}
+}
+
+const scaleBudgetSpec = `
+name: scale-budget
+repetitions: 1
+target:
+  embedded: {open_files_limit: 1000, broker_flags: [--max-open-files=700]}
+workload:
+  partitions: 2
+  message_size: 256
+  rate: 2000
+  warmup: 100ms
+  duration: 300ms
+  linger: 1ms
+scale:
+  partitions: [600]
+  partitions_per_topic: 50
+  create_batch: 4
+  metadata_requests: 3
+  restarts: 1
+  request_timeout: 5s
+  session_window: 500ms
+  session_rate: 200
+  hot_rounds: 1
+`
+
+// With a descriptor budget the broker holds what it could not without
+// one, within the budget: every step runs, and the descriptors it held
+// (sockets and the rest included) stayed near the budget, far below the
+// three a partition would take.
+func TestRunScaleWithinBudget(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "results")
+	var stdout, stderr bytes.Buffer
+	run, _, err := Run(context.Background(), Options{Spec: parse(t, scaleBudgetSpec), Out: out, DataDir: t.TempDir(), Weir: weirBin,
+		Stdout: &stdout, Stderr: &stderr})
+	if err != nil {
+		t.Fatalf("Run: %v\nstderr:\n%s", err, stderr.String())
+	}
+	rep := scale.Section(run).Points[0].Reps[0]
+	if rep.Error != "" || rep.Metrics["records-consumed"] != 600 || !(rep.Metrics["clean-restart-fetch-s"] > 0) {
+		t.Fatalf("600 partitions with a budget of 700: error %q, metrics %v", rep.Error, rep.Metrics)
+	}
+	if m := rep.Metrics[scale.MetricFDsMax]; !(m > 0 && m <= 700+100) || rep.Metrics[scale.MetricFDBudget] != 700 {
+		t.Fatalf("600 partitions: %v descriptors at most, budget %v; want within the budget of 700 (and the broker's own ~100)",
+			m, rep.Metrics[scale.MetricFDBudget])
 	}
 }

@@ -93,13 +93,15 @@ func TestRunSmall(t *testing.T) {
 	}
 }
 
-// A broker that runs out of descriptors fails a step, and the error names
-// the step and what happened; the figures before it stay, none after.
+// A broker that runs out of descriptors (one without a budget: three a
+// partition) fails a step, and the error names the step and what
+// happened; the figures before it stay, none after.
 func TestRunOutOfDescriptors(t *testing.T) {
 	cfg := smallConfig(t)
 	cfg.Partitions = 600
 	cfg.Scale.PartitionsPerTopic = 100
 	cfg.OpenFilesLimit = 256
+	cfg.BrokerFlags = append(cfg.BrokerFlags, "--max-open-files=-1")
 	cfg.Scale.RequestTimeout = 5 * time.Second
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
