@@ -35,16 +35,16 @@ var (
 	// ErrPartitionStorage: a partition of a topic being created could not
 	// be opened on this broker (out of descriptors, space, ...), so the
 	// topic was deleted again (KAFKA_STORAGE_ERROR; the cause is wrapped).
-	ErrPartitionStorage = errors.New("node: a partition's storage could not be created")
-	ErrInvalidAcks              = errors.New("node: acks must be 0, 1 or -1")
-	ErrInvalidCoordinatorType   = errors.New("node: unknown coordinator type")
-	ErrNotLeader                = errors.New("node: this broker does not lead the partition")
-	ErrLeaderNotAvailable       = errors.New("node: the partition has no leader")
-	ErrNotCoordinator           = errors.New("node: this broker does not coordinate the group")
-	ErrCoordinatorNotAvailable  = errors.New("node: the group's coordinator is not available")
-	ErrWriteToInternalTopic     = errors.New("node: clients cannot write to an internal topic")
-	ErrCorruptMetadata          = errors.New("node: corrupt metadata")
-	ErrClosed                   = errors.New("node: closed")
+	ErrPartitionStorage        = errors.New("node: a partition's storage could not be created")
+	ErrInvalidAcks             = errors.New("node: acks must be 0, 1 or -1")
+	ErrInvalidCoordinatorType  = errors.New("node: unknown coordinator type")
+	ErrNotLeader               = errors.New("node: this broker does not lead the partition")
+	ErrLeaderNotAvailable      = errors.New("node: the partition has no leader")
+	ErrNotCoordinator          = errors.New("node: this broker does not coordinate the group")
+	ErrCoordinatorNotAvailable = errors.New("node: the group's coordinator is not available")
+	ErrWriteToInternalTopic    = errors.New("node: clients cannot write to an internal topic")
+	ErrCorruptMetadata         = errors.New("node: corrupt metadata")
+	ErrClosed                  = errors.New("node: closed")
 )
 
 func unknownTopic(name string) error {

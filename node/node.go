@@ -79,7 +79,7 @@ type Node struct {
 	// not be opened at the last try (CreateTopic waits for it); localMu.
 	openFailed map[[16]byte]error
 	localMu    sync.RWMutex
-	local   map[string]*localTopic // partitions this broker holds, by topic; written by the loop only
+	local      map[string]*localTopic // partitions this broker holds, by topic; written by the loop only
 
 	freshIdentity bool // meta.properties is not written yet
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -128,7 +129,13 @@ func (rp *replicated) setState(now time.Time, replicas []int32, st *meta.Partiti
 		rp.epoch.Store(rp.r.Epoch())
 	}
 	if role != was {
-		rp.n.logger.Info("replica role", "partition", logs.DirName(rp.Topic, rp.Index), "role", role.String(),
+		// The first role after opening is one line per partition at
+		// start-up (100,000 on a big broker): debug; changes are info.
+		level := slog.LevelInfo
+		if was == replica.None {
+			level = slog.LevelDebug
+		}
+		rp.n.logger.Log(context.Background(), level, "replica role", "partition", logs.DirName(rp.Topic, rp.Index), "role", role.String(),
 			"leader", rp.r.Leader(), "epoch", rp.r.Epoch(), "log_end", rp.r.LogEnd(), "high_watermark", rp.r.HighWatermark())
 		rp.wakeAll()
 	}
