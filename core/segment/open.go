@@ -83,6 +83,8 @@ func (s *Segment) open(mode Mode, end int64) (Recovery, error) {
 			if err := s.Unseal(); err != nil {
 				return Recovery{}, err
 			}
+			s.idxFile.MarkSynced() // loaded and checked: as durable as the log
+			s.timeFile.MarkSynced()
 			pos, want := int64(0), s.base
 			if e, ok := s.offsets.Last(); ok {
 				pos, want = int64(e.Position), s.base+int64(e.RelOffset)

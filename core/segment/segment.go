@@ -187,7 +187,10 @@ func Create(fs vfs.FS, dir string, base int64, opts Options) (*Segment, error) {
 
 // openIndexFiles opens (or, with create, creates empty) the index files for writing.
 func (s *Segment) openIndexFiles(create bool) error {
-	open := s.opts.Files.OpenNow
+	// Existing index files are opened at their first write (a seal, a
+	// truncation): an unsealed segment of an idle partition costs no
+	// descriptor, and opening thousands of them no system call.
+	open := func(fsys vfs.FS, name string) (*filecache.File, error) { return s.opts.Files.Open(fsys, name), nil }
 	if create {
 		open = s.opts.Files.Create
 	}
