@@ -52,6 +52,7 @@ type brokerSettings struct {
 	MaxInFlightRequests        int               `yaml:"max-in-flight-requests"`
 	MaxConnectionBytes         int64             `yaml:"max-connection-bytes"`
 	MaxFetchBytes              int32             `yaml:"max-fetch-bytes"`
+	FetchSessionSlots          int               `yaml:"fetch-session-slots"`
 	FrameReadTimeout           time.Duration     `yaml:"frame-read-timeout"`
 	WriteTimeout               time.Duration     `yaml:"write-timeout"`
 	MaxIdle                    time.Duration     `yaml:"max-idle"`
@@ -168,6 +169,7 @@ func newBrokerCmdWith(run func(context.Context, brokerSettings, io.Writer) error
 	f.IntVar(&s.MaxInFlightRequests, "max-in-flight-requests", s.MaxInFlightRequests, "requests a connection may have read and not yet answered; while that many are pending it is not read, so a client that stops reading is held back by TCP (default 0: 2)")
 	f.Int64Var(&s.MaxConnectionBytes, "max-connection-bytes", s.MaxConnectionBytes, "request `bytes` one connection may hold until they are handled; a single larger request is read alone (default 0: 64 MiB)")
 	f.Int32Var(&s.MaxFetchBytes, "max-fetch-bytes", s.MaxFetchBytes, "cap on the record `bytes` of one Fetch response, whatever the client asks; the first batch still goes whole (default 0: 55 MiB, Kafka's fetch.max.bytes)")
+	f.IntVar(&s.FetchSessionSlots, "fetch-session-slots", s.FetchSessionSlots, "most incremental fetch sessions (KIP-227) kept, Kafka's max.incremental.fetch.session.cache.slots (default 0: 1000; -1: none, every fetch is full)")
 	f.DurationVar(&s.FrameReadTimeout, "frame-read-timeout", s.FrameReadTimeout, "once a request's size has arrived, the rest must arrive within this or the connection closes (default 0: 1m; negative: no timeout)")
 	f.DurationVar(&s.WriteTimeout, "write-timeout", s.WriteTimeout, "each response must be written within this or the connection closes, releasing what it held: bounds a client that stops reading (default 0: 1m; negative: no timeout)")
 	f.DurationVar(&s.MaxIdle, "max-idle", s.MaxIdle, "a connection with nothing in flight that received nothing for this long is closed, as Kafka's connections.max.idle.ms (default 0: 10m; negative: never)")
@@ -220,6 +222,7 @@ func (s *brokerSettings) merge(flags *pflag.FlagSet, configFile string, topicCon
 		set("max-in-flight-requests", func() { s.MaxInFlightRequests = file.MaxInFlightRequests })
 		set("max-connection-bytes", func() { s.MaxConnectionBytes = file.MaxConnectionBytes })
 		set("max-fetch-bytes", func() { s.MaxFetchBytes = file.MaxFetchBytes })
+		set("fetch-session-slots", func() { s.FetchSessionSlots = file.FetchSessionSlots })
 		set("frame-read-timeout", func() { s.FrameReadTimeout = file.FrameReadTimeout })
 		set("write-timeout", func() { s.WriteTimeout = file.WriteTimeout })
 		set("max-idle", func() { s.MaxIdle = file.MaxIdle })
@@ -377,6 +380,7 @@ func runBroker(ctx context.Context, s brokerSettings, stderr io.Writer) error {
 		MaxInFlightRequests:          s.MaxInFlightRequests,
 		MaxConnectionBytes:           s.MaxConnectionBytes,
 		MaxFetchBytes:                s.MaxFetchBytes,
+		FetchSessionSlots:            s.FetchSessionSlots,
 		FrameReadTimeout:             s.FrameReadTimeout,
 		WriteTimeout:                 s.WriteTimeout,
 		MaxIdle:                      s.MaxIdle,

@@ -85,6 +85,7 @@ func (b *Broker) start(ctx context.Context) error {
 		MaxInFlightRequests: cfg.MaxInFlightRequests,
 		MaxConnectionBytes:  cfg.MaxConnectionBytes,
 		MaxFetchBytes:       cfg.MaxFetchBytes,
+		FetchSessionSlots:   cfg.FetchSessionSlots,
 		FrameReadTimeout:    cfg.FrameReadTimeout,
 		WriteTimeout:        cfg.WriteTimeout,
 		MaxIdle:             cfg.MaxIdle,

@@ -126,6 +126,9 @@ type Config struct {
 	// the client asks for. Default 0: transport.DefaultMaxFetchBytes (55 MiB,
 	// Kafka's fetch.max.bytes).
 	MaxFetchBytes int32
+	// FetchSessionSlots bounds the incremental fetch sessions kept; see
+	// transport.Config.FetchSessionSlots (default 1000; negative: none).
+	FetchSessionSlots int
 	// FrameReadTimeout: once a request's size has arrived, the rest must
 	// arrive within it or the connection is closed. Default 0:
 	// transport.DefaultFrameReadTimeout (1 min); negative: no timeout.
