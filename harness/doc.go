@@ -17,12 +17,15 @@
 //	spec      the experiment file (YAML, or an OpenMessaging Benchmark
 //	          workload): parsing, validation naming each field, matrix expansion
 //	presets   the specs weir ships (quick, kreps2014, probes, flush, durability,
-//	          replication), embedded
+//	          replication, chaos, scale, scale-quick), embedded
 //	load      one repetition of a workload with franz-go: topics, paced
 //	          producers, consumers, the measured window, the figures
 //	probe     disk and memory probes (DESIGN.md §8's comparisons)
 //	durability crash and power-cut runs: what each flush policy and ack mode
 //	          loses, checked against its bound
+//	scale     partition scale: N partitions on one broker process, what they
+//	          cost (descriptors, memory, restarts, Metadata, fetch sessions)
+//	procstat  a process's CPU, descriptors, memory and limits from /proc
 //	env       the machine and storage a run measured
 //	runner    a whole run: validate, probes, a broker subprocess or a cluster
 //	          per point, repetitions, progress, Ctrl-C, the report
