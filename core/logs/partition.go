@@ -467,8 +467,11 @@ func (p *Partition) rebuildProducers(upgrade bool) (int, bool, error) {
 	}
 	now := p.clock.Now().UnixMilli()
 	seen := 0
-	buf := make([]byte, 0, headerWindow)
+	var buf []byte // allocated when there is something to read: a clean start mostly has not
 	for off := from; off < p.log.EndOffset(); {
+		if buf == nil {
+			buf = make([]byte, 0, headerWindow)
+		}
 		sl, err := p.log.Read(off, 4<<20, partlog.NoLimit)
 		if err != nil {
 			return seen, used, err

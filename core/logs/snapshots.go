@@ -53,6 +53,18 @@ type snapshots struct {
 	dir    string
 	logger *slog.Logger
 	mu     sync.Mutex
+	// offs caches the offsets of the snapshot files, ascending, once
+	// listed (known): only this value adds or removes them, under mu, so
+	// the directory is listed once per Open rather than at every look.
+	offs  []int64
+	known bool
+}
+
+// forget drops off from the cache. mu held.
+func (s *snapshots) forget(off int64) {
+	if i, ok := slices.BinarySearch(s.offs, off); ok {
+		s.offs = slices.Delete(s.offs, i, i+1)
+	}
 }
 
 // AfterCut removes the snapshots past end (all of them for -1) and
@@ -68,9 +80,15 @@ func (s *snapshots) AfterCut(end int64) error {
 		return fmt.Errorf("logs: producer snapshots: %w", err)
 	}
 	removed := false
+	s.known = false
+	var kept []int64
 	for _, n := range names {
 		off, tmp, ok := parseSnapshotName(n)
-		if !ok || !tmp && off <= end {
+		if !ok {
+			continue
+		}
+		if !tmp && off <= end {
+			kept = append(kept, off)
 			continue
 		}
 		if err := s.fs.Remove(filepath.Join(s.dir, n)); err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -78,6 +96,8 @@ func (s *snapshots) AfterCut(end int64) error {
 		}
 		removed = true
 	}
+	slices.Sort(kept)
+	s.offs, s.known = kept, true
 	if removed {
 		if err := s.fs.SyncDir(s.dir); err != nil {
 			return fmt.Errorf("logs: producer snapshots: %w", err)
@@ -94,6 +114,9 @@ func (s *snapshots) list() ([]int64, error) {
 }
 
 func (s *snapshots) listLocked() ([]int64, error) {
+	if s.known {
+		return slices.Clone(s.offs), nil
+	}
 	names, err := s.fs.List(s.dir)
 	if err != nil {
 		return nil, fmt.Errorf("logs: producer snapshots: %w", err)
@@ -105,6 +128,7 @@ func (s *snapshots) listLocked() ([]int64, error) {
 		}
 	}
 	slices.Sort(offs)
+	s.offs, s.known = slices.Clone(offs), true
 	return offs, nil
 }
 
@@ -122,6 +146,7 @@ func (s *snapshots) remove(off int64) error {
 	if err := s.fs.Remove(snapshotName(s.dir, off)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
+	s.forget(off)
 	return s.fs.SyncDir(s.dir)
 }
 
@@ -139,12 +164,20 @@ func (s *snapshots) write(off int64, b []byte, still func() bool) error {
 		return fmt.Errorf("logs: producer snapshot: %w", err)
 	}
 	if err := s.fs.Rename(name+".tmp", name); err != nil {
+		s.known = false // it may be there after all: list again
 		return fmt.Errorf("logs: producer snapshot: %w", err)
+	}
+	if s.known {
+		if i, found := slices.BinarySearch(s.offs, off); !found {
+			s.offs = slices.Insert(s.offs, i, off)
+		}
 	}
 	if !still() {
 		if err := s.fs.Remove(name); err != nil {
+			s.known = false
 			return fmt.Errorf("logs: producer snapshot: %w", err)
 		}
+		s.forget(off)
 	}
 	offs, err := s.listLocked()
 	if err != nil {
@@ -152,8 +185,10 @@ func (s *snapshots) write(off int64, b []byte, still func() bool) error {
 	}
 	for _, o := range offs[:max(0, len(offs)-keepSnapshots)] {
 		if err := s.fs.Remove(snapshotName(s.dir, o)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			s.known = false
 			return fmt.Errorf("logs: producer snapshots: %w", err)
 		}
+		s.forget(o)
 	}
 	if err := s.fs.SyncDir(s.dir); err != nil {
 		return fmt.Errorf("logs: producer snapshot: %w", err)

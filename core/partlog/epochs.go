@@ -291,7 +291,7 @@ func (l *Log) readEpochCheckpoint() (es []EpochEntry, present bool, damage error
 		return nil, true, err
 	}
 	defer f.Close()
-	b := make([]byte, 4096)
+	b := make([]byte, 256) // a few lines; grown as needed
 	var n int
 	for {
 		m, err := f.ReadAt(b[n:], int64(n))

@@ -171,7 +171,7 @@ func (s *Segment) recoverFrom(pos, want, fileSize int64) (Recovery, error) {
 	// A buffer of up to 1 MiB, but no more than what is left to check: a
 	// clean start re-checks only the few bytes after the last index entry
 	// of thousands of partitions.
-	r := bufio.NewReaderSize(io.NewSectionReader(s.log, pos, fileSize-pos), int(min(max(fileSize-pos, 4096), 1<<20)))
+	r := bufio.NewReaderSize(io.NewSectionReader(s.log, pos, fileSize-pos), int(min(max(fileSize-pos, 512), 1<<20)))
 	for pos < fileSize {
 		h, err := s.checkBatch(r, want, fileSize-pos)
 		if err != nil {
