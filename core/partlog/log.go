@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -349,20 +350,25 @@ func (l *Log) load() (ld loaded, err error) {
 	if err := l.fs.MkdirAll(l.dir, 0o755); err != nil {
 		return ld, fmt.Errorf("partlog: %w", err)
 	}
-	// A Reset past its commit point is finished first: its log is empty.
-	resetTo, resetting, err := l.readResetFile()
-	if err != nil {
-		return ld, err
-	}
-	if resetting {
-		if err := l.finishReset(resetTo, l.cfg.Clock.Now().UnixMilli()); err != nil {
-			return ld, err
-		}
-		ld.reset, rep.ResetFinished = true, true
-	}
 	names, err := l.fs.List(l.dir)
 	if err != nil {
 		return ld, fmt.Errorf("partlog: %w", err)
+	}
+	// A Reset past its commit point is finished first: its log is empty.
+	if slices.Contains(names, resetFile) {
+		resetTo, resetting, err := l.readResetFile()
+		if err != nil {
+			return ld, err
+		}
+		if resetting {
+			if err := l.finishReset(resetTo, l.cfg.Clock.Now().UnixMilli()); err != nil {
+				return ld, err
+			}
+			ld.reset, rep.ResetFinished = true, true
+			if names, err = l.fs.List(l.dir); err != nil {
+				return ld, fmt.Errorf("partlog: %w", err)
+			}
+		}
 	}
 	var bases []int64
 	var temps []tempFile
@@ -409,8 +415,11 @@ func (l *Log) load() (ld loaded, err error) {
 		}
 	}
 	ld.cp, ld.cpOK = l.readCheckpoint()
-	if ld.cleaned, ld.cleanedDamage, err = l.readCleanHistory(); err != nil {
-		return ld, err
+	ld.cleaned = &cleanHistory{}
+	if slices.Contains(names, cleanerPointFile) { // absent unless the topic was ever compacted
+		if ld.cleaned, ld.cleanedDamage, err = l.readCleanHistory(); err != nil {
+			return ld, err
+		}
 	}
 	rp := int64(-1)
 	if !rep.Clean && ld.cpOK {
