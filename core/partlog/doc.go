@@ -11,7 +11,7 @@
 //	    00000000000000000000.log  .index  .timeindex   sealed segment
 //	    00000000000000368769.log  .index  .timeindex   active segment (last)
 //	    recovery-point                                  "v1 <offset> <active base> <active born> <crc>": segments ending at or below are sealed and fsynced
-//	    clean-shutdown                                  present only between a clean Close and the next Open
+//	    clean-shutdown                                  "v1 <log end> <crc>": a clean Close left the log so (until its first change)
 //	    cleaner-point                                   "v1 <n> <end> <at>... <crc>": below the last end the log is cleaned (see Compaction)
 //	    leader-epoch-checkpoint                         Kafka's: "0", "<n>", then n lines "<epoch> <start offset>" (see Leader epochs)
 //	    reset                                           "v1 <offset> <crc>": a Reset past its commit point; Open finishes it

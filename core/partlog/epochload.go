@@ -23,16 +23,23 @@ import (
 // the caller moves the recovery point past anything. err is an I/O error
 // reading the log or writing the checkpoint. appendMu held (or the log not
 // yet published).
-func (l *Log) loadEpochs(from int64) (rebuilt, err error) {
+//
+// With mark (a clean shutdown's marker, on whose word the segments were
+// opened lazily), a checkpoint whose checksum is the one the clean Close
+// recorded is what that Close left, consistent with its log then: it is
+// believed without reading batches, so that no segment is read at Open.
+func (l *Log) loadEpochs(from int64, mark *shutdownMark) (rebuilt, err error) {
 	segs := l.segments()
 	start, end := segs[0].Base(), l.end.Load()
-	file, present, damage := l.readEpochCheckpoint()
+	file, present, sum, damage := l.readEpochCheckpointSum()
 	var es []EpochEntry
 	switch {
 	case damage != nil:
 		damage = fmt.Errorf("leader-epoch checkpoint unreadable: %w", damage)
 	case !present && end > start:
 		damage = errors.New("no leader-epoch checkpoint")
+	case mark != nil && present && sum == mark.epochsSum:
+		es = file
 	default:
 		es, _ = epochsBelow(file, from)
 		es, _ = epochsFrom(es, start)

@@ -1,6 +1,7 @@
 package partlog
 
 import (
+	"hash/crc32"
 	"errors"
 	"fmt"
 	"io"
@@ -283,12 +284,19 @@ func parseEpochs(b []byte) ([]EpochEntry, error) {
 // parse, or cannot be read: the log rebuilds the cache either way, so an
 // I/O error here never keeps the log from opening).
 func (l *Log) readEpochCheckpoint() (es []EpochEntry, present bool, damage error) {
+	es, present, _, damage = l.readEpochCheckpointSum()
+	return es, present, damage
+}
+
+// readEpochCheckpointSum is readEpochCheckpoint, with the CRC-32C of the
+// file's bytes.
+func (l *Log) readEpochCheckpointSum() (es []EpochEntry, present bool, sum uint32, damage error) {
 	f, err := l.fs.Open(l.path(epochCheckpointFile))
 	if errors.Is(err, errNotExist) {
-		return nil, false, nil
+		return nil, false, 0, nil
 	}
 	if err != nil {
-		return nil, true, err
+		return nil, true, 0, err
 	}
 	defer f.Close()
 	b := make([]byte, 256) // a few lines; grown as needed
@@ -300,18 +308,25 @@ func (l *Log) readEpochCheckpoint() (es []EpochEntry, present bool, damage error
 			break
 		}
 		if err != nil {
-			return nil, true, err
+			return nil, true, 0, err
 		}
 		if n == len(b) {
 			if len(b) >= maxEpochFile {
-				return nil, true, fmt.Errorf("over %d bytes", maxEpochFile)
+				return nil, true, 0, fmt.Errorf("over %d bytes", maxEpochFile)
 			}
 			b = append(b, make([]byte, len(b))...)
 		}
 	}
 	es, err = parseEpochs(b[:n])
-	return es, true, err
+	return es, true, crc32.Checksum(b[:n], castagnoli), err
 }
+
+// castagnoli is the CRC-32C table of the epoch checkpoint's checksum in the
+// clean-shutdown marker.
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// epochsSum is the CRC-32C of the checkpoint es would be written as.
+func epochsSum(es []EpochEntry) uint32 { return crc32.Checksum(encodeEpochs(es), castagnoli) }
 
 // writeEpochCheckpoint replaces the checkpoint with es, durably.
 func (l *Log) writeEpochCheckpoint(es []EpochEntry) error {

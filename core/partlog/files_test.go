@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/weir-broker/weir/core/filecache"
@@ -198,4 +199,71 @@ func TestCleanOpenWritesNothingUntilTheFirstChange(t *testing.T) {
 		t.Fatal("a crash after an append reopened as clean: the marker outlived the change")
 	}
 	m.check(t, l2, 0, res.NextOffset)
+}
+
+// TestLazyOpenAfterCleanShutdown: a log a clean shutdown left opens
+// without opening any segment file; the first read loads the segment it
+// needs and serves it; appends go on where the log ended. A marker that
+// misdescribes the log (edited by hand) is found out at the first read,
+// and the log recovers from its files instead of serving a wrong end.
+func TestLazyOpenAfterCleanShutdown(t *testing.T) {
+	mem := memFS(t)
+	var segOpens int
+	fsys := errorfs.Wrap(mem, errorfs.InjectorFunc(func(op errorfs.Op, path string) error {
+		if op == errorfs.OpOpen && (strings.HasSuffix(path, ".log") || strings.HasSuffix(path, "index")) {
+			segOpens++
+		}
+		return nil
+	}))
+	cfg := Config{SegmentBytes: 2000}
+	m := newModel()
+	l, _ := mustOpen(t, fsys, cfg)
+	for i := range 30 {
+		if _, err := m.append(t, l, batch(i, 2, 100)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	end, segs := l.EndOffset(), len(l.segments())
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	segOpens = 0
+	l, _ = mustOpen(t, fsys, cfg)
+	if segOpens != 0 {
+		t.Fatalf("opening a cleanly closed log of %d segments opened segment files %d times", segs, segOpens)
+	}
+	if l.EndOffset() != end || len(l.segments()) != segs {
+		t.Fatalf("lazy open: end %d, %d segments; want %d and %d", l.EndOffset(), len(l.segments()), end, segs)
+	}
+	m.check(t, l, 0, end)
+	if segOpens == 0 {
+		t.Fatal("reading the log opened no segment file")
+	}
+	if _, err := m.append(t, l, batch(99, 1, 10)); err != nil {
+		t.Fatal(err)
+	}
+	m.check(t, l, 0, end+1)
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// A marker claiming a longer log than the files hold.
+	b, err := vfs.ReadFile(mem, dir+"/"+cleanShutdownFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := strings.Fields(string(b))
+	nums := fmt.Sprintf("%d %s", end+1+5, f[2])
+	if err := vfs.WriteFileSynced(mem, dir+"/"+cleanShutdownFile, []byte("v1 "+nums+" "+checksum(nums)+"\n")); err != nil {
+		t.Fatal(err)
+	}
+	l, _ = mustOpen(t, fsys, cfg)
+	defer l.Close()
+	if l.EndOffset() != end+1+5 {
+		t.Fatalf("the edited marker's end was not taken lazily: end %d", l.EndOffset())
+	}
+	m.check(t, l, 0, end+1) // reads recover the log: it ends where the files do
+	if l.EndOffset() != end+1 || l.Recoveries() == 0 {
+		t.Fatalf("after the first read: end %d (want %d), %d recoveries", l.EndOffset(), end+1, l.Recoveries())
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -188,7 +189,7 @@ func Open(fsys vfs.FS, dir string, cfg Config) (*Log, Report, error) {
 }
 
 func (l *Log) open() (Report, error) {
-	ld, err := l.load()
+	ld, err := l.load(true)
 	if err != nil {
 		return ld.rep, err
 	}
@@ -202,7 +203,7 @@ func (l *Log) open() (Report, error) {
 	}
 	// The epoch cache before the recovery point moves (settle): what the
 	// checkpoint is trusted for must stay below it.
-	if ld.rep.EpochsRebuilt, err = l.loadEpochs(ld.recoveredFrom); err != nil {
+	if ld.rep.EpochsRebuilt, err = l.loadEpochs(ld.recoveredFrom, ld.mark); err != nil {
 		return ld.rep, err
 	}
 	if l.untouched(ld) {
@@ -315,6 +316,48 @@ type loaded struct {
 	recoveredFrom int64
 	// reset: load finished a Reset; the reset file is still there.
 	reset bool
+	// mark: the segments were opened lazily on the word of the
+	// clean-shutdown marker, which says this.
+	mark *shutdownMark
+}
+
+// loadLazily opens the segments of a log a clean shutdown left (and
+// nothing touched since: no cleaner or reset files, the checkpoint naming
+// the last segment as active and the log end as its recovery point) without
+// reading them: segment.OpenLazy, each segment's end its successor's base
+// (the last one's the recovery point) and its size from a stat. The files
+// are read at first use, and a segment found other than described fails
+// that use (the log then recovers). ok is false when the log does not
+// qualify, or a stat fails: the caller opens it as usual.
+func (l *Log) loadLazily(ld *loaded, bases []int64, plain bool, opts segment.Options) ([]*segment.Segment, bool) {
+	if !ld.rep.Clean || !plain || !ld.cpOK || len(bases) == 0 || ld.cp.activeBase != bases[len(bases)-1] {
+		return nil, false
+	}
+	// The log end the clean Close recorded: the recovery point is not it
+	// once a first change began (touch moves it to the active base) and
+	// failed before the marker went.
+	mark, ok := l.readCleanMark()
+	end := mark.end
+	if !ok || end < ld.cp.activeBase {
+		return nil, false
+	}
+	ld.mark = &mark
+	segs := make([]*segment.Segment, 0, len(bases))
+	for i, base := range bases {
+		fi, err := l.fs.Stat(segment.Name(l.dir, base, segment.LogSuffix))
+		if err != nil {
+			for _, s := range segs {
+				s.Drop()
+			}
+			return nil, false
+		}
+		next, last := end, i == len(bases)-1
+		if !last {
+			next = bases[i+1]
+		}
+		segs = append(segs, segment.OpenLazy(l.fs, l.dir, base, opts, next, fi.Size(), last))
+	}
+	return segs, true
 }
 
 // afterLoad ends Open and recoveries: the CutHook hears of the log end (-1 when
@@ -336,8 +379,10 @@ func (l *Log) afterLoad(ld loaded) error {
 
 // load opens the segments in the directory as Open describes, recovering
 // those the recovery point does not cover, and returns them without
-// publishing anything. On error it closes what it opened.
-func (l *Log) load() (ld loaded, err error) {
+// publishing anything. On error it closes what it opened. With lazy (Open,
+// not a recovery, which must not take the marker's word again), a log a
+// clean shutdown left is opened without reading its segments (loadLazily).
+func (l *Log) load(lazy bool) (ld loaded, err error) {
 	rep := &ld.rep
 	defer func() {
 		if err != nil {
@@ -429,6 +474,12 @@ func (l *Log) load() (ld loaded, err error) {
 
 	opts := segment.Options{Files: l.cfg.Files, IndexIntervalBytes: l.cfg.IndexIntervalBytes}
 	ld.recoveredFrom = -1
+	if segs, ok := l.loadLazily(&ld, bases, lazy && len(temps) == 0 && !ld.reset, opts); ok {
+		ld.segs = segs
+		rep.Segments = len(segs)
+		ld.recoveredFrom = segs[len(segs)-1].NextOffset() // nothing re-read
+		return ld, nil
+	}
 	for i, base := range bases {
 		end := int64(-1)
 		if i+1 < len(bases) {
@@ -626,8 +677,37 @@ func (l *Log) close() error {
 	if err != nil {
 		return fmt.Errorf("partlog: %w", err)
 	}
-	if err := errors.Join(f.Sync(), f.Close(), l.fs.SyncDir(l.dir)); err != nil {
+	nums := fmt.Sprintf("%d %08x", l.end.Load(), epochsSum(l.epochList()))
+	_, err = f.Write([]byte("v1 " + nums + " " + checksum(nums) + "\n"))
+	if err := errors.Join(err, f.Sync(), f.Close(), l.fs.SyncDir(l.dir)); err != nil {
 		return fmt.Errorf("partlog: clean-shutdown marker: %w", err)
 	}
 	return nil
+}
+
+// shutdownMark is what a clean Close records in the clean-shutdown marker
+// ("v1 <log end> <epoch checkpoint CRC-32C, hex> <crc of the two>"): where
+// the log ended, and the checksum of the leader-epoch checkpoint it left.
+type shutdownMark struct {
+	end       int64
+	epochsSum uint32
+}
+
+// readCleanMark reads the marker, false when it holds nothing (an older
+// weir wrote it empty) or is damaged.
+func (l *Log) readCleanMark() (shutdownMark, bool) {
+	b, err := vfs.ReadFile(l.fs, l.path(cleanShutdownFile))
+	if err != nil || len(b) > 96 {
+		return shutdownMark{}, false
+	}
+	f := strings.Fields(string(b))
+	if len(f) != 4 || f[0] != "v1" || f[3] != checksum(f[1]+" "+f[2]) {
+		return shutdownMark{}, false
+	}
+	end, err := strconv.ParseInt(f[1], 10, 64)
+	sum, serr := strconv.ParseUint(f[2], 16, 32)
+	if err != nil || serr != nil || end < 0 {
+		return shutdownMark{}, false
+	}
+	return shutdownMark{end: end, epochsSum: uint32(sum)}, true
 }

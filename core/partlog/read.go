@@ -64,7 +64,14 @@ func (l *Log) read(offset, maxBytes, maxOffset int64, readSeg func(*segment.Segm
 					return Slice{}, nil // the next batch reaches past maxOffset
 				}
 				continue // offset is at this segment's end: try the next one
-			case errors.Is(err, segment.ErrClosed) && attempt < 3:
+			case errors.Is(err, segment.ErrNotAsVouched) && attempt < 3:
+				// A lazily opened segment is not what the clean
+				// shutdown said: recover the log from its files, as
+				// after a crash, and look again.
+				_ = l.fail(err)
+				if _, rerr := l.Recover(); rerr != nil {
+					return Slice{}, fmt.Errorf("partlog: read %d: %w", offset, errors.Join(err, rerr))
+				}
 			case (seq%2 == 1 || l.recoverSeq.Load() != seq || l.segs.Load() != list) && attempt < 5:
 				// A recovery ran (or runs) and may have cut the file
 				// under this segment's reader: once it is done, look

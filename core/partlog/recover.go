@@ -271,7 +271,7 @@ func (l *Log) recoverLocked() (Report, int64, error) {
 			}
 		}
 	}
-	ld, err := l.load()
+	ld, err := l.load(false)
 	if err != nil {
 		return ld.rep, before, err
 	}
@@ -303,7 +303,7 @@ func (l *Log) recoverLocked() (Report, int64, error) {
 	if err := l.loadCleanHistory(ld.cleaned, ld.cleanedDamage); err != nil {
 		return ld.rep, before, err
 	}
-	if ld.rep.EpochsRebuilt, err = l.loadEpochs(ld.recoveredFrom); err != nil {
+	if ld.rep.EpochsRebuilt, err = l.loadEpochs(ld.recoveredFrom, ld.mark); err != nil {
 		return ld.rep, before, err
 	}
 	if active.NextOffset() > keep {

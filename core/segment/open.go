@@ -60,6 +60,68 @@ func Open(fsys vfs.FS, dir string, base int64, opts Options, mode Mode, end int6
 	return s, rec, nil
 }
 
+// ErrNotAsVouched: a lazy segment, loaded at its first use, was not what
+// its owner said (its end offset or size differ, or its tail was torn):
+// the owner's description of its files was wrong, and it should recover
+// them as after a crash.
+var ErrNotAsVouched = errors.New("segment: not as its owner described it")
+
+// OpenLazy returns a segment its owner knows to be intact and sealed as
+// it is (a clean shutdown left it so, and the owner's checkpoint says
+// where it ends: next is its end offset, size its log file's size), without
+// opening or reading anything: the files are opened and the indexes loaded
+// (in Trust mode) at the first use that needs them (a read, an append, a
+// truncation, Unseal, MaxTimestamp, Indexes, Headers). last says it is the
+// last segment of its log, which comes back active once loaded. A load
+// that fails, or finds the files other than described, is the error of
+// that use (ErrNotAsVouched for the latter) and is tried again at the next.
+// A broker of many idle partitions so starts without reading their
+// segments, as Kafka loads its indexes lazily.
+func OpenLazy(fsys vfs.FS, dir string, base int64, opts Options, next, size int64, last bool) *Segment {
+	opts = opts.withDefaults()
+	s := newSegment(fsys, dir, base, opts, opts.Files.Open(fsys, Name(dir, base, LogSuffix)+opts.Tag))
+	s.next.Store(next)
+	s.size.Store(size)
+	s.lazyLast = last
+	s.lazy.Store(true)
+	return s
+}
+
+// Lazy reports whether the segment was opened lazily and not loaded yet.
+func (s *Segment) Lazy() bool { return s.lazy.Load() }
+
+// ensure loads a lazy segment, once.
+func (s *Segment) ensure() error {
+	if !s.lazy.Load() {
+		return nil
+	}
+	s.loadMu.Lock()
+	defer s.loadMu.Unlock()
+	if !s.lazy.Load() {
+		return nil
+	}
+	if s.retired.Load() {
+		return ErrClosed
+	}
+	next, size := s.next.Load(), s.size.Load()
+	end := next
+	if s.lazyLast {
+		end = -1
+	}
+	rec, err := s.open(Trust, end)
+	if err == nil && (rec.Truncated > 0 || s.next.Load() != next || s.size.Load() != size) {
+		err = fmt.Errorf("segment %d: %w: ends at %d with %d bytes, described as %d and %d (%v)",
+			s.base, ErrNotAsVouched, s.next.Load(), s.size.Load(), next, size, rec.Cause)
+	}
+	if err != nil {
+		s.next.Store(next)
+		s.size.Store(size)
+		return err
+	}
+	s.lazy.Store(false)
+	return nil
+}
+
 func (s *Segment) open(mode Mode, end int64) (Recovery, error) {
 	fileSize, err := s.log.Size()
 	if err != nil {
@@ -80,7 +142,7 @@ func (s *Segment) open(mode Mode, end int64) (Recovery, error) {
 			}
 			// Re-check the tail after the last index entry, where a
 			// crash could have left a torn batch.
-			if err := s.Unseal(); err != nil {
+			if err := s.unseal(); err != nil {
 				return Recovery{}, err
 			}
 			s.idxFile.MarkSynced() // loaded and checked: as durable as the log
@@ -108,7 +170,7 @@ func (s *Segment) open(mode Mode, end int64) (Recovery, error) {
 		return rec, err
 	}
 	// Keep the rebuilt indexes, sealed.
-	return rec, s.Seal()
+	return rec, s.seal()
 }
 
 // loadIndexes reads both index files and checks them against the log: entries

@@ -144,6 +144,9 @@ func (s *Segment) TryRead(offset int64, maxBytes int64, maxOffset int64) (Slice,
 }
 
 func (s *Segment) read(offset int64, maxBytes int64, maxOffset int64, must bool) (Slice, error) {
+	if err := s.ensure(); err != nil {
+		return Slice{}, err
+	}
 	next := s.next.Load()
 	size := s.size.Load()
 	if offset >= next || offset >= maxOffset {
@@ -198,6 +201,9 @@ func (s *Segment) read(offset int64, maxBytes int64, maxOffset int64, must bool)
 // timestamp is >= ts, or ErrNotFound. Batch granularity: the batch may hold
 // earlier records too, as Kafka's answer for compressed batches does.
 func (s *Segment) OffsetForTimestamp(ts int64) (int64, error) {
+	if err := s.ensure(); err != nil {
+		return 0, err
+	}
 	next := s.next.Load()
 	size := s.size.Load()
 	if s.maxTs.Load() < ts || next == s.base {
@@ -232,7 +238,10 @@ func (s *Segment) OffsetForTimestamp(ts int64) (int64, error) {
 }
 
 // Indexes exposes the segment's indexes (read-only use: tests, tools).
-func (s *Segment) Indexes() (*index.Offsets, *index.Times) { return s.offsets, s.times }
+func (s *Segment) Indexes() (*index.Offsets, *index.Times) {
+	_ = s.ensure()
+	return s.offsets, s.times
+}
 
 // Headers calls fn with the position and header of every batch of the
 // segment up to its published end, in order, until fn returns false. It
@@ -241,6 +250,9 @@ func (s *Segment) Indexes() (*index.Offsets, *index.Times) { return s.offsets, s
 // A header that does not parse ends the walk with its error (record.ErrCorrupt).
 // ErrClosed once the segment is closed or deleted.
 func (s *Segment) Headers(fn func(pos int64, h record.Header) bool) error {
+	if err := s.ensure(); err != nil {
+		return err
+	}
 	size := s.size.Load()
 	if !s.acquire() {
 		return ErrClosed

@@ -126,6 +126,12 @@ type Segment struct {
 	timeFile   *filecache.File // both nil while sealed
 
 	held    atomic.Bool  // Hold pinned the log file open
+
+	// A segment opened lazily (OpenLazy) is loaded at its first use that
+	// needs its files: lazy is set until then, loadMu serialises the load.
+	lazy     atomic.Bool
+	lazyLast bool
+	loadMu   sync.Mutex
 	refs    atomic.Int32 // 1 for the owner, +1 per outstanding Slice
 	retired atomic.Bool  // closed or deleted: no new readers
 	closeMu sync.Mutex
@@ -142,8 +148,14 @@ func (s *Segment) NextOffset() int64 { return s.next.Load() }
 // Size is the number of log bytes readers may see.
 func (s *Segment) Size() int64 { return s.size.Load() }
 
-// MaxTimestamp is the largest record timestamp in the segment, NoTimestamp when empty.
-func (s *Segment) MaxTimestamp() int64 { return s.maxTs.Load() }
+// MaxTimestamp is the largest record timestamp in the segment, NoTimestamp
+// when empty (or when a lazy segment cannot be loaded).
+func (s *Segment) MaxTimestamp() int64 {
+	if s.ensure() != nil {
+		return NoTimestamp
+	}
+	return s.maxTs.Load()
+}
 
 // Dir is the partition directory holding the segment.
 func (s *Segment) Dir() string { return s.dir }
@@ -218,6 +230,9 @@ func (s *Segment) Active() bool { return s.idxFile != nil }
 // On a write error the segment tries to cut the file back to its old size; the
 // published state is unchanged either way, so readers never see the failed bytes.
 func (s *Segment) Append(buf []byte, hs []record.Header) error {
+	if err := s.ensure(); err != nil {
+		return err
+	}
 	if s.idxFile == nil {
 		return fmt.Errorf("segment %d: append to a sealed segment: %w", s.base, ErrClosed)
 	}
@@ -261,6 +276,9 @@ func (s *Segment) Fits(n int64, last int64, limit int64) bool {
 // point, so after a crash its indexes are rebuilt from the log anyway; Seal
 // makes them durable once they are final.
 func (s *Segment) Sync() error {
+	if s.lazy.Load() {
+		return nil // not loaded, so not written since its owner vouched for it
+	}
 	if err := s.log.Sync(); err != nil {
 		return fmt.Errorf("segment: sync %s: %w", s.log.Name(), err)
 	}
@@ -282,6 +300,13 @@ func (s *Segment) syncIndexes() error {
 // segment's max timestamp at its end offset), writes and fsyncs both indexes and
 // the log, and closes the index files. Reads continue.
 func (s *Segment) Seal() error {
+	if s.lazy.Load() {
+		return nil // as sealed as when its owner vouched for it
+	}
+	return s.seal()
+}
+
+func (s *Segment) seal() error {
 	if s.idxFile == nil {
 		return nil
 	}
@@ -313,6 +338,13 @@ func (s *Segment) Seal() error {
 // Unseal makes a sealed segment active again (after a truncation made it the
 // last segment of the log).
 func (s *Segment) Unseal() error {
+	if err := s.ensure(); err != nil {
+		return err
+	}
+	return s.unseal()
+}
+
+func (s *Segment) unseal() error {
 	if s.idxFile != nil {
 		return nil
 	}
@@ -432,6 +464,9 @@ func (s *Segment) Delete() error {
 // whatever is appended there next: package partlog never appends to a segment
 // it cut, but seals it and starts a new file.
 func (s *Segment) TruncateTo(offset int64) error {
+	if err := s.ensure(); err != nil {
+		return err
+	}
 	if s.idxFile == nil {
 		return fmt.Errorf("segment %d: truncate a sealed segment: %w", s.base, ErrClosed)
 	}
