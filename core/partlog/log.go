@@ -132,6 +132,9 @@ type Log struct {
 	// the clean-shutdown marker and the recovery point still describe the
 	// files exactly (see touch). Cleared under appendMu and syncMu.
 	pristine atomic.Bool
+	// markCurrent: the clean-shutdown marker found at Open records the
+	// log end (an older weir's is empty, and a pristine Close rewrites it).
+	markCurrent bool
 }
 
 // Report says what Open found.
@@ -220,6 +223,9 @@ func (l *Log) open() (Report, error) {
 			return ld.rep, err
 		}
 		l.pristine.Store(true)
+		if l.markCurrent = ld.mark != nil; !l.markCurrent {
+			_, l.markCurrent = l.readCleanMark()
+		}
 		return ld.rep, nil
 	}
 
@@ -654,7 +660,7 @@ func (l *Log) close() error {
 	defer l.syncMu.Unlock()
 	var errs []error
 	segs := l.segments()
-	if l.pristine.Load() {
+	if l.pristine.Load() && l.markCurrent {
 		// Unchanged since a clean shutdown: its files, checkpoint and
 		// marker are as that Close left them.
 		for _, s := range segs {
