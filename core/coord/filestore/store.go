@@ -156,9 +156,10 @@ func (s *Store) Session() coord.Session {
 }
 
 // Close implements coord.Store. It waits for the writes under way, ends the
-// session (which deletes only ephemeral nodes, which no file holds), and
-// compacts if the journal holds records after the snapshot, so that a store
-// closed cleanly is all in its snapshot. A failed compaction loses nothing
+// session (which deletes only ephemeral nodes, which no file holds, but
+// takes a zxid if there were any), and compacts if the journal holds records
+// or the session's end took a zxid, so that a store closed cleanly is all in
+// its snapshot. A failed compaction loses nothing
 // (the journal holds everything) but is reported; a store that was unsure
 // of its disk and cannot write its snapshot reports that.
 func (s *Store) Close() error {
@@ -172,12 +173,13 @@ func (s *Store) Close() error {
 		s.idle.Wait()
 	}
 	s.tree.DropWatches(s.id, coord.ErrClosed)
-	s.tree.EndSession(s.id).Commit()
+	end := s.tree.EndSession(s.id)
+	end.Commit()
 	unsynced := s.unsynced
 	s.mu.Unlock()
 
 	var err error
-	if s.files.size > int64(len(journalMagic)) || unsynced {
+	if s.files.size > int64(len(journalMagic)) || end.Changed() || unsynced {
 		if durable, cerr := s.compact(); cerr != nil {
 			what := "compact the journal (it holds every change)"
 			if unsynced && !durable {
