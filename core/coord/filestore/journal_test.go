@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io/fs"
+	"os"
 	"runtime"
 	"strings"
 	"sync"
@@ -327,5 +328,21 @@ func TestGroupCommit(t *testing.T) {
 	}
 	if got := onDisk(t, mem.CrashClone()); len(got.nodes) != n+2 {
 		t.Fatalf("durable nodes %d, want %d", len(got.nodes), n+2)
+	}
+}
+
+// TestDocExample: the journal in the package doc is one this weir reads.
+func TestDocExample(t *testing.T) {
+	b, err := os.ReadFile("doc.go")
+	must(t, err)
+	var j []byte
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "//\t"); ok && strings.HasSuffix(rest, `\n`) {
+			j = append(j, strings.TrimSuffix(rest, `\n`)+"\n"...)
+		}
+	}
+	sc, err := scanJournal(j)
+	if err != nil || sc.tornWhy != nil || len(sc.records) != 3 || sc.records[2].zxid != 10 {
+		t.Fatalf("the doc's journal:\n%s\nscans to %+v, %v, torn %v", j, sc.records, err, sc.tornWhy)
 	}
 }
