@@ -100,7 +100,8 @@
 //	<DataDir>/
 //	    meta.properties          cluster.id and node.id (Kafka's file): a fresh broker takes the cluster's id,
 //	                             a broker whose id differs from the store's refuses to start
-//	    weir-coord.json          the file store (single node only)
+//	    weir-coord.json          the file store's snapshot (single node only)
+//	    weir-coord.log           the file store's journal of the changes since
 //	    weir-meta.json.migrated  the metadata file of weirs before the store, once migrated
 //	    <topic>-<partition>/     one partition log each (core/logs, core/partlog)
 //	    __consumer_offsets-<n>/  committed offsets (the internal topic's partitions)

@@ -17,13 +17,16 @@ import (
 
 // File names in the directory.
 const (
-	FileName    = "weir-coord.json"
-	tmpFileName = FileName + ".tmp"
-	fileVersion = 1
+	FileName       = "weir-coord.json" // the snapshot
+	JournalName    = "weir-coord.log"
+	tmpFileName    = FileName + ".tmp"
+	journalTmpName = JournalName + ".tmp"
+	fileVersion    = 1
 )
 
-// ErrCorrupt is wrapped by the error of Open when the file cannot be read
-// as a tree.
+// ErrCorrupt is wrapped by the error of Open when the snapshot cannot be
+// read as a tree, or the journal has damage before its tail or records that
+// do not follow the snapshot.
 var ErrCorrupt = errors.New("filestore: corrupt file")
 
 type fileJSON struct {
@@ -106,18 +109,19 @@ func decode(b []byte) (*tree.Tree, error) {
 	return tree.Load(f.Zxid, nodes)
 }
 
-// readTree loads the file; a missing file is an empty tree.
-func readTree(fsys vfs.FS, name string) (*tree.Tree, error) {
+// readTree loads a snapshot and returns its size; a missing file is an
+// empty tree.
+func readTree(fsys vfs.FS, name string) (*tree.Tree, int64, error) {
 	b, err := vfs.ReadFile(fsys, name)
 	if errors.Is(err, fs.ErrNotExist) {
-		return tree.New(), nil
+		return tree.New(), 0, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("filestore: read %s: %w", name, err)
+		return nil, 0, fmt.Errorf("filestore: read %s: %w", name, err)
 	}
 	t, err := decode(b)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %w", ErrCorrupt, name, err)
+		return nil, 0, fmt.Errorf("%w: %s: %w", ErrCorrupt, name, err)
 	}
-	return t, nil
+	return t, int64(len(b)), nil
 }

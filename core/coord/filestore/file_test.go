@@ -21,7 +21,7 @@ func open(t *testing.T, fsys vfs.FS) *Store {
 	return s
 }
 
-func must(t *testing.T, err error) {
+func must(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
@@ -32,6 +32,7 @@ func writeFile(t *testing.T, fsys vfs.FS, name string, b []byte) {
 	t.Helper()
 	must(t, fsys.MkdirAll(dir, 0o755))
 	must(t, vfs.WriteFileSynced(fsys, dir+"/"+name, b))
+	must(t, fsys.SyncDir(dir))
 }
 
 // TestFileFormat: the file is the documented JSON, one node per line, text
@@ -50,11 +51,12 @@ func TestFileFormat(t *testing.T) {
 	must(t, s.Create(ctx, "/controller_epoch", []byte("2"), coord.Persistent))
 	must(t, s.Create(ctx, "/raw", all, coord.Persistent))
 	must(t, s.Create(ctx, "/nul", []byte{0, '\n'}, coord.Persistent))
+	must(t, s.Close()) // compacts: the snapshot holds everything
 	b, err := vfs.ReadFile(mem, dir+"/"+FileName)
 	must(t, err)
 	text := string(b)
 	for _, want := range []string{
-		"{\n  \"version\": 1,\n  \"zxid\": 6,\n  \"nodes\": {\n    \"/\": {\"czxid\":0,\"mzxid\":0,\"version\":0,\"cversion\":4},\n",
+		"{\n  \"version\": 1,\n  \"zxid\": 7,\n  \"nodes\": {\n    \"/\": {\"czxid\":0,\"mzxid\":0,\"version\":0,\"cversion\":4},\n",
 		"\n    \"/brokers\": {\"czxid\":2,\"mzxid\":2,\"version\":0,\"cversion\":2},\n", // counting its ephemeral child's deletion
 		"\n    \"/controller_epoch\": {\"czxid\":4,\"mzxid\":4,\"version\":0,\"cversion\":0,\"data\":\"2\"},\n",
 		"\"/nul\": {\"czxid\":6,\"mzxid\":6,\"version\":0,\"cversion\":0,\"data\":\"\\u0000\\n\"},\n",
@@ -71,7 +73,6 @@ func TestFileFormat(t *testing.T) {
 		t.Errorf("not one node per line of valid JSON:\n%s", text)
 	}
 
-	must(t, s.Close())
 	r := open(t, mem)
 	for path, want := range map[string][]byte{"/raw": all, "/nul": {0, '\n'}, "/controller_epoch": []byte("2")} {
 		got, _, err := r.Get(ctx, path)
@@ -84,8 +85,8 @@ func TestFileFormat(t *testing.T) {
 	if _, st, err := r.Get(ctx, "/brokers"); err != nil || st.Cversion != 2 || st.NumChildren != 0 {
 		t.Errorf("/brokers after a restart: %+v, %v; want cversion 2, no children", st, err)
 	}
-	if id := r.Session().ID; id != 7 {
-		t.Errorf("session id after a restart %d, want 7 (the zxid after 6)", id)
+	if id := r.Session().ID; id != 8 {
+		t.Errorf("session id after a restart %d, want 8 (the zxid after 7, the end of the last session)", id)
 	}
 }
 
@@ -162,11 +163,12 @@ func TestOpenRejects(t *testing.T) {
 func TestOpenRemovesLeftoverTmp(t *testing.T) {
 	mem := vfs.NewMem()
 	writeFile(t, mem, tmpFileName, []byte(`{"version":1,"half a fi`))
+	writeFile(t, mem, journalTmpName, []byte(journalMagic+"00000009 0"))
 	s := open(t, mem)
 	names, err := mem.List(dir)
 	must(t, err)
-	if len(names) != 1 || names[0] != FileName {
-		t.Fatalf("directory after Open: %q, want only %s", names, FileName)
+	if len(names) != 1 || names[0] != JournalName {
+		t.Fatalf("directory after Open: %q, want only %s", names, JournalName)
 	}
 	if names, _, err := s.Children(t.Context(), "/"); err != nil || len(names) != 0 {
 		t.Fatalf("the leftover .tmp was read: %q, %v", names, err)

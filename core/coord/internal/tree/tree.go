@@ -3,10 +3,14 @@
 // watches, and transactions that apply a list of operations atomically and
 // can still be rolled back after they applied.
 //
+// A transaction also records its Changes to the persistent state, which Redo
+// re-applies to a tree loaded from a snapshot: filestore's journal.
+//
 // The two-phase transaction is what lets the stores differ only where they
-// must: memstore commits at once; filestore writes the tree's new state to its
-// file first and rolls back when the write fails, so memory never holds a
-// change the disk refused. Watches fire at Commit, never for a transaction
+// must: memstore commits at once; filestore journals the transaction's
+// changes first and rolls back when the write fails, so memory never holds a
+// change the disk refused. Several requests can be steps of one transaction
+// (Begin, Step), so that one fsync makes them all durable. Watches fire at Commit, never for a transaction
 // that was rolled back.
 //
 // The rules are ZooKeeper's (DataTree): a transaction that changes something

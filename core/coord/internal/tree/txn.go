@@ -10,13 +10,17 @@ import (
 )
 
 // Txn is a transaction that applied and waits for Commit (its watches fire)
-// or Rollback (the tree is as before Apply).
+// or Rollback (the tree is as before Apply or Begin).
 type Txn struct {
 	t       *Tree
-	zxid    int64    // 0 until the first change
+	zxid    int64    // the current step's, 0 until its first change
+	changed bool     // some step took a zxid
 	undo    []func() // run in reverse by Rollback
 	events  []event  // fired in order by Commit
+	changes []Change // the current step's
 	Results []coord.OpResult
+	// Changes is what Apply's operations did to the persistent state.
+	Changes []Change
 }
 
 type event struct {
@@ -28,7 +32,7 @@ type event struct {
 
 // Changed reports whether the transaction changed the tree (a Multi of
 // CheckOps does not), and so took a zxid.
-func (tx *Txn) Changed() bool { return tx.zxid != 0 }
+func (tx *Txn) Changed() bool { return tx.changed }
 
 // Commit keeps the changes and fires the watches they trigger.
 func (tx *Txn) Commit() {
@@ -69,18 +73,65 @@ func (tx *Txn) end() *Tree {
 // and it returns the index of the operation that failed and why (a sentinel
 // of package coord, wrapped with detail).
 func (t *Tree) Apply(session int64, ops []coord.Op) (*Txn, int, error) {
+	tx := t.Begin()
+	st, i, err := tx.Step(session, ops)
+	if err != nil {
+		tx.Rollback()
+		return nil, i, err
+	}
+	tx.Results, tx.Changes = st.Results, st.Changes
+	return tx, -1, nil
+}
+
+// Begin opens an empty transaction for Step; the caller must Commit or
+// Rollback it before using the tree again.
+func (t *Tree) Begin() *Txn {
 	t.idle()
 	tx := &Txn{t: t}
 	t.open = tx
+	return tx
+}
+
+// StepResult is what one step of a transaction did.
+type StepResult struct {
+	Results []coord.OpResult // one per operation
+	// Zxid is the zxid the step took, 0 if it changed nothing; steps that
+	// change something take consecutive zxids.
+	Zxid int64
+	// Changes are the step's effects on the persistent state, in order (none
+	// for a step that only checked, or only set or deleted ephemeral nodes,
+	// though such a step still takes a zxid).
+	Changes []Change
+}
+
+// Step applies ops for session after the transaction's earlier steps, as a
+// request of its own: atomically, with a zxid of its own if it changes
+// anything. On failure the step changes nothing (the earlier steps stay) and
+// it returns the index of the operation that failed and why, as Apply does.
+// Commit fires the watches of every step in order; Rollback undoes them all.
+func (tx *Txn) Step(session int64, ops []coord.Op) (StepResult, int, error) {
+	if tx.t.open != tx {
+		panic("tree: step of a transaction committed or rolled back")
+	}
+	undo, events := len(tx.undo), len(tx.events)
+	tx.zxid, tx.changes = 0, nil
+	var st StepResult
 	for i, op := range ops {
 		res, err := tx.apply(session, op)
 		if err != nil {
-			tx.Rollback()
-			return nil, i, err
+			for j := len(tx.undo) - 1; j >= undo; j-- {
+				tx.undo[j]()
+			}
+			tx.undo, tx.events = tx.undo[:undo], tx.events[:events]
+			tx.zxid, tx.changes = 0, nil
+			return StepResult{}, i, err
 		}
-		tx.Results = append(tx.Results, res)
+		st.Results = append(st.Results, res)
 	}
-	return tx, -1, nil
+	st.Zxid, st.Changes = tx.zxid, tx.changes
+	tx.changed = tx.changed || tx.zxid != 0
+	tx.zxid, tx.changes = 0, nil
+	return st, -1, nil
 }
 
 // EndSession deletes session's ephemeral nodes, in one transaction that the
@@ -94,6 +145,7 @@ func (t *Tree) EndSession(session int64) *Txn {
 			panic(fmt.Sprintf("tree: ending session %d: %v", session, err)) // ephemerals have no children
 		}
 	}
+	tx.changed = tx.zxid != 0
 	return tx
 }
 
@@ -162,6 +214,11 @@ func (tx *Txn) create(session int64, path string, data []byte, mode coord.Create
 	n := &node{data: bytes.Clone(data), children: map[string]struct{}{},
 		stat: coord.Stat{Czxid: z, Mzxid: z, EphemeralOwner: owner}}
 	tx.link(path, parent, n)
+	if owner != 0 {
+		tx.changes = append(tx.changes, Change{Kind: ChangeEphemeral, Path: path})
+	} else {
+		tx.changes = append(tx.changes, Change{Kind: ChangeCreate, Path: path, Data: n.data})
+	}
 	tx.events = append(tx.events,
 		event{path: path, typ: coord.EventNodeCreated},
 		event{path: pp, typ: coord.EventNodeChildrenChanged, child: true})
@@ -182,6 +239,9 @@ func (tx *Txn) set(path string, data []byte, version int32) (coord.Stat, error) 
 	n.data = bytes.Clone(data)
 	n.stat.Version++
 	n.stat.Mzxid = z
+	if n.stat.EphemeralOwner == 0 {
+		tx.changes = append(tx.changes, Change{Kind: ChangeSet, Path: path, Data: n.data})
+	}
 	tx.events = append(tx.events, event{path: path, typ: coord.EventNodeDataChanged})
 	return statOf(n), nil
 }
@@ -204,6 +264,9 @@ func (tx *Txn) delete(path string, version int32) error {
 	tx.next()
 	parent := t.nodes[coord.Parent(path)]
 	tx.unlink(path, parent, n)
+	if n.stat.EphemeralOwner == 0 {
+		tx.changes = append(tx.changes, Change{Kind: ChangeDelete, Path: path})
+	}
 	tx.events = append(tx.events,
 		event{path: path, typ: coord.EventNodeDeleted, alsoOut: true},
 		event{path: coord.Parent(path), typ: coord.EventNodeChildrenChanged, child: true})
