@@ -1,9 +1,9 @@
 package partlog
 
 import (
-	"hash/crc32"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"slices"
 	"sort"

@@ -125,18 +125,18 @@ type Segment struct {
 	idxFile    *filecache.File
 	timeFile   *filecache.File // both nil while sealed
 
-	held    atomic.Bool  // Hold pinned the log file open
+	held atomic.Bool // Hold pinned the log file open
 
 	// A segment opened lazily (OpenLazy) is loaded at its first use that
 	// needs its files: lazy is set until then, loadMu serialises the load.
 	lazy     atomic.Bool
 	lazyLast bool
 	loadMu   sync.Mutex
-	refs    atomic.Int32 // 1 for the owner, +1 per outstanding Slice
-	retired atomic.Bool  // closed or deleted: no new readers
-	closeMu sync.Mutex
-	closed  bool
-	err     error // from closing the files
+	refs     atomic.Int32 // 1 for the owner, +1 per outstanding Slice
+	retired  atomic.Bool  // closed or deleted: no new readers
+	closeMu  sync.Mutex
+	closed   bool
+	err      error // from closing the files
 }
 
 // Base is the segment's base offset.
