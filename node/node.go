@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -78,8 +79,10 @@ type Node struct {
 	// openFailed holds, per topic id, why one of its partitions could
 	// not be opened at the last try (CreateTopic waits for it); localMu.
 	openFailed map[[16]byte]error
-	localMu    sync.RWMutex
-	local      map[string]*localTopic // partitions this broker holds, by topic; written by the loop only
+	// topicsCache is Topics' answer for the image it was computed from.
+	topicsCache atomic.Pointer[topicsCache]
+	localMu     sync.RWMutex
+	local       map[string]*localTopic // partitions this broker holds, by topic; written by the loop only
 
 	freshIdentity bool // meta.properties is not written yet
 

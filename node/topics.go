@@ -70,8 +70,15 @@ func (n *Node) ControllerID() int32 {
 }
 
 // Topics returns every topic, sorted by name.
+//
+// The slice is computed once per cluster image and shared by every caller
+// until the image changes (a Metadata request for all of 100,000
+// partitions then costs their encoding only): callers must not modify it.
 func (n *Node) Topics() []TopicInfo {
 	im, _ := n.image.load()
+	if c := n.topicsCache.Load(); c != nil && c.im == im {
+		return c.topics
+	}
 	ts := im.SortedTopics()
 	out := make([]TopicInfo, 0, len(ts))
 	for _, t := range ts {
@@ -80,7 +87,14 @@ func (n *Node) Topics() []TopicInfo {
 		}
 		out = append(out, n.topicInfo(im, t))
 	}
+	n.topicsCache.Store(&topicsCache{im: im, topics: out})
 	return out
+}
+
+// topicsCache is Topics' answer for one image.
+type topicsCache struct {
+	im     *meta.Image
+	topics []TopicInfo
 }
 
 // Topic returns the named topic: ErrUnknownTopic when there is none.

@@ -13,6 +13,7 @@ package transport
 
 import (
 	"context"
+	"unsafe"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -33,9 +34,7 @@ func handleMetadata(ctx context.Context, s *Server, r *request) (kmsg.Response, 
 
 	all := req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0)
 	if all {
-		for _, t := range s.node.Topics() {
-			resp.Topics = append(resp.Topics, topicMetadata(t))
-		}
+		resp.Topics = s.allTopicsMetadata()
 		return resp, nil
 	}
 	clientAllowsCreate := req.Version < 4 || req.AllowAutoTopicCreation
@@ -64,6 +63,30 @@ func handleMetadata(ctx context.Context, s *Server, r *request) (kmsg.Response, 
 		resp.Topics = append(resp.Topics, topicMetadata(t))
 	}
 	return resp, nil
+}
+
+// allTopicsMetadata is every topic as Metadata answers it, converted once
+// per list the node returns (once per cluster image) and shared, read
+// only, by the responses until it changes.
+func (s *Server) allTopicsMetadata() []kmsg.MetadataResponseTopic {
+	ts := s.node.Topics()
+	key := unsafe.SliceData(ts)
+	if c := s.mdCache.Load(); c != nil && c.key == key && c.n == len(ts) {
+		return c.topics
+	}
+	out := make([]kmsg.MetadataResponseTopic, len(ts))
+	for i, t := range ts {
+		out[i] = topicMetadata(t)
+	}
+	s.mdCache.Store(&metadataCache{key: key, n: len(ts), topics: out})
+	return out
+}
+
+// metadataCache is allTopicsMetadata's answer for one list of the node's.
+type metadataCache struct {
+	key    *node.TopicInfo
+	n      int
+	topics []kmsg.MetadataResponseTopic
 }
 
 func topicMetadata(t node.TopicInfo) kmsg.MetadataResponseTopic {

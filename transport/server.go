@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/weir-broker/weir/node"
@@ -16,12 +17,14 @@ import (
 // Server serves the Kafka protocol for one broker: it owns the listeners and
 // connections, and hands decoded requests to the node.
 type Server struct {
-	cfg    Config
-	node   *node.Node
-	log    *slog.Logger
-	m      *Metrics
-	now    func() time.Time // Config.seams' clock, or time.Now
-	budget *budget          // Config.MaxQueuedRequestBytes
+	cfg  Config
+	node *node.Node
+	// mdCache: Metadata's topics for the node's current list (api_metadata.go).
+	mdCache atomic.Pointer[metadataCache]
+	log     *slog.Logger
+	m       *Metrics
+	now     func() time.Time // Config.seams' clock, or time.Now
+	budget  *budget          // Config.MaxQueuedRequestBytes
 	// sessions are the incremental fetch sessions (api_fetch.go).
 	sessions *fetchSessions
 	warns    *limitedLog // warnings clients can trigger at will

@@ -11,7 +11,6 @@ import (
 	"testing"
 
 	"github.com/weir-broker/weir/core/vfs"
-	"github.com/weir-broker/weir/core/vfs/errorfs"
 )
 
 // countingFS counts the descriptors the files it opened hold, and the
@@ -229,7 +228,7 @@ func TestCloseWhilePinnedClosesAtUnpin(t *testing.T) {
 	}
 }
 
-func TestCleanFilesGoFirstAndDirtyOnesAreSyncedBeforeClosing(t *testing.T) {
+func TestCleanFilesGoFirstAndDirtyOnesSyncOnReopen(t *testing.T) {
 	fsys, dir := newFS(t)
 	c := New(2)
 	dirty, err := c.Create(fsys, filepath.Join(dir, "dirty"))
@@ -246,61 +245,41 @@ func TestCleanFilesGoFirstAndDirtyOnesAreSyncedBeforeClosing(t *testing.T) {
 	if err := clean.Sync(); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := c.Create(fsys, filepath.Join(dir, "third")); err != nil {
+		t.Fatal(err)
+	}
+	// The clean file was closed, not the dirty one: using the dirty one
+	// opens nothing.
+	missesBefore := c.Stats().Misses
+	if _, err := dirty.Size(); err != nil {
+		t.Fatal(err)
+	}
+	if c.Stats().Misses != missesBefore {
+		t.Fatal("the dirty file was closed while a clean one could be")
+	}
+	// With only dirty files left to close, one is closed without an
+	// fsync; its next Sync opens it again and fsyncs.
 	syncs := fsys.syncs.Load()
-	third, err := c.Create(fsys, filepath.Join(dir, "third"))
-	if err != nil {
+	if _, err := clean.Write([]byte("x")); err != nil { // reopens clean, closing a dirty file
 		t.Fatal(err)
 	}
 	if fsys.syncs.Load() != syncs {
-		t.Fatal("a dirty file was synced while a clean one could be closed")
+		t.Fatal("closing a dirty file fsynced it")
 	}
-	if _, err := third.Write([]byte("x")); err != nil {
-		t.Fatal(err)
+	if n := fsys.open.Load(); n > 2 {
+		t.Fatalf("%d open, limit 2", n)
 	}
-	// Now both open files are dirty: opening a fourth fsyncs one before closing it.
-	if _, err := c.Create(fsys, filepath.Join(dir, "fourth")); err != nil {
-		t.Fatal(err)
+	for _, h := range []*File{dirty, clean} {
+		if err := h.Sync(); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if fsys.syncs.Load() != syncs+1 {
-		t.Fatalf("%d fsyncs closing a dirty file, want 1", fsys.syncs.Load()-syncs)
+	if got := fsys.syncs.Load() - syncs; got != 2 {
+		t.Fatalf("%d fsyncs for two dirty files' Syncs, want 2", got)
 	}
 	if string(readAll(t, dirty)) != "unsynced" {
 		t.Fatal("dirty file lost its contents")
 	}
-}
-
-func TestFailedSyncAtEvictionReachesTheNextSync(t *testing.T) {
-	var failSync atomic.Bool
-	inj := errorfs.InjectorFunc(func(op errorfs.Op, path string) error {
-		if op == errorfs.OpSync && failSync.Load() && filepath.Base(path) == "a" {
-			return errorfs.ErrInjected
-		}
-		return nil
-	})
-	dir := t.TempDir()
-	fsys := errorfs.Wrap(vfs.Default, inj)
-	c := New(1)
-	a, err := c.Create(fsys, filepath.Join(dir, "a"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := a.Write([]byte("data")); err != nil {
-		t.Fatal(err)
-	}
-	failSync.Store(true)
-	b, err := c.Create(fsys, filepath.Join(dir, "b")) // closes a, whose fsync fails
-	if err != nil {
-		t.Fatal(err)
-	}
-	failSync.Store(false)
-	if err := a.Sync(); !errors.Is(err, errorfs.ErrInjected) {
-		t.Fatalf("Sync after the cache's failed fsync: %v, want the injected error", err)
-	}
-	if err := a.Sync(); err != nil {
-		t.Fatalf("the error is reported once: %v", err)
-	}
-	_ = b.Close()
-	_ = a.Close()
 }
 
 // TestConcurrentUse drives many files through a small cache from many
@@ -423,9 +402,9 @@ func TestReopenRefusesAReplacedFile(t *testing.T) {
 }
 
 // TestOpenedFilesCountAsDirtyUntilSynced: a handle on an existing file
-// does not know whether what an earlier process wrote is durable, so the
-// cache fsyncs it before closing it, unless its owner vouched for it
-// (MarkSynced) or synced it.
+// does not know whether what an earlier process wrote is durable, so its
+// Sync fsyncs even after the cache closed it, unless its owner vouched for
+// it (MarkSynced).
 func TestOpenedFilesCountAsDirtyUntilSynced(t *testing.T) {
 	fsys, dir := newFS(t)
 	for i := range 3 {
@@ -438,20 +417,26 @@ func TestOpenedFilesCountAsDirtyUntilSynced(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	vouched, err := c.OpenNow(fsys, filepath.Join(dir, "1"))
+	vouched, err := c.OpenNow(fsys, filepath.Join(dir, "1")) // closes unknown
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Opening the second closed the first: with an fsync, its state unknown.
-	if n := fsys.syncs.Load(); n != 1 {
-		t.Fatalf("%d fsyncs closing a file opened with unknown durability, want 1", n)
-	}
 	vouched.MarkSynced()
-	if _, err := c.OpenNow(fsys, filepath.Join(dir, "2")); err != nil {
+	if _, err := c.OpenNow(fsys, filepath.Join(dir, "2")); err != nil { // closes vouched
 		t.Fatal(err)
 	}
-	if n := fsys.syncs.Load(); n != 1 {
-		t.Fatalf("a file marked synced was fsynced before closing (%d fsyncs)", n)
+	syncs := fsys.syncs.Load()
+	if err := vouched.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if fsys.syncs.Load() != syncs {
+		t.Fatal("Sync of a closed file its owner vouched for opened and fsynced it")
+	}
+	if err := unknown.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if fsys.syncs.Load() != syncs+1 {
+		t.Fatal("Sync of a closed file of unknown durability did not fsync it")
 	}
 	_ = unknown.Close()
 }
