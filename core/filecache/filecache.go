@@ -168,6 +168,7 @@ func (c *Cache) Create(fsys vfs.FS, name string) (*File, error) {
 	if err := h.openLocked(fsys.Create, true); err != nil {
 		return nil, err
 	}
+	h.idle()
 	return h, nil
 }
 
@@ -197,6 +198,7 @@ func (c *Cache) OpenNow(fsys vfs.FS, name string) (*File, error) {
 	if err := h.openLocked(fsys.OpenReadWrite, true); err != nil {
 		return nil, err
 	}
+	h.idle()
 	return h, nil
 }
 
@@ -229,12 +231,17 @@ func (h *File) openLocked(open func(string) (vfs.File, error), must bool) error 
 	h.id, h.opened = id, true
 	h.f = f
 	c.misses.Add(1)
-	if c.limit > 0 {
+	return nil
+}
+
+// idle puts an open, unpinned file at the front of the idle list (the most
+// recently used). h.mu is held.
+func (h *File) idle() {
+	if c := h.c; c.limit > 0 && h.f != nil && h.pins == 0 && !h.closed {
 		c.mu.Lock()
 		c.pushFront(h)
 		c.mu.Unlock()
 	}
-	return nil
 }
 
 // acquire returns the open file, pinned: the caller calls release.
@@ -251,10 +258,9 @@ func (h *File) acquire(must bool) (vfs.File, error) {
 	} else {
 		c := h.c
 		c.hits.Add(1)
-		if c.limit > 0 {
+		if c.limit > 0 && h.pins == 0 {
 			c.mu.Lock()
-			c.unlink(h)
-			c.pushFront(h)
+			c.unlink(h) // in use: not idle until its last pin goes
 			c.mu.Unlock()
 		}
 	}
@@ -277,6 +283,7 @@ func (h *File) release(wrote bool) {
 		_ = h.shut()
 		return
 	}
+	h.idle()
 	if c := h.c; c.limit > 0 && c.open.Load() > c.limit {
 		// Opened over the limit while every file was pinned: now that
 		// one is free, close idle files down to the limit.
@@ -421,28 +428,52 @@ func (c *Cache) reserve(must bool) ([]*File, error) {
 }
 
 // evict chooses idle files to close until room more descriptors fit
-// under the limit, least recently used first, clean files (written to
-// nothing since their last fsync) before dirty ones; a file it cannot
-// lock at once is busy and passed over. The victims come back unlinked,
-// their mutexes held, still counted open: closeVictims closes them. With
-// quiet it counts no evictions (trimming an overflow). c.mu is held.
+// under the limit, least recently used first, and among the least recently
+// used a clean file (written to nothing since its last fsync) before a
+// dirty one; a file it cannot lock at once is busy and passed over. The
+// list holds only idle files (open, not pinned), so a cache full of pinned
+// files refuses at once, and the walk looks at no more than a few entries
+// per victim. The victims come back unlinked, their mutexes held, still
+// counted open: closeVictims closes them. With quiet it counts no
+// evictions (trimming an overflow). c.mu is held.
 func (c *Cache) evict(room int64, quiet bool) []*File {
+	const look = 16 // entries from the tail searched for a clean file
 	var victims []*File
-	for _, cleanOnly := range []bool{true, false} {
-		for h := c.lru.prev; h != &c.lru && c.open.Load()-int64(len(victims))+room > c.limit; {
-			prev := h.prev
-			if h.mu.TryLock() {
-				if h.pins == 0 && h.f != nil && (!cleanOnly || h.writes == h.synced) {
-					c.unlink(h)
-					victims = append(victims, h)
-					if !quiet {
-						c.evictions.Add(1)
-					}
-				} else {
-					h.mu.Unlock()
-				}
+	need := func() bool { return c.open.Load()-int64(len(victims))+room > c.limit }
+	for need() {
+		var v, fallback *File
+		n := 0
+		for h := c.lru.prev; h != &c.lru && n < look; h = h.prev {
+			n++
+			if !h.mu.TryLock() {
+				continue
 			}
-			h = prev
+			if h.pins > 0 || h.f == nil {
+				h.mu.Unlock()
+				continue
+			}
+			if h.writes == h.synced {
+				v = h
+				break
+			}
+			if fallback == nil {
+				fallback = h // keep it locked, in case no clean one is near
+				continue
+			}
+			h.mu.Unlock()
+		}
+		if v == nil {
+			v = fallback
+		} else if fallback != nil {
+			fallback.mu.Unlock()
+		}
+		if v == nil {
+			break
+		}
+		c.unlink(v)
+		victims = append(victims, v)
+		if !quiet {
+			c.evictions.Add(1)
 		}
 	}
 	return victims
