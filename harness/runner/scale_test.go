@@ -3,6 +3,7 @@ package runner
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,13 +15,19 @@ import (
 
 // scaleSpec is two partition counts under a 1,000-descriptor limit, with
 // no descriptor budget (three descriptors a partition): the broker holds
-// 200 and not 600. scaleBudgetSpec is the same with a budget of 700: it
-// holds both.
-const scaleSpec = `
-name: scale-small
+// 200 and not 600. scaleBudgetSpec is the same at 600 with a budget of 700:
+// it holds them.
+var (
+	scaleSpec       = smallScaleSpec("scale-small", "--max-open-files=-1", "200, 600")
+	scaleBudgetSpec = smallScaleSpec("scale-budget", "--max-open-files=700", "600")
+)
+
+func smallScaleSpec(name, budgetFlag, partitions string) string {
+	return fmt.Sprintf(`
+name: %s
 repetitions: 1
 target:
-  embedded: {open_files_limit: 1000, broker_flags: [--max-open-files=-1]}
+  embedded: {open_files_limit: 1000, broker_flags: [%s]}
 workload:
   partitions: 2
   message_size: 256
@@ -29,7 +36,7 @@ workload:
   duration: 300ms
   linger: 1ms
 scale:
-  partitions: [200, 600]
+  partitions: [%s]
   partitions_per_topic: 50
   create_batch: 4
   metadata_requests: 3
@@ -38,7 +45,8 @@ scale:
   session_window: 500ms
   session_rate: 200
   hot_rounds: 1
-`
+`, name, budgetFlag, partitions)
+}
 
 // A spec with a scale block runs the scale experiment through the runner:
 // a point per partition count, the broker under the spec's open-file
@@ -93,30 +101,6 @@ func TestRunScale(t *testing.T) {
 		t.Errorf("progress lacks step 7:\n%s", stderr.String())
 	}
 }
-
-const scaleBudgetSpec = `
-name: scale-budget
-repetitions: 1
-target:
-  embedded: {open_files_limit: 1000, broker_flags: [--max-open-files=700]}
-workload:
-  partitions: 2
-  message_size: 256
-  rate: 2000
-  warmup: 100ms
-  duration: 300ms
-  linger: 1ms
-scale:
-  partitions: [600]
-  partitions_per_topic: 50
-  create_batch: 4
-  metadata_requests: 3
-  restarts: 1
-  request_timeout: 5s
-  session_window: 500ms
-  session_rate: 200
-  hot_rounds: 1
-`
 
 // With a descriptor budget the broker holds what it could not without
 // one, within the budget: every step runs, and the descriptors it held
