@@ -38,5 +38,12 @@
 // (after a crash) re-reads every batch: header sanity, offsets continuing from the
 // segment's base, and the CRC-32C, computed in bounded chunks so that a garbage
 // length field cannot make recovery allocate it. The log is truncated at the
-// first bad byte, and both indexes are rebuilt.
+// first bad byte, and both indexes are rebuilt. OpenLazy opens nothing: its
+// owner, knowing the segment intact (a clean shutdown), gives its end and
+// size, and the segment opens in Trust mode at the first use that needs its
+// files, failing that use (ErrNotAsVouched) if they are not as described.
+//
+// Files open through a descriptor budget (package filecache, Options.Files):
+// each is opened when used and may be closed while idle; a Slice pins its
+// file until released.
 package segment
