@@ -11,7 +11,7 @@
 //	    00000000000000000000.log  .index  .timeindex   sealed segment
 //	    00000000000000368769.log  .index  .timeindex   active segment (last)
 //	    recovery-point                                  "v1 <offset> <active base> <active born> <crc>": segments ending at or below are sealed and fsynced
-//	    clean-shutdown                                  "v1 <log end> <crc>": a clean Close left the log so (until its first change)
+//	    clean-shutdown                                  "v1 <log end> <epoch checkpoint crc32c> <crc>": a clean Close left the log so (until its first change)
 //	    cleaner-point                                   "v1 <n> <end> <at>... <crc>": below the last end the log is cleaned (see Compaction)
 //	    leader-epoch-checkpoint                         Kafka's: "0", "<n>", then n lines "<epoch> <start offset>" (see Leader epochs)
 //	    reset                                           "v1 <offset> <crc>": a Reset past its commit point; Open finishes it
@@ -153,8 +153,16 @@
 //
 // # Recovery
 //
-// Close writes the clean-shutdown marker after sealing and fsyncing everything;
-// Open removes it (and fsyncs the directory) before the first append. Without
+// Close writes the clean-shutdown marker after sealing and fsyncing
+// everything; it records the log end and the CRC-32C of the leader-epoch
+// checkpoint. Open with the marker leaves the log pristine: it writes,
+// fsyncs and removes nothing until the first change (an append, a
+// truncation, retention deleting a segment, a cleaner swap, a reset), which
+// first settles the log and removes the marker (touch); Close of a log still
+// pristine writes nothing. With a marker that records the end, Open opens
+// the segments lazily (segment.OpenLazy: nothing read until used; a segment
+// found other than described makes the log recover) and believes the epoch
+// checkpoint whose checksum the marker records. Without
 // the marker, Open trusts only the segments that end at or below the recovery
 // point, and re-reads the rest batch by batch (header, offset continuity,
 // CRC-32C), cutting at the first bad byte and rebuilding their indexes. A cut
