@@ -224,8 +224,9 @@ func (r *run) use(p *brokerproc.Process) {
 		defer tick.Stop()
 		for {
 			pid := int(r.pid.Load())
-			if n, err := procstat.OpenFDs(pid); err == nil && int64(n) > r.fdsMax.Load() {
-				r.fdsMax.Store(int64(n))
+			if n, err := procstat.OpenFDs(pid); err == nil {
+				for old := r.fdsMax.Load(); int64(n) > old && !r.fdsMax.CompareAndSwap(old, int64(n)); old = r.fdsMax.Load() {
+				}
 			}
 			if m, err := procstat.ReadMemory(pid); err == nil && m.HWM > r.hwmMax.Load() {
 				r.hwmMax.Store(m.HWM)
@@ -283,6 +284,10 @@ func (r *run) measure(ctx context.Context, at string) string {
 	if n, err := procstat.OpenFDs(pid); err == nil {
 		r.m["fds-"+at] = float64(n)
 		parts = append(parts, fmt.Sprintf("%d fds", n))
+		// The sampler looks every sampleEvery; a count read here is
+		// held too, whether or not a sample caught it.
+		for old := r.fdsMax.Load(); int64(n) > old && !r.fdsMax.CompareAndSwap(old, int64(n)); old = r.fdsMax.Load() {
+		}
 	}
 	if m, err := procstat.ReadMemory(pid); err == nil {
 		r.m["rss-"+at+"-MiB"] = toMiB(m.RSS)
