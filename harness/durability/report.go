@@ -143,18 +143,7 @@ func WriteReport(dir string, run *result.Run) error {
 	if md.Len() == 0 {
 		return nil
 	}
-	f, err := os.OpenFile(filepath.Join(dir, report.MarkdownFile), os.O_APPEND|os.O_WRONLY, 0)
-	if err != nil {
-		return fmt.Errorf("%w: %w", report.ErrWrite, err)
-	}
-	if _, err := f.Write(md.Bytes()); err != nil {
-		f.Close()
-		return fmt.Errorf("%w: %w", report.ErrWrite, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("%w: %w", report.ErrWrite, err)
-	}
-	return nil
+	return report.AppendMarkdown(dir, md.Bytes())
 }
 
 // setting is one point of a durability section, summarised for plots.

@@ -477,3 +477,21 @@ func parens(s string) string {
 
 // oneLine folds whitespace runs (newlines included) to single spaces.
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// AppendMarkdown appends md to the report.md Write made in dir: for an
+// experiment kind whose section renders its own part of the report
+// (result.Section.OwnReport). Errors wrap ErrWrite.
+func AppendMarkdown(dir string, md []byte) error {
+	f, err := os.OpenFile(filepath.Join(dir, MarkdownFile), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrWrite, err)
+	}
+	if _, err := f.Write(md); err != nil {
+		f.Close()
+		return fmt.Errorf("%w: %w", ErrWrite, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("%w: %w", ErrWrite, err)
+	}
+	return nil
+}

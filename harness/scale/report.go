@@ -373,18 +373,7 @@ func WriteReport(dir string, run *result.Run) error {
 	if err := WriteMarkdown(&md, run, plots); err != nil {
 		return err
 	}
-	f, err := os.OpenFile(filepath.Join(dir, report.MarkdownFile), os.O_APPEND|os.O_WRONLY, 0)
-	if err != nil {
-		return fmt.Errorf("%w: %w", report.ErrWrite, err)
-	}
-	if _, err := f.Write(md.Bytes()); err != nil {
-		f.Close()
-		return fmt.Errorf("%w: %w", report.ErrWrite, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("%w: %w", report.ErrWrite, err)
-	}
-	return nil
+	return report.AppendMarkdown(dir, md.Bytes())
 }
 
 // series is one line of a plot.
