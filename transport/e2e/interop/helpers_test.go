@@ -1,0 +1,373 @@
+package interop_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/weir-broker/weir/transport/broker"
+	"github.com/weir-broker/weir/transport/broker/brokertest"
+)
+
+// opTimeout bounds one operation of one client (a script run, a Go
+// operation): generous for a 2-core machine shared with other test binaries,
+// and above the compaction wait, the longest.
+const opTimeout = 90 * time.Second
+
+// ops are the operations every client runs, in this order, each on its own
+// topic (<client>-<op>) of the client's broker; doc.go says what each does.
+var ops = []string{"smoke", "configs", "incremental", "partitions", "deleterecords", "compaction", "internal", "groups", "offsetdelete"}
+
+// client is one client under test: how to run an operation, and which
+// operations it has no API for (op -> why), which README.md's
+// Interoperability table lists too.
+type client struct {
+	name  string // as in README.md's table
+	lacks map[string]string
+	// run performs op against addr on topic (and group topic+"-g"), failing
+	// t when the client reports a failure.
+	run func(t *testing.T, addr, op, topic string)
+}
+
+// runClient starts a broker for c and runs every operation as a subtest, the
+// client's own assertions first, then the broker side's (checks).
+func runClient(t *testing.T, c client) {
+	b := startBroker(t)
+	for _, op := range ops {
+		t.Run(op, func(t *testing.T) {
+			if why, ok := c.lacks[op]; ok {
+				t.Skipf("%s lacks %s: %s (README.md, Interoperability)", c.name, op, why)
+			}
+			topic := strings.NewReplacer(".", "-", " ", "-").Replace(c.name) + "-" + op
+			c.run(t, b.Addr(), op, topic)
+			if check := checks[op]; check != nil {
+				check(t, b.Addr(), topic)
+			}
+		})
+	}
+}
+
+// startBroker starts a broker tuned by brokertest (auto-created topics,
+// rebalances without delay), with a cleaner that looks for dirty compacted
+// partitions every 50 ms.
+func startBroker(t *testing.T) *broker.Broker {
+	return brokertest.Start(t, "", func(c *broker.Config) { c.CleanerBackoff = 50 * time.Millisecond })
+}
+
+// missing skips the test because what is missing, or fails it under CI=true
+// (.ci/run installs every client; without one CI would pass by testing less).
+func missing(t testing.TB, what, install string) {
+	t.Helper()
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("%s, and CI=true: .ci/run must install it (%s)", what, install)
+	}
+	t.Skipf("%s: %s (make deps), or this client's interop tests skip", what, install)
+}
+
+// run runs a client program in dir (or the test's directory when empty),
+// logging its output, and fails the test when it fails or outlives
+// opTimeout.
+func run(t testing.TB, dir string, name string, args ...string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Dir = dir
+	cmd.WaitDelay = 5 * time.Second
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	for line := range strings.Lines(out.String()) {
+		t.Log(strings.TrimRight(line, "\n"))
+	}
+	if ctx.Err() != nil {
+		t.Fatalf("%s %s: no result within %s", name, strings.Join(args, " "), opTimeout)
+	}
+	if err != nil {
+		t.Fatalf("%s %s: %v (its output is above)", name, strings.Join(args, " "), err)
+	}
+}
+
+// checks verify the broker's side of what a client did, with franz-go, so
+// that a client reporting success for what it did not do still fails.
+var checks = map[string]func(t *testing.T, addr, topic string){
+	"smoke": func(t *testing.T, addr, topic string) {
+		starts, ends := offsets(t, addr, topic)
+		if len(ends) != 3 {
+			t.Fatalf("%s: %d partitions, want the 3 the client created", topic, len(ends))
+		}
+		if n := sum(ends) - sum(starts); n != 20 {
+			t.Errorf("%s: %d records, want the 20 the client produced", topic, n)
+		}
+		if got := committed(t, addr, topic+"-g", topic, len(ends)); sum(got) != 20 {
+			t.Errorf("group %s-g committed %v, want offsets summing to the 20 records", topic, got)
+		}
+	},
+	"configs": func(t *testing.T, addr, topic string) {
+		if c := topicConfig(t, addr, topic, "retention.ms"); c.value != "7200000" || c.source != kmsg.ConfigSourceDynamicTopicConfig {
+			t.Errorf("%s: retention.ms is %s, want 7200000 set on the topic", topic, c)
+		}
+	},
+	"incremental": func(t *testing.T, addr, topic string) {
+		if c := topicConfig(t, addr, topic, "retention.ms"); c.value != "7200000" || c.source != kmsg.ConfigSourceDynamicTopicConfig {
+			t.Errorf("%s: retention.ms is %s, want 7200000 set on the topic", topic, c)
+		}
+		if c := topicConfig(t, addr, topic, "segment.ms"); c.source == kmsg.ConfigSourceDynamicTopicConfig {
+			t.Errorf("%s: segment.ms is %s, want it deleted from the topic", topic, c)
+		}
+	},
+	"partitions": func(t *testing.T, addr, topic string) {
+		starts, ends := offsets(t, addr, topic)
+		if len(ends) != 3 || ends[2]-starts[2] != 1 {
+			t.Errorf("%s: partitions from %v to %v, want 3, with one record in partition 2", topic, starts, ends)
+		}
+	},
+	"deleterecords": func(t *testing.T, addr, topic string) {
+		starts, ends := offsets(t, addr, topic)
+		if len(ends) != 1 || starts[0] != 5 || ends[0] != 10 {
+			t.Errorf("%s: offsets from %v to %v, want one partition from 5 to 10", topic, starts, ends)
+		}
+	},
+	"compaction": func(t *testing.T, addr, topic string) {
+		if err := compacted(readAll(t, addr, topic)); err != nil {
+			t.Errorf("%s read by franz-go: %v", topic, err)
+		}
+	},
+	"internal": func(t *testing.T, addr, topic string) {
+		md := metadata(t, addr, "__consumer_offsets")
+		if len(md.Topics) != 1 || md.Topics[0].ErrorCode != 0 || !md.Topics[0].IsInternal {
+			t.Errorf("Metadata for __consumer_offsets: %+v, want it, internal", md.Topics)
+		}
+	},
+	"groups": func(t *testing.T, addr, topic string) {
+		req := kmsg.NewPtrListGroupsRequest()
+		resp, err := req.RequestWith(ctx(t), newClient(t, addr))
+		if err != nil {
+			t.Fatalf("ListGroups: %v", err)
+		}
+		for _, g := range resp.Groups {
+			if g.Group == topic+"-g" {
+				if g.ProtocolType != "consumer" {
+					t.Errorf("ListGroups: %s has protocol type %q, want consumer", g.Group, g.ProtocolType)
+				}
+				return
+			}
+		}
+		t.Errorf("ListGroups: no group %s-g in %+v", topic, resp.Groups)
+	},
+	"offsetdelete": func(t *testing.T, addr, topic string) {
+		if got := committed(t, addr, topic+"-g", topic, 1); got[0] != -1 {
+			t.Errorf("group %s-g: committed %v after OffsetDelete, want none", topic, got)
+		}
+	},
+}
+
+// The compaction operation's shape, the same for every client: rounds of
+// values for keys, each value "<key>-r<round>", so the last is
+// "<key>-r<rounds-1>"; records of the filler key roll the active segment.
+const (
+	compactKeys   = 10
+	compactRounds = 5
+	compactFiller = "filler"
+)
+
+// record is one record as the checks see it.
+type record struct {
+	Offset     int64
+	Key, Value string
+}
+
+// compacted reports what keeps recs (one partition, in offset order) from
+// being a log compacted down to the last value of each key: a key twice, or
+// a value not the last.
+func compacted(recs []record) error {
+	seen := map[string]string{}
+	for _, r := range recs {
+		if r.Key == compactFiller {
+			continue
+		}
+		if v, ok := seen[r.Key]; ok {
+			return fmt.Errorf("key %s at %d and before (%s): not compacted", r.Key, r.Offset, v)
+		}
+		seen[r.Key] = r.Value
+		if want := fmt.Sprintf("%s-r%d", r.Key, compactRounds-1); r.Value != want {
+			return fmt.Errorf("key %s at %d holds %s, want its last value %s", r.Key, r.Offset, r.Value, want)
+		}
+	}
+	if len(seen) != compactKeys {
+		return fmt.Errorf("%d keys, want %d", len(seen), compactKeys)
+	}
+	return nil
+}
+
+func sum(xs []int64) (n int64) {
+	for _, x := range xs {
+		n += x
+	}
+	return n
+}
+
+func newClient(t testing.TB, addr string, opts ...kgo.Opt) *kgo.Client {
+	return brokertest.Client(t, addr, opts...)
+}
+
+func ctx(t testing.TB) context.Context { return brokertest.Context(t) }
+
+// metadata asks for topics (all when none).
+func metadata(t testing.TB, addr string, topics ...string) *kmsg.MetadataResponse {
+	t.Helper()
+	req := kmsg.NewPtrMetadataRequest()
+	for _, topic := range topics {
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr(topic)
+		req.Topics = append(req.Topics, rt)
+	}
+	resp, err := req.RequestWith(ctx(t), newClient(t, addr))
+	if err != nil {
+		t.Fatalf("Metadata %v: %v", topics, err)
+	}
+	return resp
+}
+
+// offsets returns each partition's start and end offsets (ListOffsets
+// earliest and latest).
+func offsets(t testing.TB, addr, topic string) (starts, ends []int64) {
+	t.Helper()
+	md := metadata(t, addr, topic)
+	if len(md.Topics) != 1 || md.Topics[0].ErrorCode != 0 {
+		t.Fatalf("Metadata %s: %+v", topic, md.Topics)
+	}
+	n := len(md.Topics[0].Partitions)
+	list := func(ts int64) []int64 {
+		req := kmsg.NewPtrListOffsetsRequest()
+		req.ReplicaID = -1
+		rt := kmsg.NewListOffsetsRequestTopic()
+		rt.Topic = topic
+		for p := range n {
+			rp := kmsg.NewListOffsetsRequestTopicPartition()
+			rp.Partition = int32(p)
+			rp.Timestamp = ts
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctx(t), newClient(t, addr))
+		if err != nil {
+			t.Fatalf("ListOffsets %s: %v", topic, err)
+		}
+		out := make([]int64, n)
+		for _, rt := range resp.Topics {
+			for _, rp := range rt.Partitions {
+				if err := kerr.ErrorForCode(rp.ErrorCode); err != nil {
+					t.Fatalf("ListOffsets %s/%d: %v", topic, rp.Partition, err)
+				}
+				out[rp.Partition] = rp.Offset
+			}
+		}
+		return out
+	}
+	return list(-2), list(-1)
+}
+
+// committed returns group's committed offset for each of topic's partitions
+// (OffsetFetch), -1 where none is.
+func committed(t testing.TB, addr, group, topic string, partitions int) []int64 {
+	t.Helper()
+	req := kmsg.NewPtrOffsetFetchRequest()
+	req.Group = group
+	rt := kmsg.NewOffsetFetchRequestTopic()
+	rt.Topic = topic
+	for p := range partitions {
+		rt.Partitions = append(rt.Partitions, int32(p))
+	}
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx(t), newClient(t, addr))
+	if err != nil {
+		t.Fatalf("OffsetFetch %s: %v", group, err)
+	}
+	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+		t.Fatalf("OffsetFetch %s: %v", group, err)
+	}
+	out := make([]int64, partitions)
+	for i := range out {
+		out[i] = -1
+	}
+	for _, rt := range resp.Topics {
+		for _, rp := range rt.Partitions {
+			if err := kerr.ErrorForCode(rp.ErrorCode); err != nil {
+				t.Fatalf("OffsetFetch %s %s/%d: %v", group, topic, rp.Partition, err)
+			}
+			out[rp.Partition] = rp.Offset
+		}
+	}
+	return out
+}
+
+// config is one entry of a DescribeConfigs answer.
+type config struct {
+	value  string
+	source kmsg.ConfigSource
+}
+
+func (c config) String() string { return fmt.Sprintf("%q (source %s)", c.value, c.source) }
+
+// topicConfig describes one config of topic.
+func topicConfig(t testing.TB, addr, topic, name string) config {
+	t.Helper()
+	req := kmsg.NewPtrDescribeConfigsRequest()
+	rr := kmsg.NewDescribeConfigsRequestResource()
+	rr.ResourceType = kmsg.ConfigResourceTypeTopic
+	rr.ResourceName = topic
+	rr.ConfigNames = []string{name}
+	req.Resources = append(req.Resources, rr)
+	resp, err := req.RequestWith(ctx(t), newClient(t, addr))
+	if err != nil {
+		t.Fatalf("DescribeConfigs %s %s: %v", topic, name, err)
+	}
+	for _, r := range resp.Resources {
+		if err := kerr.ErrorForCode(r.ErrorCode); err != nil {
+			t.Fatalf("DescribeConfigs %s %s: %v", topic, name, err)
+		}
+		for _, c := range r.Configs {
+			if c.Name == name {
+				value := "<null>"
+				if c.Value != nil {
+					value = *c.Value
+				}
+				return config{value, c.Source}
+			}
+		}
+	}
+	t.Fatalf("DescribeConfigs %s: no %s in %+v", topic, name, resp.Resources)
+	return config{}
+}
+
+// readAll reads partition 0 of topic from its start to its end.
+func readAll(t testing.TB, addr, topic string) []record {
+	t.Helper()
+	_, ends := offsets(t, addr, topic)
+	cl := newClient(t, addr,
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().AtStart()}}),
+		kgo.FetchMaxWait(200*time.Millisecond))
+	defer cl.Close()
+	var out []record
+	c := ctx(t)
+	for len(out) == 0 || out[len(out)-1].Offset < ends[0]-1 {
+		fs := cl.PollFetches(c)
+		if err := fs.Err(); err != nil {
+			t.Fatalf("reading %s: %v (%d records read, up to offset %d)", topic, err, len(out), ends[0])
+		}
+		for _, r := range fs.Records() {
+			out = append(out, record{r.Offset, string(r.Key), string(r.Value)})
+		}
+	}
+	return out
+}
