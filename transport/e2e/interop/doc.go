@@ -31,18 +31,21 @@
 //	offsetdelete   a committed offset deleted with OffsetDelete is gone from OffsetFetch
 //
 // The clients (versions pinned; README.md, "Interoperability", has the table
-// of the operations each one lacks, which the tests skip naming why):
+// of the operations each one lacks, which the tests skip naming why, and
+// readme_test.go keeps that table and lacks in helpers_test.go the same):
 //
-//	kafka_python_test.go  kafka-python 2.0.2, Debian python3-kafka: testdata/python/kafka_python_ops.py
-//	confluent_test.go     confluent-kafka 1.7.0 (librdkafka), Debian python3-confluent-kafka:
-//	                      testdata/python/confluent_ops.py
-//	kafkajs_test.go       KafkaJS 2.2.4 from npm: testdata/kafkajs (package.json and its committed
-//	                      package-lock.json; the test runs `npm ci` there when node_modules is missing)
-//	kafkago_test.go       segmentio/kafka-go v0.4.51 through the module proxy, in this module
+//	python_test.go   kafka-python 2.0.2, Debian python3-kafka: testdata/python/kafka_python_ops.py;
+//	                 confluent-kafka 1.7.0 (librdkafka), Debian python3-confluent-kafka:
+//	                 testdata/python/confluent_ops.py
+//	kafkajs_test.go  KafkaJS 2.2.4 from npm: testdata/kafkajs (package.json and its committed
+//	                 package-lock.json; the test runs `npm ci` there when node_modules is missing)
+//	kafkago_test.go  segmentio/kafka-go v0.4.51 through the module proxy, in this module
+//	sarama_test.go   sarama's ClusterAdmin (IBM/sarama, in this module), with kaf's own two calls
 //
 // kaf (github.com/birdayz/kaf, the sarama-based CLI) is not here: the module
-// proxy refuses it (403, "This module version is not available"), so it
-// cannot be built from the proxy; sarama itself is in transport/e2e.
+// proxy refuses it (403, "This module version is not available", for every
+// version), so it cannot be built; sarama's ClusterAdmin, which the issue's
+// kaf calls, stands in for it.
 //
 // The Python packages and node/npm come from Debian (make deps and .ci/run
 // install them). When one is missing its test skips with a message, except

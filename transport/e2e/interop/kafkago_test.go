@@ -17,9 +17,6 @@ import (
 func TestKafkaGo(t *testing.T) {
 	runClient(t, client{
 		name: "kafka-go",
-		lacks: map[string]string{
-			"deleterecords": "v0.4.51's Client has no DeleteRecords",
-		},
 		run: func(t *testing.T, addr, op, topic string) {
 			k := &kafkaGo{t: t, addr: addr, topic: topic, group: topic + "-g",
 				cl: &kafka.Client{Addr: kafka.TCP(addr), Timeout: 30 * time.Second}}

@@ -36,10 +36,6 @@ func TestKafkaJS(t *testing.T) {
 	node := kafkajs(t)
 	runClient(t, client{
 		name: "KafkaJS",
-		lacks: map[string]string{
-			"incremental":  "2.2.4's admin has alterConfigs (AlterConfigs) only, no IncrementalAlterConfigs",
-			"offsetdelete": "2.2.4's admin has no call for OffsetDelete (deleteGroups, resetOffsets and setOffsets only)",
-		},
 		run: func(t *testing.T, addr, op, topic string) {
 			run(t, kafkajsDir, node, "ops.js", addr, op, topic)
 		},

@@ -38,12 +38,7 @@ func TestKafkaPython(t *testing.T) {
 	py := pythonWith(t, "kafka", "python3-kafka")
 	runClient(t, client{
 		name: "kafka-python",
-		lacks: map[string]string{
-			"incremental":   "2.0.2's KafkaAdminClient has alter_configs (AlterConfigs) only, no incremental_alter_configs",
-			"deleterecords": "2.0.2's KafkaAdminClient has no delete_records",
-			"offsetdelete":  "2.0.2's KafkaAdminClient has no call for OffsetDelete",
-		},
-		run: runPython(py, "kafka_python_ops.py"),
+		run:  runPython(py, "kafka_python_ops.py"),
 	})
 }
 
@@ -53,11 +48,6 @@ func TestConfluentKafka(t *testing.T) {
 	py := pythonWith(t, "confluent_kafka", "python3-confluent-kafka")
 	runClient(t, client{
 		name: "confluent-kafka",
-		lacks: map[string]string{
-			"incremental":   "1.7.0's AdminClient has alter_configs (AlterConfigs) only, no incremental_alter_configs",
-			"deleterecords": "1.7.0's AdminClient has no delete_records",
-			"offsetdelete":  "1.7.0's AdminClient has no call for OffsetDelete",
-		},
-		run: runPython(py, "confluent_ops.py"),
+		run:  runPython(py, "confluent_ops.py"),
 	})
 }
