@@ -29,6 +29,8 @@
 //	groups         while a member consumes, the group is listed with protocol type "consumer" and
 //	               described with protocol type "consumer", a protocol and its member
 //	offsetdelete   a committed offset deleted with OffsetDelete is gone from OffsetFetch
+//	logdirs        10 records; DescribeLogDirs of every broker (DescribeCluster) gives the partition's
+//	               directory and a size above zero
 //
 // The clients (versions pinned; README.md, "Interoperability", has the table
 // of the operations each one lacks, which the tests skip naming why, and

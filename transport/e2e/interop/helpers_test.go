@@ -25,7 +25,7 @@ const opTimeout = 90 * time.Second
 
 // ops are the operations every client runs, in this order, each on its own
 // topic (<client>-<op>) of the client's broker; doc.go says what each does.
-var ops = []string{"smoke", "configs", "incremental", "partitions", "deleterecords", "compaction", "internal", "groups", "offsetdelete"}
+var ops = []string{"smoke", "configs", "incremental", "partitions", "deleterecords", "compaction", "internal", "groups", "offsetdelete", "logdirs"}
 
 // lacks says which operations each client has no API for (client -> op ->
 // why); README.md's Interoperability table shows the same (TestReadmeInterop).
@@ -34,18 +34,22 @@ var lacks = map[string]map[string]string{
 		"incremental":   "2.0.2's KafkaAdminClient has alter_configs (AlterConfigs) only, no incremental_alter_configs",
 		"deleterecords": "2.0.2's KafkaAdminClient has no delete_records",
 		"offsetdelete":  "2.0.2's KafkaAdminClient has no call for OffsetDelete",
+		"logdirs":       "2.0.2's KafkaAdminClient has no call for DescribeLogDirs",
 	},
 	"confluent-kafka": {
 		"incremental":   "1.7.0's AdminClient has alter_configs (AlterConfigs) only, no incremental_alter_configs",
 		"deleterecords": "1.7.0's AdminClient has no delete_records",
 		"offsetdelete":  "1.7.0's AdminClient has no call for OffsetDelete",
+		"logdirs":       "1.7.0's AdminClient has no call for DescribeLogDirs",
 	},
 	"KafkaJS": {
 		"incremental":  "2.2.4's admin has alterConfigs (AlterConfigs) only, no IncrementalAlterConfigs",
 		"offsetdelete": "2.2.4's admin has no call for OffsetDelete (deleteGroups, resetOffsets and setOffsets only)",
+		"logdirs":      "2.2.4's admin has no call for DescribeLogDirs",
 	},
 	"kafka-go": {
 		"deleterecords": "v0.4.51's Client has no DeleteRecords",
+		"logdirs":       "v0.4.51's Client has no DescribeLogDirs",
 	},
 	"sarama": {},
 }
@@ -184,6 +188,26 @@ var checks = map[string]func(t *testing.T, addr, topic string){
 			}
 		}
 		t.Errorf("ListGroups: no group %s-g in %+v", topic, resp.Groups)
+	},
+	"logdirs": func(t *testing.T, addr, topic string) {
+		req := kmsg.NewPtrDescribeLogDirsRequest()
+		rt := kmsg.NewDescribeLogDirsRequestTopic()
+		rt.Topic, rt.Partitions = topic, []int32{0}
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctx(t), newClient(t, addr))
+		if err != nil {
+			t.Fatalf("DescribeLogDirs %s: %v", topic, err)
+		}
+		for _, d := range resp.Dirs {
+			for _, dt := range d.Topics {
+				for _, p := range dt.Partitions {
+					if dt.Topic == topic && p.Partition == 0 && p.Size > 0 {
+						return
+					}
+				}
+			}
+		}
+		t.Errorf("DescribeLogDirs %s: no size for partition 0 in %+v", topic, resp.Dirs)
 	},
 	"offsetdelete": func(t *testing.T, addr, topic string) {
 		if got := committed(t, addr, topic+"-g", topic, 1); got[0] != -1 {

@@ -37,7 +37,7 @@ func TestSaramaAdmin(t *testing.T) {
 			map[string]func(){
 				"smoke": s.smoke, "configs": s.configs, "incremental": s.incremental, "partitions": s.partitions,
 				"deleterecords": s.deleteRecords, "compaction": s.compaction, "internal": s.internal, "groups": s.groups,
-				"offsetdelete": s.offsetDelete,
+				"offsetdelete": s.offsetDelete, "logdirs": s.logDirs,
 			}[op]()
 		},
 	})
@@ -394,4 +394,41 @@ func (s *saramaOps) offsetDelete() {
 	if got := fetch(); got != -1 {
 		s.t.Errorf("sarama ListConsumerGroupOffsets %s: committed %d after DeleteConsumerGroupOffset, want none (-1)", s.group, got)
 	}
+}
+
+func (s *saramaOps) logDirs() {
+	s.create(1, nil)
+	var msgs []*sarama.ProducerMessage
+	for i := range 10 {
+		msgs = append(msgs, keyed(fmt.Sprintf("k%d", i), fmt.Sprintf("v%d", i)))
+	}
+	s.mustProduce(msgs...)
+	brokers, _, err := s.admin.DescribeCluster()
+	if err != nil || len(brokers) == 0 {
+		s.t.Fatalf("sarama DescribeCluster: %v, %v", brokers, err)
+	}
+	var ids []int32
+	for _, b := range brokers {
+		ids = append(ids, b.ID())
+	}
+	dirs, err := s.admin.DescribeLogDirs(ids)
+	if err != nil {
+		s.t.Fatalf("sarama DescribeLogDirs %v: %v", ids, err)
+	}
+	for id, ds := range dirs {
+		for _, d := range ds {
+			for _, dt := range d.Topics {
+				for _, p := range dt.Partitions {
+					if dt.Topic == s.topic && p.PartitionID == 0 {
+						s.t.Logf("broker %d, %s: %s/0 holds %d bytes", id, d.Path, s.topic, p.Size)
+						if d.ErrorCode != sarama.ErrNoError || p.Size <= 0 {
+							s.t.Errorf("sarama DescribeLogDirs: %s/0 in %s (error %v) has size %d, want > 0", s.topic, d.Path, d.ErrorCode, p.Size)
+						}
+						return
+					}
+				}
+			}
+		}
+	}
+	s.t.Errorf("sarama DescribeLogDirs %v: no %s/0 in %+v", ids, s.topic, dirs)
 }
