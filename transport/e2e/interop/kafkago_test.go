@@ -213,9 +213,22 @@ func (k *kafkaGo) partitions() {
 	if err != nil {
 		k.t.Fatalf("kafka-go CreatePartitions %s: %v", k.topic, err)
 	}
-	md, err := k.cl.Metadata(k.ctx(), &kafka.MetadataRequest{Topics: []string{k.topic}})
-	if err != nil || len(md.Topics) != 1 || len(md.Topics[0].Partitions) != 3 {
-		k.t.Fatalf("kafka-go Metadata %s after CreatePartitions: %+v, %v; want 3 partitions", k.topic, md, err)
+	// kafka-go's transport answers Metadata from its cache, refreshed every
+	// MetadataTTL (6 s by default), and its Writer routes by the same cache:
+	// poll until it shows the new partitions, as a user would wait.
+	deadline := time.Now().Add(opTimeout / 2)
+	for {
+		md, err := k.cl.Metadata(k.ctx(), &kafka.MetadataRequest{Topics: []string{k.topic}})
+		if err != nil {
+			k.t.Fatalf("kafka-go Metadata %s after CreatePartitions: %v", k.topic, err)
+		}
+		if len(md.Topics) == 1 && len(md.Topics[0].Partitions) == 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			k.t.Fatalf("kafka-go Metadata %s after CreatePartitions: %+v; want 3 partitions", k.topic, md.Topics)
+		}
+		time.Sleep(100 * time.Millisecond) // the poll's interval, bounded by the deadline
 	}
 	// Partition 2 chosen by the Writer's balancer, as a user would.
 	w := &kafka.Writer{Addr: kafka.TCP(k.addr), Topic: k.topic, BatchTimeout: 10 * time.Millisecond,
