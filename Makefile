@@ -54,21 +54,22 @@ test: deps vet ## install test dependencies, vet, run every test with -race; und
 		./plugins/flushpolicy/flushpolicyrpc ./plugins/host
 	@if [ "$${CI:-}" = true ]; then $(MAKE) --no-print-directory fuzz FUZZTIME=$(CI_FUZZTIME); fi
 
+# The interop suite (transport/e2e/interop) needs python3-kafka,
+# python3-confluent-kafka, nodejs and npm (Debian packages; KafkaJS then
+# comes by `npm ci` in its test folder), which deps installs too.
 # deps: what the tests need beyond Go, installed only when missing: kcat
 # (Debian package), which transport/e2e drives as a real librdkafka client,
-# and zookeeper (Debian package, 3.8), which cluster/zk's tests run, and the
-# interop suite's clients (transport/e2e/interop): python3-kafka,
-# python3-confluent-kafka, nodejs and npm (KafkaJS comes by `npm ci`).
+# and zookeeper (Debian package, 3.8), which cluster/zk's tests run.
 # Installing needs root and apt-get; without them deps says what is missing
 # and goes on, and those tests skip (under CI=true they fail instead).
-deps: ## install what the tests need beyond Go when missing: kcat, zookeeper, python3-kafka, python3-confluent-kafka, nodejs, npm (apt-get, as root)
+deps: ## install what the tests need beyond Go when missing: kcat, zookeeper (apt-get, as root)
 	@missing=""; \
-	command -v kcat >/dev/null || missing="$$missing kcat"; \
-	[ -e /usr/share/java/zookeeper.jar ] || missing="$$missing zookeeper"; \
 	[ -e /usr/lib/python3/dist-packages/kafka/__init__.py ] || missing="$$missing python3-kafka"; \
 	[ -e /usr/lib/python3/dist-packages/confluent_kafka/__init__.py ] || missing="$$missing python3-confluent-kafka"; \
 	command -v node >/dev/null || missing="$$missing nodejs"; \
 	command -v npm >/dev/null || missing="$$missing npm"; \
+	command -v kcat >/dev/null || missing="$$missing kcat"; \
+	[ -e /usr/share/java/zookeeper.jar ] || missing="$$missing zookeeper"; \
 	if [ -z "$$missing" ]; then :; \
 	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 		echo "== apt-get install$$missing"; \
