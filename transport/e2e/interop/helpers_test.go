@@ -95,7 +95,7 @@ func missing(t testing.TB, what, install string) {
 	if os.Getenv("CI") == "true" {
 		t.Fatalf("%s, and CI=true: .ci/run must install it (%s)", what, install)
 	}
-	t.Skipf("%s: %s (make deps), or this client's interop tests skip", what, install)
+	t.Skipf("%s; skipping this client's interop tests (to run them: %s, or make deps as root)", what, install)
 }
 
 // run runs a client program in dir (or the test's directory when empty),
