@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -149,6 +150,9 @@ var checks = map[string]func(t *testing.T, addr, topic string){
 		if c := topicConfig(t, addr, topic, "segment.ms"); c.source == kmsg.ConfigSourceDynamicTopicConfig {
 			t.Errorf("%s: segment.ms is %s, want it deleted from the topic", topic, c)
 		}
+		if c := topicConfig(t, addr, topic, "cleanup.policy"); c.value != "compact" || c.source != kmsg.ConfigSourceDynamicTopicConfig {
+			t.Errorf("%s: cleanup.policy is %s, want compact set on the topic", topic, c)
+		}
 	},
 	"partitions": func(t *testing.T, addr, topic string) {
 		starts, ends := offsets(t, addr, topic)
@@ -179,15 +183,21 @@ var checks = map[string]func(t *testing.T, addr, topic string){
 		if err != nil {
 			t.Fatalf("ListGroups: %v", err)
 		}
-		for _, g := range resp.Groups {
-			if g.Group == topic+"-g" {
-				if g.ProtocolType != "consumer" {
-					t.Errorf("ListGroups: %s has protocol type %q, want consumer", g.Group, g.ProtocolType)
-				}
-				return
-			}
+		if !slices.ContainsFunc(resp.Groups, func(g kmsg.ListGroupsResponseGroup) bool {
+			return g.Group == topic+"-g" && g.ProtocolType == "consumer"
+		}) {
+			t.Errorf("ListGroups: no group %s-g with protocol type consumer in %+v", topic, resp.Groups)
 		}
-		t.Errorf("ListGroups: no group %s-g in %+v", topic, resp.Groups)
+		// The member has left: an empty group keeps its protocol type.
+		dreq := kmsg.NewPtrDescribeGroupsRequest()
+		dreq.Groups = []string{topic + "-g"}
+		dresp, err := dreq.RequestWith(ctx(t), newClient(t, addr))
+		if err != nil {
+			t.Fatalf("DescribeGroups: %v", err)
+		}
+		if len(dresp.Groups) != 1 || dresp.Groups[0].ErrorCode != 0 || dresp.Groups[0].ProtocolType != "consumer" {
+			t.Errorf("DescribeGroups %s-g: %+v, want protocol type consumer", topic, dresp.Groups)
+		}
 	},
 	"logdirs": func(t *testing.T, addr, topic string) {
 		req := kmsg.NewPtrDescribeLogDirsRequest()

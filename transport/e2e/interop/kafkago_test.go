@@ -201,6 +201,16 @@ func (k *kafkaGo) incremental() {
 	if e := k.describe("segment.ms"); e.ConfigValue != "604800000" || e.ConfigSource == 1 { // 1: DYNAMIC_TOPIC_CONFIG
 		k.t.Errorf("kafka-go DescribeConfigs %s after DELETE: segment.ms %+v, want Kafka's default 604800000", k.topic, e)
 	}
+	// cleanup.policy is a list: APPEND adds to its value (Kafka's default,
+	// delete, when the topic has none), SUBTRACT takes away.
+	alter(kafka.IncrementalAlterConfigsRequestConfig{Name: "cleanup.policy", Value: "compact", ConfigOperation: kafka.ConfigOperationAppend})
+	if e := k.describe("cleanup.policy"); e.ConfigValue != "delete,compact" {
+		k.t.Errorf("kafka-go DescribeConfigs %s after APPEND compact: cleanup.policy %+v, want delete,compact", k.topic, e)
+	}
+	alter(kafka.IncrementalAlterConfigsRequestConfig{Name: "cleanup.policy", Value: "delete", ConfigOperation: kafka.ConfigOperationSubtract})
+	if e := k.describe("cleanup.policy"); e.ConfigValue != "compact" {
+		k.t.Errorf("kafka-go DescribeConfigs %s after SUBTRACT delete: cleanup.policy %+v, want compact", k.topic, e)
+	}
 }
 
 func (k *kafkaGo) partitions() {

@@ -251,6 +251,17 @@ func (s *saramaOps) incremental() {
 	if e := s.describe("segment.ms"); e.Value != "604800000" || e.Source == sarama.SourceTopic {
 		s.t.Errorf("sarama DescribeConfig %s after DELETE: segment.ms %+v, want Kafka's default 604800000", s.topic, e)
 	}
+	// cleanup.policy is a list: APPEND adds to its value (Kafka's default,
+	// delete, when the topic has none), SUBTRACT takes away.
+	compact, del := "compact", "delete"
+	alter(map[string]sarama.IncrementalAlterConfigsEntry{"cleanup.policy": {Operation: sarama.IncrementalAlterConfigsOperationAppend, Value: &compact}})
+	if e := s.describe("cleanup.policy"); e.Value != "delete,compact" {
+		s.t.Errorf("sarama DescribeConfig %s after APPEND compact: cleanup.policy %+v, want delete,compact", s.topic, e)
+	}
+	alter(map[string]sarama.IncrementalAlterConfigsEntry{"cleanup.policy": {Operation: sarama.IncrementalAlterConfigsOperationSubtract, Value: &del}})
+	if e := s.describe("cleanup.policy"); e.Value != "compact" {
+		s.t.Errorf("sarama DescribeConfig %s after SUBTRACT delete: cleanup.policy %+v, want compact", s.topic, e)
+	}
 }
 
 func (s *saramaOps) partitions() {
