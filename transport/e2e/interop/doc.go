@@ -18,6 +18,7 @@
 //	incremental    IncrementalAlterConfigs SET retention.ms=7200000 and segment.ms=3600000, then
 //	               DELETE segment.ms: retention.ms reads back set, segment.ms back at its default;
 //	               APPEND cleanup.policy compact (delete,compact), SUBTRACT delete (compact)
+//	brokerconfigs  DescribeConfigs of broker 0 lists num.partitions with a value
 //	partitions     CreatePartitions 1 -> 3, a record written to partition 2 and read back from it
 //	deleterecords  10 records, DeleteRecords below offset 5: ListOffsets earliest is 5 and reading
 //	               from the beginning starts at offset 5

@@ -26,7 +26,7 @@ const opTimeout = 90 * time.Second
 
 // ops are the operations every client runs, in this order, each on its own
 // topic (<client>-<op>) of the client's broker; doc.go says what each does.
-var ops = []string{"smoke", "configs", "incremental", "partitions", "deleterecords", "compaction", "internal", "groups", "offsetdelete", "logdirs"}
+var ops = []string{"smoke", "configs", "incremental", "brokerconfigs", "partitions", "deleterecords", "compaction", "internal", "groups", "offsetdelete", "logdirs"}
 
 // lacks says which operations each client has no API for (client -> op ->
 // why); README.md's Interoperability table shows the same (TestReadmeInterop).
@@ -152,6 +152,21 @@ var checks = map[string]func(t *testing.T, addr, topic string){
 		}
 		if c := topicConfig(t, addr, topic, "cleanup.policy"); c.value != "compact" || c.source != kmsg.ConfigSourceDynamicTopicConfig {
 			t.Errorf("%s: cleanup.policy is %s, want compact set on the topic", topic, c)
+		}
+	},
+	"brokerconfigs": func(t *testing.T, addr, topic string) {
+		req := kmsg.NewPtrDescribeConfigsRequest()
+		rr := kmsg.NewDescribeConfigsRequestResource()
+		rr.ResourceType, rr.ResourceName = kmsg.ConfigResourceTypeBroker, "0"
+		req.Resources = append(req.Resources, rr)
+		resp, err := req.RequestWith(ctx(t), newClient(t, addr))
+		if err != nil || len(resp.Resources) != 1 || resp.Resources[0].ErrorCode != 0 {
+			t.Fatalf("DescribeConfigs broker 0: %+v, %v", resp, err)
+		}
+		if !slices.ContainsFunc(resp.Resources[0].Configs, func(c kmsg.DescribeConfigsResponseResourceConfig) bool {
+			return c.Name == "num.partitions" && c.Value != nil && *c.Value != ""
+		}) {
+			t.Errorf("DescribeConfigs broker 0: no num.partitions in %+v", resp.Resources[0].Configs)
 		}
 	},
 	"partitions": func(t *testing.T, addr, topic string) {

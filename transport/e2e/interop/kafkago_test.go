@@ -21,7 +21,8 @@ func TestKafkaGo(t *testing.T) {
 			k := &kafkaGo{t: t, addr: addr, topic: topic, group: topic + "-g",
 				cl: &kafka.Client{Addr: kafka.TCP(addr), Timeout: 30 * time.Second}}
 			ops := map[string]func(){
-				"smoke": k.smoke, "configs": k.configs, "incremental": k.incremental, "partitions": k.partitions,
+				"smoke": k.smoke, "configs": k.configs, "incremental": k.incremental, "brokerconfigs": k.brokerConfigs,
+				"partitions": k.partitions,
 				"compaction": k.compaction, "internal": k.internal, "groups": k.groups, "offsetdelete": k.offsetDelete,
 			}
 			ops[op]()
@@ -211,6 +212,20 @@ func (k *kafkaGo) incremental() {
 	if e := k.describe("cleanup.policy"); e.ConfigValue != "compact" {
 		k.t.Errorf("kafka-go DescribeConfigs %s after SUBTRACT delete: cleanup.policy %+v, want compact", k.topic, e)
 	}
+}
+
+func (k *kafkaGo) brokerConfigs() {
+	resp, err := k.cl.DescribeConfigs(k.ctx(), &kafka.DescribeConfigsRequest{Resources: []kafka.DescribeConfigRequestResource{{
+		ResourceType: kafka.ResourceTypeBroker, ResourceName: "0"}}})
+	if err != nil || len(resp.Resources) != 1 || resp.Resources[0].Error != nil {
+		k.t.Fatalf("kafka-go DescribeConfigs broker 0: %+v, %v", resp, err)
+	}
+	entries := resp.Resources[0].ConfigEntries
+	i := slices.IndexFunc(entries, func(e kafka.DescribeConfigResponseConfigEntry) bool { return e.ConfigName == "num.partitions" })
+	if i < 0 || entries[i].ConfigValue == "" {
+		k.t.Fatalf("kafka-go DescribeConfigs broker 0: no num.partitions in %+v", entries)
+	}
+	k.t.Logf("broker 0: %d configs, num.partitions=%s", len(entries), entries[i].ConfigValue)
 }
 
 func (k *kafkaGo) partitions() {

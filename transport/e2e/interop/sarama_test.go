@@ -35,7 +35,8 @@ func TestSaramaAdmin(t *testing.T) {
 			defer admin.Close()
 			s := &saramaOps{t: t, addr: addr, topic: topic, group: topic + "-g", cfg: cfg, admin: admin}
 			map[string]func(){
-				"smoke": s.smoke, "configs": s.configs, "incremental": s.incremental, "partitions": s.partitions,
+				"smoke": s.smoke, "configs": s.configs, "incremental": s.incremental, "brokerconfigs": s.brokerConfigs,
+				"partitions":    s.partitions,
 				"deleterecords": s.deleteRecords, "compaction": s.compaction, "internal": s.internal, "groups": s.groups,
 				"offsetdelete": s.offsetDelete, "logdirs": s.logDirs,
 			}[op]()
@@ -262,6 +263,18 @@ func (s *saramaOps) incremental() {
 	if e := s.describe("cleanup.policy"); e.Value != "compact" {
 		s.t.Errorf("sarama DescribeConfig %s after SUBTRACT delete: cleanup.policy %+v, want compact", s.topic, e)
 	}
+}
+
+func (s *saramaOps) brokerConfigs() {
+	entries, err := s.admin.DescribeConfig(sarama.ConfigResource{Type: sarama.BrokerResource, Name: "0"})
+	if err != nil {
+		s.t.Fatalf("sarama DescribeConfig broker 0: %v", err)
+	}
+	i := slices.IndexFunc(entries, func(e sarama.ConfigEntry) bool { return e.Name == "num.partitions" })
+	if i < 0 || entries[i].Value == "" {
+		s.t.Fatalf("sarama DescribeConfig broker 0: no num.partitions in %+v", entries)
+	}
+	s.t.Logf("broker 0: %d configs, num.partitions=%s", len(entries), entries[i].Value)
 }
 
 func (s *saramaOps) partitions() {

@@ -150,6 +150,18 @@ const operations = {
     check(entry.configValue === '7200000', `retention.ms reads back ${entry.configValue}, want 7200000`)
   },
 
+  async brokerconfigs () {
+    const res = await withAdmin(a => a.describeConfigs({
+      resources: [{ type: ConfigResourceTypes.BROKER, name: '0' }],
+      includeSynonyms: false,
+    }))
+    const r = res.resources[0]
+    check(r.errorCode === 0, `describeConfigs broker 0: error ${r.errorCode} ${r.errorMessage}`)
+    const entry = r.configEntries.find(e => e.configName === 'num.partitions')
+    log(`broker 0: ${r.configEntries.length} configs, num.partitions=${entry && entry.configValue}`)
+    check(entry && entry.configValue, `describeConfigs broker 0: no num.partitions in ${r.configEntries.map(e => e.configName)}`)
+  },
+
   async partitions () {
     await create(1)
     await withAdmin(a => a.createPartitions({ topicPartitions: [{ topic: TOPIC, count: 3 }] }))

@@ -123,6 +123,14 @@ def configs():
     check(entry is not None and entry.value == "7200000", f"retention.ms reads back {entry}, want 7200000")
 
 
+def brokerconfigs():
+    res = ConfigResource("broker", "0")
+    entries = admin().describe_configs([res])[res].result(timeout=30)
+    log(f"broker 0: {len(entries)} configs, num.partitions={entries.get('num.partitions')}")
+    check(entries.get("num.partitions") is not None and entries["num.partitions"].value,
+          f"DescribeConfigs broker 0: no num.partitions in {sorted(entries)}")
+
+
 def partitions():
     create(1)
     wait(admin().create_partitions([NewPartitions(TOPIC, 3)]), "CreatePartitions")
@@ -180,6 +188,6 @@ def groups():
     consume_group(3, stay=while_member)
 
 
-{"smoke": smoke, "configs": configs, "partitions": partitions, "compaction": compaction,
+{"smoke": smoke, "configs": configs, "brokerconfigs": brokerconfigs, "partitions": partitions, "compaction": compaction,
  "internal": internal, "groups": groups}[OP]()
 log(f"confluent-kafka {OP}: ok")

@@ -116,6 +116,15 @@ def configs():
     check(entry[1] == "7200000", f"retention.ms reads back {entry[1]}, want 7200000")
 
 
+def brokerconfigs():
+    resp = admin().describe_configs([ConfigResource(ConfigResourceType.BROKER, "0")])
+    for code, message, _type, _name, entries in resp[0].resources:
+        check(code == 0, f"DescribeConfigs broker 0: error {code} {message}")
+        values = {e[0]: e[1] for e in entries}
+        log(f"broker 0: {len(values)} configs, num.partitions={values.get('num.partitions')}")
+        check(values.get("num.partitions"), f"DescribeConfigs broker 0: no num.partitions in {sorted(values)}")
+
+
 def partitions():
     create(1)
     admin().create_partitions({TOPIC: NewPartitions(total_count=3)})
@@ -179,6 +188,6 @@ def groups():
     consume_group(3, stay=while_member)
 
 
-{"smoke": smoke, "configs": configs, "partitions": partitions, "compaction": compaction,
+{"smoke": smoke, "configs": configs, "brokerconfigs": brokerconfigs, "partitions": partitions, "compaction": compaction,
  "internal": internal, "groups": groups}[OP]()
 log(f"kafka-python {OP}: ok")
