@@ -126,8 +126,9 @@ def configs():
 def brokerconfigs():
     res = ConfigResource("broker", "0")
     entries = admin().describe_configs([res])[res].result(timeout=30)
-    log(f"broker 0: {len(entries)} configs, num.partitions={entries.get('num.partitions')}")
-    check(entries.get("num.partitions") is not None and entries["num.partitions"].value,
+    entry = entries.get("num.partitions")
+    log(f"broker 0: {len(entries)} configs, num.partitions={entry and entry.value}")
+    check(entry is not None and entry.value,
           f"DescribeConfigs broker 0: no num.partitions in {sorted(entries)}")
 
 
