@@ -102,7 +102,11 @@ async function consume (group, done, stay) {
       await new Promise(resolve => setTimeout(resolve, 50))
       return false
     })
-    await consumer.commitOffsets([]) // flushes what eachMessage resolved
+    // Commits what it read (autoCommit may not have by now).
+    const next = {}
+    for (const m of got) next[m.partition] = Math.max(next[m.partition] || 0, m.offset + 1)
+    await consumer.commitOffsets(Object.entries(next).map(([partition, offset]) =>
+      ({ topic: TOPIC, partition: Number(partition), offset: String(offset) })))
     if (stay) await stay()
   } finally {
     await consumer.disconnect()
