@@ -24,7 +24,7 @@ const DefaultCleanerBackoff = 15 * time.Second
 func (n *Node) cleanLogs() error {
 	var errs []error
 	for _, p := range n.localPartitions() {
-		if !p.Compaction.Enabled {
+		if !p.Settings().Compaction.Enabled {
 			continue
 		}
 		if err := n.cleanLog(p); err != nil && !errors.Is(err, errClosedLog) && !errors.Is(err, partlog.ErrLogChanged) {
@@ -38,12 +38,12 @@ func (n *Node) cleanLog(p *replicated) error {
 	l := p.Log()
 	upTo := p.highWatermark() // never past it: a follower's truncation must not cut below what was cleaned
 	dirty, total := l.CleanableRatio(upTo)
-	if total == 0 || float64(dirty) < p.Compaction.MinCleanableRatio*float64(total) || dirty == 0 {
+	if total == 0 || float64(dirty) < p.Settings().Compaction.MinCleanableRatio*float64(total) || dirty == 0 {
 		return nil
 	}
 	res, err := l.Clean(n.ctx, partlog.CleanOptions{
 		UpTo:            upTo,
-		DeleteRetention: p.Compaction.DeleteRetention,
+		DeleteRetention: p.Settings().Compaction.DeleteRetention,
 		Decompress:      cleanerDecompress,
 		Compress:        cleanerCompress,
 	})

@@ -447,7 +447,7 @@ func (f *fetcher) fetchOnce(cl *peer.Client, fetches []queued, backedOff time.Ti
 			f.backoff(q.rp, err)
 			continue
 		}
-		if q.rp.DurableAcks && q.rp.Log().FlushedOffset() < q.rp.Log().EndOffset() {
+		if q.rp.Settings().DurableAcks && q.rp.Log().FlushedOffset() < q.rp.Log().EndOffset() {
 			durable = append(durable, q.rp)
 		}
 	}

@@ -48,6 +48,9 @@ type Log struct {
 	fs  vfs.FS
 	dir string
 	cfg Config
+	// live is cfg with what Reconfigure changed (reconfigure.go); read the
+	// settings it lists through conf().
+	live atomic.Pointer[Config]
 
 	// segs is the ordered segment list, replaced (never modified) under
 	// appendMu, and loaded by readers without locks.
@@ -171,6 +174,7 @@ func Open(fsys vfs.FS, dir string, cfg Config) (*Log, Report, error) {
 		return nil, Report{}, err
 	}
 	l := &Log{fs: fsys, dir: dir, cfg: cfg, backoff: cfg.RecoveryBackoff}
+	l.live.Store(&cfg)
 	l.polIdle.L = &l.statMu
 	l.readLimit.Store(NoLimit)
 	l.cleaned.Store(&cleanHistory{})

@@ -31,6 +31,7 @@ func (l *Log) ApplyRetention() ([]int64, error) {
 		return nil, nil
 	}
 	now := l.cfg.Clock.Now()
+	conf := l.conf()
 	segs := l.segments()
 	total := l.Size()
 	flushed := l.flushed.Load()
@@ -40,9 +41,9 @@ func (l *Log) ApplyRetention() ([]int64, error) {
 		if s.NextOffset() > flushed {
 			break // not durable yet: a recovery may have to cut back into it
 		}
-		bySize := l.cfg.RetentionBytes >= 0 && total-s.Size() >= l.cfg.RetentionBytes
+		bySize := conf.RetentionBytes >= 0 && total-s.Size() >= conf.RetentionBytes
 		byAge := false
-		if l.cfg.RetentionAge > 0 {
+		if conf.RetentionAge > 0 {
 			ts := s.MaxTimestamp()
 			if ts == segment.NoTimestamp {
 				fi, err := l.fs.Stat(segment.Name(l.dir, s.Base(), segment.LogSuffix))
@@ -51,7 +52,7 @@ func (l *Log) ApplyRetention() ([]int64, error) {
 				}
 				ts = fi.ModTime().UnixMilli()
 			}
-			byAge = ts < now.Add(-l.cfg.RetentionAge).UnixMilli()
+			byAge = ts < now.Add(-conf.RetentionAge).UnixMilli()
 		}
 		if !bySize && !byAge {
 			break
