@@ -81,6 +81,9 @@ type Node struct {
 	openFailed map[[16]byte]error
 	// topicsCache is Topics' answer for the image it was computed from.
 	topicsCache atomic.Pointer[topicsCache]
+	// layersCache are the broker layers of topic configs for an image
+	// (configs.go).
+	layersCache atomic.Pointer[brokerLayers]
 	localMu     sync.RWMutex
 	local       map[string]*localTopic // partitions this broker holds, by topic; written by the loop only
 

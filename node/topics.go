@@ -137,7 +137,7 @@ func (n *Node) MetadataTopic(ctx context.Context, name string, clientAllowsCreat
 
 func (n *Node) topicInfo(im *meta.Image, t *meta.Topic) TopicInfo {
 	ti := TopicInfo{Name: t.Name, ID: t.ID, Internal: t.Name == OffsetsTopic,
-		Configs: topicconfig.Resolve(t.Configs, n.defaults), Partitions: make([]PartitionInfo, len(t.Assignment))}
+		Configs: topicconfig.Resolve(t.Configs, n.topicDefaults(im)), Partitions: make([]PartitionInfo, len(t.Assignment))}
 	for p := range t.Assignment {
 		v := im.View(t, p)
 		ti.Partitions[p] = PartitionInfo{Index: int32(p), Leader: v.Leader, LeaderEpoch: v.LeaderEpoch,

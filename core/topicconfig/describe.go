@@ -65,6 +65,11 @@ type Entry struct {
 	// Synonyms are the layers that set the key, the one in effect first,
 	// then Kafka's default.
 	Synonyms []Synonym
+	// ReadOnly: AlterConfigs cannot change it (broker settings that are
+	// not topic defaults). Topic configs never are.
+	ReadOnly bool
+	// Sensitive: the value is a secret and not shown. None is, yet.
+	Sensitive bool
 }
 
 // DescribeTopic describes every key of a topic whose configs come from l,
