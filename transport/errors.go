@@ -115,6 +115,8 @@ var errorTable = []struct {
 	// The transport's own.
 	{errOldMessageFormat, kerr.UnsupportedForMessageFormat},
 	{errDuplicateTopic, kerr.InvalidRequest},
+	{errUnsupportedResource, kerr.InvalidRequest},
+	{node.ErrInvalidConfigRequest, kerr.InvalidRequest},
 
 	// Fetch sessions.
 	{fetchsession.ErrSessionNotFound, kerr.FetchSessionIDNotFound},

@@ -41,7 +41,11 @@ var apis = []api{
 	{key: 20, min: 0, max: 6, handle: handleDeleteTopics},         // api_delete_topics.go
 	{key: 22, min: 0, max: 4, handle: handleInitProducerID},       // api_init_producer_id.go
 	{key: 23, min: 0, max: 4, handle: handleOffsetForLeaderEpoch}, // api_offset_for_leader_epoch.go
+	{key: 32, min: 0, max: 4, handle: handleDescribeConfigs},      // api_describe_configs.go
+	{key: 33, min: 0, max: 2, handle: handleAlterConfigs},         // api_alter_configs.go
 	{key: 42, min: 0, max: 2, handle: handleDeleteGroups},         // api_delete_groups.go
+
+	{key: 44, min: 0, max: 1, handle: handleIncrementalAlterConfigs}, // api_incremental_alter_configs.go
 }
 
 const (
