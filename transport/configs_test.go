@@ -78,7 +78,9 @@ func wantAltered(t *testing.T, rs kadm.AlterConfigsResponses, err error, want ma
 	}
 }
 
-func set(k, v string) kadm.AlterConfig { return kadm.AlterConfig{Op: kadm.SetConfig, Name: k, Value: &v} }
+func set(k, v string) kadm.AlterConfig {
+	return kadm.AlterConfig{Op: kadm.SetConfig, Name: k, Value: &v}
+}
 
 // TestConfigsKadm: franz-go's admin client describes and alters topic and
 // broker configs (incremental, legacy, validate-only), and one bad resource
