@@ -95,6 +95,15 @@
 // the leader of each partition hands it to the group coordinator (core/groups),
 // which replays it and writes commits to it, and the topic is compacted.
 //
+// # Configs
+//
+// A topic's own configs are in /config/topics/<t>, the dynamic broker
+// defaults in /config/brokers/<default> and /config/brokers/<id> (Kafka's
+// ZooKeeper layout); the loop watches them, so each image carries them, and
+// reconcile applies a change of a topic's effective configs to its open
+// partitions (logs.Partition.Reconfigure), on every broker, without a
+// restart. Any broker describes and alters them (configs.go).
+//
 // # Data directory
 //
 //	<DataDir>/

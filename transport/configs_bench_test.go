@@ -3,6 +3,7 @@ package transport
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -35,14 +36,19 @@ func BenchmarkConfigs1000Topics(b *testing.B) {
 			b.Fatalf("create %s: error %d", t.Topic, t.ErrorCode)
 		}
 	}
-	pollUntil(b, "every topic led", func() bool {
+	led := func() bool {
 		for _, ti := range br.node.Topics() {
 			if ti.Partitions[0].Leader < 0 {
 				return false
 			}
 		}
 		return len(br.node.Topics()) == topics
-	})
+	}
+	for deadline := time.Now().Add(3 * time.Minute); !led(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			b.Fatal("the topics have no leaders after 3 minutes")
+		}
+	}
 	describe := func(names ...string) *kmsg.DescribeConfigsRequest {
 		req := kmsg.NewPtrDescribeConfigsRequest()
 		req.Version, req.IncludeSynonyms, req.IncludeDocumentation = 4, true, true
