@@ -36,17 +36,23 @@ func BenchmarkConfigs1000Topics(b *testing.B) {
 			b.Fatalf("create %s: error %d", t.Topic, t.ErrorCode)
 		}
 	}
-	led := func() bool {
-		for _, ti := range br.node.Topics() {
-			if ti.Partitions[0].Leader < 0 {
-				return false
+	led := func() (int, int) {
+		n := 0
+		ts := br.node.Topics()
+		for _, ti := range ts {
+			if ti.Partitions[0].Leader >= 0 {
+				n++
 			}
 		}
-		return len(br.node.Topics()) == topics
+		return n, len(ts)
 	}
-	for deadline := time.Now().Add(3 * time.Minute); !led(); time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(3 * time.Minute); ; time.Sleep(10 * time.Millisecond) {
+		n, all := led()
+		if n == topics && all == topics {
+			break
+		}
 		if time.Now().After(deadline) {
-			b.Fatal("the topics have no leaders after 3 minutes")
+			b.Fatalf("after 3 minutes, %d of %d topics led, want %d", n, all, topics)
 		}
 	}
 	describe := func(names ...string) *kmsg.DescribeConfigsRequest {
