@@ -46,6 +46,7 @@ func sv(s string) *string { return &s }
 // every broker; a broker that restarts comes back with both.
 func TestConfigsAcrossCluster(t *testing.T) {
 	c := newTestCluster(t, 1, 2, 3)
+	c.await("three brokers", func(im *meta.Image) bool { return len(im.Brokers) == 3 })
 	ctx := context.Background()
 	if _, err := c.nodes[1].CreateTopic(ctx, CreateTopic{Name: "t", Partitions: 1, ReplicationFactor: 3}); err != nil {
 		t.Fatal(err)
