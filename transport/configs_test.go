@@ -378,3 +378,47 @@ func TestConfigsApplyLive(t *testing.T) {
 		t.Fatalf("acks=all with min.insync.replicas=2 on one broker: %v", err)
 	}
 }
+
+// The config APIs' version cases (versions_test.go): each describes or
+// alters (validate-only) the test topic "t".
+func init() {
+	versionCases[32] = versionCase{
+		build: func(t testing.TB, v int16) kmsg.Request {
+			req := kmsg.NewPtrDescribeConfigsRequest()
+			req.Version, req.IncludeSynonyms, req.IncludeDocumentation = v, true, true
+			r := kmsg.NewDescribeConfigsRequestResource()
+			r.ResourceType, r.ResourceName = kmsg.ConfigResourceTypeTopic, "t"
+			req.Resources = append(req.Resources, r)
+			return req
+		},
+		errorOf: func(r kmsg.Response) int16 { return r.(*kmsg.DescribeConfigsResponse).Resources[0].ErrorCode },
+	}
+	versionCases[33] = versionCase{
+		build: func(t testing.TB, v int16) kmsg.Request {
+			req := kmsg.NewPtrAlterConfigsRequest()
+			req.Version, req.ValidateOnly = v, true
+			r := kmsg.NewAlterConfigsRequestResource()
+			r.ResourceType, r.ResourceName = kmsg.ConfigResourceTypeTopic, "t"
+			c := kmsg.NewAlterConfigsRequestResourceConfig()
+			c.Name, c.Value = "retention.ms", kmsg.StringPtr("1000")
+			r.Configs = append(r.Configs, c)
+			req.Resources = append(req.Resources, r)
+			return req
+		},
+		errorOf: func(r kmsg.Response) int16 { return r.(*kmsg.AlterConfigsResponse).Resources[0].ErrorCode },
+	}
+	versionCases[44] = versionCase{
+		build: func(t testing.TB, v int16) kmsg.Request {
+			req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+			req.Version, req.ValidateOnly = v, true
+			r := kmsg.NewIncrementalAlterConfigsRequestResource()
+			r.ResourceType, r.ResourceName = kmsg.ConfigResourceTypeTopic, "t"
+			c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+			c.Name, c.Op, c.Value = "cleanup.policy", kmsg.IncrementalAlterConfigOpAppend, kmsg.StringPtr("compact")
+			r.Configs = append(r.Configs, c)
+			req.Resources = append(req.Resources, r)
+			return req
+		},
+		errorOf: func(r kmsg.Response) int16 { return r.(*kmsg.IncrementalAlterConfigsResponse).Resources[0].ErrorCode },
+	}
+}
