@@ -235,6 +235,16 @@
 // two header reads rebuild it; otherwise every batch header is read. Any
 // change is written before the recovery point moves.
 //
+// # Changing the settings of an open log
+//
+// Reconfigure (a topic's configs altered while it is served) swaps the
+// settings an append or a retention pass reads (segment size and age, index
+// interval, retention, batch limit, flush policy) as one immutable Config
+// behind an atomic pointer: each append or pass reads it once, so it sees
+// the old settings or the new, never a mix. The flush policy is swapped
+// while the swapper holds the policy (as an append does), so no call to the
+// old one is in progress and the calls owed are made to the new one.
+//
 // # Retention and truncation
 //
 // ApplyRetention deletes whole segments from the front by age (newest record
