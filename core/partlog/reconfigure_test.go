@@ -79,3 +79,41 @@ func TestReconfigure(t *testing.T) {
 		t.Fatalf("Reconfigure after Close: %v", err)
 	}
 }
+
+// Reconfigure while appends run: every append lands once, in order, under
+// one of the settings, and the race detector sees the swaps as safe.
+func TestReconfigureUnderAppends(t *testing.T) {
+	fs := memFS(t)
+	l, _ := mustOpen(t, fs, Config{SegmentBytes: 4096, RetentionAge: -1})
+	defer l.Close()
+	const writers, each = 4, 50
+	done := make(chan error, writers)
+	for w := range writers {
+		go func() {
+			for i := range each {
+				if _, err := l.Append(t.Context(), batch(w*each+i, 1, 200), 0); err != nil {
+					done <- err
+					return
+				}
+			}
+			done <- nil
+		}()
+	}
+	policies := []func() flushpolicy.Policy{flushpolicy.EveryBatch, flushpolicy.Never, func() flushpolicy.Policy { return flushpolicy.EveryMessages(3) }}
+	for i, finished := 0, 0; finished < writers; i++ {
+		if err := l.Reconfigure(Config{SegmentBytes: int64(2048 + 1024*(i%3)), RetentionAge: -1, FlushPolicy: policies[i%3]()}); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+			finished++
+		default:
+		}
+	}
+	if got := len(readAll(t, l, 1<<20)); got != writers*each {
+		t.Fatalf("read %d batches, want %d", got, writers*each)
+	}
+}
