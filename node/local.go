@@ -21,6 +21,11 @@ type localTopic struct {
 	id    [16]byte
 	pc    logs.PartitionConfig // what the topic's effective configs mean to its logs (a recompressor shared by its partitions)
 	eff   map[string]string    // the effective configs pc was made of
+	// checked and checkedDefaults are what reconfigureLocal last compared
+	// (topics are replaced when read again, never changed): unchanged, it
+	// has nothing to do.
+	checked         *meta.Topic
+	checkedDefaults map[string]string
 	parts map[int32]*replicated
 	// retired are recompressors replaced by a config change: appends in
 	// progress may still use them, so they are closed with the topic.
@@ -288,6 +293,11 @@ func (n *Node) partitionConfig(t *meta.Topic, im *meta.Image) (logs.PartitionCon
 // retention pass over the topic's partitions). A change that cannot be
 // applied is logged, and the partitions keep what they had.
 func (n *Node) reconfigureLocal(t *meta.Topic, lt *localTopic, im *meta.Image) {
+	defaults := n.topicDefaults(im)
+	if lt.checked == t && maps.Equal(lt.checkedDefaults, defaults) {
+		return
+	}
+	lt.checked, lt.checkedDefaults = t, defaults
 	own, err := topicconfig.Normalize(t.Configs, nil)
 	if err != nil {
 		own = nil // partitionConfig reports it
@@ -296,7 +306,7 @@ func (n *Node) reconfigureLocal(t *meta.Topic, lt *localTopic, im *meta.Image) {
 		own = maps.Clone(own)
 		maps.Copy(own, n.offsetsTopicConfigs())
 	}
-	if err == nil && maps.Equal(topicconfig.Resolve(own, n.topicDefaults(im)), lt.eff) {
+	if err == nil && maps.Equal(topicconfig.Resolve(own, defaults), lt.eff) {
 		return
 	}
 	pc, eff, err := n.partitionConfig(t, im)
