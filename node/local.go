@@ -18,15 +18,16 @@ import (
 // localTopic is a topic this broker holds replicas of: the partition logs it
 // opened, for the topic id it opened them for.
 type localTopic struct {
-	id  [16]byte
-	pc  logs.PartitionConfig // what the topic's effective configs mean to its logs (a recompressor shared by its partitions)
-	eff map[string]string    // the effective configs pc was made of
+	id    [16]byte
+	pc    logs.PartitionConfig // what the topic's effective configs mean to its logs (a recompressor shared by its partitions)
+	eff   map[string]string    // the effective configs pc was made of
+	parts map[int32]*replicated
+
 	// checked and checkedDefaults are what reconfigureLocal last compared
 	// (topics are replaced when read again, never changed): unchanged, it
 	// has nothing to do.
 	checked         *meta.Topic
 	checkedDefaults map[string]string
-	parts           map[int32]*replicated
 	// retired are recompressors replaced by a config change: appends in
 	// progress may still use them, so they are closed with the topic.
 	retired []*recompress.Recompressor
