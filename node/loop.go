@@ -63,15 +63,17 @@ type loop struct {
 	names        []string
 	deleting     map[string]bool
 	topics       map[string]*meta.Topic
-	acked        map[string]bool              // deletions this broker acknowledged
-	removed      map[[16]byte]bool            // topics (by id) whose logs this broker removed
-	strayDone    atomic.Bool                  // setAsideStrays ran
-	ctl          *control                     // non-nil while this broker is controller
-	shuttingDown []int32                      // brokers in controlled shutdown, as read
-	resigned     []meta.Resignation           // resignations of failed replica logs, as read
-	brokerCfgs   map[string]map[string]string // /config/brokers/<entity>, as read (configs.go)
-	lastWarn     string                       // the last round failure logged at WARN, and when
+	acked        map[string]bool    // deletions this broker acknowledged
+	removed      map[[16]byte]bool  // topics (by id) whose logs this broker removed
+	strayDone    atomic.Bool        // setAsideStrays ran
+	ctl          *control           // non-nil while this broker is controller
+	shuttingDown []int32            // brokers in controlled shutdown, as read
+	resigned     []meta.Resignation // resignations of failed replica logs, as read
+	lastWarn     string             // the last round failure logged at WARN, and when
 	lastWarnAt   time.Time
+
+	// brokerCfgs are /config/brokers/<entity>, as read (configs.go).
+	brokerCfgs map[string]map[string]string
 }
 
 // dirty is what must be read again.
