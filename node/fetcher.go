@@ -539,5 +539,6 @@ func (rp *replicated) fetched(source, epoch int32, offset int64, got *peer.Fetch
 	}
 	rp.r.LeaderHighWatermark(got.HighWatermark)
 	rp.applyLocked()
+	rp.followLogStartLocked(got.LogStartOffset)
 	return nil
 }

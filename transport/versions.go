@@ -25,7 +25,7 @@ type api struct {
 var apis = []api{
 	{key: 0, min: 0, max: 10, handle: handleProduce},              // api_produce.go
 	{key: 1, min: 4, max: 11, raw: handleFetch},                   // api_fetch.go
-	{key: 2, min: 0, max: 6, handle: handleListOffsets},           // api_list_offsets.go
+	{key: 2, min: 0, max: 7, handle: handleListOffsets},           // api_list_offsets.go
 	{key: 3, min: 0, max: 12, handle: handleMetadata},             // api_metadata.go
 	{key: 8, min: 0, max: 8, handle: handleOffsetCommit},          // api_offset_commit.go
 	{key: 9, min: 0, max: 8, handle: handleOffsetFetch},           // api_offset_fetch.go
@@ -42,6 +42,12 @@ var apis = []api{
 	{key: 22, min: 0, max: 4, handle: handleInitProducerID},       // api_init_producer_id.go
 	{key: 23, min: 0, max: 4, handle: handleOffsetForLeaderEpoch}, // api_offset_for_leader_epoch.go
 	{key: 42, min: 0, max: 2, handle: handleDeleteGroups},         // api_delete_groups.go
+	{key: 21, min: 0, max: 2, handle: handleDeleteRecords},        // api_delete_records.go
+	{key: 35, min: 0, max: 4, handle: handleDescribeLogDirs},      // api_describe_log_dirs.go
+	{key: 37, min: 0, max: 3, handle: handleCreatePartitions},     // api_create_partitions.go
+	{key: 47, min: 0, max: 0, handle: handleOffsetDelete},         // api_offset_delete.go
+	{key: 60, min: 0, max: 1, handle: handleDescribeCluster},      // api_describe_cluster.go
+	{key: 61, min: 0, max: 0, handle: handleDescribeProducers},    // api_describe_producers.go
 }
 
 const (
