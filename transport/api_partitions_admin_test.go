@@ -105,7 +105,9 @@ func init() {
 			req.Topics = append(req.Topics, rt)
 			return req
 		},
-		errorOf: func(r kmsg.Response) int16 { return r.(*kmsg.DescribeProducersResponse).Topics[0].Partitions[0].ErrorCode },
+		errorOf: func(r kmsg.Response) int16 {
+			return r.(*kmsg.DescribeProducersResponse).Topics[0].Partitions[0].ErrorCode
+		},
 	}
 }
 
@@ -487,5 +489,101 @@ func TestDescribeAPIsKadm(t *testing.T) {
 	req.Version, req.EndpointType = 1, 2
 	if r := rc.do(req).(*kmsg.DescribeClusterResponse); r.ErrorCode != kerr.UnsupportedEndpointType.Code {
 		t.Fatalf("controllers endpoint type: %d", r.ErrorCode)
+	}
+}
+
+// TestOffsetDeleteKadm: kadm's DeleteOffsets on a consumer group. While a
+// member subscribed to "sub" is in the group, its offsets stay
+// (GROUP_SUBSCRIBED_TO_TOPIC) and those of "other" (committed but not
+// subscribed) go; once the group is empty, "sub"'s go too. Unknown groups
+// and partitions are refused.
+func TestOffsetDeleteKadm(t *testing.T) {
+	b := startBroker(t)
+	ctx := testCtx(t)
+	b.createTopic(t, "sub", 1, nil)
+	b.createTopic(t, "other", 1, nil)
+	_, adm := kadmClient(t, b)
+	produce := kgoClient(t, b)
+	if err := produce.ProduceSync(ctx, &kgo.Record{Topic: "sub", Value: []byte("x")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	member := kgoClient(t, b, kgo.ConsumerGroup("od"), kgo.ConsumeTopics("sub"), kgo.DisableAutoCommit(),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	for n := 0; n < 1; {
+		fs := member.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatal(ctx.Err())
+		}
+		n += fs.NumRecords()
+	}
+	offs := kadm.Offsets{}
+	offs.Add(kadm.Offset{Topic: "sub", Partition: 0, At: 1, LeaderEpoch: -1})
+	offs.Add(kadm.Offset{Topic: "other", Partition: 0, At: 0, LeaderEpoch: -1})
+	var commitErr error
+	member.CommitOffsetsSync(ctx, map[string]map[int32]kgo.EpochOffset{"sub": {0: {Epoch: -1, Offset: 1}}, "other": {0: {Epoch: -1, Offset: 0}}},
+		func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
+			commitErr = err
+			if resp == nil {
+				return
+			}
+			for _, rt := range resp.Topics {
+				for _, rp := range rt.Partitions {
+					commitErr = errors.Join(commitErr, kerr.ErrorForCode(rp.ErrorCode))
+				}
+			}
+		})
+	if commitErr != nil {
+		t.Fatal(commitErr)
+	}
+	both := kadm.TopicsSet{}
+	both.Add("sub", 0)
+	both.Add("other", 0)
+	res, err := adm.DeleteOffsets(ctx, "od", both)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := res["sub"][0]; !errors.Is(err, kerr.GroupSubscribedToTopic) {
+		t.Fatalf("sub while subscribed: %v", err)
+	}
+	if err := res["other"][0]; err != nil {
+		t.Fatalf("other: %v", err)
+	}
+	fetched, err := adm.FetchOffsets(ctx, "od")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := fetched.Lookup("other", 0); ok {
+		t.Fatal("other's offset still committed")
+	}
+	if o, ok := fetched.Lookup("sub", 0); !ok || o.At != 1 {
+		t.Fatalf("sub's offset: %+v %v", o, ok)
+	}
+	member.LeaveGroup()
+	member.Close()
+	res, err = adm.DeleteOffsets(ctx, "od", both)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := res.Error(); err != nil {
+		t.Fatalf("empty group: %v", err)
+	}
+	if fetched, err = adm.FetchOffsets(ctx, "od"); err != nil || len(fetched) != 0 {
+		t.Fatalf("offsets left: %+v %v", fetched, err)
+	}
+	if _, err := adm.DeleteOffsets(ctx, "never-seen", both); !errors.Is(err, kerr.GroupIDNotFound) {
+		t.Fatalf("unknown group: %v", err)
+	}
+	unknown := kadm.TopicsSet{}
+	unknown.Add("sub", 5)
+	unknown.Add("nope", 0)
+	if err := adm.CommitAllOffsets(ctx, "od2", offs); err != nil {
+		t.Fatal(err)
+	}
+	res, err = adm.DeleteOffsets(ctx, "od2", unknown)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !errors.Is(res["sub"][5], kerr.UnknownTopicOrPartition) || !errors.Is(res["nope"][0], kerr.UnknownTopicOrPartition) {
+		t.Fatalf("unknown partitions: %v", res)
 	}
 }
