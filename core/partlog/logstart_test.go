@@ -2,9 +2,12 @@ package partlog
 
 import (
 	"errors"
+	"slices"
+	"sync"
 	"testing"
 
 	"github.com/weir-broker/weir/core/vfs"
+	"github.com/weir-broker/weir/core/vfs/errorfs"
 )
 
 // startLog returns a log on a MemFS with records [0, 60) in batches of 2
@@ -176,5 +179,58 @@ func TestRetentionBelowLogStart(t *testing.T) {
 	}
 	if l.StartOffset() != 50 {
 		t.Fatalf("start %d, want 50", l.StartOffset())
+	}
+}
+
+// TestCrashLoopDeleteRecords cuts the power before every file operation of
+// a workload that appends, moves the log start twice and closes: the log
+// reopened from what survived starts at 0, 25 or 45, never below a move
+// that had returned, and serves every offset from its start to its end.
+func TestCrashLoopDeleteRecords(t *testing.T) {
+	workload := func(fs vfs.FS, moved func(int64)) {
+		l, _, err := Open(fs, dir, Config{SegmentBytes: 1024, RetentionAge: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 30 {
+			if _, err := l.Append(ctx, batch(i, 2, 60), 1); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := l.Flush(l.EndOffset()); err != nil {
+			t.Fatal(err)
+		}
+		for _, off := range []int64{25, 45} {
+			if _, err := l.DeleteRecordsBefore(off); err != nil {
+				t.Fatal(err)
+			}
+			moved(off)
+		}
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	probe := &errorfs.FailAt{K: -1}
+	workload(errorfs.Wrap(memFS(t), probe), func(int64) {})
+	total := probe.Count()
+	for k := range total {
+		var mu sync.Mutex
+		var returned, atCrash int64
+		c, fs := newCrasher(memFS(t), k, false, 1, func() {
+			mu.Lock()
+			atCrash = returned
+			mu.Unlock()
+		})
+		workload(fs, func(off int64) { mu.Lock(); returned = off; mu.Unlock() })
+		l, _, err := Open(c.clone, dir, Config{SegmentBytes: 1024, RetentionAge: -1})
+		if err != nil {
+			t.Fatalf("crash %d: reopen: %v", k, err)
+		}
+		start := l.StartOffset()
+		if start < atCrash || !slices.Contains([]int64{0, 25, 45}, start) {
+			t.Fatalf("crash %d: log starts at %d, a move to %d had returned", k, start, atCrash)
+		}
+		contiguous(t, l)
+		_ = l.Close()
 	}
 }
