@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/weir-broker/weir/core/controller"
@@ -168,17 +169,20 @@ const DeleteRecordsLatest = -1
 // DeleteRecords: records below it are no longer served (fetches below get
 // OFFSET_OUT_OF_RANGE, ListOffsets earliest answers it), the segments wholly
 // below it go, and the new start is checkpointed in the partition directory
-// (partlog.DeleteRecordsBefore). It returns the low watermark: the log
-// start after the call (unchanged when it was already past offset).
-// Followers learn the leader's log start from its fetch answers and move
-// theirs (replicated.fetched); the answer does not wait for them (Kafka's
-// waits until every replica's start passed the offset).
+// (partlog.DeleteRecordsBefore). Followers learn the leader's log start from
+// its fetch answers, move theirs (followLogStartLocked) and report it in
+// their next fetch; like Kafka's DelayedDeleteRecords, DeleteRecords then
+// waits, within ctx, until every live replica's log start reached offset,
+// and returns the low watermark: the smallest log start of the live
+// replicas. When ctx ends first, it returns the low watermark as it is and
+// an error wrapping context.DeadlineExceeded (REQUEST_TIMED_OUT; the
+// leader's start has moved, the followers' follow).
 //
 // Errors: those of Partition (unknown, not leader); ErrOffsetOutOfRange for
 // an offset past the high watermark or below -1; ErrInvalidTopic for the
 // internal topic; ErrPolicyViolation for a topic whose cleanup.policy is
 // compact without delete (Kafka's rule).
-func (n *Node) DeleteRecords(topic string, partition int32, offset int64) (int64, error) {
+func (n *Node) DeleteRecords(ctx context.Context, topic string, partition int32, offset int64) (int64, error) {
 	if topic == OffsetsTopic {
 		return -1, fmt.Errorf("%w: cannot delete records of the internal topic %s", ErrInvalidTopic, topic)
 	}
@@ -200,12 +204,75 @@ func (n *Node) DeleteRecords(topic string, partition int32, offset int64) (int64
 		return -1, fmt.Errorf("%w: delete records of %s before %d: the high watermark is %d",
 			ErrOffsetOutOfRange, logs.DirName(topic, partition), offset, hw)
 	}
-	low, err := p.Log().DeleteRecordsBefore(offset)
+	start, err := p.Log().DeleteRecordsBefore(offset)
 	if err != nil {
 		return -1, fmt.Errorf("node: delete records of %s before %d: %w", logs.DirName(topic, partition), offset, err)
 	}
-	n.logger.Info("deleted records", "partition", logs.DirName(topic, partition), "before", offset, "log_start", low)
-	return low, nil
+	n.logger.Info("deleted records", "partition", logs.DirName(topic, partition), "before", offset, "log_start", start)
+	for {
+		low, reported, imChanged := n.lowWatermark(p, topic, partition, start)
+		if low >= offset {
+			return low, nil
+		}
+		select {
+		case <-reported:
+		case <-imChanged:
+		case <-ctx.Done():
+			return low, fmt.Errorf("node: records of %s deleted before %d on the leader, the replicas' low watermark is %d: %w",
+				logs.DirName(topic, partition), offset, low, context.DeadlineExceeded)
+		}
+	}
+}
+
+// lowWatermark is the smallest log start over the partition's live
+// replicas (Kafka's lowWatermarkIfLeader), this broker's being start; a
+// live follower that has not reported one counts as 0. reported is closed
+// when a follower next reports a new one, imChanged when the image changes
+// (a replica dies).
+func (n *Node) lowWatermark(p *replicated, topic string, partition int32, start int64) (low int64, reported, imChanged <-chan struct{}) {
+	im, imChanged := n.image.load()
+	p.starts.mu.Lock()
+	defer p.starts.mu.Unlock()
+	if p.starts.changed == nil {
+		p.starts.changed = make(chan struct{})
+	}
+	low = start
+	if t := im.Topics[topic]; t != nil && int(partition) < len(t.Assignment) {
+		for _, r := range t.Assignment[partition] {
+			if r != n.cfg.NodeID && im.Live(r) {
+				low = min(low, max(0, p.starts.by[r]))
+			}
+		}
+	}
+	return low, p.starts.changed, imChanged
+}
+
+// followerStarts are the log start offsets a leader's followers report in
+// their fetches, by broker.
+type followerStarts struct {
+	mu      sync.Mutex
+	by      map[int32]int64
+	changed chan struct{} // closed (and replaced) when one moves
+}
+
+// FollowerLogStart records the log start a follower (broker replicaID)
+// reported in its fetch (the fetch request's log_start_offset; -1: none),
+// for DeleteRecords' low watermark.
+func (p *Partition) FollowerLogStart(replicaID int32, start int64) {
+	s := &p.p.starts
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if start < 0 || s.by[replicaID] == start {
+		return
+	}
+	if s.by == nil {
+		s.by = map[int32]int64{}
+	}
+	s.by[replicaID] = start
+	if s.changed != nil {
+		close(s.changed)
+		s.changed = nil
+	}
 }
 
 // followLogStart moves a follower's log start up to the leader's

@@ -8,19 +8,26 @@ package transport
 // log start after the call. An offset past the high watermark is
 // OFFSET_OUT_OF_RANGE; the internal topic INVALID_TOPIC_EXCEPTION; a topic
 // only compacted POLICY_VIOLATION. The node says what moving the start does
-// (node.DeleteRecords). The answer does not wait for the followers, which
-// follow the leader's log start from its fetch answers; timeout_ms is not
-// used.
+// (node.DeleteRecords). Followers follow the leader's log start from its
+// fetch answers; the answer waits up to timeout_ms for every live replica's
+// log start to reach the offset (the low watermark is then the smallest of
+// them), and is REQUEST_TIMED_OUT with the low watermark as it is after
+// that. Partitions are answered one after the other within the one timeout.
 
 import (
 	"context"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func handleDeleteRecords(_ context.Context, s *Server, r *request) (kmsg.Response, error) {
+func handleDeleteRecords(ctx context.Context, s *Server, r *request) (kmsg.Response, error) {
 	req := r.body.(*kmsg.DeleteRecordsRequest)
 	resp := req.ResponseKind().(*kmsg.DeleteRecordsResponse)
+	// timeout_ms bounds the wait for the followers' log starts (Kafka's
+	// DelayedDeleteRecords): REQUEST_TIMED_OUT then.
+	tctx, cancel := context.WithTimeout(ctx, time.Duration(max(req.TimeoutMillis, 0))*time.Millisecond)
+	defer cancel()
 	resp.Topics = make([]kmsg.DeleteRecordsResponseTopic, len(req.Topics))
 	for i, rt := range req.Topics {
 		st := &resp.Topics[i]
@@ -31,7 +38,7 @@ func handleDeleteRecords(_ context.Context, s *Server, r *request) (kmsg.Respons
 			sp := &st.Partitions[j]
 			sp.Default()
 			sp.Partition = rp.Partition
-			low, err := s.node.DeleteRecords(rt.Topic, rp.Partition, rp.Offset)
+			low, err := s.node.DeleteRecords(tctx, rt.Topic, rp.Partition, rp.Offset)
 			sp.LowWatermark, sp.ErrorCode = low, s.code(err)
 		}
 	}

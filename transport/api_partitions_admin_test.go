@@ -367,7 +367,7 @@ func TestDeleteRecordsPolicy(t *testing.T) {
 	if r, _ := res.Lookup("compacted", 0); !errors.Is(r.Err, kerr.PolicyViolation) {
 		t.Fatalf("compacted: %v", r.Err)
 	}
-	if _, err := b.node.DeleteRecords(node.OffsetsTopic, 0, 0); !errors.Is(err, node.ErrInvalidTopic) {
+	if _, err := b.node.DeleteRecords(ctx, node.OffsetsTopic, 0, 0); !errors.Is(err, node.ErrInvalidTopic) {
 		t.Fatalf("internal topic: %v", err)
 	}
 }
