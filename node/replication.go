@@ -47,7 +47,7 @@ type replicated struct {
 	// partition (Partition.Watch).
 	readers wakeup.Source
 
-	appends appendGate // produce appends in progress (appendgate.go)
+	appends appendGate     // produce appends in progress (appendgate.go)
 	starts  followerStarts // the followers' log starts, for DeleteRecords (admin.go)
 }
 
