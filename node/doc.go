@@ -106,7 +106,9 @@
 // assigned. DeleteRecords moves a led partition's log start offset
 // (partlog.DeleteRecordsBefore, checkpointed in the partition directory);
 // followers move theirs to the leader's log start from each fetch answer,
-// bounded by their own high watermark (followLogStartLocked). OffsetDelete
+// bounded by their own high watermark (followLogStartLocked), and report it
+// in their next fetch (FollowerLogStart), which the leader's DeleteRecords
+// waits for, as Kafka's DelayedDeleteRecords does. OffsetDelete
 // goes to the group's coordinator (groups.Coordinator.DeleteOffsets);
 // DescribeProducers reads a led partition's producer state, and LogDir
 // lists every open partition log with its size.
