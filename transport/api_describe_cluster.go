@@ -3,8 +3,8 @@ package transport
 // DescribeCluster: v0-v1.
 //
 // The live brokers, the controller and the cluster id, as Metadata has
-// them (kadm's BrokerMetadata and the Java admin's describeCluster ask
-// this). v1 added the endpoint type: only brokers (1) are described;
+// them (the Java admin's describeCluster asks this; kadm's BrokerMetadata
+// asks Metadata). v1 added the endpoint type: only brokers (1) are described;
 // asking for controllers (2) is UNSUPPORTED_ENDPOINT_TYPE, as a ZooKeeper-mode
 // Kafka answers. Cluster authorized operations are not computed (there is
 // no ACL): INT32_MIN, "not requested or unknown".

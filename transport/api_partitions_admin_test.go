@@ -411,7 +411,8 @@ func TestListOffsetsMaxTimestamp(t *testing.T) {
 	}
 }
 
-// TestDescribeAPIsKadm: kadm's DescribeCluster-based BrokerMetadata,
+// TestDescribeAPIsKadm: DescribeCluster through a franz-go client (kadm's
+// BrokerMetadata asks Metadata, which must agree), kadm's
 // DescribeBrokerLogDirs and DescribeProducers.
 func TestDescribeAPIsKadm(t *testing.T) {
 	b := startBroker(t)
@@ -424,8 +425,14 @@ func TestDescribeAPIsKadm(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if md.Cluster != b.node.ClusterID() || md.Controller != b.node.ID() || len(md.Brokers) != 1 || md.Brokers[0].NodeID != b.node.ID() {
-		t.Fatalf("broker metadata: %+v", md)
+	dc, err := kmsg.NewPtrDescribeClusterRequest().RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dc.ErrorCode != 0 || dc.ClusterID != md.Cluster || dc.ControllerID != md.Controller || len(dc.Brokers) != 1 ||
+		dc.Brokers[0].NodeID != md.Brokers[0].NodeID || dc.Brokers[0].Host != md.Brokers[0].Host || dc.Brokers[0].Port != md.Brokers[0].Port ||
+		dc.ClusterID != b.node.ClusterID() || dc.ControllerID != b.node.ID() {
+		t.Fatalf("DescribeCluster %+v, Metadata %+v", dc, md)
 	}
 	dirs, err := adm.DescribeBrokerLogDirs(ctx, b.node.ID(), nil)
 	if err != nil {
