@@ -1,9 +1,11 @@
 package e2e_test
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/IBM/sarama"
@@ -232,5 +234,44 @@ func TestClusterAdminPartitionsAndRecords(t *testing.T) {
 	}
 	if first != 12 {
 		t.Fatalf("a consumer reset from below the start read from %d, want 12", first)
+	}
+}
+
+// TestKcatAfterAdmin: kcat (librdkafka) lists the partitions CreatePartitions
+// added, and a consumer asked for the beginning of a partition whose records
+// were deleted starts at its new log start.
+func TestKcatAfterAdmin(t *testing.T) {
+	kcatPath(t)
+	b := startBroker(t, t.TempDir())
+	createTopic(t, b.Addr(), "kcat-admin", 1, nil)
+	cl := newClient(t, b.Addr(), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	produceTo(t, cl, "kcat-admin", 8, 0)
+	adm := kadm.NewClient(cl)
+	ctx := testContext(t)
+	if res, err := adm.CreatePartitions(ctx, 2, "kcat-admin"); err != nil || res["kcat-admin"].Err != nil {
+		t.Fatalf("CreatePartitions: %v %+v", err, res)
+	}
+	offs := kadm.Offsets{}
+	offs.Add(kadm.Offset{Topic: "kcat-admin", Partition: 0, At: 5})
+	if res, err := adm.DeleteRecords(ctx, offs); err != nil || res.Error() != nil {
+		t.Fatalf("DeleteRecords: %v %v", err, res.Error())
+	}
+	var md struct {
+		Topics []struct {
+			Topic      string `json:"topic"`
+			Partitions []struct {
+				Partition int32 `json:"partition"`
+			} `json:"partitions"`
+		} `json:"topics"`
+	}
+	if err := json.Unmarshal(runKcat(t, nil, "-b", b.Addr(), "-L", "-J", "-t", "kcat-admin"), &md); err != nil {
+		t.Fatal(err)
+	}
+	if len(md.Topics) != 1 || len(md.Topics[0].Partitions) != 3 {
+		t.Fatalf("kcat -L: %+v, want 3 partitions", md)
+	}
+	out := runKcat(t, nil, "-b", b.Addr(), "-C", "-t", "kcat-admin", "-p", "0", "-o", "beginning", "-e", "-q", "-f", "%o\n")
+	if got := strings.Fields(string(out)); !slices.Equal(got, []string{"5", "6", "7"}) {
+		t.Fatalf("kcat read offsets %q from the beginning, want 5 6 7", got)
 	}
 }
