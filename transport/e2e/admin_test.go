@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/weir-broker/weir/transport/broker/brokertest"
 )
@@ -201,6 +202,22 @@ func TestClusterAdminPartitionsAndRecords(t *testing.T) {
 	}
 	if r, _ := dr.Lookup("trimmed", 0); r.Err != nil || r.LowWatermark != 12 {
 		t.Fatalf("DeleteRecords: %+v", r)
+	}
+	// A follower refuses DeleteRecords: it does not lead the partition.
+	req := kmsg.NewPtrDeleteRecordsRequest()
+	req.TimeoutMillis = 5000
+	rt := kmsg.NewDeleteRecordsRequestTopic()
+	rt.Topic = "trimmed"
+	rp := kmsg.NewDeleteRecordsRequestTopicPartition()
+	rp.Offset = 15
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := pin(c.Member(2).Addr).ask(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := resp.(*kmsg.DeleteRecordsResponse).Topics[0].Partitions[0]; p.ErrorCode != kerr.NotLeaderForPartition.Code {
+		t.Fatalf("DeleteRecords on a follower: %+v, want NOT_LEADER_OR_FOLLOWER", p)
 	}
 	// A follower cannot be asked for its log start (ListOffsets goes to the
 	// leader), so the leader stops: its controlled shutdown hands the
