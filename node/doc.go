@@ -104,6 +104,24 @@
 // partitions (logs.Partition.Reconfigure), on every broker, without a
 // restart. Any broker describes and alters them (configs.go).
 //
+// # Admin
+//
+// admin.go answers the admin requests on partitions and records.
+// CreatePartitions is topic creation's sibling: any broker places the new
+// partitions (controller.AssignAdded, Kafka's createPartitions rules, or a
+// checked manual assignment), rewrites the topic's assignment node by
+// compare-and-set (layout.AddPartitions), and waits for the controller to
+// elect their leaders; the loop's watch on the node opens them where
+// assigned. DeleteRecords moves a led partition's log start offset
+// (partlog.DeleteRecordsBefore, checkpointed in the partition directory);
+// followers move theirs to the leader's log start from each fetch answer,
+// bounded by their own high watermark (followLogStartLocked), and report it
+// in their next fetch (FollowerLogStart), which the leader's DeleteRecords
+// waits for, as Kafka's DelayedDeleteRecords does. OffsetDelete
+// goes to the group's coordinator (groups.Coordinator.DeleteOffsets);
+// DescribeProducers reads a led partition's producer state, and LogDir
+// lists every open partition log with its size.
+//
 // # Data directory
 //
 //	<DataDir>/

@@ -111,6 +111,8 @@ var errorTable = []struct {
 	{node.ErrCoordinatorNotAvailable, kerr.CoordinatorNotAvailable},
 	{node.ErrWriteToInternalTopic, kerr.InvalidTopicException},
 	{node.ErrInvalidCoordinatorType, kerr.InvalidRequest},
+	{node.ErrPolicyViolation, kerr.PolicyViolation},
+	{groups.ErrGroupSubscribedToTopic, kerr.GroupSubscribedToTopic},
 
 	// The transport's own.
 	{errOldMessageFormat, kerr.UnsupportedForMessageFormat},

@@ -15,6 +15,7 @@
 //	    cleaner-point                                   "v1 <n> <end> <at>... <crc>": below the last end the log is cleaned (see Compaction)
 //	    leader-epoch-checkpoint                         Kafka's: "0", "<n>", then n lines "<epoch> <start offset>" (see Leader epochs)
 //	    reset                                           "v1 <offset> <crc>": a Reset past its commit point; Open finishes it
+//	    log-start-offset                                "v1 <offset> <crc>": the log start, when past the first segment (see Log start offset)
 //	    00000000000000368769.snapshot                   not the log's: package logs' producer state (see Config.CutHook)
 //	    00000000000000000000.log.cleaned (.index.cleaned, .timeindex.cleaned)  a cleaned segment being written; removed by Open
 //	    00000000000000000000.log.swap    (.index.swap, .timeindex.swap)        a cleaned segment replacing others; Open finishes the swap
@@ -292,6 +293,22 @@
 // meanwhile and Slices keep the old files; a failure on the way fails the
 // log, whose recovery finishes the reset. A new generation starts, in which
 // nothing appended before survives (Survived, FlushAppended).
+//
+// # Log start offset
+//
+// The log starts at its first segment's base, or later: DeleteRecordsBefore
+// (Kafka's DeleteRecords) moves an explicit log start offset up, to any
+// offset up to the log end, even inside a batch. Reads below it are
+// ErrOffsetOutOfRange (a batch holding it is still served whole, and the
+// consumer skips the records before it, as Kafka's), StartOffset answers
+// it, and the segments wholly below it go at once if durable, otherwise at
+// the next ApplyRetention. It is kept in the log-start-offset file ("v1
+// <offset> <crc>", replaced atomically) before it is published, so it
+// survives a restart; a damaged file counts as none (the first segment's
+// base: records reappear, none is lost). A cut below it (Truncate, a
+// recovery) brings it down to the new end, and Reset sets it to the reset
+// offset. The epoch cache is not trimmed at it (only when segments go): its
+// entries must start at batch boundaries.
 //
 // Config.CutHook lets a layer that keeps state about offsets in the
 // partition directory (package logs' producer snapshots) hear of every

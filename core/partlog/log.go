@@ -138,6 +138,11 @@ type Log struct {
 	// markCurrent: the clean-shutdown marker found at Open records the
 	// log end (an older weir's is empty, and a pristine Close rewrites it).
 	markCurrent bool
+
+	// logStart is the explicit log start offset (logstart.go): the log
+	// starts at the larger of it and the first segment's base. Raised by
+	// DeleteRecordsBefore, lowered by cuts below it; under appendMu.
+	logStart atomic.Int64
 }
 
 // Report says what Open found.
@@ -374,6 +379,7 @@ func (l *Log) loadLazily(ld *loaded, bases []int64, plain bool, opts segment.Opt
 // load finished a Reset), and only then does a finished Reset's file go.
 // appendMu held (or the log not yet published).
 func (l *Log) afterLoad(ld loaded) error {
+	l.loadLogStart()
 	end := l.end.Load()
 	if ld.reset {
 		end = -1
@@ -578,8 +584,9 @@ func (l *Log) Dir() string { return l.dir }
 // no lock.
 func (l *Log) ActiveBase() int64 { return l.active().Base() }
 
-// StartOffset is the first offset still in the log.
-func (l *Log) StartOffset() int64 { return l.segments()[0].Base() }
+// StartOffset is the first offset still in the log: the first segment's
+// base, or the explicit log start offset (DeleteRecordsBefore) past it.
+func (l *Log) StartOffset() int64 { return l.startIn(l.segments()) }
 
 // EndOffset is the offset the next record will get (the log end offset), and
 // the high watermark readers are served up to. After a failed fsync, until the

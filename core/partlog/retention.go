@@ -41,6 +41,8 @@ func (l *Log) ApplyRetention() ([]int64, error) {
 		if s.NextOffset() > flushed {
 			break // not durable yet: a recovery may have to cut back into it
 		}
+		// Wholly below the log start (DeleteRecordsBefore): gone already.
+		belowStart := s.NextOffset() <= l.logStart.Load()
 		bySize := conf.RetentionBytes >= 0 && total-s.Size() >= conf.RetentionBytes
 		byAge := false
 		if conf.RetentionAge > 0 {
@@ -54,7 +56,7 @@ func (l *Log) ApplyRetention() ([]int64, error) {
 			}
 			byAge = ts < now.Add(-conf.RetentionAge).UnixMilli()
 		}
-		if !bySize && !byAge {
+		if !bySize && !byAge && !belowStart {
 			break
 		}
 		total -= s.Size()
@@ -65,27 +67,7 @@ func (l *Log) ApplyRetention() ([]int64, error) {
 	if err := l.touchLocked(); err != nil {
 		return nil, err
 	}
-	// Readers stop finding the segments first; then the files go.
-	l.setSegments(segs[n:])
-	deleted := make([]int64, 0, n)
-	for _, s := range segs[:n] {
-		if err := s.Delete(); err != nil {
-			return deleted, l.fail(err)
-		}
-		deleted = append(deleted, s.Base())
-	}
-	if err := l.fs.SyncDir(l.dir); err != nil {
-		return deleted, l.fail(fmt.Errorf("partlog: %w", err))
-	}
-	// The epoch covering the new start now starts there. A crash before
-	// this is put right by the next load, which trims the same way.
-	if es, changed := epochsFrom(l.epochList(), segs[n].Base()); changed {
-		if err := l.writeEpochCheckpoint(es); err != nil {
-			return deleted, l.fail(err)
-		}
-		l.epochs.Store(&es)
-	}
-	return deleted, nil
+	return l.deleteHeadLocked(segs, n)
 }
 
 // Truncate removes every record at an offset >= offset (a batch containing
