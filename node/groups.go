@@ -93,7 +93,7 @@ func (n *Node) ensureOffsetsTopic(ctx context.Context) (TopicInfo, error) {
 	im, _ := n.image.load()
 	rf := int16(min(n.cfg.OffsetsReplicationFactor, int16(len(im.Brokers))))
 	ti, err := n.CreateTopic(ctx, CreateTopic{Name: OffsetsTopic, Partitions: n.cfg.OffsetsPartitions,
-		ReplicationFactor: max(rf, 1), Configs: n.offsetsTopicConfigs()})
+		ReplicationFactor: max(rf, 1), Configs: n.offsetsTopicConfigs(), internal: true})
 	if errors.Is(err, ErrTopicExists) {
 		return settled(n.waitReady(ctx, OffsetsTopic))
 	}
