@@ -507,9 +507,9 @@ func (c *Coordinator) Delete(group string) error {
 // ExpireOffsets deletes the committed offsets of every group that has no
 // members and has seen no commit, and no member, for longer than retention:
 // Kafka's offsets.retention.minutes (7 days by default), counted from when the
-// group became empty or from its newest commit, whichever is later. After a
-// restart the time it became empty is not known (membership is not
-// persisted), so the newest commit alone counts. It returns the groups
+// group became empty or from its newest commit, whichever is later (after a
+// restart the time it became empty is its group metadata record's; a group
+// without one counts its newest commit alone). It returns the groups
 // expired; the broker calls it from its retention loop.
 func (c *Coordinator) ExpireOffsets(retention time.Duration) ([]string, error) {
 	c.mu.Lock()
