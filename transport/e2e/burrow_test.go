@@ -114,6 +114,8 @@ type burrowStatus struct {
 // TestBurrow: LinkedIn's lag monitor Burrow (Debian's 1.2.1, sarama inside)
 // reads committed offsets from weir's __consumer_offsets and broker offsets
 // with ListOffsets, as it does from Kafka, with ZooKeeper of its own.
+// Started before any group exists, its lookup of __consumer_offsets creates
+// the real internal topic, not an ordinary one.
 // While a producer writes all along, a group that commits as it consumes
 // is reported OK, and a group that commits an offset behind the end and
 // then stops committing is reported in error (its partition STALL while
@@ -125,7 +127,7 @@ func TestBurrow(t *testing.T) {
 	zktest.Require(t)
 	zk := zktest.Start(t, zktest.Options{})
 
-	logs := &brokertest.LogBuffer{}
+	logs := &syncBuffer{}
 	b := startBroker(t, "", func(c *broker.Config) {
 		c.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	})
@@ -149,22 +151,6 @@ func TestBurrow(t *testing.T) {
 		}
 	}()
 	waitFor(t, "records produced", func() bool { return endOffsets(t, b.Addr(), topic, 1)[0] >= 20 })
-
-	// "burrow-ok" consumes and commits after every poll.
-	okMember := newClient(t, b.Addr(), kgo.ConsumerGroup("burrow-ok"), kgo.ConsumeTopics(topic),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.DisableAutoCommit(),
-		kgo.FetchMaxWait(200*time.Millisecond))
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for ctx.Err() == nil {
-			okMember.PollFetches(ctx)
-			if ctx.Err() == nil {
-				okMember.CommitUncommittedOffsets(ctx)
-			}
-		}
-	}()
-	waitFor(t, "burrow-ok committed", func() bool { return committedOffsets(t, b.Addr(), "burrow-ok", topic, 1)[0] > 0 })
 
 	dir := t.TempDir()
 	httpAddr := brokertest.FreeAddr(t)
@@ -193,6 +179,7 @@ func TestBurrow(t *testing.T) {
 			<-done
 		}
 		if t.Failed() {
+			t.Logf("the broker's log:\n%s", tail(logs.String(), 40))
 			for _, f := range []string{"burrow.out", "burrow.log"} {
 				b, _ := os.ReadFile(filepath.Join(dir, f))
 				t.Logf("Burrow's %s:\n%s", f, tail(string(b), 60))
@@ -211,6 +198,49 @@ func TestBurrow(t *testing.T) {
 		}
 		return json.NewDecoder(resp.Body).Decode(v)
 	}
+	// Burrow's lookup of __consumer_offsets, before any group exists,
+	// creates the real one: internal, compacted, Kafka's 50 partitions.
+	md := kmsg.NewPtrMetadataRequest()
+	md.AllowAutoTopicCreation = false // Burrow's request creates it, not this one
+	mt := kmsg.NewMetadataRequestTopic()
+	mt.Topic = kmsg.StringPtr(offsetsTopic)
+	md.Topics = append(md.Topics, mt)
+	admin := newClient(t, b.Addr())
+	var offsetsMeta kmsg.MetadataResponseTopic
+	burrowWait(t, "Burrow to look "+offsetsTopic+" up", func() bool {
+		mdr, err := md.RequestWith(testContext(t), admin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		offsetsMeta = mdr.Topics[0]
+		for _, p := range offsetsMeta.Partitions {
+			if p.Leader < 0 { // created, leaders not elected yet: groups get COORDINATOR_NOT_AVAILABLE
+				return false
+			}
+		}
+		return offsetsMeta.ErrorCode == 0
+	})
+	if !offsetsMeta.IsInternal || len(offsetsMeta.Partitions) != 50 {
+		t.Fatalf("%s after Burrow's lookup: internal %v, %d partitions; want the internal topic of 50 partitions",
+			offsetsTopic, offsetsMeta.IsInternal, len(offsetsMeta.Partitions))
+	}
+
+	// "burrow-ok" consumes and commits after every poll.
+	okMember := newClient(t, b.Addr(), kgo.ConsumerGroup("burrow-ok"), kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.DisableAutoCommit(),
+		kgo.FetchMaxWait(200*time.Millisecond))
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for ctx.Err() == nil {
+			okMember.PollFetches(ctx)
+			if ctx.Err() == nil {
+				okMember.CommitUncommittedOffsets(ctx)
+			}
+		}
+	}()
+	waitFor(t, "burrow-ok committed", func() bool { return committedOffsets(t, b.Addr(), "burrow-ok", topic, 1)[0] > 0 })
+
 	// Burrow knows the topic's end offset (ListOffsets) before the
 	// stalled group commits, so that its commit is stored with lag.
 	burrowWait(t, "Burrow to read the topic's offsets", func() bool {
@@ -222,7 +252,6 @@ func TestBurrow(t *testing.T) {
 
 	// "burrow-stalled" commits offset 5, far behind, a few times (with no
 	// members: simple commits), then stops while the producer goes on.
-	admin := newClient(t, b.Addr())
 	commitAt := func(offset int64) {
 		req := kmsg.NewPtrOffsetCommitRequest()
 		req.Group, req.Generation = "burrow-stalled", -1
@@ -266,8 +295,8 @@ func TestBurrow(t *testing.T) {
 	if err := get("/v3/kafka/weir/consumer", &groups); err != nil || !contains(groups.ConsumerGroups, "burrow-ok") {
 		t.Errorf("Burrow's consumer list: %v, %v", groups.ConsumerGroups, err)
 	}
-	if logs.Contains("not served") {
-		t.Logf("Burrow asked for something weir does not serve:\n%s", grepLines(logs, "not served"))
+	if lines := grepLines(logs.String(), "not served"); lines != "" {
+		t.Logf("Burrow asked for something weir does not serve:\n%s", lines)
 	}
 }
 
@@ -301,12 +330,30 @@ func tail(s string, n int) string {
 	return strings.Join(lines, "\n")
 }
 
-func grepLines(l *brokertest.LogBuffer, s string) string {
+func grepLines(s, substr string) string {
 	var out []string
-	for _, line := range strings.Split(fmt.Sprint(l), "\n") {
-		if strings.Contains(line, s) {
+	for _, line := range strings.Split(s, "\n") {
+		if strings.Contains(line, substr) {
 			out = append(out, line)
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// syncBuffer keeps the broker's log for the test.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
