@@ -644,6 +644,10 @@ func (c *Coordinator) after(g *group) {
 	}
 	if sh := c.shards[c.o.PartitionFor(g.id)]; sh != nil && sh.store != nil {
 		v := g.metadataValue(c.o.Clock.Now())
+		if !fitsRecord(g.id, &v) {
+			c.o.Logger.Warn("group metadata not written: a string is longer than the record format holds", "group", g.id[:min(len(g.id), 100)])
+			return
+		}
 		c.writeMeta(sh.store, g.id, v.AppendTo(nil))
 	}
 }

@@ -93,6 +93,22 @@ func (g *group) metadataValue(now time.Time) kmsg.GroupMetadataValue {
 	return v
 }
 
+// fitsRecord reports whether every string of group's record v fits the
+// format's int16 lengths (flexible requests may carry longer ones, which
+// would write a record no one could read back).
+func fitsRecord(group string, v *kmsg.GroupMetadataValue) bool {
+	long := func(s string) bool { return len(s) > maxString }
+	if long(group) || long(v.ProtocolType) || v.Protocol != nil && long(*v.Protocol) || v.Leader != nil && long(*v.Leader) {
+		return false
+	}
+	for _, m := range v.Members {
+		if long(m.MemberID) || long(m.ClientID) || long(m.ClientHost) || m.InstanceID != nil && long(*m.InstanceID) {
+			return false
+		}
+	}
+	return true
+}
+
 // restoreGroup is group id as its metadata record v says, loaded at now
 // (see the comment above).
 func restoreGroup(id string, cfg *Options, v *kmsg.GroupMetadataValue, now time.Time) *group {

@@ -3,6 +3,7 @@ package groups
 import (
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -310,4 +311,24 @@ func TestGroupWithoutOffsetsForgotten(t *testing.T) {
 	if l := c.List(); len(l) != 0 {
 		t.Fatalf("list after a restart: %+v", l)
 	}
+}
+
+// A member whose client id is longer than the record format's int16 length
+// (flexible JoinGroup versions can carry one) does not get a record no one
+// could read back: the group is not persisted, and the partition still
+// loads.
+func TestGroupMetadataTooLong(t *testing.T) {
+	mem := vfs.NewMem()
+	clk := newClock()
+	c := openCoordinator(t, mem, clk, nil)
+	r := joinReq("")
+	r.ClientID = strings.Repeat("c", maxString+1)
+	rs := joinAll(t, c, clk, r)
+	syncAll(t, c, rs)
+	if _, values := groupRecords(t, testLogs[c]); len(values) != 0 {
+		t.Fatalf("group records %+v, want none", values)
+	}
+	closeCoordinator(t, c)
+	c = openCoordinator(t, mem, clk, nil)
+	defer closeCoordinator(t, c)
 }
