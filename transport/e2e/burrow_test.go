@@ -39,57 +39,37 @@ func burrowPath(t *testing.T) string {
 	return ""
 }
 
-// burrowConfig is a Burrow 1.2 configuration for one weir cluster named
-// "weir" at addr, with ZooKeeper at zk, the HTTP API at httpAddr, and short
-// intervals: topics and broker offsets refreshed every second, a window of
-// five offsets per partition at least a second apart, status recomputed
+// burrowConfig is the README's Burrow configuration (the toml block of
+// "Lag tools: Burrow"), so the recipe there is what this test runs, with
+// the test's addresses (weir at addr, ZooKeeper at zk, the HTTP API at
+// httpAddr), Burrow's pid file and log in dir, and short intervals: topics
+// and broker offsets refreshed every second, a window of five offsets per
+// partition (at least a second apart, as in the README), status recomputed
 // every second.
-func burrowConfig(dir, zk, addr, httpAddr string) string {
-	return fmt.Sprintf(`[general]
-pidfile=%[1]q
-
-[logging]
-filename=%[2]q
-level="info"
-
-[zookeeper]
-servers=[%[3]q]
-timeout=6
-root-path="/burrow"
-
-[client-profile.weir]
-client-id="burrow"
-kafka-version="2.0.0"
-
-[cluster.weir]
-class-name="kafka"
-servers=[%[4]q]
-client-profile="weir"
-topic-refresh=1
-offset-refresh=1
-
-[consumer.weir]
-class-name="kafka"
-cluster="weir"
-servers=[%[4]q]
-client-profile="weir"
-offsets-topic="__consumer_offsets"
-start-latest=false
-
-[httpserver.default]
-address=%[5]q
-
-[storage.default]
-class-name="inmemory"
-workers=2
-intervals=5
-expire-group=604800
-min-distance=1
-
-[evaluator.default]
-class-name="caching"
-expire-cache=1
-`, filepath.Join(dir, "burrow.pid"), filepath.Join(dir, "burrow.log"), zk, addr, httpAddr)
+func burrowConfig(t *testing.T, dir, zk, addr, httpAddr string) string {
+	t.Helper()
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(readme), "**Lag tools: Burrow.**")
+	_, rest, ok2 := strings.Cut(rest, "```toml\n")
+	block, _, ok3 := strings.Cut(rest, "```")
+	if !ok || !ok2 || !ok3 {
+		t.Fatal("README.md has no toml block after **Lag tools: Burrow.**")
+	}
+	for _, r := range [][2]string{
+		{"127.0.0.1:9092", addr}, {"127.0.0.1:2181", zk}, {"127.0.0.1:8000", httpAddr},
+		{"topic-refresh=60", "topic-refresh=1"}, {"offset-refresh=10", "offset-refresh=1"},
+		{"intervals=10", "intervals=5"}, {"expire-cache=10", "expire-cache=1"},
+	} {
+		if !strings.Contains(block, r[0]) {
+			t.Fatalf("README.md's Burrow configuration lacks %q", r[0])
+		}
+		block = strings.ReplaceAll(block, r[0], r[1])
+	}
+	return fmt.Sprintf("[general]\npidfile=%q\n\n[logging]\nfilename=%q\nlevel=\"info\"\n\n",
+		filepath.Join(dir, "burrow.pid"), filepath.Join(dir, "burrow.log")) + block
 }
 
 // burrowStatus is the part of Burrow's /v3/kafka/<cluster>/consumer/<group>/status
@@ -154,7 +134,7 @@ func TestBurrow(t *testing.T) {
 
 	dir := t.TempDir()
 	httpAddr := brokertest.FreeAddr(t)
-	if err := os.WriteFile(filepath.Join(dir, "burrow.toml"), []byte(burrowConfig(dir, zk.Servers[0].Addr, b.Addr(), httpAddr)), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "burrow.toml"), []byte(burrowConfig(t, dir, zk.Servers[0].Addr, b.Addr(), httpAddr)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	out, err := os.Create(filepath.Join(dir, "burrow.out"))
