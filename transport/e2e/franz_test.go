@@ -10,12 +10,15 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/weir-broker/weir/transport/broker"
 )
 
 // franzRecords returns records that exercise the encoding: nil and empty
@@ -590,5 +593,72 @@ func TestFranzReadsOffsetsTopic(t *testing.T) {
 	res := producer.ProduceSync(ctx, &kgo.Record{Topic: offsetsTopic, Value: []byte("forged")})
 	if err := res.FirstErr(); !errors.Is(err, kerr.InvalidTopicException) {
 		t.Errorf("produce to %s: %v, want INVALID_TOPIC_EXCEPTION", offsetsTopic, err)
+	}
+}
+
+// TestFranzGroupMembersSurviveRestart: a franz-go member of a Stable group
+// carries on across a broker restart without a rebalance, as with Kafka:
+// the group's metadata record brings the group back Stable with its member,
+// whose heartbeats (same member id and generation) keep its place. Between
+// the restart and its first heartbeat, DescribeGroups shows the restored
+// group: Stable, protocol type "consumer", its protocol and member.
+func TestFranzGroupMembersSurviveRestart(t *testing.T) {
+	dir := t.TempDir()
+	b := startBroker(t, dir)
+	addr := b.Addr()
+	const topic, group, session = "franz-stays", "franz-stays-g", 2 * time.Second
+	createTopic(t, addr, topic, 2, nil)
+	var assigned, lost atomic.Int32
+	member := newClient(t, addr, kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
+		kgo.SessionTimeout(session), kgo.HeartbeatInterval(100*time.Millisecond),
+		kgo.OnPartitionsAssigned(func(context.Context, *kgo.Client, map[string][]int32) { assigned.Add(1) }),
+		kgo.OnPartitionsLost(func(context.Context, *kgo.Client, map[string][]int32) { lost.Add(1) }))
+	ctx, stop := context.WithCancel(context.Background())
+	polled := make(chan struct{})
+	go func() {
+		defer close(polled)
+		for ctx.Err() == nil {
+			member.PollFetches(ctx)
+		}
+	}()
+	t.Cleanup(func() { stop(); <-polled })
+	describe := func(addr string) kmsg.DescribeGroupsResponseGroup {
+		req := kmsg.NewPtrDescribeGroupsRequest()
+		req.Groups = []string{group}
+		resp, err := req.RequestWith(testContext(t), newClient(t, addr))
+		if err != nil || len(resp.Groups) != 1 {
+			t.Fatalf("DescribeGroups: %+v, %v", resp, err)
+		}
+		return resp.Groups[0]
+	}
+	waitFor(t, "the group Stable", func() bool { return describe(addr).State == "Stable" })
+	before := describe(addr)
+
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b2 := startBroker(t, dir, func(c *broker.Config) { c.Listen = addr })
+	after := describe(b2.Addr())
+	if after.State != "Stable" || after.ProtocolType != "consumer" || after.Protocol != before.Protocol ||
+		len(after.Members) != 1 || after.Members[0].MemberID != before.Members[0].MemberID ||
+		!bytes.Equal(after.Members[0].MemberAssignment, before.Members[0].MemberAssignment) {
+		t.Fatalf("after the restart the group is %+v, want it as before: %+v", after, before)
+	}
+	// Watched for two session timeouts: had its heartbeats not counted,
+	// the restored member would have been removed and the group
+	// rebalanced.
+	memberID, gen := member.GroupMetadata()
+	watchUntil := time.Now().Add(2 * session)
+	for time.Now().Before(watchUntil) {
+		d := describe(b2.Addr())
+		if d.State != "Stable" || len(d.Members) != 1 || d.Members[0].MemberID != memberID {
+			t.Fatalf("group after the restart: %+v", d)
+		}
+	}
+	if id, g := member.GroupMetadata(); id != memberID || g != gen {
+		t.Errorf("member %s generation %d after the restart, was %s %d", id, g, memberID, gen)
+	}
+	if a, l := assigned.Load(), lost.Load(); a != 1 || l != 0 {
+		t.Errorf("%d assignments and %d losses across the restart, want 1 and 0 (no rebalance)", a, l)
 	}
 }
