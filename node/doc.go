@@ -91,9 +91,12 @@
 // replica broker removes its logs and committed offsets of the topic and
 // acknowledges, then the controller removes the topic. __consumer_offsets is
 // the internal topic whose partition leaders coordinate groups
-// (hash(group) % partitions, as Kafka); committed offsets are its records:
-// the leader of each partition hands it to the group coordinator (core/groups),
-// which replays it and writes commits to it, and the topic is compacted.
+// (hash(group) % partitions, as Kafka); committed offsets and group metadata
+// are its records: the leader of each partition hands it to the group
+// coordinator (core/groups), which replays it and writes commits and group
+// metadata to it, and the topic is compacted. Its name, and the other names
+// of Kafka's internal topics, are reserved (internal_topics.go): clients
+// cannot create them, write to them or have them auto-created.
 //
 // # Configs
 //

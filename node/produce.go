@@ -177,9 +177,10 @@ func staleLeader(err error) error {
 
 // producePartition finds the partition a produce writes to: one this broker
 // leads (ErrNotLeader, ErrLeaderNotAvailable otherwise), of a topic that
-// exists (created first when auto-creation is on) and is not internal.
+// exists (created first when auto-creation is on) and is not reserved
+// (IsReservedTopic: never auto-created, never written by clients).
 func (n *Node) producePartition(ctx context.Context, topic string, partition int32) (*replicated, error) {
-	if topic == OffsetsTopic {
+	if IsReservedTopic(topic) {
 		return nil, fmt.Errorf("%w: %s", ErrWriteToInternalTopic, topic)
 	}
 	p, _, err := n.leaderPartition(topic, partition)
