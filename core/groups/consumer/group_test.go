@@ -80,7 +80,7 @@ func TestJoinAndReconcile(t *testing.T) {
 	r = s.hb(beat("A", 1, tps("a", 0, 1, 2, 3)))
 	assertAssigned(t, r, 1, tps("a", 0, 1))
 	r = s.hb(beat("B", 2, nil))
-	assertAssigned(t, r, 2, nil) // nothing changed, and not a full request
+	assertAssigned(t, r, 2, nil)                 // nothing changed, and not a full request
 	r = s.hb(beat("A", 1, tps("a", 0, 1, 2, 3))) // not yet revoked
 	assertAssigned(t, r, 1, nil)
 	r = s.hb(beat("A", 1, tps("a", 0, 1)))
@@ -144,7 +144,7 @@ func TestRebalanceTimeoutFences(t *testing.T) {
 	r.RebalanceTimeoutMillis = 3000
 	s.hb(r)
 	s.hb(beat("A", 1, tps("a", 0, 1, 2, 3))) // A told to revoke 2,3 (timeout 30s from its join)
-	for i := 1; i <= 29; i++ {                 // A and B heartbeat; A never revokes
+	for i := 1; i <= 29; i++ {               // A and B heartbeat; A never revokes
 		s.now = t0.Add(time.Duration(i) * time.Second)
 		if gone := s.g.Tick(s.now); len(gone) != 0 {
 			t.Fatalf("at %v fenced %v", s.now.Sub(t0), gone)
@@ -171,7 +171,7 @@ func TestEpochFencing(t *testing.T) {
 	s.topics.set("a", 6)
 	r := s.hb(beat("A", 1, tps("a", 0, 1, 2, 3))) // epoch 2: partitions added
 	assertAssigned(t, r, 2, tps("a", 0, 1, 2, 3, 4, 5))
-	s.hb(beat("A", 1, tps("a", 0, 1, 2, 3)))        // lost answer: previous epoch, subset
+	s.hb(beat("A", 1, tps("a", 0, 1, 2, 3)))                    // lost answer: previous epoch, subset
 	s.hbErr(beat("A", 1, tps("a", 0, 9)), ErrFencedMemberEpoch) // not a subset
 	s.hbErr(HeartbeatRequest{MemberID: "A", MemberEpoch: 1, RebalanceTimeoutMillis: -1}, ErrFencedMemberEpoch)
 	s.hbErr(beat("A", 0+7, nil), ErrFencedMemberEpoch)
