@@ -1,0 +1,240 @@
+package transport
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/weir-broker/weir/node"
+)
+
+// tracker848 watches the members of a KIP-848 group from their callbacks:
+// who owns which partition (never two members at once), and every record
+// consumed (each at most once, by the partition's owner).
+type tracker848 struct {
+	mu       sync.Mutex
+	owner    map[int32]string
+	seen     map[string]string // "p@offset" -> member
+	problems []string
+}
+
+func (tr *tracker848) problem(f string, args ...any) {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	tr.problems = append(tr.problems, fmt.Sprintf(f, args...))
+}
+
+func (tr *tracker848) assign(member string, ps []int32) {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	for _, p := range ps {
+		if o, ok := tr.owner[p]; ok && o != member {
+			tr.problems = append(tr.problems, fmt.Sprintf("partition %d assigned to %s while %s owns it", p, member, o))
+		}
+		tr.owner[p] = member
+	}
+}
+
+func (tr *tracker848) release(member string, ps []int32) {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	for _, p := range ps {
+		if tr.owner[p] == member {
+			delete(tr.owner, p)
+		}
+	}
+}
+
+func (tr *tracker848) record(member string, r *kgo.Record) {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	if o := tr.owner[r.Partition]; o != member {
+		tr.problems = append(tr.problems, fmt.Sprintf("%s consumed partition %d, owned by %q", member, r.Partition, o))
+	}
+	k := fmt.Sprintf("%d@%d", r.Partition, r.Offset)
+	if o, dup := tr.seen[k]; dup {
+		tr.problems = append(tr.problems, fmt.Sprintf("record %s consumed by %s and %s", k, o, member))
+	}
+	tr.seen[k] = member
+}
+
+func (tr *tracker848) consumed() int {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	return len(tr.seen)
+}
+
+// owns counts the partitions each member owns.
+func (tr *tracker848) owns() map[string]int {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	out := map[string]int{}
+	for _, m := range tr.owner {
+		out[m]++
+	}
+	return out
+}
+
+type member848 struct {
+	cl     *kgo.Client
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// start848 starts a member of group consuming topic with franz-go's KIP-848
+// mode (ServerSideBalancer), committing after each poll and on revocation.
+func start848(t *testing.T, b *testBroker, tr *tracker848, topic, group, name string) *member848 {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	m := &member848{cancel: cancel, done: make(chan struct{})}
+	m.cl = kgoClient(t, b, kgo.ClientID(name), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
+		kgo.ServerSideBalancer(), kgo.DisableAutoCommit(), kgo.BlockRebalanceOnPoll(),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, a map[string][]int32) { tr.assign(name, a[topic]) }),
+		kgo.OnPartitionsRevoked(func(ctx context.Context, cl *kgo.Client, r map[string][]int32) {
+			if err := cl.CommitUncommittedOffsets(ctx); err != nil {
+				tr.problem("%s: commit on revoke: %v", name, err)
+			}
+			tr.release(name, r[topic])
+		}),
+		kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, l map[string][]int32) { tr.release(name, l[topic]) }),
+	)
+	go func() {
+		defer close(m.done)
+		for {
+			fs := m.cl.PollFetches(ctx)
+			if ctx.Err() != nil || fs.IsClientClosed() {
+				m.cl.AllowRebalance()
+				return
+			}
+			fs.EachError(func(topic string, p int32, err error) { tr.problem("%s: fetch %s/%d: %v", name, topic, p, err) })
+			fs.EachRecord(func(r *kgo.Record) { tr.record(name, r) })
+			if err := m.cl.CommitUncommittedOffsets(ctx); err != nil && ctx.Err() == nil {
+				t.Logf("%s: commit (retried by the next one): %v", name, err)
+			}
+			m.cl.AllowRebalance()
+		}
+	}()
+	return m
+}
+
+// stop ends the poll loop and closes the client, which revokes (committing)
+// and leaves the group.
+func (m *member848) stop() {
+	m.cancel()
+	<-m.done
+	m.cl.Close()
+}
+
+// TestKgoNextGenGroup: franz-go's KIP-848 mode consumes through the
+// coordinator's assignments while members join and leave: every record is
+// consumed exactly once, no partition is ever owned by two members, the
+// partitions spread evenly, commits carry the member epoch and a new member
+// resumes from them.
+func TestKgoNextGenGroup(t *testing.T) {
+	b := startBroker(t, func(_ *Config, o *node.Config) {
+		o.ConsumerGroupHeartbeatInterval = 100 * time.Millisecond
+		o.ConsumerGroupSessionTimeout = 6 * time.Second
+	})
+	ctx := testCtx(t)
+	const topic, group, parts = "kip848", "g848", 6
+	prod := kgoClient(t, b, kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
+	createTopics(t, ctx, prod, parts, topic)
+	produced := 0
+	produce := func(n int) {
+		t.Helper()
+		var recs []*kgo.Record
+		for i := range n {
+			recs = append(recs, &kgo.Record{Value: fmt.Appendf(nil, "v%d", produced+i)})
+		}
+		if err := prod.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		produced += n
+	}
+	tr := &tracker848{owner: map[int32]string{}, seen: map[string]string{}}
+	settled := func(what string, want map[string]int) {
+		t.Helper()
+		pollUntil(t, what, func() bool { return tr.consumed() == produced && maps.Equal(tr.owns(), want) })
+	}
+
+	produce(120)
+	m1 := start848(t, b, tr, topic, group, "m1")
+	m2 := start848(t, b, tr, topic, group, "m2")
+	settled("two members consuming", map[string]int{"m1": 3, "m2": 3})
+
+	m3 := start848(t, b, tr, topic, group, "m3")
+	produce(120)
+	settled("a third member joining", map[string]int{"m1": 2, "m2": 2, "m3": 2})
+
+	// The group as ConsumerGroupDescribe and ListGroups v5 tell it.
+	d := kmsg.NewPtrConsumerGroupDescribeRequest()
+	d.Groups = []string{group}
+	dr, err := d.RequestWith(ctx, prod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := dr.Groups[0]; g.ErrorCode != 0 || len(g.Members) != 3 || g.AssignorName != "uniform" {
+		t.Fatalf("described: %+v", g)
+	}
+	l := kmsg.NewPtrListGroupsRequest()
+	l.TypesFilter = []string{"consumer"}
+	lr, err := l.RequestWith(ctx, prod)
+	if err != nil || len(lr.Groups) != 1 || lr.Groups[0].Group != group || lr.Groups[0].GroupType != "consumer" {
+		t.Fatalf("listed consumer groups: %+v %v", lr, err)
+	}
+
+	m1.stop()
+	produce(120)
+	settled("a member leaving", map[string]int{"m2": 3, "m3": 3})
+	m2.stop()
+	m3.stop()
+
+	// Every partition's commit is at its end.
+	f := kmsg.NewPtrOffsetFetchRequest()
+	fg := kmsg.NewOffsetFetchRequestGroup()
+	fg.Group = group
+	f.Groups = []kmsg.OffsetFetchRequestGroup{fg}
+	fr, err := f.RequestWith(ctx, prod)
+	if err != nil || fr.Groups[0].ErrorCode != 0 {
+		t.Fatalf("offset fetch: %+v %v", fr, err)
+	}
+	committed := map[int32]int64{}
+	for _, ft := range fr.Groups[0].Topics {
+		for _, p := range ft.Partitions {
+			committed[p.Partition] = p.Offset
+		}
+	}
+	for p := range int32(parts) {
+		if committed[p] != int64(produced/parts) {
+			t.Errorf("partition %d committed at %d, want %d", p, committed[p], produced/parts)
+		}
+	}
+
+	// A new member resumes where the others committed.
+	before := tr.consumed()
+	m4 := start848(t, b, tr, topic, group, "m4")
+	produce(60)
+	settled("a new member resuming", map[string]int{"m4": parts})
+	if got := tr.consumed() - before; got != 60 {
+		t.Errorf("the resuming member consumed %d records, want the 60 new ones", got)
+	}
+	m4.stop()
+
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	for _, p := range tr.problems {
+		t.Error(p)
+	}
+	keys := slices.Sorted(maps.Keys(tr.seen))
+	if len(keys) != produced {
+		t.Errorf("consumed %d distinct records of %d", len(keys), produced)
+	}
+}
