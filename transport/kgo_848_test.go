@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -236,5 +237,102 @@ func TestKgoNextGenGroup(t *testing.T) {
 	keys := slices.Sorted(maps.Keys(tr.seen))
 	if len(keys) != produced {
 		t.Errorf("consumed %d distinct records of %d", len(keys), produced)
+	}
+}
+
+// TestKgoNextGenFencing: a member that stops heartbeating (here a raw client
+// that joined and went silent) is removed at the broker's session timeout,
+// and franz-go's member, which waited for those partitions, then gets and
+// consumes them; the silent member's next heartbeat is UNKNOWN_MEMBER_ID.
+func TestKgoNextGenFencing(t *testing.T) {
+	b := startBroker(t, func(_ *Config, o *node.Config) {
+		o.ConsumerGroupHeartbeatInterval = 100 * time.Millisecond
+		o.ConsumerGroupSessionTimeout = time.Second
+	})
+	ctx := testCtx(t)
+	const topic, group = "kip848-fence", "g848-fence"
+	prod := kgoClient(t, b, kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
+	createTopics(t, ctx, prod, 4, topic)
+
+	hb := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	hb.Group, hb.MemberID, hb.RebalanceTimeoutMillis = group, "silent", 30000
+	hb.SubscribedTopicNames, hb.Topics = []string{topic}, []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+	resp, err := hb.RequestWith(ctx, prod)
+	if err != nil || resp.ErrorCode != 0 || resp.Assignment == nil || len(resp.Assignment.Topics[0].Partitions) != 4 {
+		t.Fatalf("silent member's join: %+v %v", resp, err)
+	}
+
+	var recs []*kgo.Record
+	for i := range 40 {
+		recs = append(recs, &kgo.Record{Value: fmt.Appendf(nil, "v%d", i)})
+	}
+	if err := prod.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	tr := &tracker848{owner: map[int32]string{}, seen: map[string]string{}}
+	m := start848(t, b, tr, topic, group, "m1")
+	pollUntil(t, "the waiting member consuming after the silent one is fenced", func() bool {
+		return tr.consumed() == len(recs) && tr.owns()["m1"] == 4
+	})
+	m.stop()
+
+	hb.MemberEpoch, hb.Topics = resp.MemberEpoch, nil
+	resp, err = hb.RequestWith(ctx, prod)
+	if err != nil || resp.ErrorCode != kerr.UnknownMemberID.Code {
+		t.Fatalf("silent member's heartbeat after its session: %+v %v", resp, err)
+	}
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	for _, p := range tr.problems {
+		t.Error(p)
+	}
+}
+
+// TestKgoNextGenRegex: a regex subscription (franz-go sends its ConsumeRegex
+// patterns as SubscribedTopicRegex) is resolved by the coordinator: the
+// member consumes the matching topics, including one created after it
+// joined, and nothing else.
+func TestKgoNextGenRegex(t *testing.T) {
+	b := startBroker(t, func(_ *Config, o *node.Config) { o.ConsumerGroupHeartbeatInterval = 100 * time.Millisecond })
+	ctx := testCtx(t)
+	prod := kgoClient(t, b)
+	createTopics(t, ctx, prod, 2, "rx-a", "other")
+	cons := kgoClient(t, b, kgo.ConsumerGroup("g848-rx"), kgo.ConsumeRegex(), kgo.ConsumeTopics("rx-.*"),
+		kgo.ServerSideBalancer(), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.MetadataMinAge(100*time.Millisecond), kgo.MetadataMaxAge(200*time.Millisecond))
+	produce := func(topic string, n int) {
+		for i := range n {
+			if err := prod.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: fmt.Appendf(nil, "%s-%d", topic, i)}).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	produce("rx-a", 10)
+	produce("other", 10)
+	got := map[string]int{}
+	for got["rx-a"] < 10 {
+		fs := cons.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("consumed %v: %v", got, ctx.Err())
+		}
+		fs.EachRecord(func(r *kgo.Record) { got[r.Topic]++ })
+	}
+	createTopics(t, ctx, prod, 3, "rx-b")
+	produce("rx-b", 10)
+	for got["rx-b"] < 10 {
+		fs := cons.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("consumed %v: %v", got, ctx.Err())
+		}
+		fs.EachRecord(func(r *kgo.Record) { got[r.Topic]++ })
+	}
+	if got["other"] != 0 || got["rx-a"] != 10 || got["rx-b"] != 10 {
+		t.Fatalf("consumed %v", got)
+	}
+	d := kmsg.NewPtrConsumerGroupDescribeRequest()
+	d.Groups = []string{"g848-rx"}
+	dr, err := d.RequestWith(ctx, prod)
+	if err != nil || len(dr.Groups[0].Members) != 1 || dr.Groups[0].Members[0].SubscribedTopicRegex == nil {
+		t.Fatalf("described: %+v %v", dr, err)
 	}
 }

@@ -120,7 +120,7 @@ func consumerCommitCheck(cg *consumer.Group, memberID string, epoch int32, offse
 // makes sure the timer fires by the group's next deadline. Called with mu
 // held after every event.
 func (c *Coordinator) settleConsumer(cg *consumer.Group) {
-	if cg.Empty() {
+	if cg.Empty() && c.cgroups[cg.ID()] == cg {
 		if sh := c.shards[c.o.PartitionFor(cg.ID())]; sh == nil || sh.store == nil ||
 			sh.store.offsets[cg.ID()] == nil && !sh.store.pendingFor(cg.ID()) {
 			delete(c.cgroups, cg.ID())
