@@ -336,3 +336,85 @@ func TestKgoNextGenRegex(t *testing.T) {
 		t.Fatalf("described: %+v %v", dr, err)
 	}
 }
+
+// TestKgoNextGenStatic: a static member (kgo.InstanceID) that closes leaves
+// with epoch -2 and keeps its partitions; the same instance coming back as a
+// new client gets the same partitions, without the other member ever getting
+// them, and consumes what was produced while it was away.
+func TestKgoNextGenStatic(t *testing.T) {
+	b := startBroker(t, func(_ *Config, o *node.Config) { o.ConsumerGroupHeartbeatInterval = 100 * time.Millisecond })
+	ctx := testCtx(t)
+	const topic, group = "kip848-static", "g848-static"
+	prod := kgoClient(t, b, kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
+	createTopics(t, ctx, prod, 4, topic)
+	produced := 0
+	produce := func(n int) {
+		t.Helper()
+		for i := range n {
+			if err := prod.ProduceSync(ctx, &kgo.Record{Value: fmt.Appendf(nil, "v%d", produced+i)}).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		produced += n
+	}
+	tr := &tracker848{owner: map[int32]string{}, seen: map[string]string{}}
+	startStatic := func(name string) *member848 {
+		ctx, cancel := context.WithCancel(context.Background())
+		m := &member848{cancel: cancel, done: make(chan struct{})}
+		m.cl = kgoClient(t, b, kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic), kgo.ServerSideBalancer(),
+			kgo.InstanceID("static-1"), kgo.DisableAutoCommit(), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+			kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, a map[string][]int32) { tr.assign(name, a[topic]) }),
+			kgo.OnPartitionsRevoked(func(ctx context.Context, cl *kgo.Client, r map[string][]int32) {
+				if err := cl.CommitUncommittedOffsets(ctx); err != nil {
+					tr.problem("%s: commit on revoke: %v", name, err)
+				}
+				tr.release(name, r[topic])
+			}))
+		go func() {
+			defer close(m.done)
+			for {
+				fs := m.cl.PollFetches(ctx)
+				if ctx.Err() != nil || fs.IsClientClosed() {
+					return
+				}
+				fs.EachRecord(func(r *kgo.Record) { tr.record(name, r) })
+				if err := m.cl.CommitUncommittedOffsets(ctx); err != nil && ctx.Err() == nil {
+					t.Logf("%s: commit: %v", name, err)
+				}
+			}
+		}()
+		return m
+	}
+	produce(40)
+	s1 := startStatic("static")
+	other := start848(t, b, tr, topic, group, "dynamic")
+	pollUntil(t, "both consuming", func() bool {
+		return tr.consumed() == produced && maps.Equal(tr.owns(), map[string]int{"static": 2, "dynamic": 2})
+	})
+	d := kmsg.NewPtrConsumerGroupDescribeRequest()
+	d.Groups = []string{group}
+	epochOf := func() int32 {
+		dr, err := d.RequestWith(ctx, prod)
+		if err != nil || dr.Groups[0].ErrorCode != 0 {
+			t.Fatalf("describe: %+v %v", dr, err)
+		}
+		return dr.Groups[0].Epoch
+	}
+	epoch := epochOf()
+	s1.stop()
+	produce(40)
+	s2 := startStatic("static")
+	pollUntil(t, "the instance back on its partitions", func() bool {
+		return tr.consumed() == produced && maps.Equal(tr.owns(), map[string]int{"static": 2, "dynamic": 2})
+	})
+	if e := epochOf(); e != epoch {
+		t.Errorf("the static member's return moved the group epoch from %d to %d", epoch, e)
+	}
+	s2.stop()
+	other.stop()
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	for _, p := range tr.problems {
+		t.Error(p)
+	}
+}

@@ -50,7 +50,9 @@
 // member (a fenced client rejoining under the same id, as franz-go and the
 // Java client do) replaces that member at once, its partitions released,
 // rather than being fenced until its session times out: a join must list no
-// owned partitions, so nothing is owned twice.
+// owned partitions, so nothing is owned twice. Another: -2 without the
+// instance id (Kafka refuses it; franz-go sends it so) is accepted from a
+// static member, found by its member id.
 //
 // Offsets: OffsetCommit from a member carries its member epoch
 // (CheckCommit). As in Kafka 4.3 (KIP-1251), a commit with an older epoch is

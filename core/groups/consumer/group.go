@@ -192,8 +192,6 @@ func (g *Group) validate(r HeartbeatRequest) error {
 		return bad("rack id can't be empty")
 	case r.MemberEpoch < StaticLeaveEpoch:
 		return bad(fmt.Sprintf("member epoch %d is invalid", r.MemberEpoch))
-	case r.MemberEpoch == StaticLeaveEpoch && r.InstanceID == nil:
-		return bad("instance id can't be null when leaving with epoch -2")
 	case r.MemberEpoch == JoinEpoch && r.RebalanceTimeoutMillis < 0:
 		return bad("rebalance timeout must be provided in the first request")
 	case r.MemberEpoch == JoinEpoch && (r.Owned == nil || len(r.Owned) > 0):
@@ -411,6 +409,10 @@ func (g *Group) leave(r HeartbeatRequest) (HeartbeatResponse, error) {
 		}
 	} else if m = g.members[r.MemberID]; m == nil {
 		return resp, fmt.Errorf("%w: %q is not a member of group %q", ErrUnknownMemberID, r.MemberID, g.id)
+	} else if r.MemberEpoch == StaticLeaveEpoch && m.instanceID == nil {
+		// Kafka wants the instance id with -2; franz-go leaves without it,
+		// so a static member is also found by its member id.
+		return resp, fmt.Errorf("%w: epoch -2 from %q, which is not a static member", ErrInvalidRequest, m.id)
 	}
 	if r.MemberEpoch == StaticLeaveEpoch {
 		// Gone for now: its partitions stay its own until its session

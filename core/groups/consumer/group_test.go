@@ -211,8 +211,14 @@ func TestStaticMember(t *testing.T) {
 	if s.g.Epoch() != epoch {
 		t.Fatalf("a static rejoin bumped the group epoch %d -> %d", epoch, s.g.Epoch())
 	}
+	// -2 from a dynamic member is refused; from a static one it needs no
+	// instance id (franz-go sends none).
+	s.hbErr(HeartbeatRequest{MemberID: "B", MemberEpoch: StaticLeaveEpoch, RebalanceTimeoutMillis: -1}, ErrInvalidRequest)
 	// Away longer than the session: removed, B takes all.
-	s.hb(HeartbeatRequest{MemberID: "S2", MemberEpoch: StaticLeaveEpoch, InstanceID: &inst, RebalanceTimeoutMillis: -1})
+	s.hb(HeartbeatRequest{MemberID: "S2", MemberEpoch: StaticLeaveEpoch, RebalanceTimeoutMillis: -1})
+	if m := s.g.members["S2"]; m == nil || m.epoch != StaticLeaveEpoch {
+		t.Fatalf("static member after -2 without instance id: %+v", m)
+	}
 	s.now = s.now.Add(session)
 	s.hb(beat("B", 2, tps("a", 2, 3))) // B's session is renewed
 	if gone := s.g.Tick(s.now); len(gone) != 1 {
@@ -286,7 +292,6 @@ func TestInvalidHeartbeats(t *testing.T) {
 		"empty instance":   {func(r *HeartbeatRequest) { r.InstanceID = &empty }, ErrInvalidRequest},
 		"empty rack":       {func(r *HeartbeatRequest) { r.RackID = &empty }, ErrInvalidRequest},
 		"epoch -3":         {func(r *HeartbeatRequest) { r.MemberEpoch = -3 }, ErrInvalidRequest},
-		"static leave":     {func(r *HeartbeatRequest) { r.MemberEpoch = -2 }, ErrInvalidRequest},
 		"no timeout":       {func(r *HeartbeatRequest) { r.RebalanceTimeoutMillis = -1 }, ErrInvalidRequest},
 		"owned on join":    {func(r *HeartbeatRequest) { r.Owned = tps("a", 1) }, ErrInvalidRequest},
 		"nil owned":        {func(r *HeartbeatRequest) { r.Owned = nil }, ErrInvalidRequest},
