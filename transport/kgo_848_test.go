@@ -192,6 +192,28 @@ func TestKgoNextGenGroup(t *testing.T) {
 		t.Fatalf("listed consumer groups: %+v %v", lr, err)
 	}
 
+	// Classic tools' DescribeGroups sees it too, assignments in the classic
+	// consumer encoding: six partitions over three members.
+	dg := kmsg.NewPtrDescribeGroupsRequest()
+	dg.Groups = []string{group}
+	dgr, err := dg.RequestWith(ctx, prod)
+	if err != nil || len(dgr.Groups) != 1 || dgr.Groups[0].ProtocolType != "consumer" || len(dgr.Groups[0].Members) != 3 {
+		t.Fatalf("DescribeGroups: %+v %v", dgr, err)
+	}
+	total := 0
+	for _, m := range dgr.Groups[0].Members {
+		var a kmsg.ConsumerMemberAssignment
+		if err := a.ReadFrom(m.MemberAssignment); err != nil {
+			t.Fatalf("member %s assignment: %v", m.MemberID, err)
+		}
+		for _, at := range a.Topics {
+			total += len(at.Partitions)
+		}
+	}
+	if total != parts {
+		t.Errorf("DescribeGroups shows %d partitions assigned, want %d", total, parts)
+	}
+
 	m1.stop()
 	produce(120)
 	settled("a member leaving", map[string]int{"m2": 3, "m3": 3})
