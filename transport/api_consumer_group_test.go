@@ -51,3 +51,54 @@ func init() {
 		},
 	}
 }
+
+// TestConsumerGroupHeartbeatErrors: requests breaking KIP-848's rules get
+// the codes Kafka answers, and the connection stays usable.
+func TestConsumerGroupHeartbeatErrors(t *testing.T) {
+	b := startBroker(t)
+	b.createTopic(t, "t", 2, nil)
+	b.coord(t)
+	rc := b.dial(t)
+	str := func(s string) *string { return &s }
+	join := func(mod func(*kmsg.ConsumerGroupHeartbeatRequest)) *kmsg.ConsumerGroupHeartbeatRequest {
+		req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+		req.Version, req.Group, req.MemberID, req.RebalanceTimeoutMillis = 1, "errs", "m", 30000
+		req.SubscribedTopicNames, req.Topics = []string{"t"}, []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+		mod(req)
+		return req
+	}
+	// A classic group with a member, for the protocol clash.
+	jg := kmsg.NewPtrJoinGroupRequest()
+	jg.Version, jg.Group, jg.MemberID, jg.ProtocolType, jg.SessionTimeoutMillis = 3, "classic", "", "consumer", 10000
+	jg.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: []byte{0, 0, 0, 0, 0, 0, 0, 0}}}
+	if resp := rc.do(jg).(*kmsg.JoinGroupResponse); resp.ErrorCode != 0 {
+		t.Fatalf("classic join: %v", kerr.ErrorForCode(resp.ErrorCode))
+	}
+	for _, c := range []struct {
+		name string
+		mod  func(*kmsg.ConsumerGroupHeartbeatRequest)
+		want *kerr.Error
+	}{
+		{"empty member id", func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.MemberID = "" }, kerr.InvalidRequest},
+		{"epoch -3", func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.MemberEpoch = -3 }, kerr.InvalidRequest},
+		{"join owning partitions", func(r *kmsg.ConsumerGroupHeartbeatRequest) {
+			r.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{{TopicID: [16]byte{1}, Partitions: []int32{-5}}}
+		}, kerr.InvalidRequest},
+		{"bad regex", func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.SubscribedTopicRegex = str("((") }, kerr.InvalidRegularExpression},
+		{"unknown assignor", func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.ServerAssignor = str("sticky") }, kerr.UnsupportedAssignor},
+		{"unknown member", func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.MemberEpoch = 5 }, kerr.UnknownMemberID},
+		{"classic group", func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.Group = "classic" }, kerr.GroupIDNotFound},
+		{"fenced epoch", func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.Group, r.MemberEpoch = "kept", 9 }, kerr.FencedMemberEpoch},
+	} {
+		if c.name == "fenced epoch" {
+			if resp := rc.do(join(func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.Group = "kept" })).(*kmsg.ConsumerGroupHeartbeatResponse); resp.ErrorCode != 0 {
+				t.Fatalf("join: %v", kerr.ErrorForCode(resp.ErrorCode))
+			}
+		}
+		resp := rc.do(join(c.mod)).(*kmsg.ConsumerGroupHeartbeatResponse)
+		if resp.ErrorCode != c.want.Code || resp.ErrorMessage == nil {
+			t.Errorf("%s: %v (%v), want %v", c.name, kerr.ErrorForCode(resp.ErrorCode), resp.ErrorMessage, c.want)
+		}
+	}
+	b.checkAlive(t)
+}

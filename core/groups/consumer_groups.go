@@ -27,6 +27,9 @@ func (c *Coordinator) ConsumerHeartbeat(group string, r consumer.HeartbeatReques
 	if group == "" {
 		return fail, fmt.Errorf("%w: empty group id", ErrInvalidGroupID)
 	}
+	if err := c.o.Consumer.Check(r); err != nil {
+		return fail, err
+	}
 	r.SubscribedTopicNames = slices.Clone(r.SubscribedTopicNames)
 	c.mu.Lock()
 	defer c.mu.Unlock()

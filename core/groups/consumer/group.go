@@ -181,7 +181,10 @@ func (g *Group) State() string {
 	return "Stable"
 }
 
-func (g *Group) validate(r HeartbeatRequest) error {
+// Check validates a heartbeat against the protocol's rules, before any
+// group is looked at (ErrInvalidRequest, ErrInvalidRegex,
+// ErrUnsupportedAssignor); Heartbeat checks it too.
+func (c Config) Check(r HeartbeatRequest) error {
 	bad := func(why string) error { return fmt.Errorf("%w: %s", ErrInvalidRequest, why) }
 	switch {
 	case r.MemberID == "":
@@ -204,9 +207,9 @@ func (g *Group) validate(r HeartbeatRequest) error {
 			return fmt.Errorf("%w: %q: %v", ErrInvalidRegex, *r.SubscribedTopicRegex, err)
 		}
 	}
-	if r.ServerAssignor != nil && g.assignor(*r.ServerAssignor) == nil {
+	if r.ServerAssignor != nil && c.assignor(*r.ServerAssignor) == nil {
 		var names []string
-		for _, a := range g.cfg.Assignors {
+		for _, a := range c.Assignors {
 			names = append(names, a.Name())
 		}
 		return fmt.Errorf("%w: %q (served: %v)", ErrUnsupportedAssignor, *r.ServerAssignor, names)
@@ -217,8 +220,8 @@ func (g *Group) validate(r HeartbeatRequest) error {
 // anchored makes a regex match whole names, as Java's Matcher.matches.
 func anchored(re string) string { return `^(?:` + re + `)$` }
 
-func (g *Group) assignor(name string) assignor.Assignor {
-	for _, a := range g.cfg.Assignors {
+func (c Config) assignor(name string) assignor.Assignor {
+	for _, a := range c.Assignors {
 		if a.Name() == name {
 			return a
 		}
@@ -230,7 +233,7 @@ func (g *Group) assignor(name string) assignor.Assignor {
 // current topic metadata.
 func (g *Group) Heartbeat(now time.Time, topics Topics, r HeartbeatRequest) (HeartbeatResponse, error) {
 	fail := HeartbeatResponse{MemberID: r.MemberID, MemberEpoch: r.MemberEpoch}
-	if err := g.validate(r); err != nil {
+	if err := g.cfg.Check(r); err != nil {
 		return fail, err
 	}
 	if r.MemberEpoch == LeaveEpoch || r.MemberEpoch == StaticLeaveEpoch {
