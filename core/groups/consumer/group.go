@@ -146,12 +146,19 @@ type Group struct {
 	// subscribed is the subscription metadata: every topic some member
 	// subscribes to that exists, by name.
 	subscribed map[string]assignor.Topic
+	// names and regexes count the members subscribing to each topic name
+	// and each regex, so resolving the subscription costs one lookup per
+	// name, not one per member and name.
+	names   map[string]int
+	regexes map[string]*regexp.Regexp
+	reCount map[string]int
 }
 
 // New returns an empty group. cfg must have been validated.
 func New(id string, cfg Config) *Group {
 	return &Group{id: id, cfg: cfg, members: map[string]*member{}, static: map[string]string{},
-		target: map[string]parts{}, holders: map[tp]holder{}, subscribed: map[string]assignor.Topic{}}
+		target: map[string]parts{}, holders: map[tp]holder{}, subscribed: map[string]assignor.Topic{},
+		names: map[string]int{}, regexes: map[string]*regexp.Regexp{}, reCount: map[string]int{}}
 }
 
 // ID is the group id.
@@ -261,14 +268,18 @@ func (g *Group) Heartbeat(now time.Time, topics Topics, r HeartbeatRequest) (Hea
 		slices.Sort(names)
 		names = slices.Compact(names)
 		if !slices.Equal(names, m.topics) {
+			g.count(m, -1)
 			m.topics, changed = names, true
+			g.count(m, +1)
 		}
 	}
 	if r.SubscribedTopicRegex != nil && *r.SubscribedTopicRegex != m.regex {
+		g.count(m, -1)
 		m.regex, m.re, changed = *r.SubscribedTopicRegex, nil, true
 		if m.regex != "" {
 			m.re = regexp.MustCompile(anchored(m.regex)) // validated
 		}
+		g.count(m, +1)
 	}
 	m.clientID, m.clientHost = r.ClientID, r.ClientHost
 	m.sessionDeadline = now.Add(g.cfg.SessionTimeout)
@@ -390,6 +401,7 @@ func (g *Group) remove(m *member) {
 		delete(g.static, *m.instanceID)
 	}
 	delete(g.target, m.id)
+	g.count(m, -1)
 	for k, h := range g.holders {
 		if h.member == m.id {
 			delete(g.holders, k)
@@ -427,28 +439,47 @@ func (g *Group) leave(r HeartbeatRequest) (HeartbeatResponse, error) {
 	return resp, nil
 }
 
+// count adds (d = +1) or removes (d = -1) m's subscription to the group's
+// counts.
+func (g *Group) count(m *member, d int) {
+	for _, n := range m.topics {
+		if g.names[n] += d; g.names[n] <= 0 {
+			delete(g.names, n)
+		}
+	}
+	if m.re == nil {
+		return
+	}
+	if g.reCount[m.regex] += d; g.reCount[m.regex] <= 0 {
+		delete(g.reCount, m.regex)
+		delete(g.regexes, m.regex)
+	} else {
+		g.regexes[m.regex] = m.re
+	}
+}
+
 // resolve computes the subscription metadata: every existing topic some
 // member subscribes to, by name or regex.
 func (g *Group) resolve(topics Topics) map[string]assignor.Topic {
-	out := map[string]assignor.Topic{}
-	var all []string
-	for _, m := range g.members {
-		for _, n := range m.topics {
-			if t, ok := topics.Topic(n); ok {
-				out[n] = t
-			}
+	out := make(map[string]assignor.Topic, len(g.subscribed))
+	for n := range g.names {
+		if t, ok := topics.Topic(n); ok {
+			out[n] = t
 		}
-		if m.re == nil {
+	}
+	if len(g.regexes) == 0 {
+		return out
+	}
+	for _, n := range topics.Names() {
+		if _, done := out[n]; done {
 			continue
 		}
-		if all == nil {
-			all = topics.Names()
-		}
-		for _, n := range all {
-			if m.re.MatchString(n) {
+		for _, re := range g.regexes {
+			if re.MatchString(n) {
 				if t, ok := topics.Topic(n); ok {
 					out[n] = t
 				}
+				break
 			}
 		}
 	}

@@ -99,6 +99,18 @@ func checkInvariants(t *testing.T, g *Group) {
 			t.Fatalf("instance %q maps to %q", inst, id)
 		}
 	}
+	names, res := map[string]int{}, map[string]int{}
+	for _, m := range g.members {
+		for _, n := range m.topics {
+			names[n]++
+		}
+		if m.re != nil {
+			res[m.regex]++
+		}
+	}
+	if !maps.Equal(names, g.names) || !maps.Equal(res, g.reCount) || len(g.regexes) != len(res) {
+		t.Fatalf("subscription counts %v %v, members subscribe to %v %v", g.names, g.reCount, names, res)
+	}
 	if g.targetEpoch > g.epoch {
 		t.Fatalf("target epoch %d ahead of group epoch %d", g.targetEpoch, g.epoch)
 	}

@@ -19,6 +19,8 @@ type simMember struct {
 	in       bool
 	owned    parts
 	joins    int
+	// regex: it subscribes with a regex rather than names.
+	regex bool
 	// assignment is the last assignment the coordinator sent.
 	assignment parts
 }
@@ -85,8 +87,13 @@ func randomHeartbeats(t *testing.T, seed uint64) {
 		}
 	}
 	full := func(c *simMember) HeartbeatRequest {
-		return HeartbeatRequest{MemberID: c.id, MemberEpoch: c.epoch, RebalanceTimeoutMillis: 5000,
+		r := HeartbeatRequest{MemberID: c.id, MemberEpoch: c.epoch, RebalanceTimeoutMillis: 5000,
 			SubscribedTopicNames: []string{"a", "b"}, Owned: c.owned.list()}
+		if c.regex {
+			re := "a|b"
+			r.SubscribedTopicNames, r.SubscribedTopicRegex = nil, &re
+		}
+		return r
 	}
 	revoke := func(c *simMember) {
 		if c.assignment == nil {
@@ -130,9 +137,8 @@ func randomHeartbeats(t *testing.T, seed uint64) {
 				c.joins++
 				c.id = fmt.Sprintf("%s-%d", c.name, c.joins)
 			}
-			c.owned, c.assignment, c.epoch = parts{}, nil, 0
-			send(c, HeartbeatRequest{MemberID: c.id, RebalanceTimeoutMillis: 5000,
-				SubscribedTopicNames: []string{"a", "b"}, Owned: []TopicPartitions{}})
+			c.owned, c.assignment, c.epoch, c.regex = parts{}, nil, 0, rng.IntN(4) == 0
+			send(c, full(c))
 		case op < 8:
 			if rng.IntN(2) == 0 {
 				revoke(c)
