@@ -50,3 +50,14 @@ func (g *Group) TopicNames() map[[16]byte]string {
 	}
 	return out
 }
+
+// Subscribes reports whether some member subscribes to topic, by name or by
+// a regex matching it when the group last resolved its subscription (what
+// OffsetDelete must refuse, GROUP_SUBSCRIBED_TO_TOPIC).
+func (g *Group) Subscribes(topic string) bool {
+	if g.names[topic] > 0 {
+		return true
+	}
+	_, ok := g.subscribed[topic]
+	return ok
+}

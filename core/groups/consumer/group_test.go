@@ -245,6 +245,9 @@ func TestTopicChanges(t *testing.T) {
 	r = s.hb(beat("A", 2, tps("later", 0, 1)))
 	assertAssigned(t, r, 3, nil)
 
+	if !s.g.Subscribes("later") || s.g.Subscribes("re-x") {
+		t.Fatalf("subscribes: later %v, re-x %v", s.g.Subscribes("later"), s.g.Subscribes("re-x"))
+	}
 	rx := "re-.*"
 	j := join("R", "later")
 	j.SubscribedTopicNames, j.SubscribedTopicRegex = nil, &rx
@@ -252,6 +255,9 @@ func TestTopicChanges(t *testing.T) {
 	s.topics.set("nore-x", 3)
 	r = s.hb(j)
 	assertAssigned(t, r, 4, tps("re-x", 0, 1, 2))
+	if !s.g.Subscribes("re-x") || s.g.Subscribes("nore-x") {
+		t.Fatalf("subscribes after a regex member: re-x %v, nore-x %v", s.g.Subscribes("re-x"), s.g.Subscribes("nore-x"))
+	}
 }
 
 // TestAssignorChoice: the assignor most members ask for is used; an unknown
