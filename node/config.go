@@ -130,6 +130,10 @@ type Config struct {
 	// group waits for more members to join. Zero means no wait (Kafka's
 	// broker default is 3s, which `weir broker` uses; tests want 0).
 	GroupInitialRebalanceDelay time.Duration
+	// ConsumerGroupSessionTimeout and ConsumerGroupHeartbeatInterval are
+	// the session timeout and heartbeat interval of KIP-848 consumer groups
+	// (zero: Kafka's defaults, 45s and 5s; see core/groups/consumer).
+	ConsumerGroupSessionTimeout, ConsumerGroupHeartbeatInterval time.Duration
 
 	// PluginDir is searched for external plugins named by topic configs
 	// (weir.flush.policy, compression.type) as weir-<kind>-<name>; specs

@@ -16,6 +16,7 @@ import (
 
 	"github.com/weir-broker/weir/core/coord"
 	"github.com/weir-broker/weir/core/groups"
+	"github.com/weir-broker/weir/core/groups/consumer"
 	"github.com/weir-broker/weir/core/logs"
 	"github.com/weir-broker/weir/core/meta"
 	"github.com/weir-broker/weir/core/partlog"
@@ -179,6 +180,9 @@ func (n *Node) open(parent context.Context) error {
 		MinSessionTimeout:     cfg.GroupMinSessionTimeout,
 		MaxSessionTimeout:     cfg.GroupMaxSessionTimeout,
 		InitialRebalanceDelay: cfg.GroupInitialRebalanceDelay,
+		Consumer: consumer.Config{SessionTimeout: cfg.ConsumerGroupSessionTimeout,
+			HeartbeatInterval: cfg.ConsumerGroupHeartbeatInterval},
+		Topics: consumerTopics{n},
 	})
 	if err != nil {
 		return fmt.Errorf("node: groups: %w", err)

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/weir-broker/weir/core/groups/consumer"
 	"github.com/weir-broker/weir/core/partlog"
 )
 
@@ -27,6 +28,8 @@ type Coordinator struct {
 	mu     sync.Mutex
 	closed bool
 	groups map[string]*group
+	// cgroups are the KIP-848 consumer groups (consumer_groups.go).
+	cgroups map[string]*consumer.Group
 	// shards are the partitions of __consumer_offsets loaded or loading.
 	shards  map[int32]*shard
 	lastL   uint64 // numbers the loads
@@ -68,7 +71,7 @@ func New(o Options) (*Coordinator, error) {
 		return nil, err
 	}
 	return &Coordinator{o: o, groups: map[string]*group{}, shards: map[int32]*shard{},
-		waiters: map[uint64]waiter{}}, nil
+		waiters: map[uint64]waiter{}, cgroups: map[string]*consumer.Group{}}, nil
 }
 
 // Load makes the coordinator serve the groups of partition p of
@@ -177,6 +180,11 @@ func (c *Coordinator) unloadLocked(p int32) {
 			delete(c.groups, id)
 		}
 	}
+	for id := range c.cgroups {
+		if c.o.PartitionFor(id) == p {
+			delete(c.cgroups, id)
+		}
+	}
 	c.o.Logger.Info("offsets partition unloaded", "partition", p)
 }
 
@@ -246,6 +254,10 @@ func (c *Coordinator) Join(ctx context.Context, r JoinRequest) (JoinResult, erro
 	}
 	c.mu.Lock()
 	if _, err := c.storeOf(r.Group); err != nil {
+		c.mu.Unlock()
+		return fail, err
+	}
+	if err := c.classicJoinAllowed(r.Group); err != nil {
 		c.mu.Unlock()
 		return fail, err
 	}
@@ -386,17 +398,32 @@ func (c *Coordinator) Commit(group, memberID string, instanceID *string, generat
 	}
 	now := c.o.Clock.Now()
 	g := c.groups[group]
-	if g == nil {
+	cg := c.cgroups[group]
+	if cg != nil {
+		// A consumer group: the generation is the member epoch.
+		if err := consumerCommitCheck(cg, memberID, generation, offsets); err != nil {
+			return all(err)
+		}
+	} else if g == nil {
 		if generation >= 0 {
 			return all(fmt.Errorf("%w: group %q does not exist", ErrIllegalGeneration, group))
 		}
 		g = newGroup(group, &c.o)
 		c.groups[group] = g
 	}
-	err = g.commitCheck(now, memberID, instanceID, generation)
-	if err != nil {
-		c.settle(g)
-		return all(err)
+	settle := func() {
+		if cg != nil {
+			c.settleConsumer(cg)
+		} else {
+			c.settle(g)
+		}
+	}
+	if cg == nil {
+		err = g.commitCheck(now, memberID, instanceID, generation)
+		if err != nil {
+			c.settle(g)
+			return all(err)
+		}
 	}
 	perPartition = make([]error, len(offsets))
 	valid := make([]OffsetCommit, 0, len(offsets))
@@ -421,13 +448,13 @@ func (c *Coordinator) Commit(group, memberID string, instanceID *string, generat
 		c.mu.Lock()
 		locked = true
 		store.finish(pw, werr)
-		c.settle(g)
+		settle()
 		c.mu.Unlock()
 		locked = false
 		<-pw.drained // behind a write still waiting, which its own caller finishes
 		err = werr
 	} else {
-		c.settle(g)
+		settle()
 	}
 	if err != nil {
 		// The store failing is the coordinator failing: clients retry.
@@ -461,6 +488,9 @@ func (c *Coordinator) Describe(group string) (Description, error) {
 	if _, err := c.storeOf(group); err != nil {
 		return Description{}, err
 	}
+	if cg := c.cgroups[group]; cg != nil {
+		return classicView(cg), nil
+	}
 	g := c.groups[group]
 	if g == nil {
 		return Description{Group: group, State: stateDead.String()}, nil
@@ -476,6 +506,9 @@ func (c *Coordinator) List() []Listing {
 	for _, g := range c.groups {
 		out = append(out, Listing{Group: g.id, ProtocolType: g.protocolType, State: g.state.String()})
 	}
+	for id, cg := range c.cgroups {
+		out = append(out, Listing{Group: id, ProtocolType: "consumer", State: cg.State(), Type: "consumer"})
+	}
 	slices.SortFunc(out, func(a, b Listing) int { return cmp.Compare(a.Group, b.Group) })
 	return out
 }
@@ -489,6 +522,14 @@ func (c *Coordinator) Delete(group string) error {
 		return err
 	}
 	g := c.groups[group]
+	if cg := c.cgroups[group]; cg != nil {
+		if !cg.Empty() {
+			return fmt.Errorf("%w: consumer group %q is %s", ErrNotEmpty, group, cg.State())
+		}
+		delete(c.cgroups, group)
+		g = newGroup(group, &c.o) // deleted below like an empty classic group
+		c.groups[group] = g
+	}
 	switch {
 	case g == nil:
 		return fmt.Errorf("%w: %q", ErrGroupIDNotFound, group)
@@ -541,6 +582,12 @@ func (c *Coordinator) expireLocked(store *offsetStore, now time.Time, cutoff int
 		g := c.groups[id]
 		if g != nil && g.state != stateEmpty {
 			continue
+		}
+		if cg := c.cgroups[id]; cg != nil {
+			if !cg.Empty() {
+				continue
+			}
+			delete(c.cgroups, id)
 		}
 		anchor := int64(math.MinInt64)
 		if g != nil && !g.emptySince.IsZero() {
@@ -728,6 +775,7 @@ func (c *Coordinator) fire(seq uint64) {
 			next = d
 		}
 	}
+	next = c.tickConsumers(now, next)
 	c.arm(next)
 }
 

@@ -66,6 +66,16 @@
 // metadata record is due (a rebalance completed, the group emptied), and
 // the Coordinator writes it (see Group metadata below).
 //
+// # KIP-848 consumer groups
+//
+// Beside the classic groups, the coordinator serves KIP-848 ("next
+// generation") consumer groups, where it assigns the partitions itself:
+// each is a consumer.Group (package core/groups/consumer, a deterministic
+// state machine like group, with the assignors of core/groups/assignor),
+// kept under the same lock and timer and committing to the same offsets
+// (consumer_groups.go). A group id is a classic group or a consumer group at
+// a time; Options.Topics gives them the topic metadata they assign from.
+//
 // # Committed offsets: partitions of __consumer_offsets
 //
 // A group belongs to one partition of __consumer_offsets
