@@ -154,3 +154,45 @@ func TestConsumerGroupAfterRestart(t *testing.T) {
 		t.Fatalf("offsets after a restart: %v %v", got, err)
 	}
 }
+
+// TestConsumerGroupOffsetDelete: OffsetDelete on a KIP-848 group with
+// members keeps the offsets of the topics it subscribes to
+// (GROUP_SUBSCRIBED_TO_TOPIC) and deletes the others'; once the group is
+// empty, all of them go.
+func TestConsumerGroupOffsetDelete(t *testing.T) {
+	clk := newClock()
+	c := openConsumerCoordinator(t, vfs.NewMem(), clk)
+	if _, err := c.ConsumerHeartbeat("g", consumerJoin("m1")); err != nil {
+		t.Fatal(err)
+	}
+	subscribed, other := TopicPartition{Topic: "t", Partition: 0}, TopicPartition{Topic: "u", Partition: 0}
+	per, err := c.Commit("g", "m1", nil, 1, []OffsetCommit{{TopicPartition: subscribed, Offset: 5}, {TopicPartition: other, Offset: 6}})
+	if err != nil || per[0] != nil || per[1] != nil {
+		t.Fatalf("commit: %v %v", per, err)
+	}
+	per, err = c.DeleteOffsets("g", []TopicPartition{subscribed, other})
+	if err != nil || !errors.Is(per[0], ErrGroupSubscribedToTopic) || per[1] != nil {
+		t.Fatalf("delete while subscribed: %v %v", per, err)
+	}
+	got, err := c.Fetch("g", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := got[subscribed]; !ok {
+		t.Fatalf("the subscribed topic's offset went: %v", got)
+	}
+	if _, ok := got[other]; ok {
+		t.Fatalf("the other topic's offset stayed: %v", got)
+	}
+
+	if _, err := c.ConsumerHeartbeat("g", consumer.HeartbeatRequest{MemberID: "m1", MemberEpoch: -1}); err != nil {
+		t.Fatal(err)
+	}
+	per, err = c.DeleteOffsets("g", []TopicPartition{subscribed})
+	if err != nil || per[0] != nil {
+		t.Fatalf("delete once empty: %v %v", per, err)
+	}
+	if got, _ := c.Fetch("g", nil); len(got) != 0 {
+		t.Fatalf("offsets left after the group emptied: %v", got)
+	}
+}

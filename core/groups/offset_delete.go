@@ -19,7 +19,9 @@ var ErrGroupSubscribedToTopic = errors.New("groups: the group is subscribed to t
 // selected protocol's metadata say (ConsumerProtocolSubscription; a member
 // whose metadata does not parse counts as subscribed to every topic):
 // those partitions get ErrGroupSubscribedToTopic, the others are deleted.
-// Any other group with members is ErrNotEmpty, as a whole. A group with
+// A KIP-848 consumer group with members keeps the offsets of the topics it
+// subscribes to the same way. Any other group with members is ErrNotEmpty,
+// as a whole. A group with
 // neither members nor offsets is ErrGroupIDNotFound. perPartition[i] is
 // the outcome of parts[i] (nil: deleted, or there was nothing to delete)
 // when err is nil.
@@ -33,22 +35,28 @@ func (c *Coordinator) DeleteOffsets(group string, parts []TopicPartition) (perPa
 	if err != nil {
 		return nil, err
 	}
+	// subscribes, when not nil, says which topics an active group keeps.
+	var subscribes func(topic string) bool
 	g := c.groups[group]
-	if (g == nil || g.state == stateDead) && len(store.offsets[group]) == 0 {
+	switch cg := c.cgroups[group]; {
+	case cg != nil && !cg.Empty():
+		// A KIP-848 consumer group with members (Kafka's
+		// ConsumerGroup.isSubscribedToTopic).
+		subscribes = cg.Subscribes
+	case (g == nil || g.state == stateDead) && len(store.offsets[group]) == 0:
 		return nil, fmt.Errorf("%w: %q", ErrGroupIDNotFound, group)
-	}
-	var subscribed map[string]bool // nil: every topic
-	if g != nil && g.state != stateEmpty && g.state != stateDead {
+	case g != nil && g.state != stateEmpty && g.state != stateDead:
 		if g.protocolType != "consumer" {
 			return nil, fmt.Errorf("%w: %q is %v with %d members of protocol type %q", ErrNotEmpty, group, g.state,
 				len(g.order), g.protocolType)
 		}
-		subscribed = g.subscribedTopics()
+		subscribed := g.subscribedTopics() // nil: every topic
+		subscribes = func(topic string) bool { return subscribed == nil || subscribed[topic] }
 	}
 	perPartition = make([]error, len(parts))
 	drop := map[TopicPartition]bool{}
 	for i, tp := range parts {
-		if g != nil && g.state != stateEmpty && g.state != stateDead && (subscribed == nil || subscribed[tp.Topic]) {
+		if subscribes != nil && subscribes(tp.Topic) {
 			perPartition[i] = fmt.Errorf("%w: %q subscribes to %q", ErrGroupSubscribedToTopic, group, tp.Topic)
 			continue
 		}
