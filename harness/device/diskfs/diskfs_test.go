@@ -109,9 +109,9 @@ func TestLoseUnsyncedData(t *testing.T) {
 	writeFile(t, a, []byte("synced-a"), true)
 	writeFile(t, b, []byte("synced-b-long"), true)
 	syncDir(t, mnt)
-	appendFile(t, a, []byte("+unsynced"), 8, false)   // append
-	appendFile(t, a, []byte("XX"), 0, false)          // overwrite synced bytes
-	if err := os.Truncate(b, 3); err != nil { // truncate synced bytes
+	appendFile(t, a, []byte("+unsynced"), 8, false) // append
+	appendFile(t, a, []byte("XX"), 0, false)        // overwrite synced bytes
+	if err := os.Truncate(b, 3); err != nil {       // truncate synced bytes
 		t.Fatal(err)
 	}
 	appendFile(t, b, []byte("--"), 3, false)
