@@ -14,6 +14,8 @@
 //	write(2) ──► page cache (dirty pages) ──writeback / fsync──► allocator ──► device requests ──► model
 //	read(2)  ──► page cache hit: free │ miss ───────────────────► allocator ──► device requests ──► model
 //
+// In detail:
+//
 //   - Page cache. Buffered writes mark 4 KiB pages dirty and cost nothing; the device pays when they are written
 //     back: by fsync/fdatasync (the file's dirty pages, then a journal commit, then a cache flush, all waited for),
 //     by age (pages dirty longer than Options.DirtyExpire, 30 s), or when more than DirtyBackgroundBytes (64 MiB)
