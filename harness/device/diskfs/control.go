@@ -23,14 +23,8 @@ const (
 )
 
 func (m *Mount) controlDir(ctx context.Context, root *node) *fs.Inode {
-	m.rw.RLock()
-	ctl := m.ctl
-	m.rw.RUnlock()
-	if ctl != nil {
-		return ctl
-	}
-	m.rw.Lock()
-	defer m.rw.Unlock()
+	m.ctlMu.Lock()
+	defer m.ctlMu.Unlock()
 	if m.ctl == nil {
 		dir := root.NewPersistentInode(ctx, &fs.Inode{}, fs.StableAttr{Mode: syscall.S_IFDIR, Ino: controlDirIno})
 		file := root.NewPersistentInode(ctx, &controlNode{m: m}, fs.StableAttr{Mode: syscall.S_IFREG, Ino: controlFileIno})

@@ -190,7 +190,7 @@ func (e *engine) dropClean(k pageKey) {
 }
 
 // read charges a read of [off, off+n) of file ino: pages in the modelled page cache are free, the others are read
-// from the device (holes cost nothing). It returns how long the caller waited.
+// from the device. It returns how long the caller waited.
 func (e *engine) read(ino, dir uint64, off, n int64) time.Duration {
 	if n <= 0 {
 		return 0
@@ -214,7 +214,9 @@ func (e *engine) read(ino, dir uint64, off, n int64) time.Duration {
 		miss = append(miss, p)
 		e.touchClean(k)
 	}
-	reqs := e.runs(f, miss, model.Read, false)
+	// Pages never written through this mount (files that were in the backing directory before it) are laid
+	// out on their first read, as if written before.
+	reqs := e.runs(f, miss, model.Read, true)
 	e.mu.Unlock()
 	var waited time.Duration
 	for _, r := range reqs {

@@ -86,7 +86,8 @@ type Mount struct {
 	cut     atomic.Bool
 	stop    chan struct{}
 	stopped sync.Once
-	ctl     *fs.Inode
+	ctlMu   sync.Mutex
+	ctl     *fs.Inode // the control directory, made on its first lookup
 }
 
 // CanMount says why this process cannot mount FUSE file systems, or nil if it can.
