@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -75,6 +76,9 @@ raid0-2xssd, jbod-3xhdd-7200), or a YAML file of numbers (.yaml).`,
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
+			usr1 := make(chan os.Signal, 1)
+			signal.Notify(usr1, syscall.SIGUSR1) // before mounting: a cut requested once mounted must not kill us
+			defer signal.Stop(usr1)
 			m, err := diskfs.New(args[0], diskfs.Options{Profile: p, Backing: backing, RealTime: real,
 				CacheBytes: cacheBytes, DirtyBytes: dirtyBytes, DirtyBackgroundBytes: dirtyBackground, Debug: debug})
 			if err != nil {
@@ -84,7 +88,7 @@ raid0-2xssd, jbod-3xhdd-7200), or a YAML file of numbers (.yaml).`,
 			fmt.Fprintf(out, "mounted %s (%s) at %s, backing %s, %s time\n", p.Name, p.Summary(), args[0], backing, clock)
 			fmt.Fprintf(out, "cut the power: kill -USR1 %d, weir disk cut %s, or echo lose-unsynced > %s\n",
 				os.Getpid(), args[0], filepath.Join(args[0], diskfs.ControlFile))
-			return serveDisk(ctx, m, out)
+			return serveDisk(ctx, m, usr1, out)
 		},
 	}
 	f := cmd.Flags()
@@ -100,10 +104,7 @@ raid0-2xssd, jbod-3xhdd-7200), or a YAML file of numbers (.yaml).`,
 
 // serveDisk waits for the mount to end (unmounted from outside, or ctx done: then it unmounts), cutting its power
 // on SIGUSR1, and prints what the device did.
-func serveDisk(ctx context.Context, m *diskfs.Mount, out interface{ Write([]byte) (int, error) }) error {
-	usr1 := make(chan os.Signal, 1)
-	signal.Notify(usr1, syscall.SIGUSR1)
-	defer signal.Stop(usr1)
+func serveDisk(ctx context.Context, m *diskfs.Mount, usr1 <-chan os.Signal, out io.Writer) error {
 	ended := make(chan struct{})
 	go func() { m.Wait(); close(ended) }()
 	var err error

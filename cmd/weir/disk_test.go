@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -100,6 +101,9 @@ func TestDiskMountCut(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(backing, "unsynced")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("after disk cut the unsynced file: %v, want it gone", err)
 	}
+	if err := run([]string{"disk", "cut", mnt}, &bytes.Buffer{}, &bytes.Buffer{}); err == nil {
+		t.Error("a second cut succeeded")
+	}
 	if err := run([]string{"disk", "unmount", mnt}, &bytes.Buffer{}, &bytes.Buffer{}); err != nil {
 		t.Fatal(err)
 	}
@@ -145,5 +149,50 @@ func TestDiskMountStopsOnContext(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(mnt, diskfs.ControlFile)); err == nil {
 		t.Error("still mounted after the command ended")
+	}
+}
+
+// TestDiskMountSIGUSR1: SIGUSR1 to the mount process cuts the power.
+func TestDiskMountSIGUSR1(t *testing.T) {
+	if err := diskfs.CanMount(); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("CI=true but %v", err)
+		}
+		t.Skipf("skipped: %v", err)
+	}
+	dir := t.TempDir()
+	mnt := filepath.Join(dir, "mnt")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var stdout bytes.Buffer
+	done := make(chan error, 1)
+	go func() {
+		done <- runContext(ctx, []string{"disk", "mount", "--profile", "hdd-7200", "--time", "simulated", "--backing", filepath.Join(dir, "b"), mnt}, &stdout, &bytes.Buffer{})
+	}()
+	t.Cleanup(func() { diskfs.Unmount(mnt) })
+	waitMounted(t, mnt, done)
+	if err := syscall.Kill(os.Getpid(), syscall.SIGUSR1); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		b, err := os.ReadFile(filepath.Join(mnt, diskfs.ControlFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(b), "cut: true\n") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no cut 20 s after SIGUSR1:\n%s", b)
+		}
+		time.Sleep(20 * time.Millisecond) // polling the other goroutine's signal handling, with a deadline
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(stdout.String(), "power cut: ") {
+		t.Errorf("disk mount printed:\n%s", stdout.String())
 	}
 }

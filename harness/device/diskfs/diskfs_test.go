@@ -337,3 +337,69 @@ func TestInterleavedAppends(t *testing.T) {
 		t.Errorf("interleaved fsynced appends took %v, not 50x the %v of one sequential file", many, one)
 	}
 }
+
+// TestRealTime: in real time, operations take at least the device time the model accounted for them.
+func TestRealTime(t *testing.T) {
+	m, _ := mount(t, "hdd-7200-nocache", true)
+	path := filepath.Join(m.Dir(), "f")
+	writeFile(t, path, make([]byte, 1<<20), true)
+	d := openDirect(t, path, 1<<20)
+	buf := alignedBuf(4096)
+	before := m.Status().Device.Busy
+	start := time.Now()
+	for i := range 10 {
+		if _, err := d.WriteAt(buf, int64(i*37%256)*4096); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wall := time.Since(start)
+	busy := m.Status().Device.Busy - before
+	if busy <= 0 || wall < busy {
+		t.Errorf("10 O_DIRECT writes took %v of wall time for %v of device time", wall, busy)
+	}
+}
+
+// TestConcurrentWriters: writers in several goroutines, with fsyncs and a cut at the end (run with -race).
+func TestConcurrentWriters(t *testing.T) {
+	m, backing := mount(t, "raid5-6xhdd-7200", false)
+	errs := make(chan error, 4)
+	for w := range 4 {
+		go func() {
+			path := filepath.Join(m.Dir(), "w"+string(rune('0'+w)))
+			f, err := os.Create(path)
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer f.Close()
+			for i := range 50 {
+				if _, err := f.Write(bytes.Repeat([]byte{byte(w)}, 4096)); err != nil {
+					errs <- err
+					return
+				}
+				if i == 24 {
+					if err := f.Sync(); err != nil {
+						errs <- err
+						return
+					}
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	syncDir(t, m.Dir())
+	if _, err := m.LoseUnsynced(); err != nil {
+		t.Fatal(err)
+	}
+	for w := range 4 {
+		st, err := os.Stat(filepath.Join(backing, "w"+string(rune('0'+w))))
+		if err != nil || st.Size() != 25*4096 {
+			t.Errorf("writer %d's file after the cut: %v, %v; want 25 synced pages", w, st, err)
+		}
+	}
+}
