@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -80,7 +81,8 @@ raid0-2xssd, jbod-3xhdd-7200), or a YAML file of numbers (.yaml).`,
 			signal.Notify(usr1, syscall.SIGUSR1) // before mounting: a cut requested once mounted must not kill us
 			defer signal.Stop(usr1)
 			m, err := diskfs.New(args[0], diskfs.Options{Profile: p, Backing: backing, RealTime: real,
-				CacheBytes: cacheBytes, DirtyBytes: dirtyBytes, DirtyBackgroundBytes: dirtyBackground, Debug: debug})
+				CacheBytes: cacheBytes, DirtyBytes: dirtyBytes, DirtyBackgroundBytes: dirtyBackground, Debug: debug,
+				Logger: slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))})
 			if err != nil {
 				return fmt.Errorf("disk mount: %w", err)
 			}
