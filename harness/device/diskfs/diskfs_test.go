@@ -403,3 +403,27 @@ func TestConcurrentWriters(t *testing.T) {
 		}
 	}
 }
+
+// TestDirectReadsReadTheDevice: buffered reads of pages just written are page-cache hits; O_DIRECT reads of the
+// same pages go to the device.
+func TestDirectReadsReadTheDevice(t *testing.T) {
+	m, _ := mount(t, "hdd-7200", false)
+	path := filepath.Join(m.Dir(), "f")
+	writeFile(t, path, make([]byte, 64<<10), true)
+	before := m.Status()
+	if _, err := os.ReadFile(path); err != nil {
+		t.Fatal(err)
+	}
+	mid := m.Status()
+	d := openDirect(t, path, 64<<10)
+	if _, err := d.ReadAt(alignedBuf(64<<10), 0); err != nil {
+		t.Fatal(err)
+	}
+	after := m.Status()
+	if mid.Device.Reads != before.Device.Reads {
+		t.Errorf("a buffered read of pages just written read the device (%d reads)", mid.Device.Reads-before.Device.Reads)
+	}
+	if after.Device.Reads == mid.Device.Reads || after.Device.BytesRead-mid.Device.BytesRead != 64<<10 {
+		t.Errorf("an O_DIRECT read of 64 KiB read %d bytes from the device", after.Device.BytesRead-mid.Device.BytesRead)
+	}
+}

@@ -27,8 +27,9 @@
 //   - Reads of pages written or read recently (dirty, or among the CacheBytes most recently used, 1 GiB) are free:
 //     the page cache serves them. Others are read from the device. (The kernel's own page cache above FUSE also
 //     serves repeated reads of an open file without asking; both agree that cached reads cost no device time.)
-//   - O_DIRECT writes go to the device at once and the caller waits; O_SYNC/O_DSYNC writes are buffered and then
-//     fsynced. The backing files are opened without these flags: the model implements them.
+//   - O_DIRECT writes go to the device at once and the caller waits, O_DIRECT reads always read the device, and
+//     O_SYNC/O_DSYNC writes are buffered and then fsynced. The backing files are opened without these flags: the
+//     model implements them.
 //   - Allocation is delayed to writeback, as ext4 and xfs do. Every directory gets a 1 GiB region of the device,
 //     spread over the whole device by a golden-ratio sequence (the root at the start, where the disk is fastest),
 //     as ext4's Orlov allocator spreads top-level directories; a file's pages go to its directory's region, right

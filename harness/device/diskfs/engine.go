@@ -190,8 +190,8 @@ func (e *engine) dropClean(k pageKey) {
 }
 
 // read charges a read of [off, off+n) of file ino: pages in the modelled page cache are free, the others are read
-// from the device. It returns how long the caller waited.
-func (e *engine) read(ino, dir uint64, off, n int64) time.Duration {
+// from the device; direct (O_DIRECT) reads always go to the device. It returns how long the caller waited.
+func (e *engine) read(ino, dir uint64, off, n int64, direct bool) time.Duration {
 	if n <= 0 {
 		return 0
 	}
@@ -201,6 +201,11 @@ func (e *engine) read(ino, dir uint64, off, n int64) time.Duration {
 	var miss []int64
 	for p := first; p <= last; p++ {
 		k := pageKey{ino, p}
+		if direct {
+			e.counts.CacheMisses++
+			miss = append(miss, p)
+			continue
+		}
 		if f.dirty[p] {
 			e.counts.CacheHits++
 			continue

@@ -382,7 +382,7 @@ func (m *Mount) wrap(n *node, fh fs.FileHandle, flags uint32) fs.FileHandle {
 }
 
 func (h *handle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
-	h.n.m.engine.read(h.n.ino(), h.n.parentIno(), off, int64(len(dest)))
+	h.n.m.engine.read(h.n.ino(), h.n.parentIno(), off, int64(len(dest)), h.direct)
 	return h.lf.Read(ctx, dest, off)
 }
 
