@@ -16,7 +16,7 @@
 //
 //	spec      the experiment file (YAML, or an OpenMessaging Benchmark
 //	          workload): parsing, validation naming each field, matrix expansion
-//	presets   the specs weir ships (quick, kreps2014, probes, flush, durability,
+//	presets   the specs weir ships (quick, kreps2014, probes, flush, hdd, durability,
 //	          replication, chaos, scale, scale-quick), embedded
 //	load      one repetition of a workload with franz-go: topics, paced
 //	          producers, consumers, the measured window, the figures
