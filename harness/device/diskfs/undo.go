@@ -17,7 +17,8 @@ import (
 )
 
 // stateDir is weir's directory inside the backing directory: trash/ keeps, by inode number, files unlinked or
-// replaced since their directory's last fsync (so a power cut can bring them back); stage/ is used during a cut.
+// replaced since their directory's last fsync (so a power cut can bring them back); undo/ holds the pre-images of
+// overwritten synced bytes (in unlinked files); stage/ is used during a cut.
 // The mount shows the control directory under this name instead.
 const stateDir = ".weirdisk"
 
@@ -43,12 +44,13 @@ type fileUndo struct {
 	f     *os.File
 	size  int64 // at the last fsync
 	pre   []preimage
-	bytes int64 // in pre
+	bytes int64    // in pre
+	spill *os.File // the pre-images' bytes, in .weirdisk/undo (unlinked at once), so they take no memory
 }
 
 type preimage struct {
-	off  int64
-	data []byte
+	off   int64 // in the file
+	at, n int64 // in spill
 }
 
 type dirUndo struct {
@@ -57,7 +59,7 @@ type dirUndo struct {
 }
 
 func newUndo(backing string) (*undo, error) {
-	for _, d := range []string{"trash", "stage"} {
+	for _, d := range []string{"trash", "stage", "undo"} {
 		p := filepath.Join(backing, stateDir, d)
 		if err := os.RemoveAll(p); err != nil {
 			return nil, fmt.Errorf("diskfs: clear %s: %w", p, err)
@@ -89,7 +91,13 @@ func (u *undo) beforeData(ino uint64, fd int, path string, off, n int64) error {
 			f.Close()
 			return fmt.Errorf("diskfs: keep the synced state of inode %d: %w", ino, err)
 		}
-		fu = &fileUndo{f: f, size: st.Size()}
+		spill, err := os.CreateTemp(filepath.Join(u.backing, stateDir, "undo"), "pre-")
+		if err != nil {
+			f.Close()
+			return fmt.Errorf("diskfs: keep the synced state of inode %d: %w", ino, err)
+		}
+		os.Remove(spill.Name())
+		fu = &fileUndo{f: f, size: st.Size(), spill: spill}
 		u.files[ino] = fu
 	}
 	end := off + n
@@ -105,7 +113,10 @@ func (u *undo) beforeData(ino uint64, fd int, path string, off, n int64) error {
 	if err != nil && k < len(b) && !errors.Is(err, io.EOF) {
 		return fmt.Errorf("diskfs: keep the synced bytes of inode %d at %d: %w", ino, off, err)
 	}
-	fu.pre = append(fu.pre, preimage{off: off, data: b[:k]})
+	if _, err := fu.spill.WriteAt(b[:k], fu.bytes); err != nil {
+		return fmt.Errorf("diskfs: keep the synced bytes of inode %d at %d: %w", ino, off, err)
+	}
+	fu.pre = append(fu.pre, preimage{off: off, at: fu.bytes, n: int64(k)})
 	fu.bytes += int64(k)
 	return nil
 }
@@ -115,7 +126,7 @@ func (u *undo) synced(ino uint64) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if fu := u.files[ino]; fu != nil {
-		fu.f.Close()
+		fu.close()
 		delete(u.files, ino)
 	}
 }
@@ -300,15 +311,21 @@ func (u *undo) cut() (CutReport, error) {
 			errs = append(errs, fmt.Errorf("diskfs: cut: truncate inode %d: %w", ino, err))
 		}
 		for i := len(fu.pre) - 1; i >= 0; i-- {
-			if _, err := fu.f.WriteAt(fu.pre[i].data, fu.pre[i].off); err != nil {
-				errs = append(errs, fmt.Errorf("diskfs: cut: restore inode %d at %d: %w", ino, fu.pre[i].off, err))
+			p := fu.pre[i]
+			b := make([]byte, p.n)
+			_, err := fu.spill.ReadAt(b, p.at)
+			if err == nil {
+				_, err = fu.f.WriteAt(b, p.off)
 			}
-			rep.BytesRestore += int64(len(fu.pre[i].data))
+			if err != nil {
+				errs = append(errs, fmt.Errorf("diskfs: cut: restore inode %d at %d: %w", ino, p.off, err))
+			}
+			rep.BytesRestore += p.n
 		}
 		if err := fu.f.Sync(); err != nil {
 			errs = append(errs, fmt.Errorf("diskfs: cut: sync inode %d: %w", ino, err))
 		}
-		fu.f.Close()
+		fu.close()
 		rep.Files++
 	}
 	u.files = map[uint64]*fileUndo{}
@@ -360,10 +377,15 @@ func (u *undo) close() {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	for _, fu := range u.files {
-		fu.f.Close()
+		fu.close()
 	}
 	for _, d := range u.dirs {
 		d.f.Close()
 	}
 	u.files, u.dirs = map[uint64]*fileUndo{}, map[uint64]*dirUndo{}
+}
+
+func (fu *fileUndo) close() {
+	fu.f.Close()
+	fu.spill.Close()
 }
