@@ -17,6 +17,8 @@ const (
 	maxRequest = 8 << 20
 	// journalSize is the journal's region, in the middle of the device as mke2fs places ext4's.
 	journalSize = 128 << 20
+	// rootIno stands for the mount's root directory (no backing file has inode 0).
+	rootIno = 0
 )
 
 // extent maps file pages [logical, logical+n) to device pages [physical, physical+n).
@@ -90,13 +92,12 @@ func (e *engine) groupOf(dir uint64) int64 {
 	if g, ok := e.dirGroup[dir]; ok {
 		return g
 	}
-	n := int64(len(e.groupNext))
-	e.dirs++
-	const phi = 0.6180339887498949
-	k := float64(e.dirs) * phi
-	g := int64((k - float64(int64(k))) * float64(n))
-	if e.dirs == 1 {
-		g = 0
+	g := int64(0)
+	if dir != rootIno {
+		e.dirs++
+		const phi = 0.6180339887498949
+		k := float64(e.dirs) * phi
+		g = int64((k - float64(int64(k))) * float64(len(e.groupNext)))
 	}
 	e.dirGroup[dir] = g
 	return g
@@ -249,7 +250,7 @@ func (e *engine) write(ino, dir uint64, off, n int64, direct, sync bool) time.Du
 				delete(f.dirty, p)
 				e.dirtyPages--
 			}
-			e.touchClean(pageKey{ino, p})
+			e.dropClean(pageKey{ino, p}) // as the kernel invalidates the page cache over an O_DIRECT write
 		}
 		e.unlistIfClean(f)
 		reqs := e.runs(f, pages, model.Write, true)

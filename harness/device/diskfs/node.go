@@ -50,10 +50,10 @@ func (n *node) isRoot() bool { return n.EmbeddedInode() == n.Root() }
 
 // parentIno is the directory the allocator places this file's blocks near.
 func (n *node) parentIno() uint64 {
-	if _, p := n.Parent(); p != nil {
+	if _, p := n.Parent(); p != nil && p != n.Root() {
 		return p.StableAttr().Ino
 	}
-	return 1
+	return rootIno
 }
 
 // reserved refuses names weir keeps for itself in the root.
