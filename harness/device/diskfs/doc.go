@@ -43,6 +43,11 @@
 //     real device. Metadata operations (lookup, getattr, readdir, create) cost no device time: only their journal
 //     commits do.
 //
+// Limits: the kernel's FUSE client holds a file's inode lock while its fsync is served, so writes to a file being
+// fsynced wait for it (ext4 lets them proceed), which makes ack latency under timed flush policies pessimistic; in
+// real time the FUSE round trip and the copy into the backing directory cap throughput (about 150-260 MB/s of
+// sequential writes on a 2-core VM), below what the arrays model.
+//
 // # Losing unsynced writes
 //
 // Every change reaches the backing directory at once, so readers, listings and other processes see what the page
