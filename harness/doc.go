@@ -16,11 +16,14 @@
 //
 //	spec      the experiment file (YAML, or an OpenMessaging Benchmark
 //	          workload): parsing, validation naming each field, matrix expansion
-//	presets   the specs weir ships (quick, kreps2014, probes, flush, durability,
+//	presets   the specs weir ships (quick, kreps2014, probes, flush, hdd, durability,
 //	          replication, chaos, scale, scale-quick), embedded
 //	load      one repetition of a workload with franz-go: topics, paced
 //	          producers, consumers, the measured window, the figures
 //	probe     disk and memory probes (DESIGN.md §8's comparisons)
+//	device    emulated disks: a timing model of HDDs, RAID arrays and SSDs
+//	          (device/model) under a FUSE file system (device/diskfs); a
+//	          spec's device: runs on one, mounted for the run
 //	durability crash and power-cut runs: what each flush policy and ack mode
 //	          loses, checked against its bound
 //	scale     partition scale: N partitions on one broker process, what they
