@@ -157,9 +157,9 @@ type Plan struct {
 	// DiskPerBrokerMiB is the disk each broker is provisioned with (all its
 	// disks), NetworkMBps the NIC each needs with headroom (or the NIC
 	// given): what the Cruise Control capacity file carries.
-	DiskPerBrokerMiB float64 `json:"disk_per_broker_mib"`
-	NetworkInMBps    float64 `json:"network_in_mbps"`
-	NetworkOutMBps   float64 `json:"network_out_mbps"`
+	DiskPerBrokerMiB float64  `json:"disk_per_broker_mib"`
+	NetworkInMBps    float64  `json:"network_in_mbps"`
+	NetworkOutMBps   float64  `json:"network_out_mbps"`
 	Warnings         []string `json:"warnings,omitempty"`
 }
 
