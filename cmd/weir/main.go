@@ -58,6 +58,7 @@ any codec and partitioner, run experiments and compare their results.`,
 	}
 	root.AddCommand(newVersionCmd(), newBrokerCmd(), newProduceCmd(), newConsumeCmd(),
 		newRunCmd(), newCompareCmd(), newPluginsCmd(), newFlushPoliciesCmd(), newClusterCmd())
+	root.AddCommand(newPlanCmd())
 	return root
 }
 
