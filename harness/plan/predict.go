@@ -3,6 +3,7 @@ package plan
 import (
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/weir-broker/weir/harness/result"
 )
@@ -21,6 +22,10 @@ type Colocated struct {
 type Prediction struct {
 	// ProduceMBps is the ingress the machine's CPU budget sustains.
 	ProduceMBps float64 `json:"produce_mbps"`
+	// CPUPerMB is the CPU seconds the brokers and the clients spend per
+	// MB produced: the denominator of ProduceMBps, which does not depend
+	// on how much of a shared machine the run got.
+	CPUPerMB float64 `json:"cpu_s_per_mb"`
 	Formula     string  `json:"formula"`
 	Numbers     string  `json:"numbers"`
 	// DiskPerProduced is the bytes the brokers write per key+value byte
@@ -45,6 +50,7 @@ func Predict(h Hardware, c Colocated) (Prediction, error) {
 	e := Expansion(c.RecordBytes) * (1 + IndexFraction)
 	return Prediction{
 		ProduceMBps: h.HostCPU / perMB,
+		CPUPerMB:    perMB,
 		Formula:     "W = B / (k_c + k_l + (R−1)(k_l + k_s) + G × (k_s + k_cc))",
 		Numbers: fmt.Sprintf("%.3g / (%.3g + %.3g + %d × (%.3g + %.3g) + %d × (%.3g + %.3g))",
 			h.HostCPU, h.ProducerCPUPerMB, h.AppendCPUPerMB, c.ReplicationFactor-1, h.AppendCPUPerMB, h.ServeCPUPerMB,
@@ -75,12 +81,17 @@ func (c Comparison) Within(frac float64) bool { return math.Abs(c.Error) <= frac
 const (
 	// MetricDiskPerProduced is disk-write-bytes over bytes-produced.
 	MetricDiskPerProduced = "disk-write-bytes/bytes-produced"
+	// MetricCPUPerMB is (broker-cpu-s + client-cpu-s) per MB produced.
+	MetricCPUPerMB = "cpu-s/MB"
 )
 
 // Compare predicts every load point of a measured run of a colocated
 // cluster (a cluster target, or one embedded broker) from h, and sets
-// each prediction beside the point's median: produce-MB/s, and the bytes
-// the brokers wrote per byte produced.
+// each prediction beside the point's median: produce-MB/s (at the CPU
+// budget the profile run had), the CPU seconds brokers and clients spent
+// per MB produced (which a shared machine's varying load leaves alone:
+// produce-MB/s is the CPU a run got over it), and the bytes the brokers
+// wrote per byte produced.
 func Compare(h Hardware, r *result.Run) ([]Comparison, error) {
 	brokers := r.Env.Brokers
 	if brokers == 0 {
@@ -107,6 +118,10 @@ func Compare(h Hardware, r *result.Run) ([]Comparison, error) {
 			}
 			produced := p.Values(result.ProduceMBPerSec)
 			out = append(out, comparison(sec.Name, p.ID, result.ProduceMBPerSec, pr.ProduceMBps, median(produced), len(produced), pr.Formula, pr.Numbers))
+			if costs := cpuPerMB(p); len(costs) > 0 {
+				out = append(out, comparison(sec.Name, p.ID, MetricCPUPerMB, pr.CPUPerMB, median(costs), len(costs),
+					"k_c + k_l + (R−1)(k_l + k_s) + G × (k_s + k_cc)", strings.TrimSuffix(pr.Numbers[strings.Index(pr.Numbers, "(")+1:], ")")))
+			}
 			if ratios := diskRatios(p); len(ratios) > 0 {
 				out = append(out, comparison(sec.Name, p.ID, MetricDiskPerProduced, pr.DiskPerProduced, median(ratios), len(ratios), "R × e × (1 + index)", pr.DiskNumbers))
 			}
@@ -124,6 +139,19 @@ func comparison(section, id, metric string, predicted, measured float64, reps in
 		c.Error = (predicted - measured) / measured
 	}
 	return c
+}
+
+func cpuPerMB(p *result.Point) []float64 {
+	var out []float64
+	for _, rp := range p.Reps {
+		c, okc := rp.Metrics[result.ClientCPUSeconds]
+		b, okb := rp.Metrics[result.BrokerCPUSeconds]
+		n := rp.Metrics[result.BytesProduced]
+		if rp.Error == "" && okc && okb && n > 0 {
+			out = append(out, (c+b)/(n/MB))
+		}
+	}
+	return out
 }
 
 func diskRatios(p *result.Point) []float64 {

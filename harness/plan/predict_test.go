@@ -108,7 +108,8 @@ experiments:
 func TestCompare(t *testing.T) {
 	h := Hardware{HostCPU: 1.6, ProducerCPUPerMB: 0.012, AppendCPUPerMB: 0.002, ServeCPUPerMB: 0.001}
 	pt := func(id string, mbps, disk float64) result.Point {
-		return result.Point{ID: id, Reps: []result.Rep{rep(map[string]float64{result.ProduceMBPerSec: mbps, result.BytesProduced: 1000, result.DiskWriteBytes: disk})}}
+		return result.Point{ID: id, Reps: []result.Rep{rep(map[string]float64{result.ProduceMBPerSec: mbps, result.BytesProduced: 1 << 20, result.DiskWriteBytes: disk * (1 << 20) / 1000,
+			result.ClientCPUSeconds: 0.012, result.BrokerCPUSeconds: 0.004})}}
 	}
 	r := &result.Run{Version: result.SchemaVersion, Spec: clusterSpec, Env: result.Env{Brokers: 3, Target: "cluster"},
 		Sections: []result.Section{
@@ -119,16 +120,18 @@ func TestCompare(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(cs) != 4 {
-		t.Fatalf("%d comparisons, want 4 (two unpaced points × throughput and disk): %+v", len(cs), cs)
+	if len(cs) != 6 {
+		t.Fatalf("%d comparisons, want 6 (two unpaced points × throughput, CPU and disk): %+v", len(cs), cs)
 	}
 	want := []struct {
 		metric    string
 		predicted float64
 	}{
 		{result.ProduceMBPerSec, 1.6 / 0.014},
+		{MetricCPUPerMB, 0.014},
 		{MetricDiskPerProduced, 1 * (110 + 61.0/148) / 100 * (1 + 20.0/4096)},
 		{result.ProduceMBPerSec, 80},
+		{MetricCPUPerMB, 0.02},
 		{MetricDiskPerProduced, 3 * (110 + 61.0/148) / 100 * (1 + 20.0/4096)},
 	}
 	for i, w := range want {
@@ -137,7 +140,9 @@ func TestCompare(t *testing.T) {
 		}
 		near(t, cs[i].Point+" "+w.metric, cs[i].Predicted, w.predicted)
 	}
-	if c := cs[2]; math.Abs(c.Error-(-0.2)) > 1e-9 || c.Within(0.19) || !c.Within(0.2) {
+	near(t, "measured CPU", cs[1].Measured, 0.016)
+	near(t, "measured disk", cs[5].Measured, 3.3)
+	if c := cs[3]; math.Abs(c.Error-(-0.2)) > 1e-9 || c.Within(0.19) || !c.Within(0.2) {
 		t.Errorf("80 predicted against 100 measured: error %v, want -20%%", c.Error)
 	}
 	r.Env.Brokers = 0
