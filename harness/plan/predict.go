@@ -26,8 +26,8 @@ type Prediction struct {
 	// MB produced: the denominator of ProduceMBps, which does not depend
 	// on how much of a shared machine the run got.
 	CPUPerMB float64 `json:"cpu_s_per_mb"`
-	Formula     string  `json:"formula"`
-	Numbers     string  `json:"numbers"`
+	Formula  string  `json:"formula"`
+	Numbers  string  `json:"numbers"`
 	// DiskPerProduced is the bytes the brokers write per key+value byte
 	// produced: R × e × (1 + index).
 	DiskPerProduced float64 `json:"disk_per_produced"`
