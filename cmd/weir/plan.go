@@ -14,6 +14,7 @@ import (
 
 	"github.com/weir-broker/weir/harness/compare"
 	"github.com/weir-broker/weir/harness/plan"
+	"github.com/weir-broker/weir/harness/result"
 	"github.com/weir-broker/weir/harness/spec"
 )
 
@@ -44,8 +45,9 @@ type planFlags struct {
 	retention         string
 	retentionBytes    string
 	hw                plan.Hardware
-	profile, hardware string
-	validate          string
+	profile           []string
+	hardware          string
+	validate          []string
 	tolerance         float64
 	asJSON            bool
 	format            string
@@ -80,7 +82,7 @@ func newPlanCmd() *cobra.Command {
 	fl.Float64Var(&f.w.PartitionProduceMBps, "partition-produce-mbps", 0, "per-partition producer rate p (0: the profile's)")
 	fl.Float64Var(&f.w.PartitionConsumeMBps, "partition-consume-mbps", 0, "per-partition consumer rate c (0: p)")
 	fl.DurationVar(&f.w.TailWindow, "tail-window", time.Minute, "consumer lag to serve from page cache")
-	fl.StringVar(&f.profile, "profile", "", "measured run to take the hardware profile from (results directory or run.json)")
+	fl.StringSliceVar(&f.profile, "profile", nil, "measured run(s) to take the hardware profile from (results directories or run.json; several: medians over all their repetitions)")
 	fl.StringVar(&f.hardware, "hardware", "", "YAML file of hardware figures (the fields of --json's hardware)")
 	fl.Float64Var(&f.hw.BrokerProduceMBps, "broker-produce-mbps", 0, "MB/s one broker absorbs (overrides the profile)")
 	fl.Float64Var(&f.hw.BrokerConsumeMBps, "broker-consume-mbps", 0, "MB/s one broker serves (overrides the profile)")
@@ -90,7 +92,7 @@ func newPlanCmd() *cobra.Command {
 	fl.Float64Var(&f.hw.NetworkMBps, "network-mbps", 0, "NIC rate per direction, MB/s (10 GbE: 1190)")
 	fl.Float64Var(&f.hw.Cores, "cores", 0, "CPU cores per broker (overrides the profile)")
 	fl.Float64Var(&f.hw.MemoryGiB, "memory-gib", 0, "memory per broker, GiB (overrides the profile)")
-	fl.StringVar(&f.validate, "validate", "", "measured cluster run to predict from --profile and compare with")
+	fl.StringSliceVar(&f.validate, "validate", nil, "measured cluster run(s) of one spec to predict from --profile and compare with (several: medians over all their repetitions)")
 	fl.Float64Var(&f.tolerance, "tolerance", 0.2, "with --validate: the largest relative error that passes")
 	fl.BoolVar(&f.asJSON, "json", false, "print the plan (or the comparison) as JSON")
 	fl.StringVar(&f.format, "format", "text", "table format: text or md (Markdown)")
@@ -108,7 +110,7 @@ func runPlan(cmd *cobra.Command, f *planFlags) error {
 		return err
 	}
 	out := cmd.OutOrStdout()
-	if f.validate != "" {
+	if len(f.validate) > 0 {
 		return planValidate(cmd, f, hw)
 	}
 	w := f.w
@@ -138,10 +140,10 @@ func runPlan(cmd *cobra.Command, f *planFlags) error {
 }
 
 func planValidate(cmd *cobra.Command, f *planFlags, hw plan.Hardware) error {
-	if f.profile == "" && f.hardware == "" {
+	if len(f.profile) == 0 && f.hardware == "" {
 		return fmt.Errorf("%w: --validate needs --profile (a run of the plan-profile preset) to predict from", plan.ErrInput)
 	}
-	run, err := compare.Load(f.validate)
+	run, err := loadRuns(f.validate)
 	if err != nil {
 		return err
 	}
@@ -160,7 +162,7 @@ func planValidate(cmd *cobra.Command, f *planFlags, hw plan.Hardware) error {
 	} else {
 		if _, err := fmt.Fprintf(out, "profile %s (host CPU %.3g cores, k_c %.3g, k_l %.3g, k_s %.3g, k_cc %.3g ms/MB) predicting %s (%d brokers, weir commit %s)\n\n",
 			hw.Source, hw.HostCPU, hw.ProducerCPUPerMB*1000, hw.AppendCPUPerMB*1000, hw.ServeCPUPerMB*1000, hw.ConsumerCPUPerMB*1000,
-			f.validate, run.Env.Brokers, run.Env.WeirCommit); err != nil {
+			strings.Join(f.validate, ", "), run.Env.Brokers, run.Env.WeirCommit); err != nil {
 			return err
 		}
 		if err := plan.WriteComparisons(out, cs, f.tolerance, f.format == "md"); err != nil {
@@ -183,12 +185,13 @@ func planValidate(cmd *cobra.Command, f *planFlags, hw plan.Hardware) error {
 // then the flags the command line set.
 func planHardware(fl *pflag.FlagSet, f *planFlags) (plan.Hardware, error) {
 	var hw plan.Hardware
-	if f.profile != "" {
-		run, err := compare.Load(f.profile)
+	source := strings.Join(f.profile, ", ")
+	if len(f.profile) > 0 {
+		run, err := loadRuns(f.profile)
 		if err != nil {
 			return hw, err
 		}
-		if hw, err = plan.ProfileFromRun(run, f.profile); err != nil {
+		if hw, err = plan.ProfileFromRun(run, source); err != nil {
 			return hw, err
 		}
 	}
@@ -202,7 +205,7 @@ func planHardware(fl *pflag.FlagSet, f *planFlags) (plan.Hardware, error) {
 		if err := dec.Decode(&hw); err != nil {
 			return hw, fmt.Errorf("%w: hardware file %s: %w", plan.ErrInput, f.hardware, err)
 		}
-		if hw.Source == "" || hw.Source == f.profile {
+		if hw.Source == "" || hw.Source == source {
 			hw.Source = strings.TrimPrefix(hw.Source+" + "+f.hardware, " + ")
 		}
 	}
@@ -228,6 +231,20 @@ func planHardware(fl *pflag.FlagSet, f *planFlags) (plan.Hardware, error) {
 		hw.Source += " + flags"
 	}
 	return hw, nil
+}
+
+// loadRuns reads results directories or run.json files and pools them
+// (plan.MergeRuns).
+func loadRuns(paths []string) (*result.Run, error) {
+	var runs []*result.Run
+	for _, p := range paths {
+		r, err := compare.Load(p)
+		if err != nil {
+			return nil, err
+		}
+		runs = append(runs, r)
+	}
+	return plan.MergeRuns(runs...)
 }
 
 // parseRetention reads a Go duration, or a whole number of days ("7d").

@@ -150,3 +150,37 @@ func TestCompare(t *testing.T) {
 		t.Errorf("bootstrap run: %v, want ErrInput", err)
 	}
 }
+
+func TestMergeRuns(t *testing.T) {
+	mk := func(mbps ...float64) *result.Run {
+		r := &result.Run{Name: "x", Env: result.Env{Brokers: 1}}
+		var reps []result.Rep
+		for _, v := range mbps {
+			reps = append(reps, rep(map[string]float64{result.ProduceMBPerSec: v}))
+		}
+		r.Sections = []result.Section{{Name: "load-a", Points: []result.Point{{ID: "p", Reps: reps}, {ID: "q", Reps: reps}}}}
+		return r
+	}
+	a, b := mk(1, 2), mk(3)
+	b.Sections = append(b.Sections, result.Section{Name: "load-b", Points: []result.Point{{ID: "p", Reps: []result.Rep{rep(map[string]float64{result.ProduceMBPerSec: 9})}}}})
+	m, err := MergeRuns(a, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Sections) != 2 || len(m.Sections[0].Points) != 2 {
+		t.Fatalf("sections %+v", m.Sections)
+	}
+	if got := m.Sections[0].Points[1].Values(result.ProduceMBPerSec); len(got) != 3 || got[2] != 3 {
+		t.Errorf("load-a q pooled %v, want [1 2 3]", got)
+	}
+	if got := m.Sections[1].Points[0].Values(result.ProduceMBPerSec); len(got) != 1 || got[0] != 9 {
+		t.Errorf("load-b p %v, want [9]", got)
+	}
+	if len(a.Sections[0].Points[0].Reps) != 2 {
+		t.Error("MergeRuns changed its input")
+	}
+	b.Name = "y"
+	if _, err := MergeRuns(a, b); !errors.Is(err, ErrInput) {
+		t.Errorf("runs of two specs: %v, want ErrInput", err)
+	}
+}
