@@ -41,18 +41,18 @@ each prediction beside the run's median; the exit status is 1 when one is
 off by more than --tolerance. MB is 2^20 bytes, GiB 2^30.`
 
 type planFlags struct {
-	w                 plan.Workload
-	retention         string
-	retentionBytes    string
-	hw                plan.Hardware
-	profile           []string
-	hardware          string
-	validate          []string
-	tolerance         float64
-	asJSON            bool
-	format            string
-	capacityJSON      string
-	firstBrokerID     int
+	w              plan.Workload
+	retention      string
+	retentionBytes string
+	hw             plan.Hardware
+	profile        []string
+	hardware       string
+	validate       []string
+	tolerance      float64
+	asJSON         bool
+	format         string
+	capacityJSON   string
+	firstBrokerID  int
 }
 
 func newPlanCmd() *cobra.Command {

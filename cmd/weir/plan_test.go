@@ -1,0 +1,89 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/weir-broker/weir/harness/plan"
+)
+
+// The README's example: its table, and the plan as JSON and as Cruise
+// Control's capacity file.
+func TestPlanCommand(t *testing.T) {
+	args := []string{"plan", "--ingress-mbps", "50", "--record-size", "1024", "--peak-factor", "2", "--retention", "7d",
+		"--rf", "3", "--consumer-groups", "3", "--partition-produce-mbps", "10", "--disk-mbps", "200", "--disks", "4",
+		"--disk-size", "4000", "--network-mbps", "1190"}
+	checkGolden(t, "plan-example", args)
+	checkGolden(t, "plan-help", []string{"plan", "--help"})
+
+	capFile := filepath.Join(t.TempDir(), "capacity.json")
+	var stdout bytes.Buffer
+	if err := run(append(args, "--json", "--capacity-json", capFile), &stdout, &bytes.Buffer{}); err != nil {
+		t.Fatal(err)
+	}
+	var p plan.Plan
+	if err := json.Unmarshal(stdout.Bytes(), &p); err != nil {
+		t.Fatalf("--json output: %v\n%s", err, stdout.String())
+	}
+	// 90249 GiB over 4 × 4000 GiB × 0.8 per broker: 7.05 → 8 brokers.
+	if p.Brokers != 8 || p.Partitions != 10 {
+		t.Errorf("brokers %d partitions %d, want 8 (storage) and 10", p.Brokers, p.Partitions)
+	}
+	b, err := os.ReadFile(capFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cc struct {
+		BrokerCapacities []struct {
+			BrokerID string `json:"brokerId"`
+			Capacity struct {
+				Disk  map[string]string `json:"DISK"`
+				CPU   string            `json:"CPU"`
+				NwIn  string            `json:"NW_IN"`
+				NwOut string            `json:"NW_OUT"`
+			} `json:"capacity"`
+		} `json:"brokerCapacities"`
+	}
+	if err := json.Unmarshal(b, &cc); err != nil {
+		t.Fatalf("capacity file: %v\n%s", err, b)
+	}
+	if n := len(cc.BrokerCapacities); n != 9 || cc.BrokerCapacities[0].BrokerID != "-1" || cc.BrokerCapacities[8].BrokerID != "8" {
+		t.Fatalf("%d entries %+v: want the default and brokers 1..8", n, cc.BrokerCapacities)
+	}
+	c := cc.BrokerCapacities[1].Capacity
+	if len(c.Disk) != 4 || c.Disk[plan.LogDir+"3"] != "4096000" || c.NwIn != "1218560" || c.CPU != "100" {
+		t.Errorf("capacity %+v: want 4 log dirs of 4000 GiB (4096000 MB), NW_IN 1190 MB/s = 1218560 KB/s", c)
+	}
+}
+
+func TestPlanCommandErrors(t *testing.T) {
+	base := []string{"plan", "--ingress-mbps", "10", "--record-size", "100", "--partitions", "6"}
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{append(base, "--retention", "1h", "--rf", "0"), "replication factor 0"},
+		{base, "retention is required"},
+		{append(base, "--retention", "1w"), `--retention "1w"`},
+		{append(base, "--retention", "1h", "--ingress-mbps", "-3"), "ingress MB/s -3"},
+		{append(base, "--retention", "1h", "--retention-bytes", "lots"), `--retention-bytes "lots"`},
+		{append(base, "--retention", "1h", "--format", "html"), `--format "html"`},
+		{[]string{"plan", "--validate", "nowhere"}, "--validate needs --profile"},
+		{[]string{"plan", "--profile", filepath.Join(t.TempDir(), "missing")}, "no such file"},
+	}
+	for _, tc := range tests {
+		var stdout bytes.Buffer
+		err := run(tc.args, &stdout, &bytes.Buffer{})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("run(%q) = %v, want an error naming %q", tc.args, err, tc.want)
+		}
+		if strings.Contains(tc.want, "retention is required") && !errors.Is(err, plan.ErrInput) {
+			t.Errorf("missing retention: %v is not plan.ErrInput", err)
+		}
+	}
+}
