@@ -81,6 +81,10 @@ func (c Comparison) Within(frac float64) bool { return math.Abs(c.Error) <= frac
 const (
 	// MetricDiskPerProduced is disk-write-bytes over bytes-produced.
 	MetricDiskPerProduced = "disk-write-bytes/bytes-produced"
+	// MetricPerBaseline is a point's produce-MB/s over its section's
+	// baseline point's, both measured in the same run: the machine's CPU
+	// budget cancels from the prediction.
+	MetricPerBaseline = "produce-MB/s ÷ baseline"
 	// MetricCPUPerMB is (broker-cpu-s + client-cpu-s) per MB produced.
 	MetricCPUPerMB = "cpu-s/MB"
 )
@@ -88,7 +92,8 @@ const (
 // Compare predicts every load point of a measured run of a colocated
 // cluster (a cluster target, or one embedded broker) from h, and sets
 // each prediction beside the point's median: produce-MB/s (at the CPU
-// budget the profile run had), the CPU seconds brokers and clients spent
+// budget the profile run had), produce-MB/s as a ratio to the section's
+// baseline point (the budget cancels), the CPU seconds brokers and clients spent
 // per MB produced (which a shared machine's varying load leaves alone:
 // produce-MB/s is the CPU a run got over it), and the bytes the brokers
 // wrote per byte produced.
@@ -97,27 +102,48 @@ func Compare(h Hardware, r *result.Run) ([]Comparison, error) {
 	if brokers == 0 {
 		return nil, fmt.Errorf("%w: the run measured a bootstrap address (%s): the planner predicts only clusters the harness started", ErrInput, r.Env.Target)
 	}
+	predict := func(section string, p *result.Point) (Prediction, bool, error) {
+		w, ok := workloadOf(r, section, p.ID)
+		if !ok || w.MessageSize.Size <= 0 || len(p.Values(result.ProduceMBPerSec)) == 0 || w.Rate > 0 {
+			return Prediction{}, false, nil // paced: its throughput is the pace, not the machine's
+		}
+		groups := 0
+		if w.Consumers > 0 {
+			groups = 1
+		}
+		pr, err := Predict(h, Colocated{Brokers: brokers, ReplicationFactor: max(1, w.ReplicationFactor), ConsumerGroups: groups, RecordBytes: float64(w.MessageSize.Size)})
+		return pr, err == nil, err
+	}
 	var out []Comparison
 	for _, sec := range r.Sections {
+		var base Prediction
+		var baseMeasured float64
+		for i := range sec.Points {
+			if sec.Baseline != "" && sec.Points[i].ID == sec.Baseline {
+				pr, ok, err := predict(sec.Name, &sec.Points[i])
+				if err != nil {
+					return nil, err
+				}
+				if ok {
+					base, baseMeasured = pr, median(sec.Points[i].Values(result.ProduceMBPerSec))
+				}
+			}
+		}
 		for i := range sec.Points {
 			p := &sec.Points[i]
-			w, ok := workloadOf(r, sec.Name, p.ID)
-			if !ok || w.MessageSize.Size <= 0 || len(p.Values(result.ProduceMBPerSec)) == 0 {
-				continue
-			}
-			if w.Rate > 0 {
-				continue // paced: its throughput is the pace, not the machine's
-			}
-			groups := 0
-			if w.Consumers > 0 {
-				groups = 1
-			}
-			pr, err := Predict(h, Colocated{Brokers: brokers, ReplicationFactor: max(1, w.ReplicationFactor), ConsumerGroups: groups, RecordBytes: float64(w.MessageSize.Size)})
+			pr, ok, err := predict(sec.Name, p)
 			if err != nil {
 				return nil, err
 			}
+			if !ok {
+				continue
+			}
 			produced := p.Values(result.ProduceMBPerSec)
 			out = append(out, comparison(sec.Name, p.ID, result.ProduceMBPerSec, pr.ProduceMBps, median(produced), len(produced), pr.Formula, pr.Numbers))
+			if base.CPUPerMB > 0 && baseMeasured > 0 && p.ID != sec.Baseline {
+				out = append(out, comparison(sec.Name, p.ID, MetricPerBaseline, base.CPUPerMB/pr.CPUPerMB, median(produced)/baseMeasured, len(produced),
+					"W / W_baseline = cost_baseline / cost", fmt.Sprintf("%.4g / %.4g (B cancels)", base.CPUPerMB, pr.CPUPerMB)))
+			}
 			if costs := cpuPerMB(p); len(costs) > 0 {
 				out = append(out, comparison(sec.Name, p.ID, MetricCPUPerMB, pr.CPUPerMB, median(costs), len(costs),
 					"k_c + k_l + (R−1)(k_l + k_s) + G × (k_s + k_cc)", strings.TrimSuffix(pr.Numbers[strings.Index(pr.Numbers, "(")+1:], ")")))

@@ -113,15 +113,15 @@ func TestCompare(t *testing.T) {
 	}
 	r := &result.Run{Version: result.SchemaVersion, Spec: clusterSpec, Env: result.Env{Brokers: 3, Target: "cluster"},
 		Sections: []result.Section{
-			{Name: "load-throughput", Points: []result.Point{pt("replication_factor=1/acks=1", 100, 1100), pt("replication_factor=3/acks=1", 100, 3300)}},
+			{Name: "load-throughput", Baseline: "replication_factor=1/acks=1", Points: []result.Point{pt("replication_factor=1/acks=1", 100, 1100), pt("replication_factor=3/acks=1", 100, 3300)}},
 			{Name: "load-paced", Points: []result.Point{pt("replication_factor=3/acks=1", 0.1, 3300)}},
 		}}
 	cs, err := Compare(h, r)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(cs) != 6 {
-		t.Fatalf("%d comparisons, want 6 (two unpaced points × throughput, CPU and disk): %+v", len(cs), cs)
+	if len(cs) != 7 {
+		t.Fatalf("%d comparisons, want 7 (two unpaced points × throughput, CPU and disk, and RF 3 over the baseline): %+v", len(cs), cs)
 	}
 	want := []struct {
 		metric    string
@@ -131,6 +131,7 @@ func TestCompare(t *testing.T) {
 		{MetricCPUPerMB, 0.014},
 		{MetricDiskPerProduced, 1 * (110 + 61.0/148) / 100 * (1 + 20.0/4096)},
 		{result.ProduceMBPerSec, 80},
+		{MetricPerBaseline, 0.014 / 0.02},
 		{MetricCPUPerMB, 0.02},
 		{MetricDiskPerProduced, 3 * (110 + 61.0/148) / 100 * (1 + 20.0/4096)},
 	}
@@ -141,7 +142,8 @@ func TestCompare(t *testing.T) {
 		near(t, cs[i].Point+" "+w.metric, cs[i].Predicted, w.predicted)
 	}
 	near(t, "measured CPU", cs[1].Measured, 0.016)
-	near(t, "measured disk", cs[5].Measured, 3.3)
+	near(t, "measured disk", cs[6].Measured, 3.3)
+	near(t, "measured ratio", cs[4].Measured, 1)
 	if c := cs[3]; math.Abs(c.Error-(-0.2)) > 1e-9 || c.Within(0.19) || !c.Within(0.2) {
 		t.Errorf("80 predicted against 100 measured: error %v, want -20%%", c.Error)
 	}
