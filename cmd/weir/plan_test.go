@@ -8,8 +8,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/weir-broker/weir/harness/plan"
+	"github.com/weir-broker/weir/harness/result"
 )
 
 // The README's example: its table, and the plan as JSON and as Cruise
@@ -85,5 +87,52 @@ func TestPlanCommandErrors(t *testing.T) {
 		if strings.Contains(tc.want, "retention is required") && !errors.Is(err, plan.ErrInput) {
 			t.Errorf("missing retention: %v is not plan.ErrInput", err)
 		}
+	}
+}
+
+// --validate on two small runs written here: a profile of one broker and
+// a 3-broker cluster run whose figures the planner predicts exactly but
+// for the produce rate, which is 50% off.
+func TestPlanValidate(t *testing.T) {
+	dir := t.TempDir()
+	const mb = 1 << 20
+	rep := func(m map[string]float64) result.Rep { return result.Rep{Duration: 5 * time.Second, Metrics: m} }
+	profile := &result.Run{Version: result.SchemaVersion, Name: "plan-profile", Env: result.Env{CPUs: 2, MemoryMiB: 1024, Brokers: 1},
+		Spec: "name: plan-profile\ntarget: {embedded: {}}\nworkload: {partitions: 6, message_size: 100, consumers: 0}\nexperiments:\n  - name: produce\n    points: [{replication_factor: 1}]\n",
+		Sections: []result.Section{{Name: "load-produce", Points: []result.Point{{ID: "replication_factor=1", Reps: []result.Rep{
+			rep(map[string]float64{result.ProduceMBPerSec: 100, result.BytesProduced: 500 * mb, result.BrokerCPUSeconds: 1, result.ClientCPUSeconds: 6}),
+		}}}}}}
+	// Predicted at RF 3: cost 0.012 + 0.002 + 2 × 0.002 = 0.018 s/MB, so
+	// 1.4 cores / 0.018 = 77.8 MB/s; disk 3 × e(100) × (1 + index).
+	disk := 3 * plan.Expansion(100) * (1 + plan.IndexFraction)
+	cluster := &result.Run{Version: result.SchemaVersion, Name: "replication", Env: result.Env{CPUs: 2, Brokers: 3, Target: "cluster"},
+		Spec: "name: replication\ntarget: {cluster: {brokers: 3}}\nworkload: {partitions: 6, message_size: 100, consumers: 0}\npoints: [{replication_factor: 3}]\n",
+		Sections: []result.Section{{Name: "load", Points: []result.Point{{ID: "replication_factor=3", Reps: []result.Rep{
+			rep(map[string]float64{result.ProduceMBPerSec: 155.6, result.BytesProduced: 100 * mb, result.BrokerCPUSeconds: 0.6, result.ClientCPUSeconds: 1.2, result.DiskWriteBytes: disk * 100 * mb}),
+		}}}}}}
+	pp, cp := filepath.Join(dir, "profile.json"), filepath.Join(dir, "cluster.json")
+	if err := profile.Write(pp); err != nil {
+		t.Fatal(err)
+	}
+	if err := cluster.Write(cp); err != nil {
+		t.Fatal(err)
+	}
+	var stdout bytes.Buffer
+	err := run([]string{"plan", "--profile", pp, "--validate", cp}, &stdout, &bytes.Buffer{})
+	if err == nil || !strings.Contains(err.Error(), "1 predictions off by more than 20%: load replication_factor=3 produce-MB/s -50.0%") {
+		t.Errorf("error %v, want the produce rate 50%% off", err)
+	}
+	for _, want := range []string{"cpu-s/MB", "disk-write-bytes/bytes-produced", "+0.0%", "-50.0%", "NO"} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, stdout.String())
+		}
+	}
+	stdout.Reset()
+	if err := run([]string{"plan", "--profile", pp, "--validate", cp, "--tolerance", "0.6", "--json"}, &stdout, &bytes.Buffer{}); err != nil {
+		t.Errorf("within 60%%: %v", err)
+	}
+	var out struct{ Comparisons []plan.Comparison }
+	if err := json.Unmarshal(stdout.Bytes(), &out); err != nil || len(out.Comparisons) != 3 {
+		t.Errorf("--json: %v, %d comparisons, want 3:\n%s", err, len(out.Comparisons), stdout.String())
 	}
 }
