@@ -85,6 +85,9 @@ const (
 	// baseline point's, both measured in the same run: the machine's CPU
 	// budget cancels from the prediction.
 	MetricPerBaseline = "produce-MB/s ÷ baseline"
+	// MetricBusy is the cores brokers and clients kept busy over the
+	// window: the budget produce-MB/s assumes is the profile's.
+	MetricBusy = "cores busy"
 	// MetricCPUPerMB is (broker-cpu-s + client-cpu-s) per MB produced.
 	MetricCPUPerMB = "cpu-s/MB"
 )
@@ -93,7 +96,8 @@ const (
 // cluster (a cluster target, or one embedded broker) from h, and sets
 // each prediction beside the point's median: produce-MB/s (at the CPU
 // budget the profile run had), produce-MB/s as a ratio to the section's
-// baseline point (the budget cancels), the CPU seconds brokers and clients spent
+// baseline point (the budget cancels), the cores the run kept busy
+// against the profile's (the budget assumed), the CPU seconds brokers and clients spent
 // per MB produced (which a shared machine's varying load leaves alone:
 // produce-MB/s is the CPU a run got over it), and the bytes the brokers
 // wrote per byte produced.
@@ -143,6 +147,10 @@ func Compare(h Hardware, r *result.Run) ([]Comparison, error) {
 			if base.CPUPerMB > 0 && baseMeasured > 0 && p.ID != sec.Baseline {
 				out = append(out, comparison(sec.Name, p.ID, MetricPerBaseline, base.CPUPerMB/pr.CPUPerMB, median(produced)/baseMeasured, len(produced),
 					"W / W_baseline = cost_baseline / cost", fmt.Sprintf("%.4g / %.4g (B cancels)", base.CPUPerMB, pr.CPUPerMB)))
+			}
+			if b := busy(p); len(b) > 0 {
+				out = append(out, comparison(sec.Name, p.ID, MetricBusy, h.HostCPU, median(b), len(b),
+					"B: the cores the profile run kept busy, assumed again", fmt.Sprintf("%.3g", h.HostCPU)))
 			}
 			if costs := cpuPerMB(p); len(costs) > 0 {
 				out = append(out, comparison(sec.Name, p.ID, MetricCPUPerMB, pr.CPUPerMB, median(costs), len(costs),

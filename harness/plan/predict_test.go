@@ -120,18 +120,20 @@ func TestCompare(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(cs) != 7 {
-		t.Fatalf("%d comparisons, want 7 (two unpaced points × throughput, CPU and disk, and RF 3 over the baseline): %+v", len(cs), cs)
+	if len(cs) != 9 {
+		t.Fatalf("%d comparisons, want 9 (two unpaced points × throughput, cores, CPU per MB and disk, and RF 3 over the baseline): %+v", len(cs), cs)
 	}
 	want := []struct {
 		metric    string
 		predicted float64
 	}{
 		{result.ProduceMBPerSec, 1.6 / 0.014},
+		{MetricBusy, 1.6},
 		{MetricCPUPerMB, 0.014},
 		{MetricDiskPerProduced, 1 * (110 + 61.0/148) / 100 * (1 + 20.0/4096)},
 		{result.ProduceMBPerSec, 80},
 		{MetricPerBaseline, 0.014 / 0.02},
+		{MetricBusy, 1.6},
 		{MetricCPUPerMB, 0.02},
 		{MetricDiskPerProduced, 3 * (110 + 61.0/148) / 100 * (1 + 20.0/4096)},
 	}
@@ -141,10 +143,11 @@ func TestCompare(t *testing.T) {
 		}
 		near(t, cs[i].Point+" "+w.metric, cs[i].Predicted, w.predicted)
 	}
-	near(t, "measured CPU", cs[1].Measured, 0.016)
-	near(t, "measured disk", cs[6].Measured, 3.3)
-	near(t, "measured ratio", cs[4].Measured, 1)
-	if c := cs[3]; math.Abs(c.Error-(-0.2)) > 1e-9 || c.Within(0.19) || !c.Within(0.2) {
+	near(t, "measured cores", cs[1].Measured, 0.016/5)
+	near(t, "measured CPU", cs[2].Measured, 0.016)
+	near(t, "measured disk", cs[8].Measured, 3.3)
+	near(t, "measured ratio", cs[5].Measured, 1)
+	if c := cs[4]; math.Abs(c.Error-(-0.2)) > 1e-9 || c.Within(0.19) || !c.Within(0.2) {
 		t.Errorf("80 predicted against 100 measured: error %v, want -20%%", c.Error)
 	}
 	r.Env.Brokers = 0
