@@ -139,3 +139,39 @@ func TestPlanValidate(t *testing.T) {
 		t.Errorf("--json: %v, %d comparisons, want 4:\n%s", err, len(out.Comparisons), stdout.String())
 	}
 }
+
+// A hardware YAML: its figures, a flag over one of them, and a field it
+// does not know.
+func TestPlanHardwareFile(t *testing.T) {
+	dir := t.TempDir()
+	hw := filepath.Join(dir, "hw.yaml")
+	if err := os.WriteFile(hw, []byte("disk_seq_write_mbps: 150\nfsync_latency: 8ms\ndisks_per_broker: 12\ndisk_gib: 8000\nnetwork_mbps: 1190\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"plan", "--hardware", hw, "--ingress-mbps", "400", "--record-size", "1000", "--retention", "7d", "--consumer-groups", "4", "--partitions", "200", "--json"}
+	var stdout bytes.Buffer
+	if err := run(args, &stdout, &bytes.Buffer{}); err != nil {
+		t.Fatal(err)
+	}
+	var p plan.Plan
+	if err := json.Unmarshal(stdout.Bytes(), &p); err != nil {
+		t.Fatal(err)
+	}
+	// 400 × 604800 × 3 × e(1000) × (1 + index) MiB over 12 × 8000 GiB × 0.8: 9.4 → 10.
+	if h := p.Hardware; h.DisksPerBroker != 12 || h.FsyncLatency != 8*time.Millisecond || h.NetworkMBps != 1190 || p.Brokers != 10 {
+		t.Errorf("hardware %+v, brokers %d; want the file's figures and 10 brokers (storage)", h, p.Brokers)
+	}
+	stdout.Reset()
+	if err := run(append(args, "--disk-size", "16000"), &stdout, &bytes.Buffer{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &p); err != nil || p.Hardware.DiskGiB != 16000 || p.Brokers != 5 || p.Hardware.Source != hw+" + flags" {
+		t.Errorf("--disk-size over the file: %v, disk %v GiB, brokers %d, source %q; want 16000, 5, the file + flags", err, p.Hardware.DiskGiB, p.Brokers, p.Hardware.Source)
+	}
+	if err := os.WriteFile(hw, []byte("disk_mbps: 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := run(args, &bytes.Buffer{}, &bytes.Buffer{}); !errors.Is(err, plan.ErrInput) || !strings.Contains(err.Error(), "disk_mbps") {
+		t.Errorf("unknown field: %v, want ErrInput naming disk_mbps", err)
+	}
+}

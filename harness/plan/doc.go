@@ -4,7 +4,7 @@
 // out how many brokers, disks, partitions, network and page cache a cluster
 // needs, and which input bound each answer.
 //
-// Everything here is arithmetic over values: Plan and Predict read no
+// Everything here is arithmetic over values: Make and Predict read no
 // files and start nothing, so tests check them against hand-computed cases.
 // ProfileFromRun reads a harness run (result.Run) that the caller loaded;
 // `weir plan` (cmd/weir) is the command line over the package.
