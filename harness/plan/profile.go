@@ -74,6 +74,7 @@ func ProfileFromRun(r *result.Run, source string) (Hardware, error) {
 	h.HostCPU = median(busy(prod))
 	if parts := partitionsOf(r, prod.ID); parts > 0 {
 		h.PartitionProduceMBps = h.BrokerProduceMBps / float64(parts)
+		h.Notes = append(h.Notes, fmt.Sprintf("p = %.4g MB/s: the broker's %.4g MB/s over the run's %d partitions, a lower bound of what one partition takes (give --partition-produce-mbps from a one-partition run to do better)", h.PartitionProduceMBps, h.BrokerProduceMBps, parts))
 	}
 	if pc := findPoint(r, profileProduceConsume, ""); pc != nil {
 		h.BrokerConsumeMBps = median(pc.Values(result.ConsumeMBPerSec))
