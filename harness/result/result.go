@@ -44,6 +44,7 @@ const (
 	E2EMax  = "e2e-max-us"
 
 	BrokerCPUSeconds = "broker-cpu-s"     // user+system CPU of the broker (a cluster's: all its brokers) during the measured window
+	ClientCPUSeconds = "client-cpu-s"     // user+system CPU of the load generator's process (producers and consumers) during the measured window
 	DiskWriteBytes   = "disk-write-bytes" // bytes the broker wrote to its data directory's device
 	Fsyncs           = "fsyncs"
 	CompressionRatio = "compression-ratio" // uncompressed record bytes / stored batch bytes
