@@ -36,6 +36,8 @@ const (
 	CleanupPolicy          = "cleanup.policy"                 // delete|compact|compact,delete; default delete
 	DeleteRetentionMs      = "delete.retention.ms"            // >= 0; default 1 day
 	MinCleanableDirtyRatio = "min.cleanable.dirty.ratio"      // 0..1; default 0.5
+	MinCompactionLagMs     = "min.compaction.lag.ms"          // >= 0; default 0
+	MaxCompactionLagMs     = "max.compaction.lag.ms"          // >= 1; default 2^63-1 (none)
 )
 
 // cleanup.policy values.
@@ -104,6 +106,8 @@ var configCheckers = map[string]func(string) error{
 		_, err := parseBool(v)
 		return err
 	},
+	MinCompactionLagMs: intRange(0, math.MaxInt64),
+	MaxCompactionLagMs: intRange(1, math.MaxInt64),
 	MinCleanableDirtyRatio: func(v string) error {
 		f, err := strconv.ParseFloat(v, 64)
 		if err != nil || !(f >= 0 && f <= 1) {
@@ -267,6 +271,14 @@ type Config struct {
 	// MinCleanableRatio (min.cleanable.dirty.ratio): the share of the
 	// cleanable log not yet cleaned at which the cleaner cleans it.
 	MinCleanableRatio float64
+	// MinCompactionLag (min.compaction.lag.ms): records whose segment
+	// holds a timestamp newer than this are not cleaned yet. 0: none.
+	MinCompactionLag time.Duration
+	// MaxCompactionLag (max.compaction.lag.ms): a log whose oldest dirty
+	// record is older than this is cleaned whatever its dirty ratio; for a
+	// compacted topic, the active segment also rolls at this age (segment.ms
+	// is the smaller of the two, as Kafka's). math.MaxInt64: none.
+	MaxCompactionLag time.Duration
 }
 
 // Parse maps effective configs (validated by Normalize) onto a
@@ -333,6 +345,20 @@ func Parse(eff map[string]string, pl Plugins) (Config, error) {
 	}
 	if v, ok := eff[MinCleanableDirtyRatio]; ok {
 		tc.MinCleanableRatio, _ = strconv.ParseFloat(v, 64)
+	}
+	tc.MaxCompactionLag = math.MaxInt64
+	if ms, ok := num(MinCompactionLagMs); ok {
+		tc.MinCompactionLag = msDuration(ms, math.MaxInt64)
+	}
+	if ms, ok := num(MaxCompactionLagMs); ok {
+		tc.MaxCompactionLag = msDuration(ms, math.MaxInt64)
+		if tc.Compact && tc.MaxCompactionLag != math.MaxInt64 {
+			age := tc.Log.SegmentAge
+			if age == 0 {
+				age = partlog.DefaultSegmentAge
+			}
+			tc.Log.SegmentAge = min(age, tc.MaxCompactionLag)
+		}
 	}
 	tc.MinInsyncReplicas = 1
 	if n, ok := num(MinInsyncReplicas); ok {

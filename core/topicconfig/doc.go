@@ -10,6 +10,7 @@
 // segment.bytes, segment.ms, max.message.bytes, index.interval.bytes,
 // flush.messages, flush.ms, compression.type, min.insync.replicas,
 // cleanup.policy, delete.retention.ms, min.cleanable.dirty.ratio,
+// min.compaction.lag.ms, max.compaction.lag.ms,
 // unclean.leader.election.enable (read by the controller); and weir's own
 // weir.flush.policy (a plugins/flushpolicy spec, say "messages:n=1000") and
 // weir.durable.acks (true|false). Unknown keys and out-of-range values are
