@@ -296,8 +296,16 @@
 // __consumer_offsets, __transaction_state and compacted topics use): a record
 // with a key is dropped once a later record has the same key, and a
 // tombstone (a key with a null value) once DeleteRetention has passed. The
-// caller schedules passes: CleanableRatio tells how much is dirty, against
-// Kafka's min.cleanable.dirty.ratio.
+// caller schedules passes: Cleanable tells how much is dirty, against
+// Kafka's min.cleanable.dirty.ratio, and how long past max.compaction.lag.ms
+// the oldest dirty record is (Kafka cleans such a log whatever its ratio).
+// CleanOptions.MinCompactionLag (min.compaction.lag.ms) ends what a pass may
+// clean at the first dirty segment holding a record newer than the lag, by
+// record timestamps, as Kafka's cleanableOffsets does. CleanOptions.Throttle
+// is called before every read and write of segment data (at most 1 MiB
+// each), with no lock of the log held, so that a broker can hold its
+// cleaner's I/O to a rate (Kafka log.cleaner.io.max.bytes.per.second)
+// without holding up appends.
 //
 // What may be cleaned: whole segments from the log start that are sealed and
 // durable (they end at or below the recovery point), never the active one,
