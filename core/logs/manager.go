@@ -105,6 +105,10 @@ type Compaction struct {
 	// MinCleanableRatio (min.cleanable.dirty.ratio): clean when at least
 	// this share of the cleanable log was never cleaned.
 	MinCleanableRatio float64
+	// MinLag (min.compaction.lag.ms): records are not cleaned before they
+	// are this old. MaxLag (max.compaction.lag.ms): a log whose oldest dirty
+	// record is older is cleaned whatever its ratio; 0 or math.MaxInt64: none.
+	MinLag, MaxLag time.Duration
 }
 
 // Open opens partition index of topic (whose id is topicID), creating its
