@@ -346,22 +346,21 @@ func (c *cleaner) run(ctx context.Context, o CleanOptions) error {
 // moves if a cut since the pass began went below end (Truncate, or a
 // recovery: the offsets below end may hold new records; the cut clamped the
 // point), nor on a failed log (its recovery reads the point from the file).
+//
+// The point moves in memory under appendMu, and is saved under cpMu alone,
+// so appends do not wait for the file's fsyncs: a cut or a recovery
+// meanwhile (which hold cpMu, under appendMu) replaced the history in memory
+// and wrote the file themselves, and then this write is skipped, so the
+// file never gets ahead of memory.
 func (c *cleaner) advance(end int64) error {
 	l := c.l
-	l.appendMu.Lock()
-	defer l.appendMu.Unlock()
-	l.syncMu.Lock()
-	defer l.syncMu.Unlock()
-	if l.closed.Load() || l.Err() != nil || !l.Survived(AppendResult{NextOffset: end, Generation: c.plan.gen}) {
+	h, save := c.raise(end)
+	if !save {
 		return nil
 	}
-	h := l.cleaned.Load()
-	switch {
-	case end > h.point():
-		h = h.add(end, l.cfg.Clock.Now().UnixMilli(), l.StartOffset())
-		l.cleaned.Store(h) // memory first (see cleanpoint.go): it never lags the file
-		c.res.CleanerPoint = end
-	case !l.cleanUnsaved.Load():
+	l.cpMu.Lock()
+	defer l.cpMu.Unlock()
+	if l.cleaned.Load() != h || l.closed.Load() {
 		return nil
 	}
 	if err := l.writeCleanHistory(h); err != nil {
@@ -370,6 +369,26 @@ func (c *cleaner) advance(end int64) error {
 	}
 	l.cleanUnsaved.Store(false)
 	return nil
+}
+
+// raise moves the cleaner point in memory to end (see advance) and tells
+// whether the file must be written: the point moved, or an earlier write
+// failed.
+func (c *cleaner) raise(end int64) (*cleanHistory, bool) {
+	l := c.l
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	if l.closed.Load() || l.Err() != nil || !l.Survived(AppendResult{NextOffset: end, Generation: c.plan.gen}) {
+		return nil, false
+	}
+	h := l.cleaned.Load()
+	if end > h.point() {
+		h = h.add(end, l.cfg.Clock.Now().UnixMilli(), l.StartOffset())
+		l.cleaned.Store(h) // memory first (see cleanpoint.go): it never lags the file
+		c.res.CleanerPoint = end
+		return h, true
+	}
+	return h, l.cleanUnsaved.Load()
 }
 
 // keyMap maps each key of the dirty segments to its latest offset. Keys map

@@ -3,8 +3,13 @@ package partlog
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/weir-broker/weir/core/vfs/errorfs"
 )
 
 // lagLog makes a log of three sealed segments and the active one: key k is
@@ -146,5 +151,54 @@ func TestCleanThrottle(t *testing.T) {
 	// the result written once.
 	if throttled < res.BytesBefore+res.BytesAfter || res.SegmentsWritten == 0 {
 		t.Fatalf("throttled %d bytes for a pass that read %d and wrote %d", throttled, res.BytesBefore, res.BytesAfter)
+	}
+}
+
+// TestCleanerPointSavedWithoutAppendLock: a pass saves the point it reached
+// (a file written, fsynced and renamed, then the directory fsynced) without
+// the append lock, so appends do not wait for those fsyncs; and the point
+// saved is the one in memory.
+func TestCleanerPointSavedWithoutAppendLock(t *testing.T) {
+	var (
+		mu       sync.Mutex
+		l        *Log
+		ops, bad int
+	)
+	fs := errorfs.Wrap(memFS(t), errorfs.InjectorFunc(func(_ errorfs.Op, path string) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if l == nil || !strings.Contains(path, cleanerPointFile) {
+			return nil
+		}
+		ops++
+		if !l.appendMu.TryLock() {
+			bad++
+		} else {
+			l.appendMu.Unlock()
+		}
+		return nil
+	}))
+	clk := newClock()
+	log, _ := mustOpen(t, fs, cleanConfig(clk))
+	defer log.Close()
+	for i := range 30 {
+		appendAll(t, log, keyed(t, plain(), clk.Now().UnixMilli(), put(keyName(i%5), fmt.Sprint(i))))
+		if i%10 == 9 {
+			roll(t, log, clk)
+		}
+	}
+	mu.Lock()
+	l = log
+	mu.Unlock()
+	res := mustClean(t, log, CleanOptions{UpTo: NoLimit})
+	mu.Lock()
+	l = nil
+	mu.Unlock()
+	if ops == 0 || bad > 0 {
+		t.Fatalf("%d operations on the cleaner-point file, %d of them under the append lock", ops, bad)
+	}
+	h, damaged, err := log.readCleanHistory()
+	if err != nil || damaged != nil || h.point() != res.CleanerPoint || h.point() != log.cleaned.Load().point() {
+		t.Fatalf("file says %d (%v %v), memory %d, the pass %d", h.point(), damaged, err, log.cleaned.Load().point(), res.CleanerPoint)
 	}
 }

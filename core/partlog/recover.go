@@ -234,6 +234,8 @@ func (l *Log) tryRecoverLocked() (Report, error) {
 // log end before. appendMu and syncMu held; nothing changes unless the files
 // can be read, sealed and fsynced again.
 func (l *Log) recoverLocked() (Report, int64, error) {
+	l.cpMu.Lock()
+	defer l.cpMu.Unlock()
 	done := make(chan struct{})
 	l.recoverDone.Store(&done)
 	l.recoverSeq.Add(1) // odd: files may change under readers

@@ -104,6 +104,8 @@ func (l *Log) Truncate(offset int64) error {
 	defer l.appendMu.Unlock()
 	l.syncMu.Lock()
 	defer l.syncMu.Unlock()
+	l.cpMu.Lock()
+	defer l.cpMu.Unlock()
 	if l.closed.Load() {
 		return ErrClosed
 	}
