@@ -61,7 +61,8 @@ func (n *Node) cleanLog(p *replicated) error {
 		n.cleanerStats.record(res)
 		n.logger.Info("cleaned", "partition", logs.DirName(p.Topic, p.Index), "segments", res.SegmentsRead,
 			"bytes_before", res.BytesBefore, "bytes_after", res.BytesAfter, "records_removed", res.RecordsRemoved,
-			"tombstones_removed", res.TombstonesRemoved, "cleaner_point", res.CleanerPoint, "took", res.Duration)
+			"tombstones_removed", res.TombstonesRemoved, "cleaner_point", res.CleanerPoint, "took", res.Duration,
+			"append_lock_held", res.AppendLockHeld, "append_lock_max", res.AppendLockMax)
 	}
 	return err
 }

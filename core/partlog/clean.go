@@ -120,6 +120,10 @@ type CleanResult struct {
 	// CleanerPoint is the offset below which the log is now cleaned.
 	CleanerPoint int64
 	Duration     time.Duration
+	// AppendLockHeld is how long the pass held the append lock in all
+	// (its swaps, and moving the cleaner point), and AppendLockMax its
+	// longest hold: how long an append may have waited for the cleaner.
+	AppendLockHeld, AppendLockMax time.Duration
 }
 
 // Clean makes one cleaning pass (Kafka's log compaction): it maps every key
@@ -371,12 +375,21 @@ func (c *cleaner) advance(end int64) error {
 	return nil
 }
 
+// held counts a hold of the append lock that began at since and ends now
+// (wall time: it measures the cleaner's effect on appends).
+func (c *cleaner) held(since time.Time) {
+	d := time.Since(since)
+	c.res.AppendLockHeld += d
+	c.res.AppendLockMax = max(c.res.AppendLockMax, d)
+}
+
 // raise moves the cleaner point in memory to end (see advance) and tells
 // whether the file must be written: the point moved, or an earlier write
 // failed.
 func (c *cleaner) raise(end int64) (*cleanHistory, bool) {
 	l := c.l
 	l.appendMu.Lock()
+	defer c.held(time.Now())
 	defer l.appendMu.Unlock()
 	if l.closed.Load() || l.Err() != nil || !l.Survived(AppendResult{NextOffset: end, Generation: c.plan.gen}) {
 		return nil, false
@@ -641,7 +654,7 @@ func (c *cleaner) cleanGroup(ctx context.Context, i, limit int) (int, error) {
 	if err := c.stopped(ctx); err != nil {
 		return abandon(err)
 	}
-	committed, err := l.swapClean(segs[i:j], w.next, c.plan.gen, seg)
+	committed, err := l.swapClean(segs[i:j], w.next, c.plan.gen, seg, c.held)
 	if !committed {
 		return abandon(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/weir-broker/weir/core/segment"
 )
@@ -41,8 +42,9 @@ func (l *Log) cleanFile(base int64, suffix, tag string) string {
 // closes n), and an error has failed the log, whose recovery finishes the
 // swap. Before it, nothing changed: the error says why (the log changed
 // meanwhile, ErrLogChanged, or a rename failed) and the caller deletes n.
-func (l *Log) swapClean(group []*segment.Segment, end, gen int64, n *segment.Segment) (committed bool, err error) {
+func (l *Log) swapClean(group []*segment.Segment, end, gen int64, n *segment.Segment, held func(since time.Time)) (committed bool, err error) {
 	l.appendMu.Lock()
+	defer held(time.Now())
 	defer l.appendMu.Unlock()
 	l.syncMu.Lock()
 	defer l.syncMu.Unlock()
