@@ -135,8 +135,9 @@ type CleanResult struct {
 // See "Compaction" in the package doc.
 //
 // Appends, reads, Flush, ApplyRetention and Truncate go on meanwhile; each
-// cleaned group of segments is swapped in under the append lock, briefly
-// (three directory fsyncs). Clean passes are serialised. With nothing dirty a
+// cleaned group of segments is swapped in (three directory fsyncs) under a
+// lock that ApplyRetention, Truncate, Reset and recoveries wait for, and
+// appends only for a check and the publication of the new segment. Clean passes are serialised. With nothing dirty a
 // pass still reads every cleanable segment, to remove tombstones whose time
 // is up; CleanableRatio tells a caller whether a pass is due. It returns
 // ErrClosed on a closed log (and stops when Close is called), ctx's error

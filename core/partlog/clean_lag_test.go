@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weir-broker/weir/core/segment"
 	"github.com/weir-broker/weir/core/vfs/errorfs"
 )
 
@@ -154,25 +155,34 @@ func TestCleanThrottle(t *testing.T) {
 	}
 }
 
-// TestCleanerPointSavedWithoutAppendLock: a pass saves the point it reached
-// (a file written, fsynced and renamed, then the directory fsynced) without
-// the append lock, so appends do not wait for those fsyncs; and the point
-// saved is the one in memory.
-func TestCleanerPointSavedWithoutAppendLock(t *testing.T) {
+// TestCleanWithoutAppendLock: a pass makes no file-system operation under
+// the append lock: not its rewrite, nor its swap's renames, deletions and
+// directory fsyncs, nor the saving of the point it reached (a file written,
+// fsynced and renamed, the directory fsynced), so appends do not wait for
+// them; and the point saved is the one in memory.
+func TestCleanWithoutAppendLock(t *testing.T) {
 	var (
-		mu       sync.Mutex
-		l        *Log
-		ops, bad int
+		mu           sync.Mutex
+		l            *Log
+		ops, cpOps   int
+		locked       []string
+		swapsRenamed int
 	)
-	fs := errorfs.Wrap(memFS(t), errorfs.InjectorFunc(func(_ errorfs.Op, path string) error {
+	fs := errorfs.Wrap(memFS(t), errorfs.InjectorFunc(func(op errorfs.Op, path string) error {
 		mu.Lock()
 		defer mu.Unlock()
-		if l == nil || !strings.Contains(path, cleanerPointFile) {
+		if l == nil {
 			return nil
 		}
 		ops++
+		if strings.Contains(path, cleanerPointFile) {
+			cpOps++
+		}
+		if op == errorfs.OpRename && strings.HasSuffix(path, segment.SwapTag) {
+			swapsRenamed++
+		}
 		if !l.appendMu.TryLock() {
-			bad++
+			locked = append(locked, fmt.Sprint(op, " ", path))
 		} else {
 			l.appendMu.Unlock()
 		}
@@ -194,8 +204,8 @@ func TestCleanerPointSavedWithoutAppendLock(t *testing.T) {
 	mu.Lock()
 	l = nil
 	mu.Unlock()
-	if ops == 0 || bad > 0 {
-		t.Fatalf("%d operations on the cleaner-point file, %d of them under the append lock", ops, bad)
+	if cpOps == 0 || swapsRenamed == 0 || len(locked) > 0 {
+		t.Fatalf("%d operations (%d on the cleaner-point file, %d renames to .swap); under the append lock: %v", ops, cpOps, swapsRenamed, locked)
 	}
 	h, damaged, err := log.readCleanHistory()
 	if err != nil || damaged != nil || h.point() != res.CleanerPoint || h.point() != log.cleaned.Load().point() {

@@ -374,7 +374,9 @@
 //
 // Swap (cleanswap.go), crash-safe as Kafka's: the new segment is written as
 // <base>.log.cleaned (and .index.cleaned, .timeindex.cleaned) and fsynced,
-// without any lock; then, under the append lock, briefly: its files are
+// without any lock; then, under a lock of the segment files that Truncate,
+// retention, Reset and recoveries take (appends only wait for the log to be
+// checked and the new segment published): its files are
 // renamed to .swap and the directory fsynced (the commit point); the replaced
 // segments' files are deleted and the new indexes renamed into place, the
 // directory fsynced; the new log is renamed into place, the directory
@@ -389,7 +391,8 @@
 // cleanpoint.go; a damaged one is logged and counts as never cleaned.
 //
 // Concurrency and failures: appends, Read, Flush, ApplyRetention, Truncate
-// and recoveries go on during a pass. A swap checks under the append lock
+// and recoveries go on during a pass (the last four wait while a swap
+// renames and fsyncs, appends do not). A swap checks under the append lock
 // that the segments it replaces are still those it read, sealed, durable and
 // ending where they did, and that no cut went below their end since the
 // pass began (Truncate, appends and a roll could refill a segment to the

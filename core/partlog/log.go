@@ -108,9 +108,16 @@ type Log struct {
 	// ending at or below it are sealed and durable.
 	rp atomic.Int64
 
-	// The log cleaner (clean.go). Lock order: cleanMu, appendMu, syncMu,
-	// cpMu; load, under the other two, only tries cleanMu.
+	// The log cleaner (clean.go). Lock order: cleanMu, fileMu, appendMu,
+	// syncMu, cpMu; load, under the other two, only tries cleanMu.
 	cleanMu sync.Mutex // held by a Clean pass; Close takes it after setting stopClean
+	// fileMu guards the files of the sealed segments against a cleaner's
+	// swap: Truncate, ApplyRetention, Reset and recoveries hold it (before
+	// appendMu; a recovery an Append starts only tries it, and waits for the
+	// next append if a swap holds it), and a swap holds it across its
+	// renames and directory fsyncs, taking appendMu only to check the log
+	// and to publish the new segment, so appends do not wait for the fsyncs.
+	fileMu sync.Mutex
 	// cpMu serialises the cleaner-point file's writes, and its reads by a
 	// recovery, so that the file never gets ahead of memory: Truncate,
 	// Reset, Open and recoveries hold it (under appendMu); a pass saves the

@@ -40,6 +40,8 @@ func (l *Log) Reset(offset int64) error {
 	if offset < 0 {
 		return fmt.Errorf("%w: reset to %d", ErrOffsetOutOfRange, offset)
 	}
+	l.fileMu.Lock()
+	defer l.fileMu.Unlock()
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
 	l.syncMu.Lock()
