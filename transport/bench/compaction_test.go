@@ -42,7 +42,8 @@ type compactionRun struct {
 // min.cleanable.dirty.ratio=0.01) against two in-process brokers in turn,
 // one whose cleaner looks every 10 ms, so that it cleans all the time the
 // producer writes (cleaner=on), and one whose cleaner never comes round
-// (cleaner=off). One op is both: 200,000 records as fast as the client goes
+// (cleaner=off), with the cleaner's I/O unbounded (throttle=none) and held
+// to 16 and 48 MiB/s (--cleaner-io-max-bytes-per-second). One op is both: 200,000 records as fast as the client goes
 // (MB/s of values), then 20,000 records paced at 20,000 records/s (p99 of
 // Produce to acknowledgement). Reported per broker: on-MB/s, off-MB/s,
 // on-p99-us, off-p99-us, and their ratios in the same op (on/off-MB/s,
