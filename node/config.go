@@ -114,6 +114,11 @@ type Config struct {
 	// partitions to clean (Kafka log.cleaner.backoff.ms). Default
 	// DefaultCleanerBackoff (15 s).
 	CleanerBackoff time.Duration
+	// CleanerIOMaxBytesPerSecond bounds the bytes the log cleaner reads and
+	// writes per second, all partitions together (Kafka
+	// log.cleaner.io.max.bytes.per.second). 0 or negative: no bound (Kafka's
+	// default).
+	CleanerIOMaxBytesPerSecond int64
 	// OffsetsSegmentBytes is the segment size of __consumer_offsets (Kafka
 	// offsets.topic.segment.bytes): the cleaner compacts sealed segments
 	// only. Default DefaultOffsetsSegmentBytes (100 MiB).

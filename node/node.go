@@ -69,6 +69,8 @@ type Node struct {
 	hwAtOpen     map[string]int64
 	// cleanerStats count what the cleaner did.
 	cleanerStats *cleanerStats
+	// cleanerThrottle bounds the cleaner's I/O (nil: no bound).
+	cleanerThrottle func(ctx context.Context, n int) error
 	// replCounters count ISR changes and resignations.
 	replCounters *replicationCounters
 	// ctx ends when Close begins: work of the node's own (cleaning) stops.
@@ -155,6 +157,7 @@ func (n *Node) open(parent context.Context) error {
 		newFileCacheCollector(n),
 	)
 	n.cleanerStats = newCleanerStats(n.metrics)
+	n.cleanerThrottle = newCleanerThrottle(cfg.CleanerIOMaxBytesPerSecond)
 	n.replCounters = newReplicationCounters(n.metrics)
 	n.plugins = pluginhost.New(pluginhost.Config{
 		Dir:         cfg.PluginDir,

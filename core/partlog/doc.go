@@ -323,8 +323,16 @@
 // __consumer_offsets, __transaction_state and compacted topics use): a record
 // with a key is dropped once a later record has the same key, and a
 // tombstone (a key with a null value) once DeleteRetention has passed. The
-// caller schedules passes: CleanableRatio tells how much is dirty, against
-// Kafka's min.cleanable.dirty.ratio.
+// caller schedules passes: Cleanable tells how much is dirty, against
+// Kafka's min.cleanable.dirty.ratio, and how long past max.compaction.lag.ms
+// the oldest dirty record is (Kafka cleans such a log whatever its ratio).
+// CleanOptions.MinCompactionLag (min.compaction.lag.ms) ends what a pass may
+// clean at the first dirty segment holding a record newer than the lag, by
+// record timestamps, as Kafka's cleanableOffsets does. CleanOptions.Throttle
+// is called before every read and write of segment data (at most 1 MiB
+// each), with no lock of the log held, so that a broker can hold its
+// cleaner's I/O to a rate (Kafka log.cleaner.io.max.bytes.per.second)
+// without holding up appends.
 //
 // What may be cleaned: whole segments from the log start that are sealed and
 // durable (they end at or below the recovery point), never the active one,
@@ -393,7 +401,9 @@
 //
 // Swap (cleanswap.go), crash-safe as Kafka's: the new segment is written as
 // <base>.log.cleaned (and .index.cleaned, .timeindex.cleaned) and fsynced,
-// without any lock; then, under the append lock, briefly: its files are
+// without any lock; then, under a lock of the segment files that Truncate,
+// retention, Reset and recoveries take (appends only wait for the log to be
+// checked and the new segment published): its files are
 // renamed to .swap and the directory fsynced (the commit point); the replaced
 // segments' files are deleted and the new indexes renamed into place, the
 // directory fsynced; the new log is renamed into place, the directory
@@ -408,7 +418,8 @@
 // cleanpoint.go; a damaged one is logged and counts as never cleaned.
 //
 // Concurrency and failures: appends, Read, Flush, ApplyRetention, Truncate
-// and recoveries go on during a pass. A swap checks under the append lock
+// and recoveries go on during a pass (the last four wait while a swap
+// renames and fsyncs, appends do not). A swap checks under the append lock
 // that the segments it replaces are still those it read, sealed, durable and
 // ending where they did, and that no cut went below their end since the
 // pass began (Truncate, appends and a roll could refill a segment to the

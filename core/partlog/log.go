@@ -111,13 +111,26 @@ type Log struct {
 	// ending at or below it are sealed and durable.
 	rp atomic.Int64
 
-	// The log cleaner (clean.go). Lock order: cleanMu, appendMu, syncMu;
-	// load, under the other two, only tries cleanMu.
-	cleanMu    sync.Mutex  // held by a Clean pass; Close takes it after setting stopClean
+	// The log cleaner (clean.go). Lock order: cleanMu, fileMu, appendMu,
+	// syncMu, cpMu; load, under the other two, only tries cleanMu.
+	cleanMu sync.Mutex // held by a Clean pass; Close takes it after setting stopClean
+	// fileMu guards the files of the sealed segments against a cleaner's
+	// swap: Truncate, ApplyRetention, Reset and recoveries hold it (before
+	// appendMu; a recovery an Append starts only tries it, and waits for the
+	// next append if a swap holds it), and a swap holds it across its
+	// renames and directory fsyncs, taking appendMu only to check the log
+	// and to publish the new segment, so appends do not wait for the fsyncs.
+	fileMu sync.Mutex
+	// cpMu serialises the cleaner-point file's writes, and its reads by a
+	// recovery, so that the file never gets ahead of memory: Truncate,
+	// Reset, Open and recoveries hold it (under appendMu); a pass saves the
+	// point it reached under cpMu alone, so that appends do not wait for
+	// that write's two fsyncs.
+	cpMu       sync.Mutex
 	stopClean  atomic.Bool // Close asks a running pass to stop
 	cleanTemps atomic.Bool // an abandoned pass left .cleaned files behind
 	// cleanUnsaved: the cleaner point in memory is past the file's, whose
-	// write failed; under appendMu.
+	// write failed; under cpMu.
 	cleanUnsaved atomic.Bool
 	// cleaned is the cleaner point and when offsets were first cleaned
 	// (cleanpoint.go); replaced under appendMu.
@@ -201,6 +214,8 @@ func Open(fsys vfs.FS, dir string, cfg Config) (*Log, Report, error) {
 }
 
 func (l *Log) open() (Report, error) {
+	l.cpMu.Lock()
+	defer l.cpMu.Unlock()
 	ld, err := l.load(true)
 	if err != nil {
 		return ld.rep, err

@@ -40,10 +40,14 @@ func (l *Log) Reset(offset int64) error {
 	if offset < 0 {
 		return fmt.Errorf("%w: reset to %d", ErrOffsetOutOfRange, offset)
 	}
+	l.fileMu.Lock()
+	defer l.fileMu.Unlock()
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
 	l.syncMu.Lock()
 	defer l.syncMu.Unlock()
+	l.cpMu.Lock()
+	defer l.cpMu.Unlock()
 	if l.closed.Load() {
 		return ErrClosed
 	}

@@ -20,6 +20,8 @@ import (
 // failed log reports nothing deleted and no error (it is not retention's
 // failure; the next call after the recovery catches up).
 func (l *Log) ApplyRetention() ([]int64, error) {
+	l.fileMu.Lock()
+	defer l.fileMu.Unlock()
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
 	l.syncMu.Lock()
@@ -83,10 +85,14 @@ func (l *Log) ApplyRetention() ([]int64, error) {
 // segment file, so that no Slice can ever see the records that take the
 // cut offsets. A cut that empties a segment replaces it by a new file.
 func (l *Log) Truncate(offset int64) error {
+	l.fileMu.Lock()
+	defer l.fileMu.Unlock()
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
 	l.syncMu.Lock()
 	defer l.syncMu.Unlock()
+	l.cpMu.Lock()
+	defer l.cpMu.Unlock()
 	if l.closed.Load() {
 		return ErrClosed
 	}

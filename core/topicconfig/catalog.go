@@ -19,8 +19,6 @@ const (
 	SegmentJitterMs                 = "segment.jitter.ms"
 	SegmentIndexBytes               = "segment.index.bytes"
 	FileDeleteDelayMs               = "file.delete.delay.ms"
-	MinCompactionLagMs              = "min.compaction.lag.ms"
-	MaxCompactionLagMs              = "max.compaction.lag.ms"
 	CompressionGzipLevel            = "compression.gzip.level"
 	CompressionLZ4Level             = "compression.lz4.level"
 	CompressionZstdLevel            = "compression.zstd.level"

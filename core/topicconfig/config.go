@@ -35,6 +35,8 @@ const (
 	CleanupPolicy          = "cleanup.policy"                 // delete|compact|compact,delete; default delete
 	DeleteRetentionMs      = "delete.retention.ms"            // >= 0; default 1 day
 	MinCleanableDirtyRatio = "min.cleanable.dirty.ratio"      // 0..1; default 0.5
+	MinCompactionLagMs     = "min.compaction.lag.ms"          // >= 0; default 0
+	MaxCompactionLagMs     = "max.compaction.lag.ms"          // >= 1; default 2^63-1 (none)
 )
 
 // cleanup.policy values.
@@ -308,6 +310,13 @@ func Parse(eff map[string]string, pl Plugins) (Config, error) {
 	}
 	if ms, ok := num(MaxCompactionLagMs); ok {
 		tc.MaxCompactionLag = msDuration(ms, math.MaxInt64)
+		if tc.Compact && tc.MaxCompactionLag != math.MaxInt64 {
+			age := tc.Log.SegmentAge
+			if age == 0 {
+				age = partlog.DefaultSegmentAge
+			}
+			tc.Log.SegmentAge = min(age, tc.MaxCompactionLag)
+		}
 	}
 	tc.MinInsyncReplicas = 1
 	if n, ok := num(MinInsyncReplicas); ok {
