@@ -36,6 +36,10 @@ const logStartFile = "log-start-offset"
 // changes nothing and returns the error, leaving the log healthy. A
 // closed log is ErrClosed, a failed one returns its error.
 func (l *Log) DeleteRecordsBefore(offset int64) (int64, error) {
+	// fileMu first, as retention: a cleaner's swap must not rename or
+	// delete the files of the segments this deletes.
+	l.fileMu.Lock()
+	defer l.fileMu.Unlock()
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
 	l.syncMu.Lock()
@@ -74,7 +78,7 @@ func (l *Log) DeleteRecordsBefore(offset int64) (int64, error) {
 // deleteHeadLocked deletes the first n segments of segs (the published
 // list; never the active one): readers stop finding them first, then their
 // files go, and the epoch cache's first epoch moves to the new first
-// segment's base. It returns the bases deleted. appendMu and syncMu held,
+// segment's base. It returns the bases deleted. fileMu, appendMu and syncMu held,
 // the log touched.
 func (l *Log) deleteHeadLocked(segs []*segment.Segment, n int) ([]int64, error) {
 	if n == 0 {
