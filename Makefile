@@ -59,10 +59,11 @@ test: deps vet ## install test dependencies, vet, run every test with -race; und
 # comes by `npm ci` in its test folder), which deps installs too.
 # deps: what the tests need beyond Go, installed only when missing: kcat
 # (Debian package), which transport/e2e drives as a real librdkafka client,
-# and zookeeper (Debian package, 3.8), which cluster/zk's tests run.
+# zookeeper (Debian package, 3.8), which cluster/zk's tests run, and burrow
+# (Debian package, Burrow 1.2.1), which transport/e2e's TestBurrow runs.
 # Installing needs root and apt-get; without them deps says what is missing
 # and goes on, and those tests skip (under CI=true they fail instead).
-deps: ## install what the tests need beyond Go when missing: kcat, zookeeper (apt-get, as root)
+deps: ## install what the tests need beyond Go when missing: kcat, zookeeper, burrow (apt-get, as root)
 	@missing=""; \
 	[ -e /usr/lib/python3/dist-packages/kafka/__init__.py ] || missing="$$missing python3-kafka"; \
 	[ -e /usr/lib/python3/dist-packages/confluent_kafka/__init__.py ] || missing="$$missing python3-confluent-kafka"; \
@@ -70,6 +71,7 @@ deps: ## install what the tests need beyond Go when missing: kcat, zookeeper (ap
 	command -v npm >/dev/null || missing="$$missing npm"; \
 	command -v kcat >/dev/null || missing="$$missing kcat"; \
 	[ -e /usr/share/java/zookeeper.jar ] || missing="$$missing zookeeper"; \
+	command -v Burrow >/dev/null || missing="$$missing burrow"; \
 	if [ -z "$$missing" ]; then :; \
 	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 		echo "== apt-get install$$missing"; \

@@ -16,11 +16,14 @@
 //
 //	spec      the experiment file (YAML, or an OpenMessaging Benchmark
 //	          workload): parsing, validation naming each field, matrix expansion
-//	presets   the specs weir ships (quick, kreps2014, probes, flush, durability,
-//	          replication, chaos, scale, scale-quick), embedded
+//	presets   the specs weir ships (quick, kreps2014, probes, flush, hdd, durability,
+//	          replication, chaos, scale, scale-quick, plan-profile), embedded
 //	load      one repetition of a workload with franz-go: topics, paced
 //	          producers, consumers, the measured window, the figures
 //	probe     disk and memory probes (DESIGN.md §8's comparisons)
+//	device    emulated disks: a timing model of HDDs, RAID arrays and SSDs
+//	          (device/model) under a FUSE file system (device/diskfs); a
+//	          spec's device: runs on one, mounted for the run
 //	durability crash and power-cut runs: what each flush policy and ack mode
 //	          loses, checked against its bound
 //	scale     partition scale: N partitions on one broker process, what they
@@ -36,6 +39,9 @@
 //	stats     medians, spreads, confidence intervals, significance tests
 //	report    run.json, report.md, bench.txt and plots from a run
 //	compare   `weir compare`: which differences between two runs are significant
+//	plan      `weir plan`: the capacity planner, from a workload and a profile
+//	          measured by a run (plan-profile), and its prediction of a
+//	          measured cluster run
 //
 // `weir run` (cmd/weir) is the command line over runner; `make run` runs the
 // quick preset.

@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"time"
+
+	"golang.org/x/time/rate"
 
 	"github.com/weir-broker/weir/core/logs"
 	"github.com/weir-broker/weir/core/partlog"
@@ -24,7 +27,7 @@ const DefaultCleanerBackoff = 15 * time.Second
 func (n *Node) cleanLogs() error {
 	var errs []error
 	for _, p := range n.localPartitions() {
-		if !p.Compaction.Enabled {
+		if !p.Settings().Compaction.Enabled {
 			continue
 		}
 		if err := n.cleanLog(p); err != nil && !errors.Is(err, errClosedLog) && !errors.Is(err, partlog.ErrLogChanged) {
@@ -37,23 +40,63 @@ func (n *Node) cleanLogs() error {
 func (n *Node) cleanLog(p *replicated) error {
 	l := p.Log()
 	upTo := p.highWatermark() // never past it: a follower's truncation must not cut below what was cleaned
-	dirty, total := l.CleanableRatio(upTo)
-	if total == 0 || float64(dirty) < p.Compaction.MinCleanableRatio*float64(total) || dirty == 0 {
+	cp := p.Settings().Compaction
+	maxLag := cp.MaxCompactionLag
+	if maxLag == math.MaxInt64 {
+		maxLag = 0
+	}
+	c := l.Cleanable(partlog.CleanCheck{UpTo: upTo, MinCompactionLag: cp.MinCompactionLag, MaxCompactionLag: maxLag})
+	if !cleanDue(c, cp.MinCleanableRatio) {
 		return nil
 	}
 	res, err := l.Clean(n.ctx, partlog.CleanOptions{
-		UpTo:            upTo,
-		DeleteRetention: p.Compaction.DeleteRetention,
-		Decompress:      cleanerDecompress,
-		Compress:        cleanerCompress,
+		UpTo:             upTo,
+		DeleteRetention:  cp.DeleteRetention,
+		MinCompactionLag: cp.MinCompactionLag,
+		Decompress:       cleanerDecompress,
+		Compress:         cleanerCompress,
+		Throttle:         n.cleanerThrottle,
 	})
 	if res.SegmentsRead > 0 {
 		n.cleanerStats.record(res)
 		n.logger.Info("cleaned", "partition", logs.DirName(p.Topic, p.Index), "segments", res.SegmentsRead,
 			"bytes_before", res.BytesBefore, "bytes_after", res.BytesAfter, "records_removed", res.RecordsRemoved,
-			"tombstones_removed", res.TombstonesRemoved, "cleaner_point", res.CleanerPoint, "took", res.Duration)
+			"tombstones_removed", res.TombstonesRemoved, "cleaner_point", res.CleanerPoint, "took", res.Duration,
+			"append_lock_held", res.AppendLockHeld, "append_lock_max", res.AppendLockMax)
 	}
 	return err
+}
+
+// cleanDue tells whether a log is due for a pass, as Kafka's cleaner
+// manager decides: some dirty bytes, and at least ratio of the cleanable
+// bytes dirty (min.cleanable.dirty.ratio), or dirty records older than
+// max.compaction.lag.ms.
+func cleanDue(c partlog.Cleanability, ratio float64) bool {
+	return c.Dirty > 0 && (c.Overdue > 0 || float64(c.Dirty) >= ratio*float64(c.Total))
+}
+
+// newCleanerThrottle returns the CleanOptions.Throttle shared by every pass
+// of the broker's cleaner, holding their reads and writes together to
+// bytesPerSec (Kafka log.cleaner.io.max.bytes.per.second), or nil for no
+// bound (bytesPerSec <= 0). The cleaner waits on it with no lock of a log
+// held, so appends go on. Its bucket holds up to 1 MiB (or a second's worth,
+// if less): a pass that was idle may go that far ahead.
+func newCleanerThrottle(bytesPerSec int64) func(ctx context.Context, n int) error {
+	if bytesPerSec <= 0 {
+		return nil
+	}
+	burst := int(min(bytesPerSec, 1<<20))
+	lim := rate.NewLimiter(rate.Limit(bytesPerSec), burst)
+	return func(ctx context.Context, n int) error {
+		for n > 0 {
+			k := min(n, burst)
+			if err := lim.WaitN(ctx, k); err != nil {
+				return err
+			}
+			n -= k
+		}
+		return nil
+	}
 }
 
 // cleanerMaxSection bounds a decompressed records section the cleaner reads

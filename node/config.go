@@ -114,6 +114,11 @@ type Config struct {
 	// partitions to clean (Kafka log.cleaner.backoff.ms). Default
 	// DefaultCleanerBackoff (15 s).
 	CleanerBackoff time.Duration
+	// CleanerIOMaxBytesPerSecond bounds the bytes the log cleaner reads and
+	// writes per second, all partitions together (Kafka
+	// log.cleaner.io.max.bytes.per.second). 0 or negative: no bound (Kafka's
+	// default).
+	CleanerIOMaxBytesPerSecond int64
 	// OffsetsSegmentBytes is the segment size of __consumer_offsets (Kafka
 	// offsets.topic.segment.bytes): the cleaner compacts sealed segments
 	// only. Default DefaultOffsetsSegmentBytes (100 MiB).
@@ -130,6 +135,10 @@ type Config struct {
 	// group waits for more members to join. Zero means no wait (Kafka's
 	// broker default is 3s, which `weir broker` uses; tests want 0).
 	GroupInitialRebalanceDelay time.Duration
+	// ConsumerGroupSessionTimeout and ConsumerGroupHeartbeatInterval are
+	// the session timeout and heartbeat interval of KIP-848 consumer groups
+	// (zero: Kafka's defaults, 45s and 5s; see core/groups/consumer).
+	ConsumerGroupSessionTimeout, ConsumerGroupHeartbeatInterval time.Duration
 
 	// PluginDir is searched for external plugins named by topic configs
 	// (weir.flush.policy, compression.type) as weir-<kind>-<name>; specs

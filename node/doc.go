@@ -91,9 +91,39 @@
 // replica broker removes its logs and committed offsets of the topic and
 // acknowledges, then the controller removes the topic. __consumer_offsets is
 // the internal topic whose partition leaders coordinate groups
-// (hash(group) % partitions, as Kafka); committed offsets are its records:
-// the leader of each partition hands it to the group coordinator (core/groups),
-// which replays it and writes commits to it, and the topic is compacted.
+// (hash(group) % partitions, as Kafka); committed offsets and group metadata
+// are its records: the leader of each partition hands it to the group
+// coordinator (core/groups), which replays it and writes commits and group
+// metadata to it, and the topic is compacted. Its name, and the other names
+// of Kafka's internal topics, are reserved (internal_topics.go): clients
+// cannot create them, write to them or have them auto-created.
+//
+// # Configs
+//
+// A topic's own configs are in /config/topics/<t>, the dynamic broker
+// defaults in /config/brokers/<default> and /config/brokers/<id> (Kafka's
+// ZooKeeper layout); the loop watches them, so each image carries them, and
+// reconcile applies a change of a topic's effective configs to its open
+// partitions (logs.Partition.Reconfigure), on every broker, without a
+// restart. Any broker describes and alters them (configs.go).
+//
+// # Admin
+//
+// admin.go answers the admin requests on partitions and records.
+// CreatePartitions is topic creation's sibling: any broker places the new
+// partitions (controller.AssignAdded, Kafka's createPartitions rules, or a
+// checked manual assignment), rewrites the topic's assignment node by
+// compare-and-set (layout.AddPartitions), and waits for the controller to
+// elect their leaders; the loop's watch on the node opens them where
+// assigned. DeleteRecords moves a led partition's log start offset
+// (partlog.DeleteRecordsBefore, checkpointed in the partition directory);
+// followers move theirs to the leader's log start from each fetch answer,
+// bounded by their own high watermark (followLogStartLocked), and report it
+// in their next fetch (FollowerLogStart), which the leader's DeleteRecords
+// waits for, as Kafka's DelayedDeleteRecords does. OffsetDelete
+// goes to the group's coordinator (groups.Coordinator.DeleteOffsets);
+// DescribeProducers reads a led partition's producer state, and LogDir
+// lists every open partition log with its size.
 //
 // # Data directory
 //

@@ -412,7 +412,7 @@ func (f *fetcher) fetchOnce(cl *peer.Client, fetches []queued, backedOff time.Ti
 		off := q.rp.Log().EndOffset()
 		offsets[q.rp] = off
 		req.Partitions = append(req.Partitions, peer.FetchPartition{Topic: q.rp.Topic, Partition: q.rp.Index,
-			CurrentLeaderEpoch: q.epoch, FetchOffset: off, MaxBytes: replicaFetchBytes})
+			CurrentLeaderEpoch: q.epoch, FetchOffset: off, LogStartOffset: q.rp.Log().StartOffset(), MaxBytes: replicaFetchBytes})
 	}
 	ctx, ok := f.begin(fetches, false, req.MaxWait+replicaRequestTimeout)
 	if !ok {
@@ -447,7 +447,7 @@ func (f *fetcher) fetchOnce(cl *peer.Client, fetches []queued, backedOff time.Ti
 			f.backoff(q.rp, err)
 			continue
 		}
-		if q.rp.DurableAcks && q.rp.Log().FlushedOffset() < q.rp.Log().EndOffset() {
+		if q.rp.Settings().DurableAcks && q.rp.Log().FlushedOffset() < q.rp.Log().EndOffset() {
 			durable = append(durable, q.rp)
 		}
 	}
@@ -539,5 +539,6 @@ func (rp *replicated) fetched(source, epoch int32, offset int64, got *peer.Fetch
 	}
 	rp.r.LeaderHighWatermark(got.HighWatermark)
 	rp.applyLocked()
+	rp.followLogStartLocked(got.LogStartOffset)
 	return nil
 }

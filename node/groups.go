@@ -21,8 +21,8 @@ const (
 // (Kafka's GroupMetadataManager.partitionFor), so every broker answers
 // FindCoordinator alike and a client follows the coordinator as leaders move.
 // It is created, as an internal topic, on the first group request (or a
-// client's Metadata request for it). Committed offsets are its records, in
-// Kafka's formats (see core/groups): the leader of each partition loads it
+// client's Metadata request for it). Committed offsets and group metadata
+// are its records, in Kafka's formats (see core/groups): the leader of each partition loads it
 // into the group coordinator (syncCoordinator), clients read it with Fetch
 // (lag tools such as Burrow do) but cannot write to it, and it is compacted
 // (offsetsTopicConfigs). It has min(3, live brokers) replicas by default
@@ -93,7 +93,7 @@ func (n *Node) ensureOffsetsTopic(ctx context.Context) (TopicInfo, error) {
 	im, _ := n.image.load()
 	rf := int16(min(n.cfg.OffsetsReplicationFactor, int16(len(im.Brokers))))
 	ti, err := n.CreateTopic(ctx, CreateTopic{Name: OffsetsTopic, Partitions: n.cfg.OffsetsPartitions,
-		ReplicationFactor: max(rf, 1), Configs: n.offsetsTopicConfigs()})
+		ReplicationFactor: max(rf, 1), Configs: n.offsetsTopicConfigs(), internal: true})
 	if errors.Is(err, ErrTopicExists) {
 		return settled(n.waitReady(ctx, OffsetsTopic))
 	}

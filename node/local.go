@@ -11,6 +11,7 @@ import (
 	"github.com/weir-broker/weir/core/logs"
 	"github.com/weir-broker/weir/core/meta"
 	"github.com/weir-broker/weir/core/partlog"
+	"github.com/weir-broker/weir/core/recompress"
 	"github.com/weir-broker/weir/core/topicconfig"
 )
 
@@ -19,7 +20,17 @@ import (
 type localTopic struct {
 	id    [16]byte
 	pc    logs.PartitionConfig // what the topic's effective configs mean to its logs (a recompressor shared by its partitions)
+	eff   map[string]string    // the effective configs pc was made of
 	parts map[int32]*replicated
+
+	// checked and checkedDefaults are what reconfigureLocal last compared
+	// (topics are replaced when read again, never changed): unchanged, it
+	// has nothing to do.
+	checked         *meta.Topic
+	checkedDefaults map[string]string
+	// retired are recompressors replaced by a config change: appends in
+	// progress may still use them, so they are closed with the topic.
+	retired []*recompress.Recompressor
 }
 
 // localPartition returns the open log of a partition this broker holds, for
@@ -99,13 +110,15 @@ func (n *Node) reconcile(im *meta.Image, removed map[[16]byte]bool) (deleted []s
 			continue
 		}
 		if lt == nil {
-			pc, err := n.partitionConfig(t)
+			pc, eff, err := n.partitionConfig(t, im)
 			if err != nil {
 				errs = append(errs, err)
 				continue
 			}
-			lt = &localTopic{id: t.ID, pc: pc, parts: map[int32]*replicated{}}
+			lt = &localTopic{id: t.ID, pc: pc, eff: eff, parts: map[int32]*replicated{}}
 			n.setLocal(t.Name, lt)
+		} else {
+			n.reconfigureLocal(t, lt, im)
 		}
 		for _, p := range assigned {
 			if _, ok := lt.parts[p]; !ok {
@@ -238,9 +251,7 @@ func (n *Node) dropLocal(name string, lt *localTopic, remove bool) error {
 		p.wakeAll()
 		maxPart = max(maxPart, i+1)
 	}
-	if lt.pc.Recompress != nil {
-		lt.pc.Recompress.Close()
-	}
+	lt.closeRecompressors()
 	if remove {
 		errs = append(errs, n.logs.Remove(name, lt.id, maxPart))
 	} else {
@@ -253,25 +264,101 @@ func (n *Node) dropLocal(name string, lt *localTopic, remove bool) error {
 	return errors.Join(errs...)
 }
 
-// partitionConfig is what t's configs (its own over the broker defaults)
-// mean to its logs. The configs were validated when the topic was created; a
-// store edited by hand is checked again here (syntax only: a plugin that is
-// gone must not keep the topic from opening) and refused naming the topic.
-func (n *Node) partitionConfig(t *meta.Topic) (logs.PartitionConfig, error) {
+// partitionConfig is what t's configs (its own over the broker defaults of
+// im) mean to its logs, and the effective configs it was made of. The
+// configs were validated when they were written; a store edited by hand is
+// checked again here (syntax only: a plugin that is gone must not keep the
+// topic from opening) and refused naming the topic.
+func (n *Node) partitionConfig(t *meta.Topic, im *meta.Image) (logs.PartitionConfig, map[string]string, error) {
 	own, err := topicconfig.Normalize(t.Configs, nil)
 	if err != nil {
-		return logs.PartitionConfig{}, fmt.Errorf("node: topic %q: stored configs: %w", t.Name, err)
+		return logs.PartitionConfig{}, nil, fmt.Errorf("node: topic %q: stored configs: %w", t.Name, err)
 	}
 	if t.Name == OffsetsTopic {
 		// The broker's own topic: compacted whatever it was created with.
 		own = maps.Clone(own)
 		maps.Copy(own, n.offsetsTopicConfigs())
 	}
-	pc, err := logs.ConfigFor(topicconfig.Resolve(own, n.defaults), n.plugins, n.cfg.Clock)
+	eff := topicconfig.Resolve(own, n.topicDefaults(im))
+	pc, err := logs.ConfigFor(eff, n.plugins, n.cfg.Clock)
 	if err != nil {
-		return logs.PartitionConfig{}, fmt.Errorf("node: topic %q: %w", t.Name, err)
+		return logs.PartitionConfig{}, nil, fmt.Errorf("node: topic %q: %w", t.Name, err)
 	}
-	return pc, nil
+	return pc, eff, nil
+}
+
+// reconfigureLocal applies t's configs, when they changed (its own, or the
+// broker defaults it inherits), to its open partitions (the loop's, from
+// reconcile). The recompressor is kept when the codec and batch limit did
+// not change; retention settings that changed take effect at once (a
+// retention pass over the topic's partitions). A change that cannot be
+// applied is logged, and the partitions keep what they had.
+func (n *Node) reconfigureLocal(t *meta.Topic, lt *localTopic, im *meta.Image) {
+	defaults := n.topicDefaults(im)
+	if lt.checked == t && maps.Equal(lt.checkedDefaults, defaults) {
+		return
+	}
+	lt.checked, lt.checkedDefaults = t, defaults
+	own, err := topicconfig.Normalize(t.Configs, nil)
+	if err != nil {
+		own = nil // partitionConfig reports it
+	}
+	if t.Name == OffsetsTopic {
+		own = maps.Clone(own)
+		maps.Copy(own, n.offsetsTopicConfigs())
+	}
+	if err == nil && maps.Equal(topicconfig.Resolve(own, defaults), lt.eff) {
+		return
+	}
+	pc, eff, err := n.partitionConfig(t, im)
+	if err != nil {
+		n.logger.Error("topic configs changed but cannot be applied; keeping the old ones", "topic", t.Name, "err", err)
+		return
+	}
+	same := func(keys ...string) bool {
+		for _, k := range keys {
+			if eff[k] != lt.eff[k] {
+				return false
+			}
+		}
+		return true
+	}
+	if pc.Recompress != nil && lt.pc.Recompress != nil &&
+		same(topicconfig.CompressionType, topicconfig.CompressionGzipLevel, topicconfig.MaxMessageBytes) {
+		pc.Recompress.Close()
+		pc.Recompress = lt.pc.Recompress
+	} else if lt.pc.Recompress != nil {
+		lt.retired = append(lt.retired, lt.pc.Recompress)
+	}
+	retention := !same(topicconfig.RetentionMs, topicconfig.RetentionBytes, topicconfig.CleanupPolicy)
+	n.localMu.RLock()
+	parts := slices.Collect(maps.Values(lt.parts))
+	n.localMu.RUnlock()
+	for _, p := range parts {
+		if err := p.Reconfigure(pc); err != nil && !errors.Is(err, partlog.ErrClosed) {
+			n.logger.Error("applying altered topic configs", "topic", t.Name, "partition", p.Index, "err", err)
+		}
+	}
+	lt.pc, lt.eff = pc, eff
+	n.logger.Info("applied topic configs", "topic", t.Name, "partitions", len(parts), "configs", eff)
+	if retention {
+		before := n.cfg.Clock.Now().Add(-producerExpiry).UnixMilli()
+		for _, p := range parts {
+			if err := p.ApplyRetention(before); err != nil && !errors.Is(err, errClosedLog) {
+				n.logger.Warn("retention after a config change", "topic", t.Name, "partition", p.Index, "err", err)
+			}
+		}
+	}
+}
+
+// closeRecompressors closes the topic's recompressors (after its logs).
+func (lt *localTopic) closeRecompressors() {
+	if lt.pc.Recompress != nil {
+		lt.pc.Recompress.Close()
+	}
+	for _, rc := range lt.retired {
+		rc.Close()
+	}
 }
 
 // closeLocal closes every open partition log (at shutdown).
@@ -318,9 +405,7 @@ func (n *Node) closeLocal() error {
 	close(next)
 	wg.Wait()
 	for _, lt := range local {
-		if lt.pc.Recompress != nil {
-			lt.pc.Recompress.Close()
-		}
+		lt.closeRecompressors()
 	}
 	return errors.Join(errs...)
 }

@@ -71,11 +71,15 @@ type loop struct {
 	resigned     []meta.Resignation // resignations of failed replica logs, as read
 	lastWarn     string             // the last round failure logged at WARN, and when
 	lastWarnAt   time.Time
+
+	// brokerCfgs are /config/brokers/<entity>, as read (configs.go).
+	brokerCfgs map[string]map[string]string
 }
 
 // dirty is what must be read again.
 type dirty struct {
 	all, brokers, controller, names, deleting, shutdown, resigned bool
+	brokerConfigs                                                 bool
 	topics                                                        map[string]bool
 }
 
@@ -140,6 +144,7 @@ func (l *loop) redo(d dirty) {
 	l.dirty.deleting = l.dirty.deleting || d.deleting
 	l.dirty.shutdown = l.dirty.shutdown || d.shutdown
 	l.dirty.resigned = l.dirty.resigned || d.resigned
+	l.dirty.brokerConfigs = l.dirty.brokerConfigs || d.brokerConfigs
 	for t := range d.topics {
 		l.dirty.topics[t] = true
 	}
@@ -245,6 +250,7 @@ func (l *loop) refresh(ctx context.Context, d dirty) (err error) {
 	}()
 	if d.all {
 		d.brokers, d.controller, d.names, d.deleting, d.shutdown, d.resigned = true, true, true, true, true, true
+		d.brokerConfigs = true
 		for t := range l.topics {
 			d.topics[t] = true
 		}
@@ -277,6 +283,11 @@ func (l *loop) refresh(ctx context.Context, d dirty) (err error) {
 		l.resigned = rs
 		if !l.isArmed(layout.ResignedPath) {
 			l.arm(layout.ResignedPath, watch, func(d *dirty) { d.resigned = true })
+		}
+	}
+	if d.brokerConfigs {
+		if l.brokerCfgs, err = l.readBrokerConfigs(ctx); err != nil {
+			return err
 		}
 	}
 	if d.names {
@@ -507,7 +518,7 @@ func (l *loop) readTopic(ctx context.Context, name string) (*meta.Topic, error) 
 // image builds an image from what was read.
 func (l *loop) image() *meta.Image {
 	im := &meta.Image{ClusterID: l.n.id.ClusterID, Controller: l.controller, ControllerEpoch: l.ctrlEpoch,
-		Brokers: maps.Clone(l.brokers), Topics: maps.Clone(l.topics)}
+		Brokers: maps.Clone(l.brokers), Topics: maps.Clone(l.topics), BrokerConfigs: l.brokerCfgs}
 	for _, id := range l.shuttingDown {
 		if im.Live(id) {
 			im.ShuttingDown = append(im.ShuttingDown, id)
@@ -562,4 +573,36 @@ func (l *loop) rereadTopic(name string) {
 	l.dirty.topics[name] = true
 	l.mu.Unlock()
 	l.wake()
+}
+
+// readBrokerConfigs reads every /config/brokers/<entity> (the children
+// watched, and each node's data), for the image; a malformed node is logged
+// and left out.
+func (l *loop) readBrokerConfigs(ctx context.Context) (map[string]map[string]string, error) {
+	mark := func(d *dirty) { d.brokerConfigs = true }
+	names, err := l.children(ctx, layout.ConfigBrokersPath, mark)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]map[string]string, len(names))
+	for _, e := range names {
+		if !layout.IsBrokerEntity(e) {
+			continue
+		}
+		path := layout.BrokerConfigPath(e)
+		data, _, ok, err := l.get(ctx, path, mark)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			continue
+		}
+		cfg, err := layout.DecodeTopicConfig(path, data)
+		if err != nil {
+			l.n.logger.Error("broker configs left out: malformed in the coordination store", "path", path, "err", err)
+			continue
+		}
+		out[e] = cfg
+	}
+	return out, nil
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/weir-broker/weir/core/coord"
 	"github.com/weir-broker/weir/core/groups"
+	"github.com/weir-broker/weir/core/groups/consumer"
 	"github.com/weir-broker/weir/core/logs"
 	"github.com/weir-broker/weir/core/meta"
 	"github.com/weir-broker/weir/core/partlog"
@@ -68,6 +69,8 @@ type Node struct {
 	hwAtOpen     map[string]int64
 	// cleanerStats count what the cleaner did.
 	cleanerStats *cleanerStats
+	// cleanerThrottle bounds the cleaner's I/O (nil: no bound).
+	cleanerThrottle func(ctx context.Context, n int) error
 	// replCounters count ISR changes and resignations.
 	replCounters *replicationCounters
 	// ctx ends when Close begins: work of the node's own (cleaning) stops.
@@ -81,6 +84,9 @@ type Node struct {
 	openFailed map[[16]byte]error
 	// topicsCache is Topics' answer for the image it was computed from.
 	topicsCache atomic.Pointer[topicsCache]
+	// layersCache are the broker layers of topic configs for an image
+	// (configs.go).
+	layersCache atomic.Pointer[brokerLayers]
 	localMu     sync.RWMutex
 	local       map[string]*localTopic // partitions this broker holds, by topic; written by the loop only
 
@@ -151,6 +157,7 @@ func (n *Node) open(parent context.Context) error {
 		newFileCacheCollector(n),
 	)
 	n.cleanerStats = newCleanerStats(n.metrics)
+	n.cleanerThrottle = newCleanerThrottle(cfg.CleanerIOMaxBytesPerSecond)
 	n.replCounters = newReplicationCounters(n.metrics)
 	n.plugins = pluginhost.New(pluginhost.Config{
 		Dir:         cfg.PluginDir,
@@ -176,6 +183,9 @@ func (n *Node) open(parent context.Context) error {
 		MinSessionTimeout:     cfg.GroupMinSessionTimeout,
 		MaxSessionTimeout:     cfg.GroupMaxSessionTimeout,
 		InitialRebalanceDelay: cfg.GroupInitialRebalanceDelay,
+		Consumer: consumer.Config{SessionTimeout: cfg.ConsumerGroupSessionTimeout,
+			HeartbeatInterval: cfg.ConsumerGroupHeartbeatInterval},
+		Topics: consumerTopics{n},
 	})
 	if err != nil {
 		return fmt.Errorf("node: groups: %w", err)

@@ -51,7 +51,7 @@ type offsetsLog struct{ p *replicated }
 // replicated to the ISR, as Kafka's coordinator appends with acks=all
 // (offsets.commit.required.acks), or after offsetsCommitTimeout.
 func (l offsetsLog) Append(ctx context.Context, b []byte) (func(context.Context) error, error) {
-	if err := l.p.checkAppend(l.p.MinInsyncReplicas); err != nil {
+	if err := l.p.checkAppend(l.p.Settings().MinInsyncReplicas); err != nil {
 		return nil, err
 	}
 	res, err := l.p.AppendEpoch(ctx, b, l.p.epoch.Load())
@@ -62,7 +62,7 @@ func (l offsetsLog) Append(ctx context.Context, b []byte) (func(context.Context)
 	return func(ctx context.Context) error {
 		actx, cancel := context.WithTimeout(ctx, offsetsCommitTimeout)
 		defer cancel()
-		return l.p.waitAcksAll(actx, res.NextOffset, l.p.MinInsyncReplicas)
+		return l.p.waitAcksAll(actx, res.NextOffset, l.p.Settings().MinInsyncReplicas)
 	}, nil
 }
 

@@ -141,8 +141,9 @@ func TestMigrateOldOffsetsCorrupt(t *testing.T) {
 }
 
 // __consumer_offsets is compacted while the broker runs: after many commits
-// of the same offsets, a pass of the log cleaner leaves the last commit of
-// each, which a restarted broker loads.
+// of the same offsets, and many rebalances of the same groups, a pass of
+// the log cleaner leaves the last commit of each offset and the last
+// metadata record of each group, which a restarted broker loads.
 func TestOffsetsTopicCompacted(t *testing.T) {
 	mem := vfs.NewMem()
 	cfg := Config{DataDir: "/data", FS: mem, Advertised: "127.0.0.1:9092", Logger: testLogger(t),
@@ -161,6 +162,27 @@ func TestOffsetsTopicCompacted(t *testing.T) {
 	}
 	const commits = 400
 	want := map[string]map[groups.TopicPartition]int64{}
+	// rebalance runs one member of g through a rebalance (Stable: a group
+	// metadata record) and out again (Empty: another).
+	rebalance := func(g string) {
+		t.Helper()
+		coord, err := n.GroupCoordinator(g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		jr, err := coord.Join(ctx, groups.JoinRequest{Group: g, ProtocolType: "consumer",
+			Protocols: []groups.Protocol{{Name: "range", Metadata: []byte("sub")}}, SessionTimeout: time.Minute, ClientID: "c"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := coord.Sync(ctx, groups.SyncRequest{Group: g, MemberID: jr.MemberID, Generation: jr.Generation,
+			Assignments: map[string][]byte{jr.MemberID: []byte("a")}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := coord.Leave(g, []groups.LeaveMember{{MemberID: jr.MemberID}}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for i := range commits {
 		g := fmt.Sprintf("g%d", i%4)
 		tp := groups.TopicPartition{Topic: "t", Partition: int32(i % 2)}
@@ -171,6 +193,9 @@ func TestOffsetsTopicCompacted(t *testing.T) {
 			want[g] = map[groups.TopicPartition]int64{}
 		}
 		want[g][tp] = int64(i)
+		if (i/4)%5 == 0 {
+			rebalance(g) // group metadata records, superseded too
+		}
 	}
 	ti, err := n.Topic(OffsetsTopic)
 	if err != nil {
@@ -206,6 +231,9 @@ func TestOffsetsTopicCompacted(t *testing.T) {
 				if got[tp].Offset != off {
 					t.Fatalf("group %s %v: offset %d, want %d", g, tp, got[tp].Offset, off)
 				}
+			}
+			if d, err := coord.Describe(g); err != nil || d.ProtocolType != "consumer" || d.State != "Empty" {
+				t.Fatalf("group %s: %+v, %v; want an Empty consumer group", g, d, err)
 			}
 		}
 	}

@@ -107,6 +107,9 @@ func (p *Partition) Read(offset, maxBytes, limit int64) (Records, error) {
 const (
 	ListEarliest = -2
 	ListLatest   = -1
+	// ListMaxTimestamp (KIP-734, ListOffsets v7): the record with the
+	// largest timestamp.
+	ListMaxTimestamp = -3
 )
 
 // ListOffset answers one partition of ListOffsets: ListEarliest is the log
@@ -121,6 +124,8 @@ func (p *Partition) ListOffset(ts int64) (offset, timestamp int64, err error) {
 		return l.StartOffset(), -1, nil
 	case ListLatest:
 		return p.HighWatermark(), -1, nil
+	case ListMaxTimestamp:
+		return p.maxTimestamp()
 	}
 	off, ok, err := l.OffsetForTimestamp(ts)
 	if err != nil || !ok {

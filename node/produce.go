@@ -68,7 +68,7 @@ func (n *Node) Produce(ctx context.Context, req *ProduceRequest) {
 	defer func() {
 		// A panic must not leave a gate begun that no append ends.
 		for _, p := range parts[handed:] {
-			if p != nil && !p.DurableAcks {
+			if p != nil && !p.Settings().DurableAcks {
 				p.appends.end()
 			}
 		}
@@ -83,12 +83,12 @@ func (n *Node) Produce(ctx context.Context, req *ProduceRequest) {
 		}
 		p, err := n.producePartition(ctx, w.Topic, w.Partition)
 		if err == nil && req.Acks == -1 {
-			err = p.checkAppend(p.MinInsyncReplicas)
+			err = p.checkAppend(p.Settings().MinInsyncReplicas)
 		}
 		if err != nil {
 			w.Err = err
 			p = nil
-		} else if !p.DurableAcks {
+		} else if !p.Settings().DurableAcks {
 			p.appends.begin()
 		}
 		parts = append(parts, p)
@@ -99,7 +99,7 @@ func (n *Node) Produce(ctx context.Context, req *ProduceRequest) {
 		if p == nil {
 			continue
 		}
-		if !p.DurableAcks && req.Acks != -1 {
+		if !p.Settings().DurableAcks && req.Acks != -1 {
 			n.appendTo(ctx, p, w, req.Acks)
 			continue
 		}
@@ -140,7 +140,7 @@ func (n *Node) Produce(ctx context.Context, req *ProduceRequest) {
 // (the high watermark passes them).
 func (n *Node) appendTo(ctx context.Context, p *replicated, w *ProducePartition, acks int16) {
 	res, err := func() (logs.AppendResult, error) {
-		if !p.DurableAcks { // begun by Produce
+		if !p.Settings().DurableAcks { // begun by Produce
 			defer p.appends.end()
 		}
 		return p.AppendEpoch(ctx, w.Records, p.epoch.Load())
@@ -152,7 +152,7 @@ func (n *Node) appendTo(ctx context.Context, p *replicated, w *ProducePartition,
 	err = staleLeader(err)
 	w.LogStartOffset = p.Log().StartOffset()
 	if err == nil && acks == -1 {
-		err = p.waitAcksAll(ctx, res.NextOffset, p.MinInsyncReplicas)
+		err = p.waitAcksAll(ctx, res.NextOffset, p.Settings().MinInsyncReplicas)
 	}
 	if err != nil {
 		w.Err = err
@@ -177,9 +177,10 @@ func staleLeader(err error) error {
 
 // producePartition finds the partition a produce writes to: one this broker
 // leads (ErrNotLeader, ErrLeaderNotAvailable otherwise), of a topic that
-// exists (created first when auto-creation is on) and is not internal.
+// exists (created first when auto-creation is on) and is not reserved
+// (IsReservedTopic: never auto-created, never written by clients).
 func (n *Node) producePartition(ctx context.Context, topic string, partition int32) (*replicated, error) {
-	if topic == OffsetsTopic {
+	if IsReservedTopic(topic) {
 		return nil, fmt.Errorf("%w: %s", ErrWriteToInternalTopic, topic)
 	}
 	p, _, err := n.leaderPartition(topic, partition)

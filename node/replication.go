@@ -47,7 +47,8 @@ type replicated struct {
 	// partition (Partition.Watch).
 	readers wakeup.Source
 
-	appends appendGate // produce appends in progress (appendgate.go)
+	appends appendGate     // produce appends in progress (appendgate.go)
+	starts  followerStarts // the followers' log starts, for DeleteRecords (admin.go)
 }
 
 func newReplicated(n *Node, p *logs.Partition, topicID [16]byte, hw int64) *replicated {

@@ -120,7 +120,8 @@ func (n *Node) TopicByID(id [16]byte) (TopicInfo, error) {
 
 // MetadataTopic returns the named topic for a Metadata request, creating it
 // first when the broker auto-creates topics and the client allows it (the
-// offsets topic, __consumer_offsets, is created as the internal topic).
+// offsets topic, __consumer_offsets, is created as the internal topic; other
+// reserved names are never created: see IsReservedTopic).
 func (n *Node) MetadataTopic(ctx context.Context, name string, clientAllowsCreate bool) (TopicInfo, error) {
 	ti, err := n.Topic(name)
 	if !errors.Is(err, ErrUnknownTopic) {
@@ -129,15 +130,15 @@ func (n *Node) MetadataTopic(ctx context.Context, name string, clientAllowsCreat
 	switch {
 	case name == OffsetsTopic && clientAllowsCreate:
 		return n.ensureOffsetsTopic(ctx)
-	case !clientAllowsCreate || !n.cfg.AutoCreateTopics:
+	case IsReservedTopic(name) || !clientAllowsCreate || !n.cfg.AutoCreateTopics:
 		return TopicInfo{}, err
 	}
 	return n.autoCreate(ctx, name)
 }
 
 func (n *Node) topicInfo(im *meta.Image, t *meta.Topic) TopicInfo {
-	ti := TopicInfo{Name: t.Name, ID: t.ID, Internal: t.Name == OffsetsTopic,
-		Configs: topicconfig.Resolve(t.Configs, n.defaults), Partitions: make([]PartitionInfo, len(t.Assignment))}
+	ti := TopicInfo{Name: t.Name, ID: t.ID, Internal: IsInternalTopic(t.Name),
+		Configs: topicconfig.Resolve(t.Configs, n.topicDefaults(im)), Partitions: make([]PartitionInfo, len(t.Assignment))}
 	for p := range t.Assignment {
 		v := im.View(t, p)
 		ti.Partitions[p] = PartitionInfo{Index: int32(p), Leader: v.Leader, LeaderEpoch: v.LeaderEpoch,
@@ -177,6 +178,10 @@ type CreateTopic struct {
 	// NoWait returns once the topic is written, without waiting for its
 	// leaders (Kafka's CreateTopics with timeout_ms <= 0).
 	NoWait bool
+
+	// internal: the broker creates one of its own topics, whose name is
+	// reserved (IsReservedTopic) for clients.
+	internal bool
 }
 
 // ReplicaAssignment names the replicas of one partition.
@@ -199,13 +204,17 @@ const createWait = 30 * time.Second
 // be created and returns what it would be (without an id). Errors:
 // ErrInvalidReplicationFactor, ErrInvalidReplicaAssignment,
 // logs.ErrInvalidTopic, ErrInvalidPartitions, topicconfig.ErrInvalidConfig,
-// ErrTopicExists, wrapped; and, when the topic was created but its leaders
+// ErrTopicExists, wrapped (ErrInvalidTopic too for a reserved name:
+// IsReservedTopic); and, when the topic was created but its leaders
 // were not all elected before ctx's deadline (or createWait),
 // context.DeadlineExceeded wrapped with the topic as it is (Kafka answers
 // REQUEST_TIMED_OUT then; the topic stays).
 func (n *Node) CreateTopic(ctx context.Context, req CreateTopic) (TopicInfo, error) {
 	if err := logs.ValidateName(req.Name); err != nil {
 		return TopicInfo{}, err
+	}
+	if IsReservedTopic(req.Name) && !req.internal {
+		return TopicInfo{}, reservedTopic(req.Name)
 	}
 	configs, err := topicconfig.Normalize(req.Configs, n.plugins)
 	if err != nil {
@@ -360,8 +369,8 @@ func (n *Node) DeleteTopic(ctx context.Context, name string) ([16]byte, error) {
 	if t == nil {
 		return [16]byte{}, unknownTopic(name)
 	}
-	if name == OffsetsTopic {
-		return t.ID, fmt.Errorf("%w: %s is internal", ErrInvalidTopic, name)
+	if IsInternalTopic(name) {
+		return t.ID, fmt.Errorf("%w: %s is internal: the broker keeps its own state in it", ErrInvalidTopic, name)
 	}
 	sctx, cancel := context.WithTimeout(ctx, storeTimeout)
 	err := layout.RequestDeletion(sctx, n.store, name)

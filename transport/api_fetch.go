@@ -116,6 +116,9 @@ func (r *fetchResponse) partitions(s *Server, parts []fetchsession.Partition, re
 				fp.errCode = s.code(err)
 				continue
 			}
+			if replicaID >= 0 {
+				p.FollowerLogStart(replicaID, sp.LogStartOffset) // DeleteRecords waits for it
+			}
 			fp.p = p
 		}
 		r.topics = append(r.topics, ft)

@@ -1,9 +1,10 @@
 package transport
 
-// ListGroups: v0-v4.
+// ListGroups: v0-v5.
 //
 // v3 made it flexible; v4 filters by state (case-insensitive, as Kafka) and
-// answers each group's state. v5 (filter by group type) is not served.
+// answers each group's state; v5 filters by group type ("classic" or
+// "consumer" for KIP-848 groups, case-insensitive) and answers each group's.
 
 import (
 	"context"
@@ -20,8 +21,15 @@ func handleListGroups(_ context.Context, s *Server, r *request) (kmsg.Response, 
 		if len(req.StatesFilter) > 0 && !containsFold(req.StatesFilter, l.State) {
 			continue
 		}
+		typ := l.Type
+		if typ == "" {
+			typ = "classic"
+		}
+		if len(req.TypesFilter) > 0 && !containsFold(req.TypesFilter, typ) {
+			continue
+		}
 		g := kmsg.NewListGroupsResponseGroup()
-		g.Group, g.ProtocolType, g.GroupState = l.Group, l.ProtocolType, l.State
+		g.Group, g.ProtocolType, g.GroupState, g.GroupType = l.Group, l.ProtocolType, l.State, typ
 		resp.Groups = append(resp.Groups, g)
 	}
 	return resp, nil

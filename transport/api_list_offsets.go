@@ -5,8 +5,10 @@ package transport
 // librdkafka sends up to v2. v0 answers with a list of offsets
 // (OldStyleOffsets); v1+ with one offset and its timestamp; v2 added the
 // isolation level (one node has no open transactions, so both levels read
-// the same); v4 the leader epoch; v6 made it flexible. v7 (the
-// max-timestamp query) is not served. What each timestamp means is
+// the same); v4 the leader epoch; v6 made it flexible; v7 the max-timestamp
+// query (-3, KIP-734). v8's earliest-local (-4) and v9's
+// earliest-pending-upload (-5) are for tiered storage, which weir does not
+// have: not served. What each timestamp means is
 // node.Partition.ListOffset's to say.
 
 import (

@@ -1,13 +1,16 @@
 package transport
 
-// OffsetCommit: v0-v8.
+// OffsetCommit: v0-v9.
 //
 // librdkafka needs v1..v2 served to enable consumer groups and sends up to v7.
 // v0 has no generation (a simple commit); v1 added generation, member and a
 // per-partition timestamp (ignored); v2-v4 a retention time (ignored: the
 // broker-wide offsets retention applies); v6 leader epochs; v7 instance IDs; v8
-// made it flexible. Generation -1 with no member commits for a group that has
-// no members (the "simple" consumer). The node refuses offsets for unknown
+// made it flexible; v9 is v8 for KIP-848 consumer groups, whose members send
+// their member epoch as the generation (checked as Kafka does, STALE_MEMBER_EPOCH;
+// weir checks it the same way in older versions rather than refusing them).
+// Generation -1 with no member commits for a group that has no members (the
+// "simple" consumer). The node refuses offsets for unknown
 // partitions (UNKNOWN_TOPIC_OR_PARTITION) and still commits the others.
 
 import (

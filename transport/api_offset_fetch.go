@@ -1,12 +1,14 @@
 package transport
 
-// OffsetFetch: v0-v8.
+// OffsetFetch: v0-v9.
 //
 // librdkafka needs v1 served to enable consumer groups and sends up to v7.
 // v2 added a top-level error code and lets a null topic list mean "every
 // committed offset of the group"; v5 leader epochs; v6 made it flexible; v7
 // RequireStable (always stable: no transactions); v8 asks for several groups
-// at once (kgo batches). A partition with no commit answers offset -1.
+// at once (kgo batches); v9 names the member asking (member id and epoch),
+// which a KIP-848 consumer group checks (UNKNOWN_MEMBER_ID,
+// STALE_MEMBER_EPOCH); without a member id (an admin) anything goes. A partition with no commit answers offset -1.
 
 import (
 	"context"
@@ -29,7 +31,7 @@ func handleOffsetFetch(_ context.Context, s *Server, r *request) (kmsg.Response,
 				asked[i] = groupTopic{t.Topic, t.Partitions}
 			}
 		}
-		topics, code := s.fetchOffsets(req.Group, asked)
+		topics, code := s.fetchOffsets(req.Group, nil, -1, asked)
 		resp.ErrorCode = code
 		resp.Topics = make([]kmsg.OffsetFetchResponseTopic, len(topics))
 		for i, t := range topics {
@@ -58,7 +60,7 @@ func handleOffsetFetch(_ context.Context, s *Server, r *request) (kmsg.Response,
 				asked[j] = groupTopic{t.Topic, t.Partitions}
 			}
 		}
-		topics, code := s.fetchOffsets(g.Group, asked)
+		topics, code := s.fetchOffsets(g.Group, g.MemberID, g.MemberEpoch, asked)
 		rg := &resp.Groups[i]
 		rg.Default()
 		rg.Group, rg.ErrorCode, rg.Topics = g.Group, code, topics
@@ -72,8 +74,9 @@ type groupTopic struct {
 }
 
 // fetchOffsets answers one group: the asked partitions (nil: every committed
-// one, sorted) and a group-level error code.
-func (s *Server) fetchOffsets(group string, asked []groupTopic) ([]kmsg.OffsetFetchResponseGroupTopic, int16) {
+// one, sorted) and a group-level error code. memberID (v9+; nil before) and
+// epoch name the member asking.
+func (s *Server) fetchOffsets(group string, memberID *string, epoch int32, asked []groupTopic) ([]kmsg.OffsetFetchResponseGroupTopic, int16) {
 	var parts []groups.TopicPartition
 	if asked != nil {
 		parts = []groups.TopicPartition{}
@@ -86,7 +89,7 @@ func (s *Server) fetchOffsets(group string, asked []groupTopic) ([]kmsg.OffsetFe
 	var committed map[groups.TopicPartition]groups.Committed
 	coord, err := s.node.GroupCoordinator(group)
 	if err == nil {
-		committed, err = coord.Fetch(group, parts)
+		committed, err = coord.FetchMember(group, memberID, epoch, parts)
 	}
 	if err != nil {
 		out := make([]kmsg.OffsetFetchResponseGroupTopic, len(asked))

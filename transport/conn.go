@@ -84,6 +84,9 @@ type conn struct {
 	// the client has gone or its connection was cut; requests already read
 	// are still served.
 	mute bool
+	// loggedUnserved (serving goroutine only): a request for an API or
+	// version not served was logged (logUnserved).
+	loggedUnserved bool
 }
 
 // ConnStats is what one connection holds; see Server.ConnStats.
@@ -462,12 +465,14 @@ func (c *conn) handle(frame []byte) (err error) {
 	}
 	a = lookupAPI(r.key)
 	if a == nil {
+		c.logUnserved(r, frame, "weir does not serve this API")
 		return fmt.Errorf("%w: unknown API key %d", errClose, r.key)
 	}
 	if r.version < a.min || r.version > a.max {
 		if r.key == apiVersionsKey {
 			return c.writeResponse(r.corr, unsupportedApiVersions())
 		}
+		c.logUnserved(r, frame, fmt.Sprintf("weir serves v%d-v%d", a.min, a.max))
 		return fmt.Errorf("%w: %s v%d not served (v%d-v%d)", errClose, kmsg.NameForKey(r.key), r.version, a.min, a.max)
 	}
 	if err := r.decodeBody(frame); err != nil {
@@ -489,6 +494,34 @@ func (c *conn) handle(frame []byte) (err error) {
 		return err
 	}
 	return c.writeResponse(r.corr, resp)
+}
+
+// logUnserved says, at INFO and once per connection, that a client asked
+// for an API key or version the broker does not serve (the connection then
+// closes, as Kafka closes it): the API's name, the version and the client
+// id tell the operator which client needs what, where a closed connection
+// alone tells the client nothing.
+func (c *conn) logUnserved(r *request, frame []byte, served string) {
+	if c.loggedUnserved {
+		return
+	}
+	c.loggedUnserved = true
+	c.s.log.Info("transport: request for an API or version not served, closing connection",
+		"api", kmsg.NameForKey(r.key), "key", r.key, "version", r.version, "served", served,
+		"client_id", headerClientID(frame), "remote", c.nc.RemoteAddr())
+}
+
+// headerClientID is the client id of a request header (see parseRequest),
+// "" when there is none or it does not fit the frame.
+func headerClientID(frame []byte) string {
+	if len(frame) < 10 {
+		return ""
+	}
+	n := int(int16(binary.BigEndian.Uint16(frame[8:])))
+	if n <= 0 || n > len(frame)-10 {
+		return ""
+	}
+	return string(frame[10 : 10+n])
 }
 
 // parseRequest reads a request header (v1, or v2 for flexible versions):

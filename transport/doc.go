@@ -26,7 +26,10 @@
 // version outside the served range (except ApiVersions, which answers a
 // v0-shaped UNSUPPORTED_VERSION listing the ranges so that the client retries
 // with one), a body that does not decode, and, as a last resort, a panic in a
-// handler (recovered and logged; only that connection closes). The requests
+// handler (recovered and logged; only that connection closes). An unserved
+// key or version is logged at INFO with the API's name, the version and the
+// client id (once per connection), so the operator learns which client
+// needs what. The requests
 // read after one of these are dropped, as Kafka, which reads one request at a
 // time, would never have read them. Every other frame read is served, even
 // once the client has closed the connection or can no longer be answered: its

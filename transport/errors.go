@@ -9,6 +9,7 @@ import (
 
 	"github.com/weir-broker/weir/core/filecache"
 	"github.com/weir-broker/weir/core/groups"
+	"github.com/weir-broker/weir/core/groups/consumer"
 	"github.com/weir-broker/weir/core/logs"
 	"github.com/weir-broker/weir/core/partlog"
 	"github.com/weir-broker/weir/core/producers"
@@ -91,6 +92,16 @@ var errorTable = []struct {
 	{groups.ErrCoordinatorLoadInProgress, kerr.CoordinatorLoadInProgress},
 	{groups.ErrOffsetMetadataTooLarge, kerr.OffsetMetadataTooLarge},
 	{groups.ErrInvalidCommitSize, kerr.InvalidCommitOffsetSize},
+	// KIP-848 consumer groups.
+	{consumer.ErrUnknownMemberID, kerr.UnknownMemberID},
+	{consumer.ErrFencedMemberEpoch, kerr.FencedMemberEpoch},
+	{consumer.ErrStaleMemberEpoch, kerr.StaleMemberEpoch},
+	{consumer.ErrUnreleasedInstanceID, kerr.UnreleasedInstanceID},
+	{consumer.ErrFencedInstanceID, kerr.FencedInstanceID},
+	{consumer.ErrUnsupportedAssignor, kerr.UnsupportedAssignor},
+	{consumer.ErrInvalidRequest, kerr.InvalidRequest},
+	{consumer.ErrInvalidRegex, kerr.InvalidRegularExpression},
+	{consumer.ErrGroupFull, kerr.GroupMaxSizeReached},
 
 	// The node's decisions.
 	{node.ErrTransactionsNotSupported, kerr.InvalidRequest},
@@ -111,10 +122,14 @@ var errorTable = []struct {
 	{node.ErrCoordinatorNotAvailable, kerr.CoordinatorNotAvailable},
 	{node.ErrWriteToInternalTopic, kerr.InvalidTopicException},
 	{node.ErrInvalidCoordinatorType, kerr.InvalidRequest},
+	{node.ErrPolicyViolation, kerr.PolicyViolation},
+	{groups.ErrGroupSubscribedToTopic, kerr.GroupSubscribedToTopic},
 
 	// The transport's own.
 	{errOldMessageFormat, kerr.UnsupportedForMessageFormat},
 	{errDuplicateTopic, kerr.InvalidRequest},
+	{errUnsupportedResource, kerr.InvalidRequest},
+	{node.ErrInvalidConfigRequest, kerr.InvalidRequest},
 
 	// Fetch sessions.
 	{fetchsession.ErrSessionNotFound, kerr.FetchSessionIDNotFound},

@@ -75,7 +75,10 @@ type FetchPartition struct {
 	Partition          int32
 	CurrentLeaderEpoch int32
 	FetchOffset        int64
-	MaxBytes           int32
+	// LogStartOffset is the follower's log start, which the leader's
+	// DeleteRecords waits for (-1: not reported).
+	LogStartOffset int64
+	MaxBytes       int32
 }
 
 // Fetched is one partition's answer. Err is the partition's error code as
@@ -120,7 +123,7 @@ func (c *Client) Fetch(ctx context.Context, r FetchRequest) ([]Fetched, error) {
 		}
 		rp := kmsg.NewFetchRequestTopicPartition()
 		rp.Partition, rp.CurrentLeaderEpoch, rp.FetchOffset = p.Partition, p.CurrentLeaderEpoch, p.FetchOffset
-		rp.LogStartOffset, rp.PartitionMaxBytes = -1, p.MaxBytes
+		rp.LogStartOffset, rp.PartitionMaxBytes = p.LogStartOffset, p.MaxBytes
 		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
 	}
 	kresp, err := c.request(ctx, req)

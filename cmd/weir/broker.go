@@ -48,6 +48,7 @@ type brokerSettings struct {
 	ControlledShutdownTimeout  time.Duration     `yaml:"controlled-shutdown-timeout"`
 	MaxConnections             int               `yaml:"max-connections"`
 	MaxOpenFiles               int               `yaml:"max-open-files"`
+	CleanerIOMaxBytesPerSecond int64             `yaml:"cleaner-io-max-bytes-per-second"`
 	MaxRequestBytes            int32             `yaml:"max-request-bytes"`
 	MaxInFlightRequests        int               `yaml:"max-in-flight-requests"`
 	MaxConnectionBytes         int64             `yaml:"max-connection-bytes"`
@@ -165,6 +166,7 @@ func newBrokerCmdWith(run func(context.Context, brokerSettings, io.Writer) error
 	f.DurationVar(&s.ControlledShutdownTimeout, "controlled-shutdown-timeout", s.ControlledShutdownTimeout, "on SIGTERM, how long to wait for the controller to move this broker's leaderships before stopping; negative skips the controlled shutdown")
 	f.IntVar(&s.MaxConnections, "max-connections", s.MaxConnections, "most client connections served at once (default 0: unlimited)")
 	f.IntVar(&s.MaxOpenFiles, "max-open-files", s.MaxOpenFiles, "most descriptors the segment files hold; idle ones are closed and reopened on use (default 0: 3/4 of the open-file limit; -1: no bound)")
+	f.Int64Var(&s.CleanerIOMaxBytesPerSecond, "cleaner-io-max-bytes-per-second", s.CleanerIOMaxBytesPerSecond, "`bytes` the log cleaner may read and write per second, all compacted partitions together (Kafka's log.cleaner.io.max.bytes.per.second); appends are never held up by it (default 0: no bound)")
 	f.Int32Var(&s.MaxRequestBytes, "max-request-bytes", s.MaxRequestBytes, "largest request `size` accepted; larger ones close the connection before anything is allocated")
 	f.IntVar(&s.MaxInFlightRequests, "max-in-flight-requests", s.MaxInFlightRequests, "requests a connection may have read and not yet answered; while that many are pending it is not read, so a client that stops reading is held back by TCP (default 0: 2)")
 	f.Int64Var(&s.MaxConnectionBytes, "max-connection-bytes", s.MaxConnectionBytes, "request `bytes` one connection may hold until they are handled; a single larger request is read alone (default 0: 64 MiB)")
@@ -218,6 +220,7 @@ func (s *brokerSettings) merge(flags *pflag.FlagSet, configFile string, topicCon
 		set("controlled-shutdown-timeout", func() { s.ControlledShutdownTimeout = file.ControlledShutdownTimeout })
 		set("max-connections", func() { s.MaxConnections = file.MaxConnections })
 		set("max-open-files", func() { s.MaxOpenFiles = file.MaxOpenFiles })
+		set("cleaner-io-max-bytes-per-second", func() { s.CleanerIOMaxBytesPerSecond = file.CleanerIOMaxBytesPerSecond })
 		set("max-request-bytes", func() { s.MaxRequestBytes = file.MaxRequestBytes })
 		set("max-in-flight-requests", func() { s.MaxInFlightRequests = file.MaxInFlightRequests })
 		set("max-connection-bytes", func() { s.MaxConnectionBytes = file.MaxConnectionBytes })
@@ -376,6 +379,7 @@ func runBroker(ctx context.Context, s brokerSettings, stderr io.Writer) error {
 		ControlledShutdownTimeout:    s.ControlledShutdownTimeout,
 		MaxConnections:               s.MaxConnections,
 		MaxOpenFiles:                 s.MaxOpenFiles,
+		CleanerIOMaxBytesPerSecond:   s.CleanerIOMaxBytesPerSecond,
 		MaxRequestBytes:              s.MaxRequestBytes,
 		MaxInFlightRequests:          s.MaxInFlightRequests,
 		MaxConnectionBytes:           s.MaxConnectionBytes,

@@ -57,7 +57,8 @@ any codec and partitioner, run experiments and compare their results.`,
 		SilenceErrors: true, // main prints the error once
 	}
 	root.AddCommand(newVersionCmd(), newBrokerCmd(), newProduceCmd(), newConsumeCmd(),
-		newRunCmd(), newCompareCmd(), newPluginsCmd(), newFlushPoliciesCmd(), newClusterCmd())
+		newRunCmd(), newCompareCmd(), newPluginsCmd(), newFlushPoliciesCmd(), newClusterCmd(),
+		newDiskCmd(), newPlanCmd())
 	return root
 }
 

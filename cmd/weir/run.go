@@ -91,6 +91,7 @@ type runSettings struct {
 	pluginDir   string
 	listPresets bool
 	dryRun      bool
+	device      string
 }
 
 func newRunCmd() *cobra.Command {
@@ -112,6 +113,7 @@ func newRunCmd() *cobra.Command {
 	f.StringVar(&s.dataDir, "data-dir", "", "`dir`ectory for the brokers' data and the probes' files, on the disk to measure (default: the spec's target.embedded.data_dir or target.cluster.data_dir, else a temporary directory)")
 	f.IntVar(&s.reps, "reps", 0, "repetitions of each point, overriding the spec's (default: the spec's, 5 if it says none)")
 	f.Int64Var(&s.seed, "seed", 0, "seed for payloads, keys and sizes, overriding the spec's")
+	f.StringVar(&s.device, "device", "", "run on an emulated disk of this `profile` (see weir disk profiles), overriding the spec's device: (needs root)")
 	f.StringVar(&s.pluginDir, "plugin-dir", "", "`dir`ectory searched for codec and partitioner plugins named by the spec")
 	f.BoolVar(&s.listPresets, "list-presets", false, "list the built-in presets and exit")
 	f.BoolVar(&s.dryRun, "dry-run", false, "validate the spec and print the expanded matrix, without running anything")
@@ -154,6 +156,12 @@ func runRun(cmd *cobra.Command, s runSettings, args []string) error {
 			}
 			sp.Target.Embedded.DataDir = s.dataDir
 		}
+	}
+	if cmd.Flags().Changed("device") {
+		if sp.Device == nil {
+			sp.Device = &spec.Device{}
+		}
+		sp.Device.Profile = s.device
 	}
 	ctx := cmd.Context()
 	if ctx == nil {

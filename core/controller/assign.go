@@ -109,3 +109,84 @@ func ValidateAssignment(parts []PartitionReplicas, brokers []int32) ([][]int32, 
 	}
 	return out, nil
 }
+
+// AssignAdded places the replicas of partitions added to a topic whose
+// partitions are existing (Kafka's AdminZkClient.createPartitions): count is
+// the new total. With manual nil, the rack-unaware assignment continues
+// where the topic's began: the replication factor is partition 0's, the
+// start index the position of partition 0's first replica among brokers
+// (sorted by id), which is also the first shift, and the partition ids
+// continue from len(existing), so the leaders keep going round-robin.
+// With manual, it must name the replicas of each added partition (count -
+// len(existing) of them), each with the topic's replication factor, no
+// broker twice and only brokers given; it is returned as given (cloned).
+//
+// Errors: ErrInvalidPartitions when count is not above len(existing);
+// ErrInvalidReplicaAssignment for a manual assignment that breaks the rules;
+// ErrInvalidReplicationFactor when the brokers are fewer than the
+// replication factor.
+func AssignAdded(brokers []int32, existing [][]int32, count int32, manual [][]int32) ([][]int32, error) {
+	have := len(existing)
+	switch {
+	case have == 0 || len(existing[0]) == 0:
+		return nil, fmt.Errorf("%w: the topic has no partitions to follow", ErrInvalidPartitions)
+	case int(count) < have:
+		return nil, fmt.Errorf("%w: the topic has %d partitions, which is more than the %d requested", ErrInvalidPartitions, have, count)
+	case int(count) == have:
+		return nil, fmt.Errorf("%w: the topic already has %d partitions", ErrInvalidPartitions, have)
+	}
+	add := int(count) - have
+	rf := len(existing[0])
+	ids := slices.Clone(brokers)
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
+	if manual != nil {
+		if len(manual) != add {
+			return nil, fmt.Errorf("%w: adding %d partitions, but %d assignments given", ErrInvalidReplicaAssignment, add, len(manual))
+		}
+		out := make([][]int32, add)
+		for i, rs := range manual {
+			p := have + i
+			if len(rs) != rf {
+				return nil, fmt.Errorf("%w: partition %d has %d replicas, the topic's replication factor is %d",
+					ErrInvalidReplicaAssignment, p, len(rs), rf)
+			}
+			for j, r := range rs {
+				if !slices.Contains(ids, r) {
+					return nil, fmt.Errorf("%w: partition %d names broker %d, which is not registered", ErrInvalidReplicaAssignment, p, r)
+				}
+				if slices.Contains(rs[:j], r) {
+					return nil, fmt.Errorf("%w: partition %d names broker %d twice", ErrInvalidReplicaAssignment, p, r)
+				}
+			}
+			out[i] = slices.Clone(rs)
+		}
+		return out, nil
+	}
+	if rf > len(ids) {
+		return nil, fmt.Errorf("%w: replication factor %d with %d brokers", ErrInvalidReplicationFactor, rf, len(ids))
+	}
+	start := max(0, slices.IndexFunc(ids, func(id int32) bool { return id >= existing[0][0] }))
+	return assignFrom(ids, have, add, rf, start, start), nil
+}
+
+// assignFrom is Kafka's assignReplicasToBrokersRackUnaware with a fixed
+// start index (and first shift) and a start partition id: partitions first
+// .. first+n-1.
+func assignFrom(ids []int32, first, n, rf, start, shift int) [][]int32 {
+	size := len(ids)
+	out := make([][]int32, 0, n)
+	for p := first; p < first+n; p++ {
+		if p > 0 && p%size == 0 {
+			shift++
+		}
+		lead := (p + start) % size
+		replicas := make([]int32, 0, rf)
+		replicas = append(replicas, ids[lead])
+		for j := range rf - 1 {
+			replicas = append(replicas, ids[replicaIndex(lead, shift, j, size)])
+		}
+		out = append(out, replicas)
+	}
+	return out
+}

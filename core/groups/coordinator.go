@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/weir-broker/weir/core/groups/consumer"
 	"github.com/weir-broker/weir/core/partlog"
 )
 
@@ -27,6 +28,8 @@ type Coordinator struct {
 	mu     sync.Mutex
 	closed bool
 	groups map[string]*group
+	// cgroups are the KIP-848 consumer groups (consumer_groups.go).
+	cgroups map[string]*consumer.Group
 	// shards are the partitions of __consumer_offsets loaded or loading.
 	shards  map[int32]*shard
 	lastL   uint64 // numbers the loads
@@ -68,7 +71,7 @@ func New(o Options) (*Coordinator, error) {
 		return nil, err
 	}
 	return &Coordinator{o: o, groups: map[string]*group{}, shards: map[int32]*shard{},
-		waiters: map[uint64]waiter{}}, nil
+		waiters: map[uint64]waiter{}, cgroups: map[string]*consumer.Group{}}, nil
 }
 
 // Load makes the coordinator serve the groups of partition p of
@@ -81,10 +84,10 @@ func (c *Coordinator) Load(ctx context.Context, p int32, log Log) error {
 // on its groups get ErrCoordinatorLoadInProgress. The replay it returns (the
 // caller runs it, on a goroutine of its own if it likes) reads the log up to
 // its end, imports the partition's groups of an old-layout store (Import),
-// and then serves them, each group with committed offsets starting Empty:
-// membership is not kept across a move, so members rejoin (Kafka writes
-// group metadata records to the partition and restores the members of a
-// stable group; weir does not write them yet). Starting
+// and then serves them: each group with a group metadata record as that
+// record says (a Stable group with its members, each alive for a session
+// timeout; an Empty one; see group_metadata.go), each other group with
+// committed offsets Empty. Starting
 // a load of a partition loaded or loading already with the same log does
 // nothing (its replay returns nil at once); with another log, it unloads
 // first. An Unload or Close before the replay ends abandons it
@@ -128,13 +131,26 @@ func (c *Coordinator) replay(ctx context.Context, sh *shard) error {
 		return fmt.Errorf("groups: load partition %d: %w", p, err)
 	}
 	sh.store = st
+	now := c.o.Clock.Now()
+	restored := 0
+	for _, id := range slices.Sorted(maps.Keys(st.metas)) {
+		if c.groups[id] == nil {
+			g := restoreGroup(id, &c.o, st.metas[id], now)
+			c.groups[id] = g
+			c.arm(g.nextDeadline())
+			if len(g.order) > 0 {
+				restored++
+			}
+		}
+	}
 	for _, id := range st.groups() {
 		if c.groups[id] == nil {
 			c.groups[id] = newGroup(id, &c.o)
 		}
 	}
 	c.o.Logger.Info("offsets partition loaded", "partition", p, "groups", len(st.offsets), "offsets", st.live,
-		"records", st.records, "took", c.o.Clock.Now().Sub(start))
+		"group_metadata", len(st.metas), "groups_with_members", restored, "records", st.records,
+		"skipped", st.skipped, "took", now.Sub(start))
 	return nil
 }
 
@@ -162,6 +178,11 @@ func (c *Coordinator) unloadLocked(p int32) {
 	for id := range c.groups {
 		if c.o.PartitionFor(id) == p {
 			delete(c.groups, id)
+		}
+	}
+	for id := range c.cgroups {
+		if c.o.PartitionFor(id) == p {
+			delete(c.cgroups, id)
 		}
 	}
 	c.o.Logger.Info("offsets partition unloaded", "partition", p)
@@ -233,6 +254,10 @@ func (c *Coordinator) Join(ctx context.Context, r JoinRequest) (JoinResult, erro
 	}
 	c.mu.Lock()
 	if _, err := c.storeOf(r.Group); err != nil {
+		c.mu.Unlock()
+		return fail, err
+	}
+	if err := c.classicJoinAllowed(r.Group); err != nil {
 		c.mu.Unlock()
 		return fail, err
 	}
@@ -373,17 +398,32 @@ func (c *Coordinator) Commit(group, memberID string, instanceID *string, generat
 	}
 	now := c.o.Clock.Now()
 	g := c.groups[group]
-	if g == nil {
+	cg := c.cgroups[group]
+	if cg != nil {
+		// A consumer group: the generation is the member epoch.
+		if err := consumerCommitCheck(cg, memberID, generation, offsets); err != nil {
+			return all(err)
+		}
+	} else if g == nil {
 		if generation >= 0 {
 			return all(fmt.Errorf("%w: group %q does not exist", ErrIllegalGeneration, group))
 		}
 		g = newGroup(group, &c.o)
 		c.groups[group] = g
 	}
-	err = g.commitCheck(now, memberID, instanceID, generation)
-	if err != nil {
-		c.settle(g)
-		return all(err)
+	settle := func() {
+		if cg != nil {
+			c.settleConsumer(cg)
+		} else {
+			c.settle(g)
+		}
+	}
+	if cg == nil {
+		err = g.commitCheck(now, memberID, instanceID, generation)
+		if err != nil {
+			c.settle(g)
+			return all(err)
+		}
 	}
 	perPartition = make([]error, len(offsets))
 	valid := make([]OffsetCommit, 0, len(offsets))
@@ -408,13 +448,13 @@ func (c *Coordinator) Commit(group, memberID string, instanceID *string, generat
 		c.mu.Lock()
 		locked = true
 		store.finish(pw, werr)
-		c.settle(g)
+		settle()
 		c.mu.Unlock()
 		locked = false
 		<-pw.drained // behind a write still waiting, which its own caller finishes
 		err = werr
 	} else {
-		c.settle(g)
+		settle()
 	}
 	if err != nil {
 		// The store failing is the coordinator failing: clients retry.
@@ -448,6 +488,9 @@ func (c *Coordinator) Describe(group string) (Description, error) {
 	if _, err := c.storeOf(group); err != nil {
 		return Description{}, err
 	}
+	if cg := c.cgroups[group]; cg != nil {
+		return classicView(cg), nil
+	}
 	g := c.groups[group]
 	if g == nil {
 		return Description{Group: group, State: stateDead.String()}, nil
@@ -463,6 +506,9 @@ func (c *Coordinator) List() []Listing {
 	for _, g := range c.groups {
 		out = append(out, Listing{Group: g.id, ProtocolType: g.protocolType, State: g.state.String()})
 	}
+	for id, cg := range c.cgroups {
+		out = append(out, Listing{Group: id, ProtocolType: "consumer", State: cg.State(), Type: "consumer"})
+	}
 	slices.SortFunc(out, func(a, b Listing) int { return cmp.Compare(a.Group, b.Group) })
 	return out
 }
@@ -476,13 +522,21 @@ func (c *Coordinator) Delete(group string) error {
 		return err
 	}
 	g := c.groups[group]
+	if cg := c.cgroups[group]; cg != nil {
+		if !cg.Empty() {
+			return fmt.Errorf("%w: consumer group %q is %s", ErrNotEmpty, group, cg.State())
+		}
+		delete(c.cgroups, group)
+		g = newGroup(group, &c.o) // deleted below like an empty classic group
+		c.groups[group] = g
+	}
 	switch {
 	case g == nil:
 		return fmt.Errorf("%w: %q", ErrGroupIDNotFound, group)
 	case g.state != stateEmpty:
 		return fmt.Errorf("%w: %q is %v with %d members", ErrNotEmpty, group, g.state, len(g.order))
 	}
-	err = store.removeWhere(c.o.Clock.Now(), func(k offsetKey) bool { return k.group == group })
+	err = store.removeGroup(c.o.Clock.Now(), group)
 	if err != nil {
 		return fmt.Errorf("%w: deleting offsets: %v", ErrCoordinatorNotAvailable, err)
 	}
@@ -494,9 +548,9 @@ func (c *Coordinator) Delete(group string) error {
 // ExpireOffsets deletes the committed offsets of every group that has no
 // members and has seen no commit, and no member, for longer than retention:
 // Kafka's offsets.retention.minutes (7 days by default), counted from when the
-// group became empty or from its newest commit, whichever is later. After a
-// restart the time it became empty is not known (membership is not
-// persisted), so the newest commit alone counts. It returns the groups
+// group became empty or from its newest commit, whichever is later (after a
+// restart the time it became empty is its group metadata record's; a group
+// without one counts its newest commit alone). It returns the groups
 // expired; the broker calls it from its retention loop.
 func (c *Coordinator) ExpireOffsets(retention time.Duration) ([]string, error) {
 	c.mu.Lock()
@@ -529,6 +583,12 @@ func (c *Coordinator) expireLocked(store *offsetStore, now time.Time, cutoff int
 		if g != nil && g.state != stateEmpty {
 			continue
 		}
+		if cg := c.cgroups[id]; cg != nil {
+			if !cg.Empty() {
+				continue
+			}
+			delete(c.cgroups, id)
+		}
 		anchor := int64(math.MinInt64)
 		if g != nil && !g.emptySince.IsZero() {
 			anchor = g.emptySince.UnixMilli()
@@ -539,7 +599,7 @@ func (c *Coordinator) expireLocked(store *offsetStore, now time.Time, cutoff int
 		if anchor >= cutoff {
 			continue
 		}
-		if err := store.removeWhere(now, func(k offsetKey) bool { return k.group == id }); err != nil {
+		if err := store.removeGroup(now, id); err != nil {
 			return expired, fmt.Errorf("%w: expiring offsets: %v", ErrCoordinatorNotAvailable, err)
 		}
 		if g != nil {
@@ -613,13 +673,46 @@ func (c *Coordinator) wait(ctx context.Context, w uint64, ch chan reply) (reply,
 	}
 }
 
-// settle delivers g's queued replies, forgets g if nothing is left of it,
-// and makes sure the timer fires by g's next deadline. Called with mu held
-// after every event.
+// settle delivers g's queued replies, writes its metadata record if one is
+// due, forgets g if nothing is left of it, and makes sure the timer fires by
+// g's next deadline. Called with mu held after every event.
 func (c *Coordinator) settle(g *group) {
-	c.deliver(g.take())
-	c.forget(g.id, g)
+	c.after(g)
 	c.arm(g.nextDeadline())
+}
+
+// after delivers g's queued replies and then forgets g, or writes its
+// metadata record if one is due. Called with mu held.
+func (c *Coordinator) after(g *group) {
+	c.deliver(g.take())
+	due := g.takePersist()
+	if c.forget(g.id, g) || !due {
+		return
+	}
+	if sh := c.shards[c.o.PartitionFor(g.id)]; sh != nil && sh.store != nil {
+		v := g.metadataValue(c.o.Clock.Now())
+		if !fitsRecord(g.id, &v) {
+			c.o.Logger.Warn("group metadata not written: a string is longer than the record format holds", "group", g.id[:min(len(g.id), 100)])
+			return
+		}
+		c.writeMeta(sh.store, g.id, v.AppendTo(nil))
+	}
+}
+
+// writeMeta appends group's metadata record (value nil: a tombstone) and
+// waits for it to commit on a goroutine of its own, logging a failure (see
+// group_metadata.go for why nothing waits for it). Called with mu held.
+func (c *Coordinator) writeMeta(store *offsetStore, group string, value []byte) {
+	wait, err := store.writeMeta(group, value, c.o.Clock.Now())
+	if err != nil {
+		c.o.Logger.Warn("cannot write group metadata", "group", group, "tombstone", value == nil, "err", err)
+		return
+	}
+	go func() {
+		if err := wait(context.Background()); err != nil {
+			c.o.Logger.Warn("group metadata not committed", "group", group, "tombstone", value == nil, "err", err)
+		}
+	}()
 }
 
 func (c *Coordinator) deliver(rs []reply) {
@@ -633,14 +726,22 @@ func (c *Coordinator) deliver(rs []reply) {
 
 // forget drops a group with no members, no member ids handed out and no
 // committed offsets: nothing would distinguish it from a new one, and
-// clients with random group ids (kcat -G) would otherwise pile them up.
-func (c *Coordinator) forget(id string, g *group) {
+// clients with random group ids (kcat -G) would otherwise pile them up. A
+// metadata record it has gets a tombstone (Kafka's cleanupGroupMetadata).
+// It reports whether it dropped g.
+func (c *Coordinator) forget(id string, g *group) bool {
 	if g.state != stateEmpty || !g.empty() {
-		return
+		return false
 	}
-	if sh := c.shards[c.o.PartitionFor(id)]; sh == nil || sh.store == nil || sh.store.offsets[id] == nil && !sh.store.pendingFor(id) {
-		delete(c.groups, id)
+	sh := c.shards[c.o.PartitionFor(id)]
+	if sh != nil && sh.store != nil && (sh.store.offsets[id] != nil || sh.store.pendingFor(id)) {
+		return false
 	}
+	delete(c.groups, id)
+	if sh != nil && sh.store != nil && sh.store.metas[id] != nil {
+		c.writeMeta(sh.store, id, nil)
+	}
+	return true
 }
 
 // arm makes the timer fire no later than at (zero: no deadline).
@@ -667,14 +768,14 @@ func (c *Coordinator) fire(seq uint64) {
 	c.timer, c.timerAt = nil, time.Time{}
 	now := c.o.Clock.Now()
 	var next time.Time
-	for id, g := range c.groups {
+	for _, g := range c.groups {
 		g.tick(now)
-		c.deliver(g.take())
-		c.forget(id, g)
+		c.after(g)
 		if d := g.nextDeadline(); !d.IsZero() && (next.IsZero() || d.Before(next)) {
 			next = d
 		}
 	}
+	next = c.tickConsumers(now, next)
 	c.arm(next)
 }
 

@@ -62,10 +62,19 @@
 //
 // Coordinator is the thin concurrent layer around the groups: one mutex, a
 // channel per parked request, and one timer (from Options.Clock) set to the
-// earliest deadline of any group. Membership is not persisted: after a
-// restart, or when a group's partition moves to another broker, every member
-// gets ErrUnknownMemberID (or ErrNotCoordinator) and rejoins, which clients
-// do on their own.
+// earliest deadline of any group. The state machine also says when a group
+// metadata record is due (a rebalance completed, the group emptied), and
+// the Coordinator writes it (see Group metadata below).
+//
+// # KIP-848 consumer groups
+//
+// Beside the classic groups, the coordinator serves KIP-848 ("next
+// generation") consumer groups, where it assigns the partitions itself:
+// each is a consumer.Group (package core/groups/consumer, a deterministic
+// state machine like group, with the assignors of core/groups/assignor),
+// kept under the same lock and timer and committing to the same offsets
+// (consumer_groups.go). A group id is a classic group or a consumer group at
+// a time; Options.Topics gives them the topic metadata they assign from.
 //
 // # Committed offsets: partitions of __consumer_offsets
 //
@@ -79,15 +88,37 @@
 // forgotten here). A group whose partition is not loaded gets
 // ErrNotCoordinator, and the client asks FindCoordinator again.
 //
-// Each record is one committed offset, in the formats of Kafka's
-// __consumer_offsets (big-endian, strings as an int16 length and bytes), so
-// tools that read the topic (Burrow, kafka-consumer-groups) understand it:
+// Each record is one committed offset or one group's metadata, in the
+// formats of Kafka's __consumer_offsets (big-endian, strings as an int16
+// length and bytes), so tools that read the topic (Burrow,
+// kafka-consumer-groups) understand it:
 //
-//	key    int16 version (1) | string group | string topic | int32 partition
-//	value  int16 version (3) | int64 offset | int32 leader epoch | string metadata | int64 commit time (ms)
+//	offset key    int16 version (1) | string group | string topic | int32 partition
+//	offset value  int16 version (3) | int64 offset | int32 leader epoch | string metadata | int64 commit time (ms)
+//	group key     int16 version (2) | string group
+//	group value   kmsg.GroupMetadataValue, version 3: protocol type, generation, protocol, leader,
+//	              state timestamp, members (id, instance id, client id and host, timeouts,
+//	              subscription, assignment)
 //
 // A record without a value (a tombstone) removes the offset (Delete,
-// RemoveTopic, ExpireOffsets). One commit is one Log.Append of one or more
+// RemoveTopic, ExpireOffsets) or the group (Delete, ExpireOffsets, an empty
+// group without offsets). Replay passes over key versions 3 to 255 (record
+// types of Kafka's newer coordinator) and fails on anything else.
+//
+// # Group metadata
+//
+// A group metadata record is written when a rebalance completes (the
+// leader's SyncGroup), when a join phase ends without members, and when a
+// static member replaces its id in a Stable group; Load restores each group
+// from its latest record as Kafka's GroupCoordinator.onGroupLoaded does: a
+// group with members Stable, each member alive for one session timeout from
+// the load (it keeps its place by heartbeating with its id and generation,
+// or is removed and the others rebalance), a group without members Empty
+// since the record's time. So after a restart, or a move to another broker,
+// DescribeGroups and ListGroups show a consumer group with its protocol, and
+// its members need not rejoin. The record is appended in order with the
+// group's commits but SyncGroup does not wait for it (group_metadata.go says
+// why that is safe). One commit is one Log.Append of one or more
 // batches, acknowledged when the Log says it is committed. The topic is
 // compacted (cleanup.policy=compact, by the broker's log cleaner), which
 // keeps the last record of every key: every live offset survives, and

@@ -129,6 +129,8 @@ type group struct {
 	pendingSync map[string]bool
 
 	out []reply
+	// persist: a group metadata record is due (group_metadata.go).
+	persist bool
 }
 
 func newGroup(id string, cfg *Options) *group {
@@ -409,6 +411,7 @@ func (g *group) replaceStatic(now time.Time, w uint64, oldID, newID string, r Jo
 			m.joinWaiter = 0
 			g.replyJoin(w, JoinResult{Generation: g.generation, ProtocolType: g.protocolType,
 				Protocol: g.protocol, LeaderID: oldLeader, MemberID: newID}, nil)
+			g.persist = true // the new member id
 			return
 		}
 		g.prepareRebalance(now)
@@ -600,6 +603,7 @@ func (g *group) completeJoin(now time.Time) {
 		g.emptySince = now
 		g.protocol = ""
 		g.leader = ""
+		g.persist = true
 		g.cfg.Logger.Info("group empty", "group", g.id, "generation", g.generation)
 		return
 	}

@@ -36,6 +36,7 @@ func (g *group) sync(now time.Time, w uint64, r SyncRequest) {
 			}
 		}
 		g.state = stateStable
+		g.persist = true
 		for _, x := range g.order {
 			if x.syncWaiter != 0 {
 				g.replySync(x.syncWaiter, g.syncResult(x), nil)

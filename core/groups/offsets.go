@@ -2,9 +2,12 @@ package groups
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/weir-broker/weir/core/record"
 )
@@ -23,6 +26,15 @@ type offsetStore struct {
 	offsets map[string]map[TopicPartition]stored
 	live    int   // entries in offsets
 	records int64 // records replayed and written: live, superseded and tombstones
+	// metas are the latest group metadata records (group_metadata.go), by
+	// group: replayed, or appended (set at once, not when committed: they
+	// only decide what Load restores and whether a deleted group needs a
+	// tombstone).
+	metas map[string]*kmsg.GroupMetadataValue
+	// skipped counts records with a key version this coordinator does not
+	// know (Kafka's newer coordinator writes versions 3 and up), which
+	// replay passes over.
+	skipped int64
 	// pending are the writes appended and not yet applied, in log order:
 	// each goes into memory once it and every write before it are done
 	// (see begin and finish), so a later write is never overtaken.
@@ -40,7 +52,8 @@ type pendingWrite struct {
 }
 
 func newStore(log Log) *offsetStore {
-	return &offsetStore{log: log, offsets: map[string]map[TopicPartition]stored{}}
+	return &offsetStore{log: log, offsets: map[string]map[TopicPartition]stored{},
+		metas: map[string]*kmsg.GroupMetadataValue{}}
 }
 
 // replay reads the log from its start to end into memory, stopping early
@@ -92,9 +105,19 @@ func (s *offsetStore) replay(ctx context.Context, end int64) error {
 	return nil
 }
 
-// apply applies one record: a value sets the offset, a tombstone (nil
-// value) removes it.
+// apply applies one record: a value sets the offset (or the group's
+// metadata), a tombstone (nil value) removes it.
 func (s *offsetStore) apply(key, value []byte) error {
+	if len(key) < 2 {
+		return fmt.Errorf("%w: key of %d bytes", ErrCorrupt, len(key))
+	}
+	switch v := int16(binary.BigEndian.Uint16(key)); {
+	case v == groupKeyVersion:
+		return s.applyGroup(key, value)
+	case v > groupKeyVersion && v <= maxRecordType:
+		s.skipped++
+		return nil
+	}
 	k, err := decodeKey(key)
 	if err != nil {
 		return err
@@ -109,6 +132,32 @@ func (s *offsetStore) apply(key, value []byte) error {
 		return err
 	}
 	s.set(k, v)
+	return nil
+}
+
+// maxRecordType bounds the key versions replay passes over: Kafka's newer
+// group coordinator writes record types 3 and up (KIP-848's consumer group
+// records, share groups), small numbers, which a coordinator that does not
+// know them skips, as Kafka's CoordinatorLoaderImpl does. A key starting
+// with anything else is not a record of __consumer_offsets: ErrCorrupt.
+const maxRecordType = 255
+
+// applyGroup applies a group metadata record.
+func (s *offsetStore) applyGroup(key, value []byte) error {
+	var k kmsg.GroupMetadataKey
+	if err := k.ReadFrom(key); err != nil {
+		return fmt.Errorf("%w: group metadata key: %v", ErrCorrupt, err)
+	}
+	s.records++
+	if value == nil {
+		delete(s.metas, k.Group)
+		return nil
+	}
+	v, err := decodeGroupValue(value)
+	if err != nil {
+		return fmt.Errorf("group %q: %w", k.Group, err)
+	}
+	s.metas[k.Group] = v
 	return nil
 }
 
@@ -136,10 +185,14 @@ func (s *offsetStore) remove(k offsetKey) {
 	}
 }
 
-// entry is one record to write: a value, or a tombstone when v is nil.
+// entry is one record to write: a value, or a tombstone when v is nil;
+// with meta, a group metadata record of group k.group instead, whose value
+// is mv (nil: a tombstone).
 type entry struct {
-	k offsetKey
-	v *stored
+	k    offsetKey
+	v    *stored
+	meta bool
+	mv   []byte
 }
 
 // writeEntries appends entries to log in batches of about batchTarget
@@ -159,7 +212,10 @@ func writeEntries(log Log, entries []entry, now int64) (func(context.Context) er
 	}
 	for _, e := range entries {
 		r := record.Record{Key: appendKey(nil, e.k), Timestamp: now}
-		if e.v != nil {
+		switch {
+		case e.meta:
+			r.Key, r.Value = groupKey(e.k.group), e.mv
+		case e.v != nil:
 			r.Value = appendValue(nil, *e.v)
 		}
 		if size+len(r.Key)+len(r.Value) > batchTarget {
@@ -191,6 +247,11 @@ func (s *offsetStore) begin(entries []entry, now time.Time) (pw *pendingWrite, w
 	}
 	pw = &pendingWrite{entries: entries, drained: make(chan struct{})}
 	s.pending = append(s.pending, pw)
+	for _, e := range entries {
+		if e.meta {
+			s.applyMeta(e)
+		}
+	}
 	return pw, wait, nil
 }
 
@@ -205,9 +266,11 @@ func (s *offsetStore) finish(pw *pendingWrite, err error) {
 		s.pending = s.pending[1:]
 		if head.err == nil {
 			for _, e := range head.entries {
-				if e.v == nil {
+				switch {
+				case e.meta: // applied by begin
+				case e.v == nil:
 					s.remove(e.k)
-				} else {
+				default:
 					s.set(e.k, *e.v)
 				}
 			}
@@ -221,7 +284,7 @@ func (s *offsetStore) finish(pw *pendingWrite, err error) {
 func (s *offsetStore) pendingFor(group string) bool {
 	for _, pw := range s.pending {
 		for _, e := range pw.entries {
-			if e.k.group == group {
+			if !e.meta && e.k.group == group {
 				return true
 			}
 		}
@@ -270,6 +333,42 @@ func (s *offsetStore) removeWhere(now time.Time, drop func(k offsetKey) bool) er
 				entries = append(entries, entry{k: k})
 			}
 		}
+	}
+	return s.write(entries, now)
+}
+
+// writeMeta appends a group metadata record of group (value nil: a
+// tombstone) and applies it to metas at once; it does not queue it with
+// the offsets' writes (pending), as nothing in memory waits for it.
+func (s *offsetStore) writeMeta(group string, value []byte, now time.Time) (func(context.Context) error, error) {
+	e := entry{k: offsetKey{group: group}, meta: true, mv: value}
+	wait, err := writeEntries(s.log, []entry{e}, now.UnixMilli())
+	if err != nil {
+		return nil, err
+	}
+	s.records++
+	s.applyMeta(e)
+	return wait, nil
+}
+
+// applyMeta applies a group metadata entry to metas.
+func (s *offsetStore) applyMeta(e entry) {
+	if e.mv == nil {
+		delete(s.metas, e.k.group)
+	} else if v, err := decodeGroupValue(e.mv); err == nil {
+		s.metas[e.k.group] = v
+	}
+}
+
+// removeGroup writes tombstones for every offset of group, and for its
+// metadata record if it has one.
+func (s *offsetStore) removeGroup(now time.Time, group string) error {
+	var entries []entry
+	for tp := range s.offsets[group] {
+		entries = append(entries, entry{k: offsetKey{group: group, TopicPartition: tp}})
+	}
+	if s.metas[group] != nil {
+		entries = append(entries, entry{k: offsetKey{group: group}, meta: true})
 	}
 	return s.write(entries, now)
 }

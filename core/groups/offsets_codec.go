@@ -108,7 +108,7 @@ func (d *decoder) done(what string) error {
 
 func decodeKey(b []byte) (offsetKey, error) {
 	d := decoder{b: b}
-	if v := d.int16(); d.err == nil && v != keyVersion {
+	if v := d.int16(); d.err == nil && v != keyVersion && v != 0 { // v0 is the same format
 		return offsetKey{}, fmt.Errorf("%w: key version %d, want %d", ErrCorrupt, v, keyVersion)
 	}
 	var k offsetKey

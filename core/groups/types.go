@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/weir-broker/weir/core/groups/assignor"
+	"github.com/weir-broker/weir/core/groups/consumer"
 	"github.com/weir-broker/weir/core/partlog"
 )
 
@@ -36,6 +38,12 @@ type Options struct {
 	// MaxMetadataBytes is the longest metadata string a committed offset may
 	// carry. Default 4096 (Kafka offset.metadata.max.bytes).
 	MaxMetadataBytes int
+
+	// Consumer configures KIP-848 consumer groups (see consumer.Config for
+	// the defaults), and Topics is the topic metadata they assign from.
+	// Default Topics: none (every subscription matches nothing).
+	Consumer consumer.Config
+	Topics   consumer.Topics
 
 	// newMemberID makes member ids; tests make them predictable. Default:
 	// prefix + "-" + a random UUID, as Kafka does.
@@ -76,6 +84,13 @@ func (o Options) validate() (Options, error) {
 		o.MaxMetadataBytes = DefaultMaxMetadataBytes
 	case o.MaxMetadataBytes < 0 || o.MaxMetadataBytes > maxString:
 		return o, fmt.Errorf("groups: MaxMetadataBytes %d outside [0, %d]", o.MaxMetadataBytes, maxString)
+	}
+	var err error
+	if o.Consumer, err = o.Consumer.Validate(); err != nil {
+		return o, fmt.Errorf("groups: %w", err)
+	}
+	if o.Topics == nil {
+		o.Topics = noTopics{}
 	}
 	if o.newMemberID == nil {
 		o.newMemberID = randomMemberID
@@ -180,7 +195,15 @@ type Description struct {
 	Members                              []Member
 }
 
-// Listing is one group in List (ListGroups).
+// Listing is one group in List (ListGroups). Type is "consumer" for a
+// KIP-848 group (whose ProtocolType is "consumer" too), "" for a classic one.
 type Listing struct {
 	Group, ProtocolType, State string
+	Type                       string
 }
+
+// noTopics is the topic metadata of a coordinator given none.
+type noTopics struct{}
+
+func (noTopics) Topic(string) (assignor.Topic, bool) { return assignor.Topic{}, false }
+func (noTopics) Names() []string                     { return nil }

@@ -25,7 +25,8 @@ func ConfigFor(eff map[string]string, pl topicconfig.Plugins, clk clock.Clock) (
 		return PartitionConfig{}, err
 	}
 	pc := PartitionConfig{Log: tc.Log, DurableAcks: tc.DurableAcks, MinInsyncReplicas: tc.MinInsyncReplicas,
-		Compaction: Compaction{Enabled: tc.Compact, DeleteRetention: tc.DeleteRetention, MinCleanableRatio: tc.MinCleanableRatio}}
+		Compaction: Compaction{Enabled: tc.Compact, DeleteRetention: tc.DeleteRetention, MinCleanableRatio: tc.MinCleanableRatio,
+			MinCompactionLag: tc.MinCompactionLag, MaxCompactionLag: tc.MaxCompactionLag}}
 	if tc.Policy != nil {
 		build, spec := tc.Policy, eff[topicconfig.FlushPolicy]
 		pc.FlushPolicy = func() (flushpolicy.Policy, error) {

@@ -115,6 +115,13 @@
 // (AssignEpoch, EndOffsetForEpoch), Truncate and Reset are the log's
 // (Log()); the producer state and its snapshots follow their cuts (above).
 //
+// # Altered configs
+//
+// Partition.Settings are the partition's durable acks, min.insync.replicas,
+// compaction settings, batch limit and recompressor, replaced whole by
+// Reconfigure (which reconfigures the log first), so an append reads one
+// consistent set; appends in progress finish with the set they began with.
+//
 // # Durable acks
 //
 // With weir.durable.acks=true, Append returns only after partlog.Log.Flush

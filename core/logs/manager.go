@@ -105,6 +105,13 @@ type Compaction struct {
 	// MinCleanableRatio (min.cleanable.dirty.ratio): clean when at least
 	// this share of the cleanable log was never cleaned.
 	MinCleanableRatio float64
+	// MinCompactionLag (min.compaction.lag.ms): records younger than this
+	// stay uncompacted. Default 0.
+	MinCompactionLag time.Duration
+	// MaxCompactionLag (max.compaction.lag.ms): a log with a dirty record
+	// older than this is cleaned whatever its dirty ratio; math.MaxInt64
+	// (the default) is no bound.
+	MaxCompactionLag time.Duration
 }
 
 // Open opens partition index of topic (whose id is topicID), creating its

@@ -12,7 +12,6 @@ import (
 	"github.com/weir-broker/weir/core/clock"
 	"github.com/weir-broker/weir/core/partlog"
 	"github.com/weir-broker/weir/core/producers"
-	"github.com/weir-broker/weir/core/recompress"
 	"github.com/weir-broker/weir/core/record"
 )
 
@@ -30,19 +29,10 @@ type Partition struct {
 	Topic string
 	Index int32
 	log   *partlog.Log
-	// DurableAcks (weir.durable.acks): Append returns only after the fsync
-	// that covers the appended batches.
-	DurableAcks bool
-	// MinInsyncReplicas (min.insync.replicas): an acks=all produce needs this
-	// many in-sync replicas. One node has one, so above 1 such produces fail
-	// with NOT_ENOUGH_REPLICAS, as Kafka's would with one replica left.
-	MinInsyncReplicas int32
-	// Compaction: whether and how the log cleaner compacts the log.
-	Compaction Compaction
-
-	maxBatch   int                      // the log's MaxBatchBytes, to validate batches Append does not pass to the log
-	recompress *recompress.Recompressor // compression.type other than producer; nil keeps batches as produced
-	clock      clock.Clock
+	// settings are what the topic's configs say, replaced whole by
+	// Reconfigure (reconfigure.go).
+	settings atomic.Pointer[Settings]
+	clock    clock.Clock
 
 	// prod is rebuilt from the log when the log's generation moves on (a
 	// recovery, Truncate or Reset cut records it remembers). Idempotent
@@ -75,12 +65,8 @@ type AppendResult struct {
 }
 
 func newPartition(topic string, i int32, l *partlog.Log, pc PartitionConfig, clk clock.Clock, snaps *snapshots) *Partition {
-	mb := pc.Log.MaxBatchBytes
-	if mb == 0 {
-		mb = partlog.DefaultMaxBatchBytes
-	}
-	p := &Partition{Topic: topic, Index: i, log: l, DurableAcks: pc.DurableAcks, MinInsyncReplicas: max(pc.MinInsyncReplicas, 1),
-		Compaction: pc.Compaction, maxBatch: mb, recompress: pc.Recompress, clock: clk, snaps: snaps}
+	p := &Partition{Topic: topic, Index: i, log: l, clock: clk, snaps: snaps}
+	p.settings.Store(settingsOf(pc))
 	p.snapBase.Store(l.ActiveBase())
 	p.snapAt.Store(-1)
 	return p
@@ -170,9 +156,9 @@ func (p *Partition) Append(ctx context.Context, records []byte) (AppendResult, e
 // Log().AssignEpoch); one below is partlog.ErrStaleEpoch, nothing appended.
 func (p *Partition) AppendEpoch(ctx context.Context, records []byte, epoch int32) (AppendResult, error) {
 	defer p.maybeSnapshot()
-	if p.recompress != nil {
+	if rc := p.Settings().recompress; rc != nil {
 		var err error
-		if records, err = p.recompress.Apply(ctx, records); err != nil {
+		if records, err = rc.Apply(ctx, records); err != nil {
 			return AppendResult{}, p.wrap(err)
 		}
 	}
@@ -190,7 +176,7 @@ func (p *Partition) AppendEpoch(ctx context.Context, records []byte, epoch int32
 	if err != nil {
 		return AppendResult{}, p.wrap(err)
 	}
-	if p.DurableAcks && !r.Flushed {
+	if p.Settings().DurableAcks && !r.Flushed {
 		// The wait ends with the request's timeout (REQUEST_TIMED_OUT); the
 		// fsync goes on.
 		if err := p.log.FlushAppended(ctx, r); err != nil {
@@ -396,14 +382,15 @@ func (p *Partition) rejected(records []byte, err error) error {
 // that do not reach it (duplicates and refusals), so those report the same
 // errors: record.ErrCorrupt, or partlog.ErrBatchTooLarge.
 func (p *Partition) validate(records []byte) error {
+	maxBatch := p.Settings().maxBatch
 	for i, b := 0, records; len(b) > 0; i++ {
-		h, n, err := record.Next(b, p.maxBatch)
+		h, n, err := record.Next(b, maxBatch)
 		if err == nil {
 			err = record.ValidateProduced(h)
 		}
 		if err != nil {
-			if h, perr := record.ParseHeader(b); perr == nil && h.Size() > p.maxBatch {
-				err = fmt.Errorf("%w: %d bytes, limit %d", partlog.ErrBatchTooLarge, h.Size(), p.maxBatch)
+			if h, perr := record.ParseHeader(b); perr == nil && h.Size() > maxBatch {
+				err = fmt.Errorf("%w: %d bytes, limit %d", partlog.ErrBatchTooLarge, h.Size(), maxBatch)
 			}
 			return fmt.Errorf("batch %d: %w", i, err)
 		}

@@ -79,8 +79,8 @@ func TestDurableAcks(t *testing.T) {
 	for _, durable := range []bool{false, true} {
 		t.Run(fmt.Sprint("durable=", durable), func(t *testing.T) {
 			p := topicPartition(t, nil, newClock(), map[string]string{topicconfig.DurableAcks: fmt.Sprint(durable)})
-			if p.DurableAcks != durable {
-				t.Fatalf("DurableAcks = %v", p.DurableAcks)
+			if p.Settings().DurableAcks != durable {
+				t.Fatalf("DurableAcks = %v", p.Settings().DurableAcks)
 			}
 			const workers, each = 8, 40
 			var wg sync.WaitGroup

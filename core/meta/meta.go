@@ -110,6 +110,10 @@ type Image struct {
 	// Resigned are the resignations of live brokers from partitions whose
 	// logs failed, sorted (see Resignation).
 	Resigned []Resignation
+	// BrokerConfigs are the dynamic broker configs (/config/brokers/<e>),
+	// by entity: "<default>" for every broker's, or a broker id; each in
+	// Kafka's broker config names (log.retention.ms).
+	BrokerConfigs map[string]map[string]string
 }
 
 // Resignation says that Broker's log of a partition failed while it was in

@@ -171,11 +171,12 @@ func (l *Log) appendLocked(buf []byte, epoch int32, replicated bool) (AppendResu
 	if replicated {
 		what = "replicated batch"
 	}
+	maxBatch := l.conf().MaxBatchBytes
 	for b := buf; len(b) > 0; {
-		h, n, err := record.Next(b, l.cfg.MaxBatchBytes)
+		h, n, err := record.Next(b, maxBatch)
 		if err != nil {
-			if h, perr := record.ParseHeader(b); perr == nil && h.Size() > l.cfg.MaxBatchBytes {
-				err = fmt.Errorf("%w: %d bytes, limit %d", ErrBatchTooLarge, h.Size(), l.cfg.MaxBatchBytes)
+			if h, perr := record.ParseHeader(b); perr == nil && h.Size() > maxBatch {
+				err = fmt.Errorf("%w: %d bytes, limit %d", ErrBatchTooLarge, h.Size(), maxBatch)
 			}
 			return AppendResult{}, false, pa, fmt.Errorf("partlog: %s %d: %w", what, len(hs), err)
 		}
@@ -246,13 +247,13 @@ func (l *Log) appendLocked(buf []byte, epoch int32, replicated bool) (AppendResu
 	now := l.cfg.Clock.Now()
 	rolled := false
 	active := l.active()
-	if l.tooOld(active, now) || !active.Fits(int64(len(buf)), next-1, l.cfg.SegmentBytes) {
+	if l.tooOld(active, now) || !active.Fits(int64(len(buf)), next-1, l.conf().SegmentBytes) {
 		if active.Size() == 0 {
 			// Cannot happen after the span check: an empty segment takes
 			// anything that fits a segment at all.
 			return AppendResult{}, false, pa, fmt.Errorf("partlog: append of %d bytes fits no segment: %w", len(buf), ErrBatchTooLarge)
 		}
-		s, err := segment.Create(l.fs, l.dir, base, segment.Options{Files: l.cfg.Files, IndexIntervalBytes: l.cfg.IndexIntervalBytes})
+		s, err := segment.Create(l.fs, l.dir, base, segment.Options{Files: l.cfg.Files, IndexIntervalBytes: l.conf().IndexIntervalBytes})
 		if err != nil {
 			return AppendResult{}, false, pa, l.fail(err)
 		}
@@ -301,10 +302,11 @@ func (l *Log) appendLocked(buf []byte, epoch int32, replicated bool) (AppendResu
 // timestamp instead, which makes producers with old timestamps (replays) roll
 // a segment per append; wall time does not.
 func (l *Log) tooOld(active *segment.Segment, now time.Time) bool {
-	if l.cfg.SegmentAge <= 0 || active.Size() == 0 {
+	age := l.conf().SegmentAge
+	if age <= 0 || active.Size() == 0 {
 		return false
 	}
-	return now.Sub(time.UnixMilli(l.activeBorn.Load())) >= l.cfg.SegmentAge
+	return now.Sub(time.UnixMilli(l.activeBorn.Load())) >= age
 }
 
 // Wait returns a channel that is closed by the next append (for long-polling

@@ -67,6 +67,18 @@ type CleanOptions struct {
 	// closure made per pass). Default: none.
 	Decompress func(c record.Codec, section []byte) ([]byte, error)
 	Compress   func(c record.Codec, raw []byte) ([]byte, error)
+	// MinCompactionLag (Kafka min.compaction.lag.ms): records stay
+	// uncleaned at least this long after their timestamps. The cleanable
+	// range ends at the first dirty segment whose largest record timestamp
+	// is newer than now (Config.Clock) less MinCompactionLag. Zero or
+	// negative: no lag.
+	MinCompactionLag time.Duration
+	// Throttle, when set, is called before the pass reads or writes n bytes
+	// of segment data and may block to hold the cleaner's I/O to a rate
+	// (Kafka log.cleaner.io.max.bytes.per.second); an error (ctx's end)
+	// abandons the pass. It is never called with a lock of the log held:
+	// appends go on while a pass waits. n is at most about 1 MiB.
+	Throttle func(ctx context.Context, n int) error
 }
 
 func (o CleanOptions) validate() (CleanOptions, error) {
@@ -108,6 +120,10 @@ type CleanResult struct {
 	// CleanerPoint is the offset below which the log is now cleaned.
 	CleanerPoint int64
 	Duration     time.Duration
+	// AppendLockHeld is how long the pass held the append lock in all
+	// (its swaps, and moving the cleaner point), and AppendLockMax its
+	// longest hold: how long an append may have waited for the cleaner.
+	AppendLockHeld, AppendLockMax time.Duration
 }
 
 // Clean makes one cleaning pass (Kafka's log compaction): it maps every key
@@ -119,8 +135,9 @@ type CleanResult struct {
 // See "Compaction" in the package doc.
 //
 // Appends, reads, Flush, ApplyRetention and Truncate go on meanwhile; each
-// cleaned group of segments is swapped in under the append lock, briefly
-// (three directory fsyncs). Clean passes are serialised. With nothing dirty a
+// cleaned group of segments is swapped in (three directory fsyncs) under a
+// lock that ApplyRetention, Truncate, Reset and recoveries wait for, and
+// appends only for a check and the publication of the new segment. Clean passes are serialised. With nothing dirty a
 // pass still reads every cleanable segment, to remove tombstones whose time
 // is up; CleanableRatio tells a caller whether a pass is due. It returns
 // ErrClosed on a closed log (and stops when Close is called), ctx's error
@@ -148,14 +165,67 @@ func (l *Log) Clean(ctx context.Context, o CleanOptions) (CleanResult, error) {
 // cleaned yet. Kafka cleans a log when dirty/total reaches
 // min.cleanable.dirty.ratio (0.5).
 func (l *Log) CleanableRatio(upTo int64) (dirty, total int64) {
-	p := l.planClean(upTo)
+	c := l.Cleanable(CleanCheck{UpTo: upTo})
+	return c.Dirty, c.Total
+}
+
+// CleanCheck asks Cleanable what a pass could clean now.
+type CleanCheck struct {
+	// UpTo and MinCompactionLag: as in CleanOptions.
+	UpTo             int64
+	MinCompactionLag time.Duration
+	// MaxCompactionLag (Kafka max.compaction.lag.ms), when positive, asks
+	// for Cleanability.Overdue.
+	MaxCompactionLag time.Duration
+}
+
+// Cleanability is what a Clean pass with the same UpTo and
+// MinCompactionLag could clean now.
+type Cleanability struct {
+	// Total is the bytes of the cleanable segments, Dirty the part of them
+	// in segments no pass has cleaned yet.
+	Total, Dirty int64
+	// Overdue (asked for by CleanCheck.MaxCompactionLag) is how long ago the
+	// oldest dirty record passed MaxCompactionLag, 0 if none has: Kafka's
+	// max compaction delay. Records are dated by the first batch of each
+	// dirty segment (its largest timestamp, as Kafka does); batches without
+	// a timestamp do not count.
+	Overdue time.Duration
+}
+
+// Cleanable reports what a pass could clean now (see Cleanability). Kafka
+// cleans a log when Dirty/Total reaches min.cleanable.dirty.ratio (0.5), or
+// when some dirty bytes are Overdue.
+func (l *Log) Cleanable(q CleanCheck) Cleanability {
+	now := l.cfg.Clock.Now()
+	p := l.planClean(q.UpTo, q.MinCompactionLag, now)
+	var c Cleanability
+	first := int64(math.MaxInt64)
 	for i, s := range p.segs {
-		total += s.Size()
-		if i >= p.dirty {
-			dirty += s.Size()
+		c.Total += s.Size()
+		if i < p.dirty {
+			continue
+		}
+		c.Dirty += s.Size()
+		if q.MaxCompactionLag > 0 {
+			_ = s.Headers(func(_ int64, h record.Header) bool {
+				if h.MaxTimestamp > 0 {
+					first = min(first, h.MaxTimestamp)
+				}
+				return false
+			})
 		}
 	}
-	return dirty, total
+	if q.MaxCompactionLag > 0 && first != math.MaxInt64 {
+		due := now.UnixMilli() - q.MaxCompactionLag.Milliseconds()
+		if q.MaxCompactionLag.Milliseconds() > now.UnixMilli() {
+			due = math.MinInt64
+		}
+		if first < due {
+			c.Overdue = time.Duration(due-first) * time.Millisecond
+		}
+	}
+	return c
 }
 
 // cleanPlan is what may be cleaned now.
@@ -168,7 +238,7 @@ type cleanPlan struct {
 	recSeq int64
 }
 
-func (l *Log) planClean(upTo int64) cleanPlan {
+func (l *Log) planClean(upTo int64, minLag time.Duration, now time.Time) cleanPlan {
 	recSeq := l.recoverSeq.Load()
 	gen := l.gen.Load()
 	all := l.segments()
@@ -187,7 +257,18 @@ func (l *Log) planClean(upTo int64) cleanPlan {
 	for d < n && all[d].NextOffset() <= cp {
 		d++
 	}
-	p := cleanPlan{segs: all[:n], dirty: d, hist: hist, gen: gen, recSeq: recSeq}
+	if minLag > 0 {
+		// Kafka's cleanableOffsets: nothing from the first dirty segment
+		// holding a record newer than the lag on.
+		newest := now.Add(-minLag).UnixMilli()
+		for i := d; i < n; i++ {
+			if all[i].MaxTimestamp() > newest {
+				n = i
+				break
+			}
+		}
+	}
+	p := cleanPlan{segs: all[:n], dirty: min(d, n), hist: hist, gen: gen, recSeq: recSeq}
 	if n > 0 {
 		p.end = all[n-1].NextOffset()
 	}
@@ -235,7 +316,7 @@ func (c *cleaner) run(ctx context.Context, o CleanOptions) error {
 	if l.cleanTemps.Load() {
 		l.removeCleanTemps()
 	}
-	c.plan = l.planClean(o.UpTo)
+	c.plan = l.planClean(o.UpTo, o.MinCompactionLag, c.now)
 	c.res.CleanerPoint = c.plan.hist.point()
 	segs := c.plan.segs
 	if len(segs) == 0 {
@@ -270,22 +351,21 @@ func (c *cleaner) run(ctx context.Context, o CleanOptions) error {
 // moves if a cut since the pass began went below end (Truncate, or a
 // recovery: the offsets below end may hold new records; the cut clamped the
 // point), nor on a failed log (its recovery reads the point from the file).
+//
+// The point moves in memory under appendMu, and is saved under cpMu alone,
+// so appends do not wait for the file's fsyncs: a cut or a recovery
+// meanwhile (which hold cpMu, under appendMu) replaced the history in memory
+// and wrote the file themselves, and then this write is skipped, so the
+// file never gets ahead of memory.
 func (c *cleaner) advance(end int64) error {
 	l := c.l
-	l.appendMu.Lock()
-	defer l.appendMu.Unlock()
-	l.syncMu.Lock()
-	defer l.syncMu.Unlock()
-	if l.closed.Load() || l.Err() != nil || !l.Survived(AppendResult{NextOffset: end, Generation: c.plan.gen}) {
+	h, save := c.raise(end)
+	if !save {
 		return nil
 	}
-	h := l.cleaned.Load()
-	switch {
-	case end > h.point():
-		h = h.add(end, l.cfg.Clock.Now().UnixMilli(), l.StartOffset())
-		l.cleaned.Store(h) // memory first (see cleanpoint.go): it never lags the file
-		c.res.CleanerPoint = end
-	case !l.cleanUnsaved.Load():
+	l.cpMu.Lock()
+	defer l.cpMu.Unlock()
+	if l.cleaned.Load() != h || l.closed.Load() {
 		return nil
 	}
 	if err := l.writeCleanHistory(h); err != nil {
@@ -294,6 +374,35 @@ func (c *cleaner) advance(end int64) error {
 	}
 	l.cleanUnsaved.Store(false)
 	return nil
+}
+
+// held counts a hold of the append lock that began at since and ends now
+// (wall time: it measures the cleaner's effect on appends).
+func (c *cleaner) held(since time.Time) {
+	d := time.Since(since)
+	c.res.AppendLockHeld += d
+	c.res.AppendLockMax = max(c.res.AppendLockMax, d)
+}
+
+// raise moves the cleaner point in memory to end (see advance) and tells
+// whether the file must be written: the point moved, or an earlier write
+// failed.
+func (c *cleaner) raise(end int64) (*cleanHistory, bool) {
+	l := c.l
+	l.appendMu.Lock()
+	defer c.held(time.Now())
+	defer l.appendMu.Unlock()
+	if l.closed.Load() || l.Err() != nil || !l.Survived(AppendResult{NextOffset: end, Generation: c.plan.gen}) {
+		return nil, false
+	}
+	h := l.cleaned.Load()
+	if end > h.point() {
+		h = h.add(end, l.cfg.Clock.Now().UnixMilli(), l.StartOffset())
+		l.cleaned.Store(h) // memory first (see cleanpoint.go): it never lags the file
+		c.res.CleanerPoint = end
+		return h, true
+	}
+	return h, l.cleanUnsaved.Load()
 }
 
 // keyMap maps each key of the dirty segments to its latest offset. Keys map
@@ -418,6 +527,12 @@ func (c *cleaner) eachBatch(ctx context.Context, s *segment.Segment, fn func(b [
 			return err
 		}
 		sl, err := s.Read(off, cleanReadChunk, NoLimit)
+		if err == nil && c.o.Throttle != nil {
+			if terr := c.o.Throttle(ctx, int(sl.Size)); terr != nil {
+				sl.Release()
+				return fmt.Errorf("partlog: clean: throttle: %w", terr)
+			}
+		}
 		switch {
 		case errors.Is(err, segment.ErrClosed):
 			return fmt.Errorf("%w: segment %d closed", ErrLogChanged, s.Base())
@@ -495,6 +610,9 @@ func (c *cleaner) cleanGroup(ctx context.Context, i, limit int) (int, error) {
 		return i, fmt.Errorf("partlog: clean: %w", err)
 	}
 	w := &cleanWriter{seg: seg, next: base, outNext: base}
+	if c.o.Throttle != nil {
+		w.throttle = func(n int) error { return c.o.Throttle(ctx, n) }
+	}
 	abandon := func(err error) (int, error) {
 		if derr := seg.Delete(); derr != nil {
 			l.cleanTemps.Store(true)
@@ -537,7 +655,7 @@ func (c *cleaner) cleanGroup(ctx context.Context, i, limit int) (int, error) {
 	if err := c.stopped(ctx); err != nil {
 		return abandon(err)
 	}
-	committed, err := l.swapClean(segs[i:j], w.next, c.plan.gen, seg)
+	committed, err := l.swapClean(segs[i:j], w.next, c.plan.gen, seg, c.held)
 	if !committed {
 		return abandon(err)
 	}

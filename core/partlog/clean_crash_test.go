@@ -1,6 +1,7 @@
 package partlog
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -37,6 +38,42 @@ func (m *offsetModel) upTo(end int64) keyModel {
 		}
 	}
 	return km
+}
+
+// checkServed checks the records v served against what was appended below
+// end, record by record: each is the record appended at its offset, and
+// each record appended that is not served was one a pass may remove (a
+// keyed record superseded by a later one of its key, or a tombstone). So
+// whatever a crash left, every offset holds its record of the old log or
+// of the cleaned one, never another's, and nothing else went: a group of
+// segments half swapped (some old ones deleted, the cleaned one not in
+// place) would lose records no pass removes, or serve records twice
+// (readView).
+func (m *offsetModel) checkServed(t testing.TB, v view, start, end int64) {
+	t.Helper()
+	served := map[int64]bool{}
+	for _, r := range v.records {
+		want, ok := m.recs[r.off]
+		if !ok || !bytes.Equal(want.key, r.key) || !bytes.Equal(want.value, r.value) || (want.value == nil) != (r.value == nil) {
+			t.Fatalf("offset %d serves %q=%q; %q=%q was appended there (%v)", r.off, r.key, r.value, want.key, want.value, ok)
+		}
+		served[r.off] = true
+	}
+	lastOf := map[string]int64{}
+	for off := start; off < end; off++ {
+		if r, ok := m.recs[off]; ok && r.key != nil {
+			lastOf[string(r.key)] = off
+		}
+	}
+	for off := start; off < end; off++ {
+		r, ok := m.recs[off]
+		if !ok || served[off] {
+			continue
+		}
+		if r.key == nil || (r.value != nil && lastOf[string(r.key)] == off) {
+			t.Fatalf("offset %d: %q=%q is gone, yet no pass removes it (neither superseded nor a tombstone)", off, r.key, r.value)
+		}
+	}
 }
 
 // cleanWorkload appends keyed batches (overwrites, tombstones, a few
@@ -117,7 +154,9 @@ func checkCleaned(t *testing.T, fs vfs.FS, l *Log, m *offsetModel, mustHave int6
 	if p := l.cleaned.Load().point(); p > l.EndOffset() {
 		t.Fatalf("cleaner point %d past the log end %d", p, l.EndOffset())
 	}
-	m.upTo(l.EndOffset()).check(t, readView(t, l))
+	v := readView(t, l)
+	m.upTo(l.EndOffset()).check(t, v)
+	m.checkServed(t, v, l.StartOffset(), l.EndOffset())
 	if _, err := l.Clean(ctx, withCodecs(CleanOptions{UpTo: NoLimit})); err != nil {
 		t.Fatalf("clean after reopen: %v", err)
 	}
@@ -345,7 +384,9 @@ func errorInClean(t *testing.T, k int, mode string) (reached, failed bool) {
 			t.Fatalf("op %d: recover: %v", k, rerr)
 		}
 	}
-	m.upTo(l.EndOffset()).check(t, readView(t, l))
+	v := readView(t, l)
+	m.upTo(l.EndOffset()).check(t, v)
+	m.checkServed(t, v, l.StartOffset(), l.EndOffset())
 	if res2, err2 := l.Clean(ctx, CleanOptions{UpTo: NoLimit, DeleteRetention: -1}); err2 != nil {
 		t.Fatalf("op %d: the next pass: %+v %v", k, res2, err2)
 	}

@@ -264,6 +264,8 @@ type cleanWriter struct {
 	hs      []record.Header
 	gap     cleanGap
 	changed bool // the output differs from the input
+	// throttle, when set, is called before each write (CleanOptions.Throttle).
+	throttle func(n int) error
 }
 
 type cleanGap struct {
@@ -386,6 +388,11 @@ func (w *cleanWriter) write(b []byte, h record.Header) error {
 func (w *cleanWriter) flush() error {
 	if len(w.hs) == 0 {
 		return nil
+	}
+	if w.throttle != nil {
+		if err := w.throttle(len(w.buf)); err != nil {
+			return fmt.Errorf("throttle: %w", err)
+		}
 	}
 	if err := w.seg.Append(w.buf, w.hs); err != nil {
 		return err

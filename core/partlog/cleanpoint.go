@@ -198,8 +198,8 @@ func (l *Log) writeCleanHistory(h *cleanHistory) error {
 // clampCleanPoint moves the cleaner point back to end if it lies past it,
 // file first: the log was cut at end, and the offsets from end on will hold
 // records no pass has seen. Truncate, Open and recoveries call it before any
-// append can reuse those offsets. appendMu held (or the log not yet
-// published).
+// append can reuse those offsets. appendMu and cpMu held (or the log not
+// yet published).
 func (l *Log) clampCleanPoint(end int64) error {
 	h, changed := l.cleaned.Load().clampTo(end)
 	if !changed {
@@ -215,8 +215,8 @@ func (l *Log) clampCleanPoint(end int64) error {
 
 // loadCleanHistory publishes what load read, and clamps it to the log end.
 // A damaged file is logged and replaced by an empty one, so that the file
-// never claims more than memory. appendMu held (or the log not yet
-// published).
+// never claims more than memory. appendMu and cpMu held (or the log not
+// yet published).
 func (l *Log) loadCleanHistory(h *cleanHistory, damaged error) error {
 	if damaged != nil {
 		l.cfg.Logger.Warn("partition log: cleaner point damaged; the log counts as never cleaned",

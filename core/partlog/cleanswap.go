@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/weir-broker/weir/core/segment"
 )
@@ -12,15 +13,18 @@ import (
 // Swapping a cleaned segment into the log, crash-safely, as Kafka does; see
 // "Compaction" in the package doc. A cleaned segment n replacing the group
 // of segments [b, e) is written and fsynced as <b>.*.cleaned; then, under
-// appendMu and syncMu:
+// fileMu (which keeps Truncate, retention, Reset and recoveries away; appends
+// go on), once the log is checked and the group's files held for readers
+// under appendMu and syncMu, briefly:
 //
 //  1. its index files, then its log, are renamed to <b>.*.swap and the
 //     directory fsynced: the commit point is <b>.log.swap being durable;
 //  2. the group's other segments' files are deleted, and n's index files
 //     renamed over b's, and the directory fsynced;
 //  3. n's log is renamed over b's, and the directory fsynced;
-//  4. n is opened from its final files and published in place of the group,
-//     whose segment objects are closed (Slices of them keep their files).
+//  4. n is opened from its final files and published in place of the group
+//     (under appendMu and syncMu, briefly), whose segment objects are
+//     closed (Slices of them keep their files).
 //
 // load, at Open and in a recovery, undoes what did not reach the commit
 // point (removes .cleaned files, and .swap index files without a .swap log)
@@ -41,39 +45,14 @@ func (l *Log) cleanFile(base int64, suffix, tag string) string {
 // closes n), and an error has failed the log, whose recovery finishes the
 // swap. Before it, nothing changed: the error says why (the log changed
 // meanwhile, ErrLogChanged, or a rename failed) and the caller deletes n.
-func (l *Log) swapClean(group []*segment.Segment, end, gen int64, n *segment.Segment) (committed bool, err error) {
-	l.appendMu.Lock()
-	defer l.appendMu.Unlock()
-	l.syncMu.Lock()
-	defer l.syncMu.Unlock()
-	if l.closed.Load() {
-		return false, ErrClosed
-	}
-	if err := l.Err(); err != nil {
-		return false, err
-	}
+func (l *Log) swapClean(group []*segment.Segment, end, gen int64, n *segment.Segment, held func(since time.Time)) (committed bool, err error) {
+	// fileMu keeps Truncate, retention, Reset and recoveries off the files
+	// throughout; appendMu is taken only to check the log and to publish.
+	l.fileMu.Lock()
+	defer l.fileMu.Unlock()
 	base := group[0].Base()
-	segs := l.segments()
-	k := slices.Index(segs, group[0])
-	// The same segment objects, none of them the active one, all durable,
-	// ending where they did, and no cut below their end since: a cut
-	// into one (Truncate unseals it) followed by appends and a roll would
-	// otherwise look the same, with other records in it.
-	if k < 0 || k+len(group) >= len(segs) || !slices.Equal(segs[k:k+len(group)], group) ||
-		group[len(group)-1].NextOffset() != end || end > l.rp.Load() || l.lostPages.Load() ||
-		!l.Survived(AppendResult{NextOffset: end, Generation: gen}) {
-		return false, fmt.Errorf("%w: segments [%d, %d) are not as they were", ErrLogChanged, base, end)
-	}
-
-	if err := l.touchLocked(); err != nil {
+	if err := l.checkSwap(group, end, gen, held); err != nil {
 		return false, err
-	}
-	// Readers that reach the group before it is replaced read its files,
-	// about to be removed or renamed over, through descriptors kept open.
-	for _, g := range group {
-		if err := g.Hold(); err != nil {
-			return false, fmt.Errorf("partlog: clean: swap %d: %w", base, err)
-		}
 	}
 
 	// 1. Commit.
@@ -124,11 +103,66 @@ func (l *Log) swapClean(group []*segment.Segment, end, gen int64, n *segment.Seg
 	if err != nil {
 		return true, l.fail(fmt.Errorf("partlog: clean: swap %d: %w", base, err))
 	}
-	l.setSegments(slices.Concat(segs[:k], []*segment.Segment{s}, segs[k+len(group):]))
+	l.publishSwap(group, s, held)
 	for _, g := range group {
 		_ = g.Close() // sealed: drops the owner's reference; Slices keep their files
 	}
 	return true, nil
+}
+
+// checkSwap checks, under appendMu and syncMu, that the log is open and not
+// failed and that group is as the pass read it, then ends the log's pristine
+// state (touch) and holds the group's files for readers. fileMu held.
+func (l *Log) checkSwap(group []*segment.Segment, end, gen int64, held func(since time.Time)) error {
+	l.appendMu.Lock()
+	defer held(time.Now())
+	defer l.appendMu.Unlock()
+	l.syncMu.Lock()
+	defer l.syncMu.Unlock()
+	if l.closed.Load() {
+		return ErrClosed
+	}
+	if err := l.Err(); err != nil {
+		return err
+	}
+	base := group[0].Base()
+	segs := l.segments()
+	k := slices.Index(segs, group[0])
+	// The same segment objects, none of them the active one, all durable,
+	// ending where they did, and no cut below their end since: a cut
+	// into one (Truncate unseals it) followed by appends and a roll would
+	// otherwise look the same, with other records in it. Until the swap
+	// ends, only appends change the log (fileMu): they add segments after
+	// the group.
+	if k < 0 || k+len(group) >= len(segs) || !slices.Equal(segs[k:k+len(group)], group) ||
+		group[len(group)-1].NextOffset() != end || end > l.rp.Load() || l.lostPages.Load() ||
+		!l.Survived(AppendResult{NextOffset: end, Generation: gen}) {
+		return fmt.Errorf("%w: segments [%d, %d) are not as they were", ErrLogChanged, base, end)
+	}
+	if err := l.touchLocked(); err != nil {
+		return err
+	}
+	// Readers that reach the group before it is replaced read its files,
+	// about to be removed or renamed over, through descriptors kept open.
+	for _, g := range group {
+		if err := g.Hold(); err != nil {
+			return fmt.Errorf("partlog: clean: swap %d: %w", base, err)
+		}
+	}
+	return nil
+}
+
+// publishSwap puts s in the place of group in the segment list, under
+// appendMu and syncMu. fileMu held, so the group is still there.
+func (l *Log) publishSwap(group []*segment.Segment, s *segment.Segment, held func(since time.Time)) {
+	l.appendMu.Lock()
+	defer held(time.Now())
+	defer l.appendMu.Unlock()
+	l.syncMu.Lock()
+	defer l.syncMu.Unlock()
+	segs := l.segments()
+	k := slices.Index(segs, group[0])
+	l.setSegments(slices.Concat(segs[:k], []*segment.Segment{s}, segs[k+len(group):]))
 }
 
 // cleanerTag returns the cleaner's tag a file name ends with, or "".

@@ -15,6 +15,7 @@
 //	    cleaner-point                                   "v1 <n> <end> <at>... <crc>": below the last end the log is cleaned (see Compaction)
 //	    leader-epoch-checkpoint                         Kafka's: "0", "<n>", then n lines "<epoch> <start offset>" (see Leader epochs)
 //	    reset                                           "v1 <offset> <crc>": a Reset past its commit point; Open finishes it
+//	    log-start-offset                                "v1 <offset> <crc>": the log start, when past the first segment (see Log start offset)
 //	    00000000000000368769.snapshot                   not the log's: package logs' producer state (see Config.CutHook)
 //	    00000000000000000000.log.cleaned (.index.cleaned, .timeindex.cleaned)  a cleaned segment being written; removed by Open
 //	    00000000000000000000.log.swap    (.index.swap, .timeindex.swap)        a cleaned segment replacing others; Open finishes the swap
@@ -235,6 +236,16 @@
 // two header reads rebuild it; otherwise every batch header is read. Any
 // change is written before the recovery point moves.
 //
+// # Changing the settings of an open log
+//
+// Reconfigure (a topic's configs altered while it is served) swaps the
+// settings an append or a retention pass reads (segment size and age, index
+// interval, retention, batch limit, flush policy) as one immutable Config
+// behind an atomic pointer: each append or pass reads it once, so it sees
+// the old settings or the new, never a mix. The flush policy is swapped
+// while the swapper holds the policy (as an append does), so no call to the
+// old one is in progress and the calls owed are made to the new one.
+//
 // # Retention and truncation
 //
 // ApplyRetention deletes whole segments from the front by age (newest record
@@ -283,6 +294,22 @@
 // log, whose recovery finishes the reset. A new generation starts, in which
 // nothing appended before survives (Survived, FlushAppended).
 //
+// # Log start offset
+//
+// The log starts at its first segment's base, or later: DeleteRecordsBefore
+// (Kafka's DeleteRecords) moves an explicit log start offset up, to any
+// offset up to the log end, even inside a batch. Reads below it are
+// ErrOffsetOutOfRange (a batch holding it is still served whole, and the
+// consumer skips the records before it, as Kafka's), StartOffset answers
+// it, and the segments wholly below it go at once if durable, otherwise at
+// the next ApplyRetention. It is kept in the log-start-offset file ("v1
+// <offset> <crc>", replaced atomically) before it is published, so it
+// survives a restart; a damaged file counts as none (the first segment's
+// base: records reappear, none is lost). A cut below it (Truncate, a
+// recovery) brings it down to the new end, and Reset sets it to the reset
+// offset. The epoch cache is not trimmed at it (only when segments go): its
+// entries must start at batch boundaries.
+//
 // Config.CutHook lets a layer that keeps state about offsets in the
 // partition directory (package logs' producer snapshots) hear of every
 // cut before anything can be appended at the cut offsets: after Truncate
@@ -296,8 +323,16 @@
 // __consumer_offsets, __transaction_state and compacted topics use): a record
 // with a key is dropped once a later record has the same key, and a
 // tombstone (a key with a null value) once DeleteRetention has passed. The
-// caller schedules passes: CleanableRatio tells how much is dirty, against
-// Kafka's min.cleanable.dirty.ratio.
+// caller schedules passes: Cleanable tells how much is dirty, against
+// Kafka's min.cleanable.dirty.ratio, and how long past max.compaction.lag.ms
+// the oldest dirty record is (Kafka cleans such a log whatever its ratio).
+// CleanOptions.MinCompactionLag (min.compaction.lag.ms) ends what a pass may
+// clean at the first dirty segment holding a record newer than the lag, by
+// record timestamps, as Kafka's cleanableOffsets does. CleanOptions.Throttle
+// is called before every read and write of segment data (at most 1 MiB
+// each), with no lock of the log held, so that a broker can hold its
+// cleaner's I/O to a rate (Kafka log.cleaner.io.max.bytes.per.second)
+// without holding up appends.
 //
 // What may be cleaned: whole segments from the log start that are sealed and
 // durable (they end at or below the recovery point), never the active one,
@@ -366,7 +401,9 @@
 //
 // Swap (cleanswap.go), crash-safe as Kafka's: the new segment is written as
 // <base>.log.cleaned (and .index.cleaned, .timeindex.cleaned) and fsynced,
-// without any lock; then, under the append lock, briefly: its files are
+// without any lock; then, under a lock of the segment files that Truncate,
+// retention, Reset and recoveries take (appends only wait for the log to be
+// checked and the new segment published): its files are
 // renamed to .swap and the directory fsynced (the commit point); the replaced
 // segments' files are deleted and the new indexes renamed into place, the
 // directory fsynced; the new log is renamed into place, the directory
@@ -381,7 +418,8 @@
 // cleanpoint.go; a damaged one is logged and counts as never cleaned.
 //
 // Concurrency and failures: appends, Read, Flush, ApplyRetention, Truncate
-// and recoveries go on during a pass. A swap checks under the append lock
+// and recoveries go on during a pass (the last four wait while a swap
+// renames and fsyncs, appends do not). A swap checks under the append lock
 // that the segments it replaces are still those it read, sealed, durable and
 // ending where they did, and that no cut went below their end since the
 // pass began (Truncate, appends and a roll could refill a segment to the

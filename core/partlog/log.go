@@ -48,6 +48,9 @@ type Log struct {
 	fs  vfs.FS
 	dir string
 	cfg Config
+	// live is cfg with what Reconfigure changed (reconfigure.go); read the
+	// settings it lists through conf().
+	live atomic.Pointer[Config]
 
 	// segs is the ordered segment list, replaced (never modified) under
 	// appendMu, and loaded by readers without locks.
@@ -108,13 +111,26 @@ type Log struct {
 	// ending at or below it are sealed and durable.
 	rp atomic.Int64
 
-	// The log cleaner (clean.go). Lock order: cleanMu, appendMu, syncMu;
-	// load, under the other two, only tries cleanMu.
-	cleanMu    sync.Mutex  // held by a Clean pass; Close takes it after setting stopClean
+	// The log cleaner (clean.go). Lock order: cleanMu, fileMu, appendMu,
+	// syncMu, cpMu; load, under the other two, only tries cleanMu.
+	cleanMu sync.Mutex // held by a Clean pass; Close takes it after setting stopClean
+	// fileMu guards the files of the sealed segments against a cleaner's
+	// swap: Truncate, ApplyRetention, Reset and recoveries hold it (before
+	// appendMu; a recovery an Append starts only tries it, and waits for the
+	// next append if a swap holds it), and a swap holds it across its
+	// renames and directory fsyncs, taking appendMu only to check the log
+	// and to publish the new segment, so appends do not wait for the fsyncs.
+	fileMu sync.Mutex
+	// cpMu serialises the cleaner-point file's writes, and its reads by a
+	// recovery, so that the file never gets ahead of memory: Truncate,
+	// Reset, Open and recoveries hold it (under appendMu); a pass saves the
+	// point it reached under cpMu alone, so that appends do not wait for
+	// that write's two fsyncs.
+	cpMu       sync.Mutex
 	stopClean  atomic.Bool // Close asks a running pass to stop
 	cleanTemps atomic.Bool // an abandoned pass left .cleaned files behind
 	// cleanUnsaved: the cleaner point in memory is past the file's, whose
-	// write failed; under appendMu.
+	// write failed; under cpMu.
 	cleanUnsaved atomic.Bool
 	// cleaned is the cleaner point and when offsets were first cleaned
 	// (cleanpoint.go); replaced under appendMu.
@@ -135,6 +151,11 @@ type Log struct {
 	// markCurrent: the clean-shutdown marker found at Open records the
 	// log end (an older weir's is empty, and a pristine Close rewrites it).
 	markCurrent bool
+
+	// logStart is the explicit log start offset (logstart.go): the log
+	// starts at the larger of it and the first segment's base. Raised by
+	// DeleteRecordsBefore, lowered by cuts below it; under appendMu.
+	logStart atomic.Int64
 }
 
 // Report says what Open found.
@@ -171,6 +192,7 @@ func Open(fsys vfs.FS, dir string, cfg Config) (*Log, Report, error) {
 		return nil, Report{}, err
 	}
 	l := &Log{fs: fsys, dir: dir, cfg: cfg, backoff: cfg.RecoveryBackoff}
+	l.live.Store(&cfg)
 	l.polIdle.L = &l.statMu
 	l.readLimit.Store(NoLimit)
 	l.cleaned.Store(&cleanHistory{})
@@ -192,6 +214,8 @@ func Open(fsys vfs.FS, dir string, cfg Config) (*Log, Report, error) {
 }
 
 func (l *Log) open() (Report, error) {
+	l.cpMu.Lock()
+	defer l.cpMu.Unlock()
 	ld, err := l.load(true)
 	if err != nil {
 		return ld.rep, err
@@ -370,6 +394,7 @@ func (l *Log) loadLazily(ld *loaded, bases []int64, plain bool, opts segment.Opt
 // load finished a Reset), and only then does a finished Reset's file go.
 // appendMu held (or the log not yet published).
 func (l *Log) afterLoad(ld loaded) error {
+	l.loadLogStart()
 	end := l.end.Load()
 	if ld.reset {
 		end = -1
@@ -574,8 +599,9 @@ func (l *Log) Dir() string { return l.dir }
 // no lock.
 func (l *Log) ActiveBase() int64 { return l.active().Base() }
 
-// StartOffset is the first offset still in the log.
-func (l *Log) StartOffset() int64 { return l.segments()[0].Base() }
+// StartOffset is the first offset still in the log: the first segment's
+// base, or the explicit log start offset (DeleteRecordsBefore) past it.
+func (l *Log) StartOffset() int64 { return l.startIn(l.segments()) }
 
 // EndOffset is the offset the next record will get (the log end offset), and
 // the high watermark readers are served up to. After a failed fsync, until the

@@ -84,7 +84,7 @@ func (l *Log) appended(ctx context.Context, turn int64, info flushpolicy.AppendI
 		l.awaitTurn(turn)
 	}
 	defer l.releasePolicy() // even if the policy panics: never wedge the partition
-	return l.cfg.FlushPolicy.Appended(ctx, info)
+	return l.conf().FlushPolicy.Appended(ctx, info)
 }
 
 // awaitTurn returns holding the policy, once the call of turn is at the head
@@ -152,7 +152,7 @@ func (l *Log) tellQueuedFlushes() {
 // tellFlushed makes one Flushed call, the policy held. Its error changes
 // nothing: the fsync is done either way.
 func (l *Log) tellFlushed(f flushpolicy.FlushInfo) {
-	if err := l.cfg.FlushPolicy.Flushed(context.Background(), f); err != nil {
+	if err := l.conf().FlushPolicy.Flushed(context.Background(), f); err != nil {
 		l.cfg.Logger.Warn("flush policy failed to take an fsync's report", "dir", l.dir, "err", err)
 	}
 }

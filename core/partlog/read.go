@@ -46,8 +46,8 @@ func (l *Log) read(offset, maxBytes, maxOffset int64, readSeg func(*segment.Segm
 		end := l.EndOffset()
 		list := l.segs.Load()
 		segs := *list
-		if offset < segs[0].Base() || offset > end {
-			return Slice{}, fmt.Errorf("%w: %d not in [%d, %d]", ErrOffsetOutOfRange, offset, segs[0].Base(), end)
+		if start := l.startIn(segs); offset < start || offset > end {
+			return Slice{}, fmt.Errorf("%w: %d not in [%d, %d]", ErrOffsetOutOfRange, offset, start, end)
 		}
 		limit := min(maxOffset, end)
 		if offset >= limit {

@@ -144,6 +144,8 @@ func (l *Log) recordCut(to int64) {
 // itself once Config.RecoveryBackoff has passed. On a healthy log it does
 // nothing. The error wraps ErrFailed (the log stays failed) or is ErrClosed.
 func (l *Log) Recover() (Report, error) {
+	l.fileMu.Lock()
+	defer l.fileMu.Unlock()
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
 	if l.closed.Load() {
@@ -184,14 +186,30 @@ func (l *Log) RecoverIfDue() error {
 	if l.Err() == nil {
 		return nil
 	}
+	l.fileMu.Lock()
+	defer l.fileMu.Unlock()
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
-	return l.recoverIfDue()
+	return l.recoverIfDueLocked()
 }
 
 // recoverIfDue runs before every append: a failed log refuses it with its
 // error until the backoff has passed, then tries to recover. appendMu held.
 func (l *Log) recoverIfDue() error {
+	if l.Err() == nil {
+		return nil
+	}
+	// appendMu held: fileMu comes before it, so only try it. A swap holds
+	// it for a few fsyncs; the next append tries again.
+	if !l.fileMu.TryLock() {
+		return l.Err()
+	}
+	defer l.fileMu.Unlock()
+	return l.recoverIfDueLocked()
+}
+
+// recoverIfDueLocked is recoverIfDue with fileMu held.
+func (l *Log) recoverIfDueLocked() error {
 	err := l.Err()
 	if err == nil || l.closed.Load() {
 		return nil // appendLocked reports a closed log
@@ -234,6 +252,8 @@ func (l *Log) tryRecoverLocked() (Report, error) {
 // log end before. appendMu and syncMu held; nothing changes unless the files
 // can be read, sealed and fsynced again.
 func (l *Log) recoverLocked() (Report, int64, error) {
+	l.cpMu.Lock()
+	defer l.cpMu.Unlock()
 	done := make(chan struct{})
 	l.recoverDone.Store(&done)
 	l.recoverSeq.Add(1) // odd: files may change under readers

@@ -40,10 +40,14 @@ func (l *Log) Reset(offset int64) error {
 	if offset < 0 {
 		return fmt.Errorf("%w: reset to %d", ErrOffsetOutOfRange, offset)
 	}
+	l.fileMu.Lock()
+	defer l.fileMu.Unlock()
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
 	l.syncMu.Lock()
 	defer l.syncMu.Unlock()
+	l.cpMu.Lock()
+	defer l.cpMu.Unlock()
 	if l.closed.Load() {
 		return ErrClosed
 	}
@@ -83,6 +87,7 @@ func (l *Log) resetLocked(offset int64) error {
 		return l.fail(fmt.Errorf("partlog: reset: %w", err))
 	}
 	l.recordCut(-1) // before the new end is published: every record went
+	l.logStart.Store(offset)
 	l.setSegments([]*segment.Segment{s})
 	for _, o := range old {
 		o.Drop() // its files are gone: Slices of it keep them
@@ -158,6 +163,9 @@ func (l *Log) finishReset(offset, born int64) error {
 		return err
 	}
 	if err := l.writeCleanHistory(&cleanHistory{}); err != nil {
+		return err
+	}
+	if err := l.writeLogStart(offset); err != nil {
 		return err
 	}
 	return l.writeRecoveryPoint(offset, offset, born)
@@ -239,6 +247,9 @@ func (l *Log) removeResetFile() error {
 // afterCut tells Config.CutHook, if set, of the log's new end (-1: no
 // record of the old log remains).
 func (l *Log) afterCut(end int64) error {
+	if err := l.clampLogStart(end); err != nil {
+		return err
+	}
 	if l.cfg.CutHook == nil {
 		return nil
 	}

@@ -20,6 +20,8 @@ import (
 // failed log reports nothing deleted and no error (it is not retention's
 // failure; the next call after the recovery catches up).
 func (l *Log) ApplyRetention() ([]int64, error) {
+	l.fileMu.Lock()
+	defer l.fileMu.Unlock()
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
 	l.syncMu.Lock()
@@ -31,6 +33,7 @@ func (l *Log) ApplyRetention() ([]int64, error) {
 		return nil, nil
 	}
 	now := l.cfg.Clock.Now()
+	conf := l.conf()
 	segs := l.segments()
 	total := l.Size()
 	flushed := l.flushed.Load()
@@ -40,9 +43,11 @@ func (l *Log) ApplyRetention() ([]int64, error) {
 		if s.NextOffset() > flushed {
 			break // not durable yet: a recovery may have to cut back into it
 		}
-		bySize := l.cfg.RetentionBytes >= 0 && total-s.Size() >= l.cfg.RetentionBytes
+		// Wholly below the log start (DeleteRecordsBefore): gone already.
+		belowStart := s.NextOffset() <= l.logStart.Load()
+		bySize := conf.RetentionBytes >= 0 && total-s.Size() >= conf.RetentionBytes
 		byAge := false
-		if l.cfg.RetentionAge > 0 {
+		if conf.RetentionAge > 0 {
 			ts := s.MaxTimestamp()
 			if ts == segment.NoTimestamp {
 				fi, err := l.fs.Stat(segment.Name(l.dir, s.Base(), segment.LogSuffix))
@@ -51,9 +56,9 @@ func (l *Log) ApplyRetention() ([]int64, error) {
 				}
 				ts = fi.ModTime().UnixMilli()
 			}
-			byAge = ts < now.Add(-l.cfg.RetentionAge).UnixMilli()
+			byAge = ts < now.Add(-conf.RetentionAge).UnixMilli()
 		}
-		if !bySize && !byAge {
+		if !bySize && !byAge && !belowStart {
 			break
 		}
 		total -= s.Size()
@@ -64,27 +69,7 @@ func (l *Log) ApplyRetention() ([]int64, error) {
 	if err := l.touchLocked(); err != nil {
 		return nil, err
 	}
-	// Readers stop finding the segments first; then the files go.
-	l.setSegments(segs[n:])
-	deleted := make([]int64, 0, n)
-	for _, s := range segs[:n] {
-		if err := s.Delete(); err != nil {
-			return deleted, l.fail(err)
-		}
-		deleted = append(deleted, s.Base())
-	}
-	if err := l.fs.SyncDir(l.dir); err != nil {
-		return deleted, l.fail(fmt.Errorf("partlog: %w", err))
-	}
-	// The epoch covering the new start now starts there. A crash before
-	// this is put right by the next load, which trims the same way.
-	if es, changed := epochsFrom(l.epochList(), segs[n].Base()); changed {
-		if err := l.writeEpochCheckpoint(es); err != nil {
-			return deleted, l.fail(err)
-		}
-		l.epochs.Store(&es)
-	}
-	return deleted, nil
+	return l.deleteHeadLocked(segs, n)
 }
 
 // Truncate removes every record at an offset >= offset (a batch containing
@@ -100,10 +85,14 @@ func (l *Log) ApplyRetention() ([]int64, error) {
 // segment file, so that no Slice can ever see the records that take the
 // cut offsets. A cut that empties a segment replaces it by a new file.
 func (l *Log) Truncate(offset int64) error {
+	l.fileMu.Lock()
+	defer l.fileMu.Unlock()
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
 	l.syncMu.Lock()
 	defer l.syncMu.Unlock()
+	l.cpMu.Lock()
+	defer l.cpMu.Unlock()
 	if l.closed.Load() {
 		return ErrClosed
 	}

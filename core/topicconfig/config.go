@@ -3,6 +3,7 @@ package topicconfig
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -10,8 +11,6 @@ import (
 	"time"
 
 	"github.com/weir-broker/weir/core/partlog"
-	"github.com/weir-broker/weir/core/record"
-	"github.com/weir-broker/weir/core/segment"
 	"github.com/weir-broker/weir/plugins/codec"
 	"github.com/weir-broker/weir/plugins/flushpolicy"
 	"github.com/weir-broker/weir/plugins/spec"
@@ -36,6 +35,8 @@ const (
 	CleanupPolicy          = "cleanup.policy"                 // delete|compact|compact,delete; default delete
 	DeleteRetentionMs      = "delete.retention.ms"            // >= 0; default 1 day
 	MinCleanableDirtyRatio = "min.cleanable.dirty.ratio"      // 0..1; default 0.5
+	MinCompactionLagMs     = "min.compaction.lag.ms"          // >= 0; default 0
+	MaxCompactionLagMs     = "max.compaction.lag.ms"          // >= 1; default 2^63-1 (none)
 )
 
 // cleanup.policy values.
@@ -52,14 +53,7 @@ const (
 )
 
 // Keys lists every key a topic accepts, sorted.
-func Keys() []string {
-	keys := make([]string, 0, len(configCheckers))
-	for k := range configCheckers {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
-}
+func Keys() []string { return slices.Sorted(maps.Keys(byName)) }
 
 // compression.type values besides codec specs.
 const (
@@ -77,41 +71,6 @@ var flushKeys = []string{FlushMessages, FlushMs, FlushPolicy}
 
 // kafkaNever is Kafka's "no limit" default of flush.messages and flush.ms.
 const kafkaNever = math.MaxInt64
-
-// configCheckers validate one value each (already trimmed).
-var configCheckers = map[string]func(string) error{
-	RetentionMs:        intRange(-1, math.MaxInt64),
-	RetentionBytes:     intRange(math.MinInt64, math.MaxInt64),
-	SegmentBytes:       intRange(1024, segment.MaxSize),
-	SegmentMs:          intRange(1, math.MaxInt64),
-	MaxMessageBytes:    intRange(record.MinBatchSize, segment.MaxSize),
-	IndexIntervalBytes: intRange(0, math.MaxInt32),
-	FlushMessages:      intRange(1, math.MaxInt64),
-	FlushMs:            intRange(0, math.MaxInt64),
-	CompressionType:    nil, // pluginCheckers
-	FlushPolicy:        nil, // pluginCheckers
-	DurableAcks: func(v string) error {
-		_, err := parseBool(v)
-		return err
-	},
-	MinInsyncReplicas: intRange(1, math.MaxInt32),
-	CleanupPolicy: func(v string) error {
-		_, _, err := parseCleanup(v)
-		return err
-	},
-	DeleteRetentionMs: intRange(0, math.MaxInt64),
-	UncleanLeaderElection: func(v string) error {
-		_, err := parseBool(v)
-		return err
-	},
-	MinCleanableDirtyRatio: func(v string) error {
-		f, err := strconv.ParseFloat(v, 64)
-		if err != nil || !(f >= 0 && f <= 1) {
-			return fmt.Errorf("must be a number in [0, 1]")
-		}
-		return nil
-	},
-}
 
 // parseCleanup parses cleanup.policy: a comma-separated list of delete and
 // compact (Kafka's list syntax; white space around items allowed), not empty.
@@ -194,7 +153,7 @@ func Normalize(m map[string]string, pl Plugins) (map[string]string, error) {
 	}
 	slices.Sort(keys)
 	for _, k := range keys {
-		check, ok := configCheckers[k]
+		key, ok := byName[k]
 		if !ok {
 			return nil, fmt.Errorf("%w: %s=%q: unknown key (known: %s)", ErrInvalidConfig, k, m[k], strings.Join(Keys(), ", "))
 		}
@@ -207,12 +166,15 @@ func Normalize(m map[string]string, pl Plugins) (map[string]string, error) {
 				err = perr
 			}
 		} else {
-			err = check(v)
+			err = key.check(v)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s=%q: %w", ErrInvalidConfig, k, m[k], err)
 		}
 		out[k] = v
+	}
+	if err := checkCombination(out); err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -267,6 +229,14 @@ type Config struct {
 	// MinCleanableRatio (min.cleanable.dirty.ratio): the share of the
 	// cleanable log not yet cleaned at which the cleaner cleans it.
 	MinCleanableRatio float64
+	// MinCompactionLag (min.compaction.lag.ms): the cleaner leaves records
+	// younger than this uncompacted. Default 0.
+	MinCompactionLag time.Duration
+	// MaxCompactionLag (max.compaction.lag.ms): a compacted log holding a
+	// dirty record older than this is cleaned whatever its dirty ratio.
+	// Default (Kafka's Long.MAX_VALUE ms) and values too large for a
+	// Duration: math.MaxInt64, no bound.
+	MaxCompactionLag time.Duration
 }
 
 // Parse maps effective configs (validated by Normalize) onto a
@@ -334,6 +304,20 @@ func Parse(eff map[string]string, pl Plugins) (Config, error) {
 	if v, ok := eff[MinCleanableDirtyRatio]; ok {
 		tc.MinCleanableRatio, _ = strconv.ParseFloat(v, 64)
 	}
+	tc.MaxCompactionLag = math.MaxInt64
+	if ms, ok := num(MinCompactionLagMs); ok {
+		tc.MinCompactionLag = msDuration(ms, math.MaxInt64)
+	}
+	if ms, ok := num(MaxCompactionLagMs); ok {
+		tc.MaxCompactionLag = msDuration(ms, math.MaxInt64)
+		if tc.Compact && tc.MaxCompactionLag != math.MaxInt64 {
+			age := tc.Log.SegmentAge
+			if age == 0 {
+				age = partlog.DefaultSegmentAge
+			}
+			tc.Log.SegmentAge = min(age, tc.MaxCompactionLag)
+		}
+	}
 	tc.MinInsyncReplicas = 1
 	if n, ok := num(MinInsyncReplicas); ok {
 		tc.MinInsyncReplicas = int32(n)
@@ -342,6 +326,9 @@ func Parse(eff map[string]string, pl Plugins) (Config, error) {
 		tc.Compression = c
 		if c == CompressionUncompressed {
 			tc.Compression = codec.None.String()
+		}
+		if lvl, ok := num(CompressionGzipLevel); ok && c == "gzip" && lvl != -1 {
+			tc.Compression = "gzip:level=" + strconv.FormatInt(lvl, 10)
 		}
 	}
 	if spec, ok := eff[FlushPolicy]; ok {

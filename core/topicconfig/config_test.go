@@ -156,6 +156,42 @@ func TestCompactionConfigs(t *testing.T) {
 	}
 }
 
+// min.compaction.lag.ms and max.compaction.lag.ms reach the cleaner's
+// settings with Kafka's defaults (0, none) and bounds; on a compacted topic
+// the max lag also caps segment.ms (Kafka rolls the active segment by it).
+func TestCompactionLagConfigs(t *testing.T) {
+	for _, bad := range []map[string]string{{"min.compaction.lag.ms": "-1"}, {"max.compaction.lag.ms": "0"}, {"max.compaction.lag.ms": "x"}} {
+		if _, err := Normalize(bad, BuiltinPlugins{}); !errors.Is(err, ErrInvalidConfig) {
+			t.Errorf("%v accepted: %v", bad, err)
+		}
+	}
+	for _, tc := range []struct {
+		configs    map[string]string
+		minLag     time.Duration
+		maxLag     time.Duration
+		segmentAge time.Duration
+	}{
+		{nil, 0, math.MaxInt64, 0},
+		{map[string]string{"cleanup.policy": "compact", "min.compaction.lag.ms": "5000"}, 5 * time.Second, math.MaxInt64, 0},
+		{map[string]string{"cleanup.policy": "compact", "max.compaction.lag.ms": "60000"}, 0, time.Minute, time.Minute},
+		{map[string]string{"cleanup.policy": "compact", "max.compaction.lag.ms": "60000", "segment.ms": "1000"}, 0, time.Minute, time.Second},
+		{map[string]string{"cleanup.policy": "delete", "max.compaction.lag.ms": "60000"}, 0, time.Minute, 0},
+		{map[string]string{"max.compaction.lag.ms": "9223372036854775807"}, 0, math.MaxInt64, 0},
+	} {
+		m, err := Normalize(tc.configs, BuiltinPlugins{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := Parse(m, BuiltinPlugins{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.MinCompactionLag != tc.minLag || got.MaxCompactionLag != tc.maxLag || got.Log.SegmentAge != tc.segmentAge {
+			t.Errorf("%v: min lag %v, max lag %v, segment age %v", tc.configs, got.MinCompactionLag, got.MaxCompactionLag, got.Log.SegmentAge)
+		}
+	}
+}
+
 // TestFlushPolicyConfig checks which policy the flush keys select, by asking
 // the policy about appends.
 func TestFlushPolicyConfig(t *testing.T) {

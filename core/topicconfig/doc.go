@@ -6,13 +6,24 @@
 //
 // # Keys and values
 //
-// Topics take Kafka's config names: retention.ms, retention.bytes,
-// segment.bytes, segment.ms, max.message.bytes, index.interval.bytes,
-// flush.messages, flush.ms, compression.type, min.insync.replicas,
-// cleanup.policy, delete.retention.ms, min.cleanable.dirty.ratio,
-// unclean.leader.election.enable (read by the controller); and weir's own
+// The catalog (catalog.go, Catalog, Lookup) is every topic config Kafka
+// defines (TopicConfig, LogConfig and QuotaConfig of Kafka 3.x), with
+// Kafka's type, default, validation and broker synonym (the broker config
+// that defaults it: log.retention.ms for retention.ms), plus weir's own
 // weir.flush.policy (a plugins/flushpolicy spec, say "messages:n=1000") and
-// weir.durable.acks (true|false). Unknown keys and out-of-range values are
+// weir.durable.acks (true|false). weir honours retention.ms,
+// retention.bytes, segment.bytes, segment.ms, max.message.bytes,
+// index.interval.bytes, flush.messages, flush.ms, compression.type (and
+// compression.gzip.level with gzip), min.insync.replicas, cleanup.policy,
+// delete.retention.ms, min.cleanable.dirty.ratio, min.compaction.lag.ms and
+// max.compaction.lag.ms (read by the log cleaner through Config),
+// unclean.leader.election.enable (read by the controller) and its own keys.
+// Every other Kafka key is accepted with Kafka's validation, stored,
+// described, and ignored: its documentation (Key.Doc, what DescribeConfigs
+// reports) opens with "Accepted for compatibility and ignored by weir" and
+// says why. So a tool that sends Kafka's defaults (kaf's cleanup.policy=delete)
+// or writes back everything DescribeConfigs listed never fails. Unknown keys
+// and out-of-range values are
 // refused with ErrInvalidConfig naming the key and value. A topic's metadata
 // keeps only what it set explicitly; the broker defaults fill the other keys
 // (Resolve) every time the topic is opened, so changing a broker default
@@ -27,6 +38,17 @@
 // compact (the log cleaner keeps the last record of each key; no retention by
 // time or size, so retention.ms and retention.bytes are ignored) or both
 // (compact,delete: cleaned, and old segments deleted too).
+//
+// # Layers
+//
+// A topic's value of a key comes, most specific first, from the topic
+// itself (/config/topics/<t>, DYNAMIC_TOPIC_CONFIG), this broker's dynamic
+// configs (/config/brokers/<id>), every broker's (/config/brokers/<default>),
+// the broker's command line (STATIC_BROKER_CONFIG), or Kafka's default
+// (Layers). Broker configs carry Kafka's broker names (log.retention.ms);
+// BrokerToTopic maps them onto topic keys. DescribeTopic and DescribeBroker
+// say, per key, the value in effect, where it comes from and its synonyms,
+// as Kafka's DescribeConfigs does.
 //
 // Where partlog cannot say exactly what Kafka means, the mapping takes the
 // nearest meaning: retention.ms=0 and retention.bytes=0 ("keep only the

@@ -207,7 +207,7 @@ func note(r Row) string {
 // have no better direction (result.HigherIsBetter reports false for both).
 func lowerIsBetter(metric string) bool {
 	switch metric {
-	case result.BrokerCPUSeconds, result.DiskWriteBytes, result.Fsyncs, result.PartitionSkew:
+	case result.BrokerCPUSeconds, result.ClientCPUSeconds, result.DiskWriteBytes, result.Fsyncs, result.PartitionSkew:
 		return true
 	}
 	return strings.HasSuffix(metric, "-us")

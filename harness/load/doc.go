@@ -49,6 +49,10 @@
 //   - broker-cpu-s, disk-write-bytes, fsyncs: growth of the BrokerStats
 //     counters over the window (targets the runner starts; for a cluster
 //     the sum over its brokers, each broker's own in Result.Brokers).
+//   - client-cpu-s: this process's CPU time over the window (getrusage):
+//     the producers' and consumers' work, which shares the machine with
+//     brokers the runner starts (the capacity planner's validation needs
+//     it to split the machine's CPU between clients and brokers).
 //
 // Producers are paced, when a rate is set, by a token bucket refilled at
 // millisecond ticks: each producer sends rate/producers records per second

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -329,6 +330,9 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 			m[result.CompressionRatio] = float64(prods.batchBytes) / float64(stored)
 		}
 	}
+	if win.err == nil && win.clientStart > 0 && win.clientEnd >= win.clientStart {
+		m[result.ClientCPUSeconds] = win.clientEnd - win.clientStart
+	}
 	if cfg.Broker != nil && win.err == nil {
 		putBrokerDeltas(m, win.start, win.end)
 		for id, end := range win.end.Brokers {
@@ -355,6 +359,17 @@ func putBrokerDeltas(m map[string]float64, start, end BrokerSample) {
 	}
 }
 
+// selfCPUSeconds is this process's user+system CPU time: the producers'
+// and consumers' (the load runs in the harness's process, the brokers in
+// their own); 0 when the kernel does not say.
+func selfCPUSeconds() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
+}
+
 // MB is the unit of the MB/s figures: 2^20 bytes, as in Kreps' figures.
 const MB = 1 << 20
 
@@ -379,10 +394,12 @@ func skew(counts []int64) float64 {
 	return float64(most) / (float64(sum) / float64(len(counts)))
 }
 
-// windowSamples are the broker's counters at the window's edges.
+// windowSamples are the broker's counters at the window's edges, and this
+// process's CPU time (the clients') at the same moments.
 type windowSamples struct {
-	start, end BrokerSample
-	err        error
+	start, end             BrokerSample
+	clientStart, clientEnd float64 // seconds; both 0 when unknown
+	err                    error
 }
 
 // sampleWindow samples the broker at t0 and t1 (timers, not sleeps: they
@@ -392,10 +409,7 @@ func sampleWindow(ctx context.Context, r *rep) <-chan windowSamples {
 	go func() {
 		var ws windowSamples
 		defer func() { out <- ws }()
-		if r.cfg.Broker == nil {
-			return
-		}
-		at := func(t int64) (BrokerSample, error) {
+		at := func(t int64, client *float64) (BrokerSample, error) {
 			timer := time.NewTimer(time.Until(time.Unix(0, t)))
 			defer timer.Stop()
 			select {
@@ -403,12 +417,16 @@ func sampleWindow(ctx context.Context, r *rep) <-chan windowSamples {
 				return BrokerSample{}, ctx.Err()
 			case <-timer.C:
 			}
+			*client = selfCPUSeconds()
+			if r.cfg.Broker == nil {
+				return BrokerSample{}, nil
+			}
 			return r.cfg.Broker.Sample(ctx, r.topics)
 		}
-		if ws.start, ws.err = at(r.t0); ws.err != nil {
+		if ws.start, ws.err = at(r.t0, &ws.clientStart); ws.err != nil {
 			return
 		}
-		ws.end, ws.err = at(r.t1)
+		ws.end, ws.err = at(r.t1, &ws.clientEnd)
 	}()
 	return out
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"math"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -79,6 +80,11 @@ func checkConsistent(t *testing.T, res Result, w spec.Workload) {
 	}
 	if got, want := m[result.ProduceMBPerSec], bytes/secs/MB; math.Abs(got-want) > 1e-9*want {
 		t.Errorf("produce-MB/s %v, want bytes-produced/duration/2^20 = %v", got, want)
+	}
+	// The clients' CPU over the window: present, and no more than every
+	// CPU of the machine for the whole window.
+	if c, ok := m[result.ClientCPUSeconds]; !ok || c < 0 || c > secs*float64(runtime.NumCPU())+0.05 {
+		t.Errorf("client-cpu-s %v (present %v), want 0..%v", c, ok, secs*float64(runtime.NumCPU()))
 	}
 	if w.Consumers > 0 {
 		if m[result.MsgsConsumed] != produced || m[result.BytesConsumed] != bytes {

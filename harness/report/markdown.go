@@ -33,6 +33,9 @@ func WriteMarkdown(w io.Writer, run *result.Run) error {
 	if run.Interrupted {
 		p("> **Interrupted.** %s\n\n", interruptedNote())
 	}
+	if run.Skipped != "" {
+		p("> **Skipped.** %s\n\n", EscapeMarkdown(run.Skipped))
+	}
 	p("Each figure is the median of a point's successful repetitions, \"± x%%\" the median absolute deviation " +
 		"as a percentage of the median; \"(n=k)\" marks a metric that only k repetitions recorded. " +
 		"Latencies are in µs, CPU time in s. The raw repetitions are in [run.json](run.json), and in Go benchmark " +

@@ -30,7 +30,7 @@ var Groups = []Group{
 	{"End-to-end latency", []string{result.E2EP50, result.E2EP95, result.E2EP99, result.E2EP999, result.E2EMax}},
 	{"Latency", []string{result.LatP50, result.LatP99, result.LatP999, result.LatMax}},
 	{"Resources", []string{
-		result.BrokerCPUSeconds, result.DiskWriteBytes, result.Fsyncs, result.CompressionRatio, result.PartitionSkew,
+		result.BrokerCPUSeconds, result.ClientCPUSeconds, result.DiskWriteBytes, result.Fsyncs, result.CompressionRatio, result.PartitionSkew,
 	}},
 	{"Counts", []string{result.MsgsProduced, result.MsgsConsumed, result.BytesProduced, result.BytesConsumed}},
 	{"Other", nil},
@@ -113,6 +113,7 @@ var metricLabels = map[string]string{
 	result.E2EP999:           "end-to-end latency p99.9 (µs)",
 	result.E2EMax:            "end-to-end latency max (µs)",
 	result.BrokerCPUSeconds:  "broker CPU time (s)",
+	result.ClientCPUSeconds:  "load generator CPU time (s)",
 	result.DiskWriteBytes:    "bytes written to disk",
 	result.Fsyncs:            "fsyncs",
 	result.CompressionRatio:  "compression ratio (uncompressed / stored)",

@@ -29,6 +29,9 @@ func Print(w io.Writer, run *result.Run) error {
 	if run.Interrupted {
 		p("INTERRUPTED: %s\n", interruptedNote())
 	}
+	if run.Skipped != "" {
+		p("SKIPPED: %s\n", run.Skipped)
+	}
 	p("Figures: median ± median absolute deviation (%% of the median) over the successful reps.\n\n")
 	render(Table{Header: []string{"environment", ""}, Rows: envRows(run), Align: "ll"})
 

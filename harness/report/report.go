@@ -385,7 +385,7 @@ func envRows(run *result.Run) [][]string {
 	e := run.Env
 	rot := "unknown"
 	if e.Rotational != nil {
-		rot = map[bool]string{true: "yes (spinning disk)", false: "no (SSD/NVMe)"}[*e.Rotational]
+		rot = map[bool]string{true: "yes (the kernel's flag)", false: "no (the kernel's flag)"}[*e.Rotational]
 	}
 	cpu := orDash(e.CPUModel)
 	if e.CPUs > 0 {
@@ -418,14 +418,26 @@ func envRows(run *result.Run) [][]string {
 	if e.BrokerOpenFiles != "" {
 		rows = append(rows, []string{"broker open-file limit", e.BrokerOpenFiles})
 	}
-	return append(rows, [][]string{
+	return deviceRows(append(rows, [][]string{
 		{"data directory", orDash(e.DataDir)},
 		{"file system", orDash(strings.TrimSpace(e.FileSystem + " " + parens(e.MountOptions)))},
 		{"device", orDash(strings.TrimSpace(e.Device + " " + parens(e.DeviceModel)))},
 		{"rotational", rot},
 		{"I/O scheduler", orDash(e.Scheduler)},
 		{"RAID", orDefault(e.RAID, "none")},
-	}...)
+	}...), e)
+}
+
+// deviceRows adds what runs on emulated disks, or with a disk probe, say about the device; older runs' reports
+// stay as they were.
+func deviceRows(rows [][]string, e result.Env) [][]string {
+	if e.EmulatedDevice != "" {
+		rows = append(rows, []string{"emulated disk", e.EmulatedDevice})
+	}
+	if e.DiskVerdict != "" {
+		rows = append(rows, []string{"disk as measured", e.DiskVerdict})
+	}
+	return rows
 }
 
 // runLine is the one-line summary under a report's title.

@@ -44,6 +44,7 @@ const (
 	E2EMax  = "e2e-max-us"
 
 	BrokerCPUSeconds = "broker-cpu-s"     // user+system CPU of the broker (a cluster's: all its brokers) during the measured window
+	ClientCPUSeconds = "client-cpu-s"     // user+system CPU of the load generator's process (producers and consumers) during the measured window
 	DiskWriteBytes   = "disk-write-bytes" // bytes the broker wrote to its data directory's device
 	Fsyncs           = "fsyncs"
 	CompressionRatio = "compression-ratio" // uncompressed record bytes / stored batch bytes
@@ -87,9 +88,11 @@ type Run struct {
 	Ended   time.Time `json:"ended"`   // wall clock
 	// Interrupted is set when the run stopped early (Ctrl-C): the points that
 	// finished are kept, the rest are missing.
-	Interrupted bool        `json:"interrupted,omitempty"`
-	Sections    []Section   `json:"sections"`
-	References  []Reference `json:"references,omitempty"`
+	Interrupted bool `json:"interrupted,omitempty"`
+	// Skipped says why the run measured nothing (an emulated disk that could not be mounted here).
+	Skipped    string      `json:"skipped,omitempty"`
+	Sections   []Section   `json:"sections"`
+	References []Reference `json:"references,omitempty"`
 }
 
 // Section is one experiment of a run: a factor matrix and its points.
@@ -224,6 +227,14 @@ type Env struct {
 	// hard 20000"); recorded by experiments that read it (scale), "" in
 	// others.
 	BrokerOpenFiles string `json:"broker_open_files,omitempty"`
+	// EmulatedDevice is the emulated disk the data directory was on (spec device:): its profile, numbers and time
+	// mode; "" for a real device.
+	EmulatedDevice string `json:"emulated_device,omitempty"`
+	// ProbeRandom4KUs is the disk probe's median latency of random 4 KiB O_DIRECT reads, in µs, when the run
+	// probed them; DiskVerdict says what that latency makes the device, and whether the kernel's rotational flag
+	// agrees.
+	ProbeRandom4KUs float64 `json:"probe_random_4k_us,omitempty"`
+	DiskVerdict     string  `json:"disk_verdict,omitempty"`
 }
 
 // Write stores r as indented JSON at path.

@@ -160,10 +160,28 @@ func Run(ctx context.Context, opts Options) (*result.Run, string, error) {
 			return nil, "", fmt.Errorf("runner: data directory: %w", err)
 		}
 	}
+	// An emulated disk (spec device:) is mounted under the data root and
+	// becomes it; it is unmounted when Run returns (after workDir is removed).
+	var dev *deviceMount
+	skip := ""
+	if managed && s.Device != nil {
+		logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		if dev, skip, err = mountDevice(s.Device, dataRoot, logger); err != nil {
+			return nil, "", err
+		}
+		if dev != nil {
+			defer func() {
+				if err := dev.unmount(); err != nil {
+					fmt.Fprintf(stderr, "weir run: warning: %v\n", err)
+				}
+			}()
+			dataRoot = dev.m.Dir()
+		}
+	}
 	// The run works in a directory of its own under the data root, removed
 	// at the end, so nothing of the user's there is touched.
 	workDir := ""
-	if managed {
+	if managed && skip == "" {
 		if workDir, err = os.MkdirTemp(dataRoot, "weir-run-"); err != nil {
 			return nil, "", fmt.Errorf("runner: data directory: %w", err)
 		}
@@ -181,6 +199,14 @@ func Run(ctx context.Context, opts Options) (*result.Run, string, error) {
 	}
 	run := &result.Run{Version: result.SchemaVersion, Name: s.Name, Spec: s.Text, Seed: s.Seed, Started: started}
 	run.Env = env.Capture(dataRoot)
+	if dev != nil {
+		run.Env.EmulatedDevice = dev.describe()
+	}
+	if skip != "" {
+		run.Skipped, run.Ended = skip, time.Now().UTC()
+		fmt.Fprintf(stderr, "weir run: skipped: %s\n", skip)
+		return run, out, report.Write(out, run)
+	}
 	networking := ""
 	switch {
 	case s.Target.IsCluster():
@@ -220,6 +246,7 @@ func Run(ctx context.Context, opts Options) (*result.Run, string, error) {
 	r.progress = newProgress(stderr, isTerminal(stderr), points, estimate)
 
 	runErr := r.probes(ctx, run)
+	judgeDisk(run)
 	switch {
 	case runErr != nil:
 	case s.Durability != nil:

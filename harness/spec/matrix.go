@@ -354,6 +354,9 @@ func (s *Spec) WriteMatrix(w io.Writer) error {
 	for _, warn := range s.Warnings {
 		fmt.Fprintf(w, "warning: %s\n", warn)
 	}
+	if d := s.Device; d != nil {
+		fmt.Fprintf(w, "device: emulated disk %s, %s time (needs root and /dev/fuse)\n", d.Profile, d.Time)
+	}
 	if d := s.Probes.Disk; d != nil {
 		fmt.Fprintf(w, "probe disk: %s\n", setFields(d))
 	}

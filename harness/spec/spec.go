@@ -71,6 +71,8 @@ type Spec struct {
 	Scale *Scale `yaml:"scale"`
 	// References are published figures to print beside this machine's.
 	References []Reference `yaml:"references"`
+	// Device, if given, runs everything on an emulated disk (see Device).
+	Device *Device `yaml:"device"`
 
 	// Text is the file as given, kept with the results for reproduction.
 	Text string `yaml:"-"`

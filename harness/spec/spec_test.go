@@ -242,6 +242,9 @@ func TestValidateErrors(t *testing.T) {
 		{"experiment factor", "experiments: [{name: a, factors: {codec: [zsdt]}}]", []string{`experiments[0].factors.codec[0]: codec: unknown codec "zsdt"`}},
 		{"disk probe on bootstrap", "target: {bootstrap: a:1}\nprobes: {disk: {}}", []string{"probes.disk: only for targets the runner starts"}},
 		{"reference without source", "references: [{metric: produce-MB/s, value: 1}]", []string{"references[0].source: required"}},
+		{"device on bootstrap", "target: {bootstrap: a:1}\ndevice: {profile: hdd-7200}", []string{"device: an emulated disk holds the brokers the runner starts"}},
+		{"device without profile", "device: {time: real}", []string{"device.profile: required"}},
+		{"device profile and time", "device: {profile: hdd-5400, time: fast}", []string{`device.profile: model: bad device profile: unknown profile "hdd-5400"`, `device.time: "fast": real or simulated`}},
 		{"several at once", "workload: {rate: -5, producers: 0}", []string{"workload.rate: must be >= 0", "workload.producers: must be in 1..256, got 0"}},
 	}
 	for _, tc := range tests {

@@ -121,6 +121,7 @@ func (s *Spec) Validate(plugins Plugins) error {
 	s.validateTarget(&p)
 	s.validateDurability(&p)
 	s.validateScale(&p)
+	s.validateDevice(&p)
 
 	// Each workload and factor level on its own...
 	s.validateWorkload(&p, "workload", &s.Workload, plugins)

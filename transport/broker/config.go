@@ -83,6 +83,8 @@ type Config struct {
 	// CleanerBackoff is how often the log cleaner looks for compacted
 	// partitions to clean. Default node.DefaultCleanerBackoff (15 s).
 	CleanerBackoff time.Duration
+	// CleanerIOMaxBytesPerSecond: see node.Config.
+	CleanerIOMaxBytesPerSecond int64
 	// OffsetsRetention: each retention pass also deletes the committed offsets
 	// of groups that have been empty (and seen no commit) for this long.
 	// Default DefaultOffsetsRetention; negative keeps them forever.
@@ -249,6 +251,7 @@ func (c Config) nodeConfig(advertised string) node.Config {
 		MaxOpenFiles:                 c.MaxOpenFiles,
 		OffsetsRetention:             c.OffsetsRetention,
 		CleanerBackoff:               c.CleanerBackoff,
+		CleanerIOMaxBytesPerSecond:   c.CleanerIOMaxBytesPerSecond,
 		Coord:                        c.Coord,
 		ReplicaDialer:                c.ReplicaDialer,
 		ReplicaRoutes:                c.ReplicaRoutes,

@@ -48,9 +48,10 @@ func createLedBy(t *testing.T, addr, topic string, replicas []int32) {
 // every record it acknowledged exactly once, in order. Meanwhile two
 // franz-go consumer groups of one member each, committing after every poll,
 // read the franz-go topic: one coordinated by the stopped broker (its
-// coordinator moves; weir does not keep a group's members across a move, so
-// it rebalances, and may re-read only what followed its last acknowledged
-// commit), the other elsewhere (it must not rebalance, and so reads every
+// coordinator moves; the new one restores the group's members from its
+// metadata record, so it carries on if its member heartbeats in time, and
+// otherwise rebalances, and may re-read only what followed its last
+// acknowledged commit), the other elsewhere (it must not rebalance, and so reads every
 // record once); both end with every acknowledged record once, in order,
 // and their last commit read back.
 func TestClusterReplicatedLeaderStops(t *testing.T) {

@@ -3,11 +3,14 @@ package e2e_test
 import (
 	"fmt"
 	"maps"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/weir-broker/weir/core/partlog"
 	"github.com/weir-broker/weir/transport/broker"
 )
 
@@ -98,4 +101,145 @@ func TestCompactedTopicEveryClient(t *testing.T) {
 	check("kcat", kc)
 	check("franz-go", franzMessages(consumeFranz(t, b.Addr(), topic, len(kc))))
 	check("sarama", consumeSarama(t, b.Addr(), topic, len(kc)))
+}
+
+// TestCompactionUnderProduceLoad: three idempotent producers write keyed
+// records (a tombstone now and then) over 300 keys to a compacted topic with
+// 4 KiB segments while a cleaner that looks every 20 ms cleans it; they go
+// on until the cleaner has cleaned part of the log under them, and 400
+// records each after that. Once the cleaner has nothing dirty left, a
+// consumer reading from the start gets every record at the offset it was
+// acknowledged at, the latest value of every key (by offset), and below the
+// active segment (all cleaned) nothing that a later record of its key
+// superseded.
+func TestCompactionUnderProduceLoad(t *testing.T) {
+	b := startBroker(t, t.TempDir(), func(c *broker.Config) { c.CleanerBackoff = 20 * time.Millisecond })
+	const topic = "compacted-load"
+	createTopic(t, b.Addr(), topic, 1, map[string]string{
+		"cleanup.policy": "compact", "segment.bytes": "4096", "min.cleanable.dirty.ratio": "0.01"})
+	l, err := b.Node().ReplicaLog(topic, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := testContext(t)
+	type acked struct {
+		key, value string
+		tombstone  bool
+	}
+	var (
+		mu      sync.Mutex
+		byOff   = map[int64]acked{}
+		cleaned atomic.Bool // the cleaner has cleaned part of the log under the producers
+		wg      sync.WaitGroup
+		errs    = make(chan error, 3)
+	)
+	for p := range 3 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), kgo.DefaultProduceTopic(topic), kgo.ProducerLinger(time.Millisecond))
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer cl.Close()
+			after := 0
+			for i := 0; after < 400; i++ {
+				var recs []*kgo.Record
+				for j := range 10 {
+					n := i*10 + j
+					r := &kgo.Record{Key: fmt.Appendf(nil, "k%03d", (n*7+p*101)%300), Value: fmt.Appendf(nil, "p%d-%d", p, n)}
+					if n%37 == 0 {
+						r.Value = nil // a tombstone
+					}
+					recs = append(recs, r)
+				}
+				res := cl.ProduceSync(ctx, recs...)
+				if err := res.FirstErr(); err != nil {
+					errs <- fmt.Errorf("producer %d: %w", p, err)
+					return
+				}
+				mu.Lock()
+				for _, r := range res {
+					byOff[r.Record.Offset] = acked{string(r.Record.Key), string(r.Record.Value), r.Record.Value == nil}
+				}
+				mu.Unlock()
+				if cleaned.Load() {
+					after += len(recs)
+				}
+			}
+		}()
+	}
+	var total int64
+	eventually(t, waitTimeout, "the cleaner to clean part of the log while the producers write", func() (bool, string) {
+		c := l.Cleanable(partlog.CleanCheck{UpTo: partlog.NoLimit})
+		total = c.Total
+		select {
+		case err := <-errs:
+			t.Fatal(err)
+		default:
+		}
+		return c.Total > c.Dirty, fmt.Sprintf("%d of %d cleanable bytes dirty", c.Dirty, c.Total)
+	})
+	cleaned.Store(true)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	p, err := b.Node().Partition(topic, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hw := p.Stats().HighWatermark
+	if int64(len(byOff)) != hw {
+		t.Fatalf("%d records acknowledged, high watermark %d", len(byOff), hw)
+	}
+	eventually(t, waitTimeout, "the cleaner to leave nothing dirty", func() (bool, string) {
+		c := l.Cleanable(partlog.CleanCheck{UpTo: p.Stats().HighWatermark})
+		return c.Dirty == 0, fmt.Sprintf("%d of %d cleanable bytes dirty", c.Dirty, c.Total)
+	})
+	segs := l.Segments()
+	active := segs[len(segs)-1].Base // below it, everything is cleaned
+	latest := map[string]int64{}     // key -> offset of its latest record
+	latestBelow := map[string]int64{}
+	for off := range hw {
+		a := byOff[off]
+		latest[a.key] = max(latest[a.key], off)
+		if off < active {
+			latestBelow[a.key] = max(latestBelow[a.key], off)
+		}
+	}
+
+	cl := newClient(t, b.Addr(), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchMaxWait(200*time.Millisecond))
+	seen := map[string]int64{}
+	last := int64(-1)
+	for last < hw-1 {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("consumed up to %d of %d before the deadline", last, hw)
+		}
+		fs.EachError(func(topic string, p int32, err error) { t.Fatalf("fetch %s/%d: %v", topic, p, err) })
+		for _, r := range fs.Records() {
+			a, ok := byOff[r.Offset]
+			switch {
+			case r.Offset <= last:
+				t.Fatalf("offset %d after %d", r.Offset, last)
+			case !ok || a.key != string(r.Key) || a.value != string(r.Value) || a.tombstone != (r.Value == nil):
+				t.Fatalf("offset %d holds %q=%q, %+v was acknowledged there", r.Offset, r.Key, r.Value, a)
+			case r.Offset < active && latestBelow[a.key] != r.Offset:
+				t.Fatalf("offset %d (%s) below the active segment at %d was superseded at %d, yet is still there",
+					r.Offset, a.key, active, latestBelow[a.key])
+			}
+			seen[a.key] = r.Offset
+			last = r.Offset
+		}
+	}
+	if !maps.Equal(seen, latest) {
+		t.Fatalf("the latest records read are not the latest acknowledged: %d keys read, %d written", len(seen), len(latest))
+	}
+	st := p.Stats()
+	t.Logf("%d records over %d keys acknowledged; %d bytes left (%d cleanable when the producers were told to stop); active segment from %d",
+		hw, len(latest), st.Size, total, active)
 }

@@ -3,18 +3,22 @@ package e2e_test
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/weir-broker/weir/transport/broker"
 )
 
 // franzRecords returns records that exercise the encoding: nil and empty
@@ -411,7 +415,8 @@ func TestFranzConsumerGroup(t *testing.T) {
 // TestFranzCommittedOffsetsSurviveRestart: a group commits, the broker shuts
 // down (writing its clean-shutdown markers) and starts again on the same
 // data directory; the group's offsets, the topic and its records are still
-// there, and a new member resumes exactly after what was committed.
+// there, the group lists and describes as an Empty consumer group, and a
+// new member resumes exactly after what was committed.
 func TestFranzCommittedOffsetsSurviveRestart(t *testing.T) {
 	dir := t.TempDir()
 	b := startBroker(t, dir)
@@ -448,6 +453,20 @@ func TestFranzCommittedOffsetsSurviveRestart(t *testing.T) {
 	if got := committedOffsets(t, b2.Addr(), group, topic, partitions); !slices.Equal(got, committed) {
 		t.Errorf("committed offsets after restart %v, want %v", got, committed)
 	}
+	// The group reads back as a consumer group (its metadata record), so
+	// tools that list consumer groups find it.
+	admin := newClient(t, b2.Addr())
+	lg, err := kmsg.NewPtrListGroupsRequest().RequestWith(testContext(t), admin)
+	if err != nil || lg.ErrorCode != 0 || len(lg.Groups) != 1 || lg.Groups[0].Group != group ||
+		lg.Groups[0].ProtocolType != "consumer" || lg.Groups[0].GroupState != "Empty" {
+		t.Errorf("ListGroups after restart: %+v, %v; want %s, consumer, Empty", lg, err, group)
+	}
+	dg := kmsg.NewPtrDescribeGroupsRequest()
+	dg.Groups = []string{group}
+	dgr, err := dg.RequestWith(testContext(t), admin)
+	if err != nil || len(dgr.Groups) != 1 || dgr.Groups[0].ProtocolType != "consumer" || dgr.Groups[0].State != "Empty" {
+		t.Errorf("DescribeGroups after restart: %+v, %v", dgr, err)
+	}
 	second := batchValues("after", 60)
 	produceValues(t, newClient(t, b2.Addr()), topic, second)
 	m2 := startGroupMember(t, b2.Addr(), group, topic, "m2")
@@ -466,8 +485,10 @@ func TestFranzCommittedOffsetsSurviveRestart(t *testing.T) {
 // TestFranzReadsOffsetsTopic: committed offsets are records of
 // __consumer_offsets in Kafka's formats, which lag tools such as Burrow read
 // with Fetch: a plain franz-go consumer reads the topic from the start,
-// decodes every record with kmsg's OffsetCommitKey and OffsetCommitValue,
-// and the last commit of each partition is what OffsetFetch answers. The
+// decodes every record with kmsg's OffsetCommitKey and OffsetCommitValue
+// (or GroupMetadataKey and GroupMetadataValue), the last commit of each
+// partition is what OffsetFetch answers, and the group's metadata records
+// say what it was (Stable with its member, then Empty). The
 // topic is internal in Metadata, and clients cannot write to it.
 func TestFranzReadsOffsetsTopic(t *testing.T) {
 	b := startBroker(t, t.TempDir())
@@ -506,6 +527,7 @@ func TestFranzReadsOffsetsTopic(t *testing.T) {
 	}
 	cl := newClient(t, b.Addr(), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{offsetsTopic: offsets}))
 	last := map[int32]int64{} // partition of topic -> last committed offset in the records
+	var groupMeta []*kmsg.GroupMetadataValue
 	var read int64
 	for read < total {
 		fs := cl.PollFetches(ctx)
@@ -514,6 +536,24 @@ func TestFranzReadsOffsetsTopic(t *testing.T) {
 		}
 		fs.EachRecord(func(r *kgo.Record) {
 			read++
+			if len(r.Key) >= 2 && binary.BigEndian.Uint16(r.Key) == 2 { // a group metadata key
+				var gk kmsg.GroupMetadataKey
+				if err := gk.ReadFrom(r.Key); err != nil {
+					t.Fatalf("record %d of %s-%d: group metadata key %x: %v", r.Offset, offsetsTopic, r.Partition, r.Key, err)
+				}
+				if gk.Group != group {
+					return
+				}
+				var v *kmsg.GroupMetadataValue
+				if r.Value != nil {
+					v = new(kmsg.GroupMetadataValue)
+					if err := v.ReadFrom(r.Value); err != nil || v.Version != 3 {
+						t.Fatalf("record %d of %s-%d: group metadata value v%d %x: %v", r.Offset, offsetsTopic, r.Partition, v.Version, r.Value, err)
+					}
+				}
+				groupMeta = append(groupMeta, v)
+				return
+			}
 			var k kmsg.OffsetCommitKey
 			if err := k.ReadFrom(r.Key); err != nil || k.Version > 1 {
 				t.Fatalf("record %d of %s-%d: key %x is not an offset commit key (%v)", r.Offset, offsetsTopic, r.Partition, r.Key, err)
@@ -537,9 +577,88 @@ func TestFranzReadsOffsetsTopic(t *testing.T) {
 			t.Errorf("partition %d: last commit in %s is %d (found %v), OffsetFetch says %d", p, offsetsTopic, got, ok, want)
 		}
 	}
+	// The group's metadata: Stable with its member once it had its
+	// assignment, Empty once the member left.
+	n := len(groupMeta)
+	switch {
+	case n < 2 || groupMeta[0] == nil || groupMeta[n-1] == nil:
+		t.Errorf("group metadata records of %s: %+v; want a Stable group, ..., the Empty group", group, groupMeta)
+	case groupMeta[0].ProtocolType != "consumer" || groupMeta[0].Protocol == nil || len(groupMeta[0].Members) != 1 ||
+		len(groupMeta[0].Members[0].Assignment) == 0 || groupMeta[0].Members[0].SessionTimeoutMillis != 3000:
+		t.Errorf("first group metadata record: %+v", groupMeta[0])
+	case groupMeta[n-1].ProtocolType != "consumer" || len(groupMeta[n-1].Members) != 0 || groupMeta[n-1].Generation <= groupMeta[0].Generation:
+		t.Errorf("last group metadata record: %+v, want the Empty group", groupMeta[n-1])
+	}
 
 	res := producer.ProduceSync(ctx, &kgo.Record{Topic: offsetsTopic, Value: []byte("forged")})
 	if err := res.FirstErr(); !errors.Is(err, kerr.InvalidTopicException) {
 		t.Errorf("produce to %s: %v, want INVALID_TOPIC_EXCEPTION", offsetsTopic, err)
+	}
+}
+
+// TestFranzGroupMembersSurviveRestart: a franz-go member of a Stable group
+// carries on across a broker restart without a rebalance, as with Kafka:
+// the group's metadata record brings the group back Stable with its member,
+// whose heartbeats (same member id and generation) keep its place. Between
+// the restart and its first heartbeat, DescribeGroups shows the restored
+// group: Stable, protocol type "consumer", its protocol and member.
+func TestFranzGroupMembersSurviveRestart(t *testing.T) {
+	dir := t.TempDir()
+	b := startBroker(t, dir)
+	addr := b.Addr()
+	const topic, group, session = "franz-stays", "franz-stays-g", 2 * time.Second
+	createTopic(t, addr, topic, 2, nil)
+	var assigned, lost atomic.Int32
+	member := newClient(t, addr, kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
+		kgo.SessionTimeout(session), kgo.HeartbeatInterval(100*time.Millisecond),
+		kgo.OnPartitionsAssigned(func(context.Context, *kgo.Client, map[string][]int32) { assigned.Add(1) }),
+		kgo.OnPartitionsLost(func(context.Context, *kgo.Client, map[string][]int32) { lost.Add(1) }))
+	ctx, stop := context.WithCancel(context.Background())
+	polled := make(chan struct{})
+	go func() {
+		defer close(polled)
+		for ctx.Err() == nil {
+			member.PollFetches(ctx)
+		}
+	}()
+	t.Cleanup(func() { stop(); <-polled })
+	describe := func(addr string) kmsg.DescribeGroupsResponseGroup {
+		req := kmsg.NewPtrDescribeGroupsRequest()
+		req.Groups = []string{group}
+		resp, err := req.RequestWith(testContext(t), newClient(t, addr))
+		if err != nil || len(resp.Groups) != 1 {
+			t.Fatalf("DescribeGroups: %+v, %v", resp, err)
+		}
+		return resp.Groups[0]
+	}
+	waitFor(t, "the group Stable", func() bool { return describe(addr).State == "Stable" })
+	before := describe(addr)
+
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b2 := startBroker(t, dir, func(c *broker.Config) { c.Listen = addr })
+	after := describe(b2.Addr())
+	if after.State != "Stable" || after.ProtocolType != "consumer" || after.Protocol != before.Protocol ||
+		len(after.Members) != 1 || after.Members[0].MemberID != before.Members[0].MemberID ||
+		!bytes.Equal(after.Members[0].MemberAssignment, before.Members[0].MemberAssignment) {
+		t.Fatalf("after the restart the group is %+v, want it as before: %+v", after, before)
+	}
+	// Watched for two session timeouts: had its heartbeats not counted,
+	// the restored member would have been removed and the group
+	// rebalanced.
+	memberID, gen := member.GroupMetadata()
+	watchUntil := time.Now().Add(2 * session)
+	for time.Now().Before(watchUntil) {
+		d := describe(b2.Addr())
+		if d.State != "Stable" || len(d.Members) != 1 || d.Members[0].MemberID != memberID {
+			t.Fatalf("group after the restart: %+v", d)
+		}
+	}
+	if id, g := member.GroupMetadata(); id != memberID || g != gen {
+		t.Errorf("member %s generation %d after the restart, was %s %d", id, g, memberID, gen)
+	}
+	if a, l := assigned.Load(), lost.Load(); a != 1 || l != 0 {
+		t.Errorf("%d assignments and %d losses across the restart, want 1 and 0 (no rebalance)", a, l)
 	}
 }

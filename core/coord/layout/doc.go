@@ -27,8 +27,11 @@
 //	/brokers/topics/<t>/partitions/<p>/state              persistent; the controller (WriteState)
 //	  {"version":1,"leader":2,"leader_epoch":5,"controller_epoch":7,"isr":[2,3]}
 //	  The node's version is the partition epoch (zkVersion): every write is a CAS on it.
-//	/config/topics/<t>            persistent; with the topic (CreateTopic)
+//	/config/topics/<t>            persistent; with the topic (CreateTopic), replaced by AlterConfigs (WriteTopicConfig)
 //	  {"version":1,"config":{"min.insync.replicas":"2"}}
+//	/config/brokers/<default>     persistent; AlterConfigs of the cluster-wide broker defaults (WriteBrokerConfig)
+//	/config/brokers/<id>          persistent; AlterConfigs of one broker
+//	  {"version":1,"config":{"log.retention.ms":"86400000"}}            (Kafka's broker config names)
 //	/admin/delete_topics/<t>      persistent, empty; any broker handling DeleteTopics (RequestDeletion)
 //	/admin/delete_topics/<t>/<b>  persistent, empty; WEIR'S OWN: replica broker b removed its logs (AckDeletion)
 //	/latest_producer_id_block     persistent; a broker taking a block of producer ids (AllocateProducerIDs)
