@@ -20,6 +20,8 @@
 //	produce_test.go  duplicates, sequence gaps, corrupt and oversized batches, sent by hand over the wire
 //	compaction_test.go  a compacted topic cleaned while the broker runs, read back by kcat, franz-go and sarama
 //	readme_test.go   the README's table of served versions matches ApiVersions
+//	interop/         (its own package) the admin surface through clients nobody here wrote: kafka-python,
+//	                 confluent-kafka, KafkaJS, kafka-go and sarama's ClusterAdmin
 //	cluster_test.go  three brokers on a real ZooKeeper (cluster/zk/zktest): every client against partitions
 //	                 and a group coordinator spread over them; the controller killed; a `weir broker`
 //	                 process SIGKILLed and restarted (also within its old session); a broker joining;
