@@ -6,8 +6,9 @@
 // consumer groups as tools list them.
 //
 // Every client runs the same operations against its own broker (one broker
-// per client test, the operations as subtests one after another, each on its
-// own topic named <client>-<operation>), and the client itself asserts what it
+// per client test, restarted once before the last operation, the operations
+// as subtests one after another, each on its own topic named
+// <client>-<operation>), and the client itself asserts what it
 // sees; the Go test then checks the broker's side of each with franz-go's kmsg
 // (a config the client altered reads back altered, the start offset the
 // client moved is moved, ...), so a client that silently did nothing fails.
@@ -33,6 +34,8 @@
 //	offsetdelete   a committed offset deleted with OffsetDelete is gone from OffsetFetch
 //	logdirs        10 records; DescribeLogDirs of every broker (DescribeCluster) gives the partition's
 //	               directory and a size above zero
+//	restart        after the broker restarts (same data, same address), the groups operation's group,
+//	               now empty, still lists and describes as a consumer group, with its committed offset
 //
 // The clients (versions pinned; README.md, "Interoperability", has the table
 // of the operations each one lacks, which the tests skip naming why, and

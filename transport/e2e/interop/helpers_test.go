@@ -26,7 +26,7 @@ const opTimeout = 90 * time.Second
 
 // ops are the operations every client runs, in this order, each on its own
 // topic (<client>-<op>) of the client's broker; doc.go says what each does.
-var ops = []string{"smoke", "configs", "incremental", "brokerconfigs", "partitions", "deleterecords", "compaction", "internal", "groups", "offsetdelete", "logdirs"}
+var ops = []string{"smoke", "configs", "incremental", "brokerconfigs", "partitions", "deleterecords", "compaction", "internal", "groups", "offsetdelete", "logdirs", "restart"}
 
 // lacks says which operations each client has no API for (client -> op ->
 // why); README.md's Interoperability table shows the same (TestReadmeInterop).
@@ -65,28 +65,43 @@ type client struct {
 }
 
 // runClient starts a broker for c and runs every operation as a subtest, the
-// client's own assertions first, then the broker side's (checks).
+// client's own assertions first, then the broker side's (checks). Before the
+// last, restart, it restarts the broker on the same data directory and
+// address, and restart looks at the groups operation's group.
 func runClient(t *testing.T, c client) {
-	b := startBroker(t)
+	dir := t.TempDir()
+	b := startBroker(t, dir, "127.0.0.1:0")
+	prefix := strings.NewReplacer(".", "-", " ", "-").Replace(c.name)
 	for _, op := range ops {
-		t.Run(op, func(t *testing.T) {
+		t.Run(op, func(st *testing.T) {
 			if why, ok := lacks[c.name][op]; ok {
-				t.Skipf("%s lacks %s: %s (README.md, Interoperability)", c.name, op, why)
+				st.Skipf("%s lacks %s: %s (README.md, Interoperability)", c.name, op, why)
 			}
-			topic := strings.NewReplacer(".", "-", " ", "-").Replace(c.name) + "-" + op
-			c.run(t, b.Addr(), op, topic)
+			topic := prefix + "-" + op
+			if op == "restart" {
+				topic = prefix + "-groups"
+				addr := b.Addr()
+				if err := b.Close(); err != nil {
+					st.Fatalf("closing the broker to restart it: %v", err)
+				}
+				b = startBroker(t, dir, addr)
+			}
+			c.run(st, b.Addr(), op, topic)
 			if check := checks[op]; check != nil {
-				check(t, b.Addr(), topic)
+				check(st, b.Addr(), topic)
 			}
 		})
 	}
 }
 
-// startBroker starts a broker tuned by brokertest (auto-created topics,
-// rebalances without delay), with a cleaner that looks for dirty compacted
-// partitions every 50 ms.
-func startBroker(t *testing.T) *broker.Broker {
-	return brokertest.Start(t, "", func(c *broker.Config) { c.CleanerBackoff = 50 * time.Millisecond })
+// startBroker starts a broker on dir and listen tuned by brokertest
+// (auto-created topics, rebalances without delay), with a cleaner that looks
+// for dirty compacted partitions every 50 ms.
+func startBroker(t *testing.T, dir, listen string) *broker.Broker {
+	return brokertest.Start(t, dir, func(c *broker.Config) {
+		c.Listen = listen
+		c.CleanerBackoff = 50 * time.Millisecond
+	})
 }
 
 // missing skips the test because what is missing, or fails it under CI=true
@@ -192,28 +207,7 @@ var checks = map[string]func(t *testing.T, addr, topic string){
 			t.Errorf("Metadata for __consumer_offsets: %+v, want it, internal", md.Topics)
 		}
 	},
-	"groups": func(t *testing.T, addr, topic string) {
-		req := kmsg.NewPtrListGroupsRequest()
-		resp, err := req.RequestWith(ctx(t), newClient(t, addr))
-		if err != nil {
-			t.Fatalf("ListGroups: %v", err)
-		}
-		if !slices.ContainsFunc(resp.Groups, func(g kmsg.ListGroupsResponseGroup) bool {
-			return g.Group == topic+"-g" && g.ProtocolType == "consumer"
-		}) {
-			t.Errorf("ListGroups: no group %s-g with protocol type consumer in %+v", topic, resp.Groups)
-		}
-		// The member has left: an empty group keeps its protocol type.
-		dreq := kmsg.NewPtrDescribeGroupsRequest()
-		dreq.Groups = []string{topic + "-g"}
-		dresp, err := dreq.RequestWith(ctx(t), newClient(t, addr))
-		if err != nil {
-			t.Fatalf("DescribeGroups: %v", err)
-		}
-		if len(dresp.Groups) != 1 || dresp.Groups[0].ErrorCode != 0 || dresp.Groups[0].ProtocolType != "consumer" {
-			t.Errorf("DescribeGroups %s-g: %+v, want protocol type consumer", topic, dresp.Groups)
-		}
-	},
+	"groups": checkGroup,
 	"logdirs": func(t *testing.T, addr, topic string) {
 		req := kmsg.NewPtrDescribeLogDirsRequest()
 		rt := kmsg.NewDescribeLogDirsRequestTopic()
@@ -234,11 +228,42 @@ var checks = map[string]func(t *testing.T, addr, topic string){
 		}
 		t.Errorf("DescribeLogDirs %s: no size for partition 0 in %+v", topic, resp.Dirs)
 	},
+	"restart": func(t *testing.T, addr, topic string) {
+		checkGroup(t, addr, topic)
+		if got := committed(t, addr, topic+"-g", topic, 1); got[0] != 3 {
+			t.Errorf("group %s-g: committed %v after the restart, want 3", topic, got)
+		}
+	},
 	"offsetdelete": func(t *testing.T, addr, topic string) {
 		if got := committed(t, addr, topic+"-g", topic, 1); got[0] != -1 {
 			t.Errorf("group %s-g: committed %v after OffsetDelete, want none", topic, got)
 		}
 	},
+}
+
+// checkGroup checks that topic's group, topic-g, lists and describes as a
+// consumer group (after its member left).
+func checkGroup(t *testing.T, addr, topic string) {
+	req := kmsg.NewPtrListGroupsRequest()
+	resp, err := req.RequestWith(ctx(t), newClient(t, addr))
+	if err != nil {
+		t.Fatalf("ListGroups: %v", err)
+	}
+	if !slices.ContainsFunc(resp.Groups, func(g kmsg.ListGroupsResponseGroup) bool {
+		return g.Group == topic+"-g" && g.ProtocolType == "consumer"
+	}) {
+		t.Errorf("ListGroups: no group %s-g with protocol type consumer in %+v", topic, resp.Groups)
+	}
+	// The member has left: an empty group keeps its protocol type.
+	dreq := kmsg.NewPtrDescribeGroupsRequest()
+	dreq.Groups = []string{topic + "-g"}
+	dresp, err := dreq.RequestWith(ctx(t), newClient(t, addr))
+	if err != nil {
+		t.Fatalf("DescribeGroups: %v", err)
+	}
+	if len(dresp.Groups) != 1 || dresp.Groups[0].ErrorCode != 0 || dresp.Groups[0].ProtocolType != "consumer" {
+		t.Errorf("DescribeGroups %s-g: %+v, want protocol type consumer", topic, dresp.Groups)
+	}
 }
 
 // The compaction operation's shape, the same for every client: rounds of

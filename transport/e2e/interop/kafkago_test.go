@@ -18,12 +18,18 @@ func TestKafkaGo(t *testing.T) {
 	runClient(t, client{
 		name: "kafka-go",
 		run: func(t *testing.T, addr, op, topic string) {
-			k := &kafkaGo{t: t, addr: addr, topic: topic, group: topic + "-g",
-				cl: &kafka.Client{Addr: kafka.TCP(addr), Timeout: 30 * time.Second}}
+			// A Transport of the operation's own, as a new process would have:
+			// kafka-go's shared DefaultTransport keeps its connections to a
+			// broker that restarted, and fails the next request on one of them
+			// (unexpected EOF) rather than reconnecting.
+			tr := &kafka.Transport{}
+			defer tr.CloseIdleConnections()
+			k := &kafkaGo{t: t, addr: addr, topic: topic, group: topic + "-g", tr: tr,
+				cl: &kafka.Client{Addr: kafka.TCP(addr), Timeout: 30 * time.Second, Transport: tr}}
 			ops := map[string]func(){
 				"smoke": k.smoke, "configs": k.configs, "incremental": k.incremental, "brokerconfigs": k.brokerConfigs,
 				"partitions": k.partitions,
-				"compaction": k.compaction, "internal": k.internal, "groups": k.groups, "offsetdelete": k.offsetDelete,
+				"compaction": k.compaction, "internal": k.internal, "groups": k.groups, "offsetdelete": k.offsetDelete, "restart": k.restart,
 			}
 			ops[op]()
 		},
@@ -34,6 +40,7 @@ func TestKafkaGo(t *testing.T) {
 type kafkaGo struct {
 	t                  *testing.T
 	addr, topic, group string
+	tr                 *kafka.Transport
 	cl                 *kafka.Client
 }
 
@@ -62,7 +69,7 @@ func (k *kafkaGo) create(partitions int, configs map[string]string) {
 // (the default waits a second for a batch to fill).
 func (k *kafkaGo) produce(msgs ...kafka.Message) {
 	k.t.Helper()
-	w := &kafka.Writer{Addr: kafka.TCP(k.addr), Topic: k.topic, BatchTimeout: 10 * time.Millisecond}
+	w := &kafka.Writer{Addr: kafka.TCP(k.addr), Transport: k.tr, Topic: k.topic, BatchTimeout: 10 * time.Millisecond}
 	defer w.Close()
 	if err := w.WriteMessages(k.ctx(), msgs...); err != nil {
 		k.t.Fatalf("kafka-go Writer %s: %v", k.topic, err)
@@ -139,7 +146,7 @@ func (k *kafkaGo) smoke() {
 	}
 	// The Writer with all its defaults (a second's batch timeout, acks from
 	// the leader only, round-robin over the partitions).
-	w := &kafka.Writer{Addr: kafka.TCP(k.addr), Topic: k.topic}
+	w := &kafka.Writer{Addr: kafka.TCP(k.addr), Transport: k.tr, Topic: k.topic}
 	if err := w.WriteMessages(k.ctx(), msgs...); err != nil {
 		k.t.Fatalf("kafka-go Writer %s: %v", k.topic, err)
 	}
@@ -256,7 +263,7 @@ func (k *kafkaGo) partitions() {
 		time.Sleep(100 * time.Millisecond) // the poll's interval, bounded by the deadline
 	}
 	// Partition 2 chosen by the Writer's balancer, as a user would.
-	w := &kafka.Writer{Addr: kafka.TCP(k.addr), Topic: k.topic, BatchTimeout: 10 * time.Millisecond,
+	w := &kafka.Writer{Addr: kafka.TCP(k.addr), Transport: k.tr, Topic: k.topic, BatchTimeout: 10 * time.Millisecond,
 		Balancer: kafka.BalancerFunc(func(_ kafka.Message, partitions ...int) int {
 			if len(partitions) != 3 {
 				k.t.Errorf("kafka-go Writer: partitions %v, want 3", partitions)
@@ -408,5 +415,33 @@ func (k *kafkaGo) offsetDelete() {
 	}
 	if got := fetch(); got != -1 {
 		k.t.Errorf("kafka-go OffsetFetch %s: committed %d after OffsetDelete, want none (-1)", k.group, got)
+	}
+}
+
+// restart: after the broker restarted, the groups operation's group (k.topic
+// is its topic), now empty.
+func (k *kafkaGo) restart() {
+	lg, err := k.cl.ListGroups(k.ctx(), &kafka.ListGroupsRequest{})
+	if err == nil {
+		err = lg.Error
+	}
+	if err != nil {
+		k.t.Fatalf("kafka-go ListGroups: %v", err)
+	}
+	if !slices.ContainsFunc(lg.Groups, func(g kafka.ListGroupsResponseGroup) bool {
+		return g.GroupID == k.group && g.ProtocolType == "consumer"
+	}) {
+		k.t.Errorf("kafka-go ListGroups after the restart: no %s with protocol type consumer in %+v", k.group, lg.Groups)
+	}
+	dg, err := k.cl.DescribeGroups(k.ctx(), &kafka.DescribeGroupsRequest{GroupIDs: []string{k.group}})
+	if err != nil || len(dg.Groups) != 1 || dg.Groups[0].Error != nil || dg.Groups[0].GroupState != "Empty" || len(dg.Groups[0].Members) != 0 {
+		k.t.Errorf("kafka-go DescribeGroups %s after the restart: %+v, %v; want it empty", k.group, dg, err)
+	}
+	resp, err := k.cl.OffsetFetch(k.ctx(), &kafka.OffsetFetchRequest{GroupID: k.group, Topics: map[string][]int{k.topic: {0}}})
+	if err == nil {
+		err = resp.Error
+	}
+	if err != nil || len(resp.Topics[k.topic]) != 1 || resp.Topics[k.topic][0].CommittedOffset != 3 {
+		k.t.Errorf("kafka-go OffsetFetch %s after the restart: %+v, %v; want %s/0 at 3", k.group, resp, err, k.topic)
 	}
 }

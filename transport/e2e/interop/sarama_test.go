@@ -38,7 +38,7 @@ func TestSaramaAdmin(t *testing.T) {
 				"smoke": s.smoke, "configs": s.configs, "incremental": s.incremental, "brokerconfigs": s.brokerConfigs,
 				"partitions":    s.partitions,
 				"deleterecords": s.deleteRecords, "compaction": s.compaction, "internal": s.internal, "groups": s.groups,
-				"offsetdelete": s.offsetDelete, "logdirs": s.logDirs,
+				"offsetdelete": s.offsetDelete, "logdirs": s.logDirs, "restart": s.restart,
 			}[op]()
 		},
 	})
@@ -455,4 +455,27 @@ func (s *saramaOps) logDirs() {
 		}
 	}
 	s.t.Errorf("sarama DescribeLogDirs %v: no %s/0 in %+v", ids, s.topic, dirs)
+}
+
+// restart: after the broker restarted, the groups operation's group (s.topic
+// is its topic), now empty.
+func (s *saramaOps) restart() {
+	listed, err := s.admin.ListConsumerGroups()
+	if err != nil {
+		s.t.Fatalf("sarama ListConsumerGroups: %v", err)
+	}
+	if listed[s.group] != "consumer" {
+		s.t.Errorf("sarama ListConsumerGroups after the restart: %s has protocol type %q, want consumer (%v)", s.group, listed[s.group], listed)
+	}
+	gs, err := s.admin.DescribeConsumerGroups([]string{s.group})
+	if err != nil || len(gs) != 1 {
+		s.t.Fatalf("sarama DescribeConsumerGroups %s: %+v, %v", s.group, gs, err)
+	}
+	if g := gs[0]; g.Err != sarama.ErrNoError || g.ProtocolType != "consumer" || g.State != "Empty" || len(g.Members) != 0 {
+		s.t.Errorf("sarama DescribeConsumerGroups %s after the restart: %+v, want an empty consumer group", s.group, g)
+	}
+	resp, err := s.admin.ListConsumerGroupOffsets(s.group, map[string][]int32{s.topic: {0}})
+	if err != nil || resp.GetBlock(s.topic, 0) == nil || resp.GetBlock(s.topic, 0).Offset != 3 {
+		s.t.Errorf("sarama ListConsumerGroupOffsets %s after the restart: %+v, %v; want %s/0 at 3", s.group, resp, err, s.topic)
+	}
 }

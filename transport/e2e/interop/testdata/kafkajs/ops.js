@@ -249,6 +249,21 @@ const operations = {
       check(g.state === 'Stable' && g.protocol && g.members.length === 1, `describeGroups ${GROUP}: ${JSON.stringify(g)}`)
     })
   },
+
+  // After the broker restarted: the groups operation's group (TOPIC is its
+  // topic), now empty.
+  async restart () {
+    const { groups } = await withAdmin(a => a.listGroups())
+    const listed = groups.find(g => g.groupId === GROUP)
+    check(listed && listed.protocolType === 'consumer', `listGroups: ${GROUP} is ${JSON.stringify(listed)} in ${JSON.stringify(groups)}`)
+    const { groups: [g] } = await withAdmin(a => a.describeGroups([GROUP]))
+    log(`describeGroups after the restart: ${JSON.stringify(g)}`)
+    check(g.errorCode === 0 && g.protocolType === 'consumer' && g.state === 'Empty' && g.members.length === 0,
+      `describeGroups ${GROUP}: ${JSON.stringify(g)}`)
+    const offsets = await withAdmin(a => a.fetchOffsets({ groupId: GROUP, topics: [TOPIC] }))
+    const p0 = offsets[0].partitions.find(p => p.partition === 0)
+    check(p0 && p0.offset === '3', `fetchOffsets ${GROUP}: ${JSON.stringify(offsets)}, want ${TOPIC}/0 at 3`)
+  },
 }
 
 operations[OP]().then(

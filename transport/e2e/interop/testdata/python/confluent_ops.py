@@ -189,6 +189,20 @@ def groups():
     consume_group(3, stay=while_member)
 
 
+def restart():
+    """After the broker restarted: the groups operation's group (TOPIC is its topic), now empty."""
+    listed = {g.id: g for g in admin().list_groups(timeout=10)}
+    check(GROUP in listed, f"ListGroups: no {GROUP} in {sorted(listed)}")
+    g = admin().list_groups(GROUP, timeout=10)[0]
+    log(f"group {g.id} after the restart: state {g.state}, protocol type {g.protocol_type}, members {g.members}")
+    check(g.error is None and g.protocol_type == "consumer" and g.state == "Empty" and not g.members,
+          f"{GROUP}: {g.state}, protocol type {g.protocol_type!r}, members {g.members}, error {g.error}")
+    c = Consumer({"bootstrap.servers": BOOTSTRAP, "group.id": GROUP})
+    (tp,) = c.committed([TopicPartition(TOPIC, 0)], timeout=10)
+    c.close()
+    check(tp.error is None and tp.offset == 3, f"committed {tp}, want {TOPIC}/0 at 3")
+
+
 {"smoke": smoke, "configs": configs, "brokerconfigs": brokerconfigs, "partitions": partitions, "compaction": compaction,
- "internal": internal, "groups": groups}[OP]()
+ "internal": internal, "groups": groups, "restart": restart}[OP]()
 log(f"confluent-kafka {OP}: ok")

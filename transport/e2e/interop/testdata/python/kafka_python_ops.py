@@ -188,6 +188,20 @@ def groups():
     consume_group(3, stay=while_member)
 
 
+def restart():
+    """After the broker restarted: the groups operation's group (TOPIC is its topic), now empty."""
+    a = admin()
+    listed = dict(a.list_consumer_groups())
+    check(listed.get(GROUP) == "consumer", f"ListGroups: {GROUP} listed as {listed.get(GROUP)!r}: {listed}")
+    (g,) = a.describe_consumer_groups([GROUP])
+    log(f"DescribeGroups after the restart: {g}")
+    check(g.error_code == 0 and g.protocol_type == "consumer" and g.state == "Empty" and not g.members,
+          f"DescribeGroups {GROUP}: {g}")
+    offsets = a.list_consumer_group_offsets(GROUP)
+    om = offsets.get(TopicPartition(TOPIC, 0))
+    check(om is not None and om.offset == 3, f"OffsetFetch {GROUP}: {offsets}, want {TOPIC}/0 at 3")
+
+
 {"smoke": smoke, "configs": configs, "brokerconfigs": brokerconfigs, "partitions": partitions, "compaction": compaction,
- "internal": internal, "groups": groups}[OP]()
+ "internal": internal, "groups": groups, "restart": restart}[OP]()
 log(f"kafka-python {OP}: ok")
