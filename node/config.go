@@ -116,8 +116,9 @@ type Config struct {
 	CleanerBackoff time.Duration
 	// CleanerIOMaxBytesPerSecond bounds the bytes the log cleaner reads and
 	// writes per second, all partitions together (Kafka
-	// log.cleaner.io.max.bytes.per.second). 0 or negative: no bound (Kafka's
-	// default).
+	// log.cleaner.io.max.bytes.per.second). 0: the default,
+	// DefaultCleanerIOMaxBytesPerSecond (48 MiB/s); negative: no bound
+	// (Kafka's default).
 	CleanerIOMaxBytesPerSecond int64
 	// OffsetsSegmentBytes is the segment size of __consumer_offsets (Kafka
 	// offsets.topic.segment.bytes): the cleaner compacts sealed segments

@@ -157,7 +157,11 @@ func (n *Node) open(parent context.Context) error {
 		newFileCacheCollector(n),
 	)
 	n.cleanerStats = newCleanerStats(n.metrics)
-	n.cleanerThrottle = newCleanerThrottle(cfg.CleanerIOMaxBytesPerSecond)
+	cleanerIO := cfg.CleanerIOMaxBytesPerSecond
+	if cleanerIO == 0 {
+		cleanerIO = DefaultCleanerIOMaxBytesPerSecond
+	}
+	n.cleanerThrottle = newCleanerThrottle(cleanerIO)
 	n.replCounters = newReplicationCounters(n.metrics)
 	n.plugins = pluginhost.New(pluginhost.Config{
 		Dir:         cfg.PluginDir,

@@ -340,7 +340,8 @@ func FuzzDecodeRecord(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if k, err := decodeKey(b); err == nil {
-			if got := appendKey(nil, k); string(got) != string(b) {
+			// Key versions 0 and 1 are the same format; weir writes 1.
+			if got := appendKey(nil, k); string(got[2:]) != string(b[2:]) || (b[1] != 0 && b[1] != 1) || b[0] != 0 {
 				t.Fatalf("key %q decodes to %+v, which encodes to %q", b, k, got)
 			}
 		} else if !errors.Is(err, ErrCorrupt) {

@@ -54,7 +54,7 @@ type compactionRun struct {
 //
 //	go test -run '^$' -bench '^BenchmarkProduceWhileCleaning$' -benchtime 3x -count 5 ./transport/bench/
 func BenchmarkProduceWhileCleaning(b *testing.B) {
-	for _, throttle := range []int64{0, 16 << 20, 48 << 20} {
+	for _, throttle := range []int64{-1, 16 << 20, 48 << 20} {
 		name := "throttle=none"
 		if throttle > 0 {
 			name = fmt.Sprintf("throttle=%dMiBps", throttle>>20)
