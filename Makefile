@@ -63,7 +63,7 @@ test: deps vet ## install test dependencies, vet, run every test with -race; und
 # (Debian package, Burrow 1.2.1), which transport/e2e's TestBurrow runs.
 # Installing needs root and apt-get; without them deps says what is missing
 # and goes on, and those tests skip (under CI=true they fail instead).
-deps: ## install what the tests need beyond Go when missing: kcat, zookeeper, burrow (apt-get, as root)
+deps: ## install what the tests need beyond Go when missing: kcat, zookeeper, burrow, python3-kafka, python3-confluent-kafka, nodejs, npm (apt-get, as root)
 	@missing=""; \
 	[ -e /usr/lib/python3/dist-packages/kafka/__init__.py ] || missing="$$missing python3-kafka"; \
 	[ -e /usr/lib/python3/dist-packages/confluent_kafka/__init__.py ] || missing="$$missing python3-confluent-kafka"; \
