@@ -176,6 +176,9 @@ func (m *Mount) flusher() {
 // Dir is the mountpoint.
 func (m *Mount) Dir() string { return m.dir }
 
+// Backing is the backing directory (absolute).
+func (m *Mount) Backing() string { return m.o.Backing }
+
 // Unmount unmounts the file system (retrying while it is busy, up to a few seconds) and releases its state. What
 // was not fsync'ed stays in the backing directory: unmounting is a clean shutdown, not a power cut.
 func (m *Mount) Unmount() error {
