@@ -175,6 +175,9 @@ func Run(ctx context.Context, opts Options) (*result.Run, string, error) {
 					fmt.Fprintf(stderr, "weir run: warning: %v\n", err)
 				}
 			}()
+			// The disk-power faults mount a disk per broker, backed
+			// beside the run's disk, not on it.
+			dev.backingRoot = dataRoot
 			dataRoot = dev.m.Dir()
 		}
 	}
@@ -233,7 +236,7 @@ func Run(ctx context.Context, opts Options) (*result.Run, string, error) {
 		fmt.Fprintf(stderr, "weir run: warning: %s\n", w)
 	}
 
-	r := &runner{opts: opts, spec: s, host: h, weir: weir, workDir: workDir, out: out, networking: networking, runID: started.Format("150405"),
+	r := &runner{opts: opts, spec: s, host: h, weir: weir, workDir: workDir, device: dev, out: out, networking: networking, runID: started.Format("150405"),
 		runStamp: started.Format("20060102T150405.000000000")}
 	var estimate time.Duration
 	points := 0
@@ -303,6 +306,7 @@ type runner struct {
 	point    int // load points started, over all sections
 
 	networking string // the cluster target's, resolved (clusterproc.ResolveNetworking)
+	device     *deviceMount // the spec's emulated disk, nil without device:
 }
 
 // pointEstimate is a point's expected time: its reps' windows and warm-ups,
