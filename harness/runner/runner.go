@@ -305,7 +305,7 @@ type runner struct {
 	progress *progress
 	point    int // load points started, over all sections
 
-	networking string // the cluster target's, resolved (clusterproc.ResolveNetworking)
+	networking string       // the cluster target's, resolved (clusterproc.ResolveNetworking)
 	device     *deviceMount // the spec's emulated disk, nil without device:
 }
 
