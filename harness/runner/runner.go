@@ -341,6 +341,13 @@ func (r *runner) probes(ctx context.Context, run *result.Run) error {
 	if d == nil && m == nil {
 		return nil
 	}
+	// On an emulated disk the probes also report their figures over the
+	// device time the disk charged them (the wall clock adds FUSE's round
+	// trips), and the published figures are set beside both.
+	var deviceTime func() time.Duration
+	if r.device != nil {
+		deviceTime = func() time.Duration { return r.device.m.Status().Waited }
+	}
 	if d != nil {
 		var blocks []int // nil: the probe's defaults
 		for _, b := range d.BlockSizes {
@@ -351,6 +358,7 @@ func (r *runner) probes(ctx context.Context, run *result.Run) error {
 			Dir: r.workDir, FileSize: int64(d.FileSize), BlockSizes: blocks, Ops: d.Ops, Patterns: d.Patterns, IO: d.IO,
 			BufferedRandomReads: d.BufferedRandomReads, PointDuration: d.PointDuration, FsyncOps: d.FsyncOps,
 			FsyncBlock: int(d.FsyncBlock), FsyncTimeout: d.FsyncTimeout, Reps: d.Reps, Seed: r.spec.Seed,
+			DeviceTime: deviceTime,
 		}, update)
 		end(fmt.Sprintf("%d points", len(sec.Points)))
 		if len(sec.Points) > 0 {
@@ -368,6 +376,7 @@ func (r *runner) probes(ctx context.Context, run *result.Run) error {
 		update, end := r.progress.probe(probe.SectionMemory)
 		sec, err := probe.Memory(ctx, probe.MemoryOptions{
 			Bytes: int64(m.Bytes), Dir: dir, DiskBytes: int64(m.DiskBytes), PointDuration: m.PointDuration, Reps: m.Reps, Seed: r.spec.Seed,
+			DeviceTime: deviceTime,
 		}, update)
 		end(fmt.Sprintf("%d points", len(sec.Points)))
 		if len(sec.Points) > 0 {
@@ -378,6 +387,9 @@ func (r *runner) probes(ctx context.Context, run *result.Run) error {
 		}
 	}
 	run.References = append(run.References, probe.References()...)
+	if r.device != nil {
+		run.References = append(run.References, probe.DeviceReferences()...)
+	}
 	return nil
 }
 

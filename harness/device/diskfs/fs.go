@@ -262,6 +262,7 @@ type Status struct {
 	RealTime      bool
 	Cut           bool
 	DeviceTime    time.Duration // the device's clock: simulated, or wall time since the mount
+	Waited        time.Duration // modelled time callers waited for the device, summed (model.Clock.Waited)
 	Device        model.Stats
 	Counts        Counts
 	DirtyBytes    int64 // in the modelled page cache
@@ -275,17 +276,17 @@ func (m *Mount) Status() Status {
 	c, dirty := m.engine.countsNow()
 	files, bytes, dirs := m.undo.pending()
 	return Status{Profile: m.o.Profile.Name, Summary: m.o.Profile.Summary(), RealTime: m.o.RealTime, Cut: m.cut.Load(),
-		DeviceTime: m.clock.Now(), Device: m.clock.Device().Stats(), Counts: c, DirtyBytes: dirty,
+		DeviceTime: m.clock.Now(), Waited: m.clock.Waited(), Device: m.clock.Device().Stats(), Counts: c, DirtyBytes: dirty,
 		UnsyncedFiles: files, UnsyncedBytes: bytes, UnsyncedDirs: dirs}
 }
 
 // String renders the status as "key: value" lines (the control file's content).
 func (s Status) String() string {
-	return fmt.Sprintf("profile: %s\ndevice: %s\nreal_time: %v\ncut: %v\ndevice_time_ns: %d\nrequests: %d\n"+
+	return fmt.Sprintf("profile: %s\ndevice: %s\nreal_time: %v\ncut: %v\ndevice_time_ns: %d\nwaited_ns: %d\nrequests: %d\n"+
 		"commands: %d\nreads: %d\nwrites: %d\nflushes: %d\nbytes_read: %d\nbytes_written: %d\nbusy_ns: %d\n"+
 		"cache_hits: %d\ncache_misses: %d\nwriteback_pages: %d\ndirect_pages: %d\nfsyncs: %d\njournal_commits: %d\n"+
 		"throttled_ns: %d\nmax_fsync_ns: %d\ndirty_bytes: %d\nunsynced_files: %d\nunsynced_bytes: %d\nunsynced_dirs: %d\n",
-		s.Profile, s.Summary, s.RealTime, s.Cut, s.DeviceTime.Nanoseconds(), s.Device.Requests, s.Device.Commands,
+		s.Profile, s.Summary, s.RealTime, s.Cut, s.DeviceTime.Nanoseconds(), s.Waited.Nanoseconds(), s.Device.Requests, s.Device.Commands,
 		s.Device.Reads, s.Device.Writes, s.Device.Flushes, s.Device.BytesRead, s.Device.BytesWritten,
 		s.Device.Busy.Nanoseconds(), s.Counts.CacheHits, s.Counts.CacheMisses, s.Counts.WritebackPages,
 		s.Counts.DirectPages, s.Counts.Fsyncs, s.Counts.JournalCommits, s.Counts.Throttled.Nanoseconds(),
