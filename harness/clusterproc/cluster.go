@@ -14,7 +14,10 @@
 // on its data directory and address (StartBroker, Restart), cut its link
 // (LinkDown, LinkUp), and cut the power of the one broker started on the
 // power-cut file system (Config.PowerCutBroker, PowerCut) from the same
-// value.
+// value. With Config.Disk every broker's data directory is an emulated
+// disk of its own (harness/device/diskfs), and DiskPowerCut cuts the power
+// of any broker for real: SIGKILL, its disk loses what no fsync covered,
+// the disk is mounted again over the same backing directory.
 //
 // # Networking
 //
