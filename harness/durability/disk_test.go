@@ -118,6 +118,11 @@ func TestClusterDiskPowerCut(t *testing.T) {
 	defer cancel()
 	o, err := RunCluster(ctx, cfg)
 	if err != nil {
+		if o != nil {
+			for _, f := range o.Schedule {
+				t.Logf("fault %+v", f)
+			}
+		}
 		t.Fatal(err)
 	}
 	if err := o.Verify(ClusterBound(w), 0); err != nil {

@@ -142,7 +142,9 @@ func New(mountpoint string, o Options) (*Mount, error) {
 	m.server, err = fs.Mount(mountpoint, root, &fs.Options{
 		EntryTimeout: &timeout, AttrTimeout: &timeout,
 		MountOptions: fuse.MountOptions{
-			DirectMount: true, AllowOther: true, FsName: "weirdisk:" + o.Profile.Name, Name: "weirdisk",
+			// Strict: no fallback to fusermount (absent here), so an unmount that finds the file system busy
+			// reports EBUSY, which Unmount retries, rather than fusermount's absence.
+			DirectMount: true, DirectMountStrict: true, AllowOther: true, FsName: "weirdisk:" + o.Profile.Name, Name: "weirdisk",
 			MaxWrite: 1 << 20, Debug: o.Debug,
 			DisableSplice: true, // replies of MaxWrite plus a header do not fit a pipe: go-fuse logs each fallback
 		},
