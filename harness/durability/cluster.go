@@ -87,7 +87,8 @@ type ClusterConfig struct {
 	// partition is led with a full ISR. Default DefaultHealTimeout.
 	HealTimeout time.Duration
 	// Device, when set, runs each broker on an emulated disk of its own
-	// (clusterproc.Config.Disk), whose power disk-power-cut cuts;
+	// (clusterproc.Config.Disk), whose power disk-power-cut cuts; loopback
+	// networking only (see RunCluster);
 	// Device.Backing is not used: DiskBacking is where the disks' backing
 	// directories go (default Dir). Not with disk-full.
 	Device      *Device
@@ -250,6 +251,12 @@ func RunCluster(ctx context.Context, cfg ClusterConfig) (*Outcome, error) {
 	}
 	var disk *diskfs.Options
 	if d := cfg.Device; d != nil {
+		if netns {
+			// ip netns exec gives each broker a mount namespace of its own,
+			// holding a copy of every disk mounted before it started: a
+			// disk then cannot be unmounted at its power cut (EBUSY).
+			return nil, fmt.Errorf("%w: brokers on emulated disks need loopback networking, not netns (each broker's mount namespace would pin the other brokers' disks)", ErrConfig)
+		}
 		if dataSize > 0 {
 			return nil, fmt.Errorf("%w: %s cannot fill an emulated disk (its backing directory is this machine's disk)", ErrConfig, DiskFull)
 		}
