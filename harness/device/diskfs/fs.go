@@ -183,13 +183,35 @@ func (m *Mount) Backing() string { return m.o.Backing }
 
 // Unmount unmounts the file system (retrying while it is busy, up to a few seconds) and releases its state. What
 // was not fsync'ed stays in the backing directory: unmounting is a clean shutdown, not a power cut.
+//
+// A mount still busy after the retries is detached lazily (umount2 MNT_DETACH): a process that entered a mount
+// namespace of its own after the mount (`ip netns exec`, which other jobs on the machine may run) holds a copy that
+// keeps it busy without using it. The server then ends when the kernel lets go of the file system; Unmount waits
+// for that up to detachWait, and goes on (logging it) after.
 func (m *Mount) Unmount() error {
 	var err error
-	for i := 0; i < 50; i++ {
+	for i := 0; i < 20; i++ {
 		if err = m.server.Unmount(); err == nil || !errors.Is(err, syscall.EBUSY) {
 			break
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+	if errors.Is(err, syscall.EBUSY) {
+		if derr := syscall.Unmount(m.dir, syscall.MNT_DETACH); derr != nil {
+			return fmt.Errorf("diskfs: unmount %s: %w; detaching it: %w", m.dir, err, derr)
+		}
+		done := make(chan struct{})
+		go func() { m.server.Wait(); close(done) }()
+		t := time.NewTimer(detachWait)
+		select {
+		case <-done:
+		case <-t.C:
+			m.o.Logger.Warn("emulated disk detached but still referenced elsewhere; its server lingers", "mountpoint", m.dir)
+		}
+		t.Stop()
+		m.stopped.Do(func() { close(m.stop) })
+		m.undo.close()
+		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("diskfs: unmount %s: %w", m.dir, err)
@@ -199,6 +221,9 @@ func (m *Mount) Unmount() error {
 	m.undo.close()
 	return nil
 }
+
+// detachWait bounds the wait for a lazily detached mount's server to end.
+const detachWait = 5 * time.Second
 
 // Wait blocks until the file system is unmounted (by Unmount, umount or `weir disk unmount`).
 func (m *Mount) Wait() {
