@@ -17,7 +17,7 @@
 //	spec      the experiment file (YAML, or an OpenMessaging Benchmark
 //	          workload): parsing, validation naming each field, matrix expansion
 //	presets   the specs weir ships (quick, kreps2014, probes, flush, hdd, durability,
-//	          replication, chaos, scale, scale-quick, plan-profile), embedded
+//	          replication, chaos, scale, scale-quick, plan-profile, durability-disk), embedded
 //	load      one repetition of a workload with franz-go: topics, paced
 //	          producers, consumers, the measured window, the figures
 //	probe     disk and memory probes (DESIGN.md §8's comparisons)

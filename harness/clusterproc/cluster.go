@@ -14,7 +14,10 @@
 // on its data directory and address (StartBroker, Restart), cut its link
 // (LinkDown, LinkUp), and cut the power of the one broker started on the
 // power-cut file system (Config.PowerCutBroker, PowerCut) from the same
-// value.
+// value. With Config.Disk every broker's data directory is an emulated
+// disk of its own (harness/device/diskfs), and DiskPowerCut cuts the power
+// of any broker for real: SIGKILL, its disk loses what no fsync covered,
+// the disk is mounted again over the same backing directory.
 //
 // # Networking
 //
@@ -66,6 +69,7 @@ import (
 	"github.com/weir-broker/weir/cluster/zk"
 	"github.com/weir-broker/weir/cluster/zk/zkserver"
 	"github.com/weir-broker/weir/harness/brokerproc"
+	"github.com/weir-broker/weir/harness/device/diskfs"
 )
 
 // Errors of Start and Stop, besides ErrNotFormed.
@@ -145,6 +149,16 @@ type Config struct {
 	// power (Cluster.PowerCut) and start it again on what survived
 	// (StartBroker). Default 0: none.
 	PowerCutBroker int32
+	// Disk, when set, gives each broker an emulated disk of its own
+	// (harness/device/diskfs) mounted at its data directory, with these
+	// options; each disk's backing directory is DiskBacking/broker-N.disk
+	// (Backing is ignored). DiskPowerCut cuts the power of any broker's
+	// disk. Unmounted, and the backing directories removed, by Stop. Not
+	// with DataSize. Needs root and /dev/fuse.
+	Disk *diskfs.Options
+	// DiskBacking is where the emulated disks' backing directories go; it
+	// must not be on an emulated disk itself. Default Dir.
+	DiskBacking string
 	// Install is where ZooKeeper is. Default zkserver.Debian().
 	Install zkserver.Install
 	// Networking is NetworkingLoopback (the default, ""),
@@ -166,6 +180,8 @@ func (c *Config) validate() error {
 		return fmt.Errorf("%w: SessionTimeout %v: want 0 (the broker's default) or more", ErrConfig, c.SessionTimeout)
 	case c.PowerCutBroker < 0 || int(c.PowerCutBroker) > c.Brokers:
 		return fmt.Errorf("%w: PowerCutBroker %d: want 0 (none) or 1..%d", ErrConfig, c.PowerCutBroker, c.Brokers)
+	case c.Disk != nil && c.DataSize > 0:
+		return fmt.Errorf("%w: Disk and DataSize: a broker's data directory is an emulated disk or a tmpfs, not both", ErrConfig)
 	}
 	if c.ZooKeeper != "" {
 		if _, err := zk.ParseConnectString(c.ZooKeeper); err != nil {
@@ -223,8 +239,9 @@ type Cluster struct {
 	// *Broker, never a change to the old one) while others read them
 	// through Broker and Members.
 	mu       sync.Mutex
-	logs     []*os.File // the brokers' logs, closed by Stop
-	mounts   []string   // tmpfs data directories (DataSize), unmounted by Stop
+	logs     []*os.File              // the brokers' logs, closed by Stop
+	mounts   []string                // tmpfs data directories (DataSize), unmounted by Stop
+	disks    map[int32]*diskfs.Mount // emulated disks by broker (Disk), unmounted by Stop
 	stopOnce sync.Once
 	stopErr  error
 }
@@ -424,6 +441,11 @@ func (c *Cluster) startBroker(ctx context.Context, id int32) (*Broker, error) {
 			return nil, fmt.Errorf("%w: broker %d: %w", ErrStart, id, err)
 		}
 	}
+	if cfg.Disk != nil {
+		if err := c.mountDisk(id, b.DataDir); err != nil {
+			return nil, fmt.Errorf("%w: broker %d: %w", ErrStart, id, err)
+		}
+	}
 	// brokerproc sets --data-dir, --listen and --metrics-listen itself.
 	flags := MemberArgs(id, c.ZooKeeper)
 	if cfg.SessionTimeout > 0 {
@@ -534,6 +556,71 @@ func (c *Cluster) PowerCut(id int32) error {
 		return fmt.Errorf("%w: broker %d: %w", ErrPowerCut, id, err)
 	}
 	return nil
+}
+
+// mountDisk mounts broker id's emulated disk on dir (Config.Disk).
+func (c *Cluster) mountDisk(id int32, dir string) error {
+	o := *c.cfg.Disk
+	root := c.cfg.DiskBacking
+	if root == "" {
+		root = c.Dir
+	}
+	o.Backing = filepath.Join(root, fmt.Sprintf("broker-%d.disk", id))
+	m, err := diskfs.New(dir, o)
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	if c.disks == nil {
+		c.disks = map[int32]*diskfs.Mount{}
+	}
+	c.disks[id] = m
+	c.mu.Unlock()
+	return nil
+}
+
+// Disk returns broker id's emulated disk (Config.Disk) as mounted now, or
+// nil.
+func (c *Cluster) Disk(id int32) *diskfs.Mount {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.disks[id]
+}
+
+// DiskPowerCut cuts the power of broker id on its emulated disk
+// (Config.Disk): SIGKILL of its process, then every write its disk had
+// not covered by an fsync is lost (diskfs.Mount.PowerCycle: file data as
+// of its last fsync, directory entries as of their directory's last
+// fsync), and the disk is mounted again over the same backing directory,
+// as a machine powers on. Its ZooKeeper session expires after the session
+// timeout, as after a crash. It returns what the cut took back once the
+// disk is mounted again; StartBroker starts the broker on what survived.
+// Errors wrap ErrPowerCut.
+func (c *Cluster) DiskPowerCut(id int32) (diskfs.CutReport, error) {
+	b, m := c.Broker(id), c.Disk(id)
+	if b == nil || m == nil {
+		return diskfs.CutReport{}, fmt.Errorf("%w: broker %d has no emulated disk (Config.Disk)", ErrPowerCut, id)
+	}
+	select {
+	case <-b.Exited():
+	default:
+		if err := b.Cmd.Process.Kill(); err != nil {
+			return diskfs.CutReport{}, fmt.Errorf("%w: broker %d: SIGKILL: %w", ErrPowerCut, id, err)
+		}
+		<-b.Exited()
+	}
+	nm, rep, err := m.PowerCycle()
+	c.mu.Lock()
+	if nm != nil {
+		c.disks[id] = nm
+	} else {
+		delete(c.disks, id)
+	}
+	c.mu.Unlock()
+	if err != nil {
+		return rep, fmt.Errorf("%w: broker %d: %w", ErrPowerCut, id, err)
+	}
+	return rep, nil
 }
 
 // LinkDown sets the bridge end of broker id's veth pair down: the broker
@@ -714,7 +801,16 @@ func (c *Cluster) Stop() error {
 			}
 		}
 		c.mounts = nil
+		disks := c.disks
+		c.disks = nil
 		c.mu.Unlock()
+		for id, m := range disks {
+			if err := m.Unmount(); err != nil {
+				errs = append(errs, fmt.Errorf("%w: broker %d's emulated disk: %w", ErrStop, id, err))
+			} else if err := os.RemoveAll(m.Backing()); err != nil {
+				errs = append(errs, fmt.Errorf("%w: broker %d's emulated disk: %w", ErrStop, id, err))
+			}
+		}
 		if c.net != nil {
 			if err := c.net.close(); err != nil {
 				netErrs = append(netErrs, err)

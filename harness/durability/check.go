@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/weir-broker/weir/harness/device/diskfs"
 	"github.com/weir-broker/weir/harness/result"
 	"github.com/weir-broker/weir/plugins/flushpolicy"
 )
@@ -75,9 +76,13 @@ type Outcome struct {
 	// fsyncs that succeeded and the longest of them. TimerLateness is the
 	// worst delay of a timer in the broker's process before the cut (power:
 	// the flush timers' delay, measured by a watch timer beside them).
+	// Of a disk-power run they are the emulated disk's (fsyncs, including
+	// directories', and the longest in device time), and DiskCut says
+	// what the cut took back.
 	Fsyncs        int64
 	MaxSync       time.Duration
 	TimerLateness time.Duration
+	DiskCut       *diskfs.CutReport
 
 	// Of a cluster run (RunCluster): Cluster is set, Schedule holds the
 	// faults as they happened (each with the acknowledged records lost
@@ -173,6 +178,15 @@ const (
 	MetricRecoveryMs      = "recovery-ms"
 	MetricFaultAtMs       = "fault-at-ms"
 	MetricTimerLateMs     = "timer-late-ms"
+	// Of a disk-power run: the emulated disk's fsyncs before the cut, the
+	// longest (device time), and what the cut took back: files whose data
+	// went back to their last fsync, directory entries undone, and modelled
+	// dirty pages that never reached the device.
+	MetricDiskFsyncs     = "disk-fsyncs"
+	MetricDiskMaxFsyncMs = "disk-max-fsync-ms"
+	MetricCutFiles       = "cut-files"
+	MetricCutEntries     = "cut-entries"
+	MetricCutDirtyPages  = "cut-dirty-pages"
 
 	// Of a cluster run.
 	MetricReadTruncated      = "read-truncated"
@@ -437,6 +451,13 @@ func (o *Outcome) Metrics() map[string]float64 {
 	}
 	if o.Fault == Power {
 		m[MetricTimerLateMs] = ms(o.TimerLateness)
+	}
+	if c := o.DiskCut; c != nil {
+		m[MetricDiskFsyncs] = float64(o.Fsyncs)
+		m[MetricDiskMaxFsyncMs] = ms(o.MaxSync)
+		m[MetricCutFiles] = float64(c.Files)
+		m[MetricCutEntries] = float64(c.Removed + c.Restored)
+		m[MetricCutDirtyPages] = float64(c.DirtyPages)
 	}
 	if o.Cluster {
 		m[MetricReadTruncated] = float64(o.ReadTruncated)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/weir-broker/weir/core/topicconfig"
 	"github.com/weir-broker/weir/harness/clusterproc"
+	"github.com/weir-broker/weir/harness/device/diskfs"
 	"github.com/weir-broker/weir/harness/result"
 	"github.com/weir-broker/weir/harness/spec"
 	"github.com/weir-broker/weir/plugins/codec"
@@ -85,6 +86,13 @@ type ClusterConfig struct {
 	// HealTimeout bounds the wait after the last fault until every
 	// partition is led with a full ISR. Default DefaultHealTimeout.
 	HealTimeout time.Duration
+	// Device, when set, runs each broker on an emulated disk of its own
+	// (clusterproc.Config.Disk), whose power disk-power-cut cuts; loopback
+	// networking only (see RunCluster);
+	// Device.Backing is not used: DiskBacking is where the disks' backing
+	// directories go (default Dir). Not with disk-full.
+	Device      *Device
+	DiskBacking string
 	// Progress, when set, hears of each fault as it strikes and heals.
 	Progress func(string)
 	// Logger receives the lab's own warnings. Default: discarded.
@@ -212,7 +220,7 @@ func RunCluster(ctx context.Context, cfg ClusterConfig) (*Outcome, error) {
 	if schedule == nil {
 		kinds := cfg.Kinds
 		if len(kinds) == 0 {
-			kinds = available(netns, os.Geteuid() == 0)
+			kinds = available(netns, os.Geteuid() == 0, cfg.Device != nil)
 			if cfg.ZooKeeper != "" {
 				kinds = slices.DeleteFunc(kinds, ClusterFault.needsZooKeeper)
 			}
@@ -237,13 +245,30 @@ func RunCluster(ctx context.Context, cfg ClusterConfig) (*Outcome, error) {
 		if p.Kind.needsPowerCutBroker() {
 			powerCut = int32(cfg.Brokers) // the highest id
 		}
+		if p.Kind.needsDisk() && cfg.Device == nil {
+			return nil, fmt.Errorf("%w: %s needs the brokers on emulated disks (Device)", ErrConfig, p.Kind)
+		}
+	}
+	var disk *diskfs.Options
+	if d := cfg.Device; d != nil {
+		if netns {
+			// ip netns exec gives each broker a mount namespace of its own,
+			// holding a copy of every disk mounted before it started: a
+			// disk then cannot be unmounted at its power cut (EBUSY).
+			return nil, fmt.Errorf("%w: brokers on emulated disks need loopback networking, not netns (each broker's mount namespace would pin the other brokers' disks)", ErrConfig)
+		}
+		if dataSize > 0 {
+			return nil, fmt.Errorf("%w: %s cannot fill an emulated disk (its backing directory is this machine's disk)", ErrConfig, DiskFull)
+		}
+		disk = &diskfs.Options{Profile: d.Profile, RealTime: d.RealTime, Logger: cfg.Logger}
 	}
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrBroker, err)
 	}
 	c, err := clusterproc.Start(ctx, clusterproc.Config{Weir: cfg.Weir, Dir: cfg.Dir, Brokers: cfg.Brokers,
 		ZooKeeper: cfg.ZooKeeper, SessionTimeout: cfg.SessionTimeout, BrokerFlags: cfg.BrokerFlags,
-		Networking: cfg.Networking, LinkProxies: proxies, DataSize: dataSize, PowerCutBroker: powerCut})
+		Networking: cfg.Networking, LinkProxies: proxies, DataSize: dataSize, PowerCutBroker: powerCut,
+		Disk: disk, DiskBacking: cfg.DiskBacking})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrBroker, err)
 	}

@@ -41,7 +41,7 @@ func TestClusterAcksAllLosesNothing(t *testing.T) {
 	// elsewhere they are left out, said so. power-cut runs broker 3 on the
 	// power-cut file system, so every other fault may strike it too.
 	networking := clusterproc.NetworkingNetns
-	kinds := slices.Clone(ClusterFaults)
+	kinds := available(true, true, false) // disk-power-cut: TestClusterDiskPowerCut
 	if err := clusterproc.NetnsAvailable(""); err != nil {
 		if os.Getenv("CI") == "true" {
 			t.Fatalf("%v (CI=true: not leaving link-down out)", err)

@@ -52,11 +52,16 @@ func TestPlan(t *testing.T) {
 	}
 	// Every cluster can take a power cut: it needs neither root nor
 	// namespaces, only a broker started on the power-cut file system.
-	if k := available(false, false); !slices.Contains(k, PowerCut) || slices.Contains(k, DiskFull) || slices.Contains(k, LinkDown) {
+	if k := available(false, false, false); !slices.Contains(k, PowerCut) || slices.Contains(k, DiskFull) || slices.Contains(k, LinkDown) {
 		t.Errorf("kinds without root or netns: %v", k)
 	}
-	if k := available(true, true); !slices.Equal(k, ClusterFaults) {
-		t.Errorf("kinds with root and netns: %v, want all", k)
+	if k := available(true, true, false); !slices.Equal(k, ClusterFaults[:len(ClusterFaults)-1]) || slices.Contains(k, DiskPowerCut) {
+		t.Errorf("kinds with root and netns: %v, want all but %s", k, DiskPowerCut)
+	}
+	// On emulated disks a broker's disk is cut, never filled (its backing
+	// directory is the machine's disk).
+	if k := available(true, true, true); !slices.Contains(k, DiskPowerCut) || slices.Contains(k, DiskFull) {
+		t.Errorf("kinds on emulated disks: %v", k)
 	}
 	cuts, _ := Plan(3, PowerCut, nil, 2, 0, 2*time.Second, time.Second, 1, 1, 3)
 	if cuts[0].Kind != PowerCut || cuts[0].String() != "power-cut of the power-cut broker at "+cuts[0].At.String()+" for 1s" {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/weir-broker/weir/core/vfs"
+	"github.com/weir-broker/weir/harness/device/model"
 	"github.com/weir-broker/weir/harness/spec"
 	"github.com/weir-broker/weir/plugins/codec"
 )
@@ -61,10 +62,28 @@ const (
 	// system and restarts one on its crash clone: only fsynced data
 	// survives (core/vfs's crash model).
 	Power Fault = "power"
+	// DiskPower cuts the power of a real `weir broker` process whose data
+	// directory is an emulated disk (harness/device/diskfs): SIGKILL, the
+	// mount loses every write no fsync covered, a fresh mount of the same
+	// backing directory (the machine powered on), a new process on it.
+	DiskPower Fault = "disk-power"
 )
 
 // Faults lists the faults, in the order reports use.
-var Faults = []Fault{Kill, Power}
+var Faults = []Fault{Kill, Power, DiskPower}
+
+// Device is the emulated disk a DiskPower run's broker keeps its data on.
+type Device struct {
+	// Profile is the modelled device (model.ParseProfile).
+	Profile model.Profile
+	// RealTime makes every operation take the modelled time on the wall
+	// clock; otherwise time is simulated (accounted, nothing sleeps).
+	RealTime bool
+	// Backing is the directory that stores the disk's files; it must not
+	// be on another emulated disk. Default DataDir + ".disk". Removed when
+	// the run ends.
+	Backing string
+}
 
 // Defaults of Config.
 const (
@@ -110,10 +129,14 @@ type Config struct {
 	// Weir is the weir binary whose `weir broker` the kill fault runs.
 	// Required for Kill.
 	Weir string
-	// DataDir is the kill fault's broker data directory; it must not exist
-	// or be empty. Required for Kill; the caller removes it.
+	// DataDir is the kill and disk-power faults' broker data directory
+	// (for DiskPower, the emulated disk's mountpoint); it must not exist or
+	// be empty. Required for Kill and DiskPower; the caller removes it.
 	DataDir string
-	// BrokerFlags are extra `weir broker` flags (kill).
+	// Device is the emulated disk of the DiskPower fault. Required for
+	// DiskPower (which also needs root and /dev/fuse: diskfs.CanMount).
+	Device *Device
+	// BrokerFlags are extra `weir broker` flags (kill, disk-power).
 	BrokerFlags []string
 	// PluginDir is where the in-process brokers (power) look for external
 	// flush policy and codec plugins; kill brokers take --plugin-dir in
@@ -146,9 +169,22 @@ func (c Config) validate() (Config, error) {
 		if c.DataDir == "" {
 			return bad("DataDir is required for the kill fault")
 		}
+	case DiskPower:
+		if c.Weir == "" {
+			return bad("Weir (the weir binary) is required for the %s fault", c.Fault)
+		}
+		if c.DataDir == "" {
+			return bad("DataDir is required for the %s fault", c.Fault)
+		}
+		if c.Device == nil {
+			return bad("Device (the emulated disk) is required for the %s fault", c.Fault)
+		}
+		if err := c.Device.Profile.Validate(); err != nil {
+			return bad("Device: %v", err)
+		}
 	case Power:
 	default:
-		return bad("Fault %q: want %s or %s", c.Fault, Kill, Power)
+		return bad("Fault %q: want %s, %s or %s", c.Fault, Kill, Power, DiskPower)
 	}
 	switch {
 	case w.Topics < 1:

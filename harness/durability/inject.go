@@ -49,7 +49,7 @@ func (l *lab) inject(ctx context.Context, p Planned, obs *observer, start time.T
 			return fail(err)
 		}
 		victim = id
-	case KillRandom:
+	case KillRandom, DiskPowerCut:
 		f.Target, victim = fmt.Sprintf("broker %d", p.Broker), p.Broker
 	case PowerCut:
 		victim = l.c.PowerCutBroker
@@ -92,6 +92,16 @@ func (l *lab) inject(ctx context.Context, p Planned, obs *observer, start time.T
 		}
 	case PowerCut:
 		if err = l.c.PowerCut(victim); err != nil {
+			err = fmt.Errorf("%w: %w", ErrBroker, err)
+		}
+		if err == nil {
+			err = hold(p.Hold)
+		}
+		if err == nil {
+			err = l.restart(ctx, victim)
+		}
+	case DiskPowerCut:
+		if _, err = l.c.DiskPowerCut(victim); err != nil {
 			err = fmt.Errorf("%w: %w", ErrBroker, err)
 		}
 		if err == nil {

@@ -57,6 +57,11 @@ func run(ctx context.Context, cfg Config) (*Outcome, *checkInput, error) {
 			return nil, nil, fmt.Errorf("%w: data directory: %w", ErrBroker, err)
 		}
 		t, err = startKill(ctx, cfg)
+	case DiskPower:
+		if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+			return nil, nil, fmt.Errorf("%w: data directory: %w", ErrBroker, err)
+		}
+		t, err = startDisk(ctx, cfg)
 	}
 	if err != nil {
 		return nil, nil, err
@@ -133,6 +138,10 @@ func run(ctx context.Context, cfg Config) (*Outcome, *checkInput, error) {
 	o.Seed, o.Torn, o.Recovery = cfg.Seed, cfg.Fault == Power && cfg.Torn, recovery
 	if pt, ok := t.(*powerTarget); ok {
 		o.Fsyncs, o.MaxSync, o.TimerLateness = pt.syncs, pt.maxSync, pt.timerLateness
+	}
+	if dt, ok := t.(*diskTarget); ok {
+		o.Fsyncs, o.MaxSync = dt.syncs, dt.maxSync
+		o.DiskCut = &dt.lost
 	}
 	return o, &in, err
 }

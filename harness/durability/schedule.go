@@ -76,6 +76,12 @@ const (
 	// its process ends at once, without a controlled shutdown or a goodbye
 	// to ZooKeeper; restarted after the hold on what survived.
 	PowerCut ClusterFault = "power-cut"
+	// DiskPowerCut cuts the power of a broker drawn for the fault, whose
+	// data directory is an emulated disk of its own (a cluster run with
+	// ClusterConfig.Device): SIGKILL, its disk loses every write no fsync
+	// covered, the disk is mounted again; restarted after the hold on what
+	// survived. Drawn by mixed only when the brokers run on emulated disks.
+	DiskPowerCut ClusterFault = "disk-power-cut"
 	// Mixed draws each fault of a run from ClusterFaults (those the
 	// cluster's networking allows).
 	Mixed ClusterFault = "mixed"
@@ -89,7 +95,7 @@ const (
 
 // ClusterFaults lists the cluster faults, in the order reports use.
 var ClusterFaults = []ClusterFault{KillLeader, KillController, KillRandom, Pause, SessionExpiry, Term, RollingRestart,
-	ZooKeeperStop, LinkDown, SlowLinks, FlakyLinks, OneWay, DiskFull, PowerCut}
+	ZooKeeperStop, LinkDown, SlowLinks, FlakyLinks, OneWay, DiskFull, PowerCut, DiskPowerCut}
 
 // needsProxies reports whether the fault acts on the fault proxies
 // between brokers.
@@ -106,14 +112,21 @@ func (f ClusterFault) needsPowerCutBroker() bool { return f == PowerCut }
 // needsRoot reports whether the fault needs root (a tmpfs per broker).
 func (f ClusterFault) needsRoot() bool { return f == DiskFull }
 
+// needsDisk reports whether the fault needs the brokers on emulated disks
+// (ClusterConfig.Device).
+func (f ClusterFault) needsDisk() bool { return f == DiskPowerCut }
+
 // available are the kinds a cluster with or without namespaces, by root
-// or not, can take.
-func available(netns, root bool) []ClusterFault {
+// or not, on emulated disks or not, can take. On emulated disks a broker's
+// disk cannot be filled (its backing directory is on the machine's disk).
+func available(netns, root, disk bool) []ClusterFault {
 	var out []ClusterFault
 	for _, k := range ClusterFaults {
-		if (netns || !k.needsNetns()) && (root || !k.needsRoot()) {
-			out = append(out, k)
+		switch {
+		case k.needsNetns() && !netns, k.needsRoot() && !root, k.needsDisk() && !disk, k == DiskFull && disk:
+			continue
 		}
+		out = append(out, k)
 	}
 	return out
 }
@@ -147,7 +160,8 @@ type Planned struct {
 	// Topic and Partition (topic index) name the partition whose leader a
 	// kill-leader, pause, session-expiry or term fault strikes.
 	Topic, Partition int
-	// Broker is the broker a kill-random fault strikes (1..brokers).
+	// Broker is the broker a kill-random or disk-power-cut fault strikes
+	// (1..brokers).
 	Broker int32
 }
 
@@ -161,6 +175,8 @@ func (p Planned) String() string {
 		return fmt.Sprintf("%s of broker %d at %v for %v", p.Kind, p.Broker, p.At, p.Hold)
 	case PowerCut:
 		return fmt.Sprintf("%s of the power-cut broker at %v for %v", p.Kind, p.At, p.Hold)
+	case DiskPowerCut:
+		return fmt.Sprintf("%s of broker %d at %v for %v", p.Kind, p.Broker, p.At, p.Hold)
 	}
 	return fmt.Sprintf("%s at %v for %v", p.Kind, p.At, p.Hold)
 }
@@ -185,7 +201,7 @@ func Plan(seed int64, kind ClusterFault, kinds []ClusterFault, count int, warmup
 		return nil, fmt.Errorf("%w: %d topics of %d partitions on %d brokers", ErrConfig, topics, partitions, brokers)
 	}
 	if len(kinds) == 0 {
-		kinds = ClusterFaults
+		kinds = available(true, true, false)
 	}
 	rng := rand.New(rand.NewPCG(uint64(seed), 0x5c4ed))
 	slot := duration / time.Duration(count)

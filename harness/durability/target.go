@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -14,6 +16,7 @@ import (
 
 	"github.com/weir-broker/weir/core/vfs"
 	"github.com/weir-broker/weir/harness/brokerproc"
+	"github.com/weir-broker/weir/harness/device/diskfs"
 	"github.com/weir-broker/weir/transport/broker"
 )
 
@@ -227,4 +230,95 @@ func killed(err error) bool {
 	}
 	ws, ok := ee.Sys().(syscall.WaitStatus)
 	return ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL
+}
+
+// diskTarget runs `weir broker` subprocesses on an emulated disk
+// (harness/device/diskfs) mounted at the data directory, and cuts its
+// power: SIGKILL, the mount loses what no fsync covered, a fresh mount of
+// the same backing directory, a new process on it.
+type diskTarget struct {
+	cfg     Config
+	backing string
+	m       *diskfs.Mount
+	p       *brokerproc.Process
+	// Of the first broker's disk, read at the cut: its fsyncs, the longest
+	// (device time), and what the cut took back.
+	syncs   int64
+	maxSync time.Duration
+	lost    diskfs.CutReport
+}
+
+func startDisk(ctx context.Context, cfg Config) (*diskTarget, error) {
+	backing := cfg.Device.Backing
+	if backing == "" {
+		backing = filepath.Clean(cfg.DataDir) + ".disk"
+	}
+	m, err := diskfs.New(cfg.DataDir, diskfs.Options{Profile: cfg.Device.Profile, Backing: backing,
+		RealTime: cfg.Device.RealTime, Logger: cfg.Logger})
+	if err != nil {
+		return nil, fmt.Errorf("%w: emulated disk: %w", ErrBroker, err)
+	}
+	t := &diskTarget{cfg: cfg, backing: backing, m: m}
+	if t.p, err = startProcess(ctx, cfg.Weir, cfg.DataDir, cfg.BrokerFlags); err != nil {
+		return nil, errors.Join(err, t.unmount())
+	}
+	return t, nil
+}
+
+func (t *diskTarget) addr() string { return t.p.Addr }
+
+func (t *diskTarget) crash(*rand.Rand) (time.Time, error) {
+	at := time.Now()
+	if err := t.p.Cmd.Process.Kill(); err != nil {
+		return at, fmt.Errorf("%w: SIGKILL: %w", ErrBroker, err)
+	}
+	<-t.p.Exited()
+	if !killed(t.p.ExitErr()) {
+		return at, fmt.Errorf("%w: exited with %v before SIGKILL reached it: %s", ErrBroker, t.p.ExitErr(), t.p.Output())
+	}
+	st := t.m.Status()
+	t.syncs, t.maxSync = st.Counts.Fsyncs, st.Counts.MaxFsync
+	m, rep, err := t.m.PowerCycle()
+	t.m, t.lost = m, rep
+	if err != nil {
+		return at, fmt.Errorf("%w: power cut of the emulated disk: %w", ErrBroker, err)
+	}
+	return at, nil
+}
+
+func (t *diskTarget) restart(ctx context.Context) error {
+	p, err := startProcess(ctx, t.cfg.Weir, t.cfg.DataDir, t.cfg.BrokerFlags)
+	if err != nil {
+		return err
+	}
+	t.p = p
+	return nil
+}
+
+// close stops the broker (one killed and not restarted is already gone),
+// unmounts the disk and removes its backing directory.
+func (t *diskTarget) close() error {
+	var err error
+	select {
+	case <-t.p.Exited():
+	default:
+		if serr := t.p.Stop(); serr != nil {
+			err = fmt.Errorf("%w: stop: %w", ErrBroker, serr)
+		}
+	}
+	return errors.Join(err, t.unmount())
+}
+
+func (t *diskTarget) unmount() error {
+	var err error
+	if t.m != nil {
+		if uerr := t.m.Unmount(); uerr != nil {
+			err = fmt.Errorf("%w: %w", ErrBroker, uerr)
+		}
+		t.m = nil
+	}
+	if err == nil {
+		err = os.RemoveAll(t.backing)
+	}
+	return err
 }

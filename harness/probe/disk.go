@@ -100,6 +100,51 @@ type DiskOptions struct {
 	// Seed seeds the random offsets. Any value is a valid seed; the same
 	// seed gives the same offsets.
 	Seed int64
+	// DeviceTime, when set, reads the device time an emulated disk under
+	// Dir has charged so far (diskfs.Status.Waited): each point then also
+	// reports its figures over the device time it was charged
+	// (MetricDeviceMBPerSec, MetricDeviceOpsPerSec), beside those over the
+	// wall clock, which include the FUSE round trips.
+	DeviceTime func() time.Duration
+}
+
+// Metrics of points measured on an emulated disk (DiskOptions.DeviceTime,
+// MemoryOptions.DeviceTime): the same counts over the modelled device time
+// the points were charged rather than the wall clock.
+const (
+	MetricDeviceMBPerSec     = "device-MB/s"
+	MetricDeviceOpsPerSec    = "device-ops/s"
+	MetricDeviceValuesPerSec = "device-values/s"
+	MetricDeviceMs           = "device-ms" // the device time a point was charged
+)
+
+// deviceClock reads DeviceTime, or nothing.
+type deviceClock func() time.Duration
+
+func (c deviceClock) start() time.Duration {
+	if c == nil {
+		return 0
+	}
+	return c()
+}
+
+// add puts the figures over the device time since t0 into m: MB/s and
+// ops/s (or values/s) of n units of size bytes.
+func (c deviceClock) add(m map[string]float64, t0 time.Duration, n int64, size int, values bool) {
+	if c == nil || m == nil {
+		return
+	}
+	d := c() - t0
+	m[MetricDeviceMs] = float64(d) / 1e6
+	if d <= 0 {
+		return
+	}
+	if values {
+		m[MetricDeviceValuesPerSec] = float64(n) / d.Seconds()
+	} else {
+		m[MetricDeviceOpsPerSec] = float64(n) / d.Seconds()
+	}
+	m[MetricDeviceMBPerSec] = float64(n) * float64(size) / 1e6 / d.Seconds()
 }
 
 func (o DiskOptions) validate() (DiskOptions, error) {
@@ -377,6 +422,8 @@ func (d *diskRun) run(ctx context.Context, p diskPoint) (result.Rep, error) {
 	buf := d.buf[:p.block]
 	blocks := d.o.FileSize / int64(p.block)
 	lat := make(latencies, 0, min(blocks, 1<<20))
+	dev := deviceClock(d.o.DeviceTime)
+	dev0 := dev.start()
 	started := time.Now()
 	deadline := started.Add(d.o.PointDuration)
 	var ops int64
@@ -413,7 +460,9 @@ func (d *diskRun) run(ctx context.Context, p diskPoint) (result.Rep, error) {
 			return failed(fmt.Errorf("probe: fdatasync: %w", err))
 		}
 	}
-	return rwRep(started, time.Since(started), ops, p.block, lat), nil
+	r := rwRep(started, time.Since(started), ops, p.block, lat)
+	dev.add(r.Metrics, dev0, ops, p.block, false)
+	return r, nil
 }
 
 // stamp writes n into the first bytes of every 4 KiB of buf, so no two
@@ -457,6 +506,8 @@ func (d *diskRun) runAppend(ctx context.Context, p diskPoint) (result.Rep, error
 	}
 	fd := int(f.Fd())
 	lat := make(latencies, 0, d.o.FsyncOps)
+	dev := deviceClock(d.o.DeviceTime)
+	dev0 := dev.start()
 	started := time.Now()
 	deadline := started.Add(d.o.FsyncTimeout)
 	var ops int64
@@ -479,5 +530,7 @@ func (d *diskRun) runAppend(ctx context.Context, p diskPoint) (result.Rep, error
 			break
 		}
 	}
-	return rwRep(started, time.Since(started), ops, p.block, lat), nil
+	r := rwRep(started, time.Since(started), ops, p.block, lat)
+	dev.add(r.Metrics, dev0, ops, p.block, false)
+	return r, nil
 }

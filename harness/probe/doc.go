@@ -57,6 +57,18 @@
 // chose. The env package records what the guest sees; the figures say what
 // this guest gets.
 //
+// On an emulated disk (harness/device/diskfs; the runner passes
+// DiskOptions.DeviceTime and MemoryOptions.DeviceTime) every disk point also
+// reports its figures over the modelled device time the disk charged it
+// (device-MB/s, device-ops/s, device-values/s, device-ms: the sum of the
+// waits the model imposed, read from the mount before and after the
+// point), beside the wall-clock figures. The probes issue one request at a
+// time, so that sum is the time the modelled device would have taken; the
+// wall clock adds the FUSE round trip and the copy into the backing
+// directory, which on a small machine cap sequential writes below an
+// array's modelled rate. DeviceReferences sets the published figures
+// beside the device-time ones too.
+//
 // The probes use the operating system directly (os, x/sys/unix), not weir's
 // vfs seam: they measure hardware, and fault injection has nothing to say
 // about it.

@@ -59,6 +59,9 @@ type MemoryOptions struct {
 	Reps int
 	// Seed seeds the random indexes and offsets.
 	Seed int64
+	// DeviceTime, as DiskOptions.DeviceTime: the disk points also report
+	// MetricDeviceValuesPerSec over the device time they were charged.
+	DeviceTime func() time.Duration
 }
 
 func (o MemoryOptions) validate() (MemoryOptions, error) {
@@ -301,6 +304,8 @@ func (m *memRun) diskSeq(ctx context.Context) result.Rep {
 	if m.file == nil {
 		return skippedRep(m.skip)
 	}
+	dev := deviceClock(m.o.DeviceTime)
+	dev0 := dev.start()
 	started := time.Now()
 	deadline := started.Add(m.o.PointDuration)
 	var values, s int64
@@ -321,7 +326,9 @@ func (m *memRun) diskSeq(ctx context.Context) result.Rep {
 	if want := values * (values - 1) / 2; s != want {
 		return mismatch("the first %d values of the file summed to %d, want %d", values, s, want)
 	}
-	return valuesRep(started, window, values)
+	r := valuesRep(started, window, values)
+	dev.add(r.Metrics, dev0, values, valueSize, true)
+	return r
 }
 
 // diskRand reads one value per O_DIRECT 4 KiB read at a random offset and
@@ -333,6 +340,8 @@ func (m *memRun) diskRand(ctx context.Context) result.Rep {
 	nValues := m.o.DiskBytes / valueSize
 	perBlock := int64(memoryDiskRandomReadSize / valueSize)
 	buf := m.buf[:memoryDiskRandomReadSize]
+	dev := deviceClock(m.o.DeviceTime)
+	dev0 := dev.start()
 	started := time.Now()
 	deadline := started.Add(m.o.PointDuration)
 	var values int64
@@ -347,5 +356,7 @@ func (m *memRun) diskRand(ctx context.Context) result.Rep {
 		}
 		values++
 	}
-	return valuesRep(started, time.Since(started), values)
+	r := valuesRep(started, time.Since(started), values)
+	dev.add(r.Metrics, dev0, values, valueSize, true)
+	return r
 }

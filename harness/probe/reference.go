@@ -55,6 +55,27 @@ func References() []result.Reference {
 	}
 }
 
+// DeviceReferences are References' disk figures again, tied to the
+// figures over device time (MetricDeviceMBPerSec,
+// MetricDeviceValuesPerSec) that points measured on an emulated disk also
+// report, so a report sets the published figures beside both.
+func DeviceReferences() []result.Reference {
+	var out []result.Reference
+	for _, r := range References() {
+		switch {
+		case r.Section == SectionDisk && r.Metric == result.MBPerSec:
+			r.Metric = MetricDeviceMBPerSec
+		case r.PointID == PointDiskValueRand || r.PointID == PointDiskValueSeq:
+			r.Metric = MetricDeviceValuesPerSec
+		default:
+			continue
+		}
+		r.Label += " (device time of the emulated disk)"
+		out = append(out, r)
+	}
+	return out
+}
+
 // Describe says in words what a point of one of this package's sections
 // measured, for progress lines and report captions: "random 4 KiB reads with
 // O_DIRECT (the device; page cache bypassed)". It returns "" for a point it

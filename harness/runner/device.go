@@ -8,6 +8,7 @@ import (
 
 	"github.com/weir-broker/weir/harness/device/diskfs"
 	"github.com/weir-broker/weir/harness/device/model"
+	"github.com/weir-broker/weir/harness/durability"
 	"github.com/weir-broker/weir/harness/env"
 	"github.com/weir-broker/weir/harness/probe"
 	"github.com/weir-broker/weir/harness/result"
@@ -24,6 +25,28 @@ type deviceMount struct {
 	dir     string // the run's directory holding mnt/ (and backing/ unless the spec names one)
 	profile model.Profile
 	real    bool
+	// backingRoot is the directory the mount was made under (not on the
+	// mount): the disk-power faults' own disks keep their backing
+	// directories in a directory of their own there.
+	backingRoot string
+}
+
+// backing makes a new directory for the backing directories of the disks
+// a durability repetition mounts itself (disk-power, disk-power-cut),
+// beside the run's disk rather than on it; the caller removes it.
+func (dm *deviceMount) backing() (string, error) {
+	dir, err := os.MkdirTemp(dm.backingRoot, "weir-disks-")
+	if err != nil {
+		return "", fmt.Errorf("runner: device: %w", err)
+	}
+	return dir, nil
+}
+
+// durabilityDevice is the emulated disk of a durability repetition's own
+// (disk-power: the broker's; a cluster: each broker's), of the spec's
+// profile and time, backed under backing.
+func (dm *deviceMount) durabilityDevice(backing string) *durability.Device {
+	return &durability.Device{Profile: dm.profile, RealTime: dm.real, Backing: backing}
 }
 
 // mountDevice mounts the spec's emulated disk in a new directory under dataRoot: the run's data then goes to its

@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/weir-broker/weir/harness/device/diskfs"
+	"github.com/weir-broker/weir/harness/durability"
+	"github.com/weir-broker/weir/harness/probe"
 )
 
 const deviceSpec = `
@@ -43,6 +45,10 @@ func TestRunOnEmulatedDevice(t *testing.T) {
 	if run.Env.ProbeRandom4KUs < 2000 || !strings.Contains(run.Env.DiskVerdict, "a spinning disk's latency; emulated (weir disk raid5-6xhdd-7200)") {
 		t.Errorf("random 4 KiB reads %.0f µs, verdict %q: want a spinning disk's, emulated", run.Env.ProbeRandom4KUs, run.Env.DiskVerdict)
 	}
+	// The probe's figures over the device time the disk charged, beside the wall clock's.
+	if ops := run.Sections[0].Points[0].Reps[0].Metrics[probe.MetricDeviceOpsPerSec]; ops < 50 || ops > 1000 {
+		t.Errorf("random 4 KiB reads at %.0f/s of device time: want a spinning disk's", ops)
+	}
 	entries, _ := os.ReadDir(data)
 	if len(entries) != 0 {
 		t.Errorf("the data root keeps %d entries after the run (the device's directory not removed?)", len(entries))
@@ -74,5 +80,61 @@ func TestRunDeviceSkipped(t *testing.T) {
 	}
 	if !strings.Contains(stderr.String(), "skipped: ") {
 		t.Errorf("stderr: %s", stderr.String())
+	}
+}
+
+const diskPowerSpec = `
+name: diskpower
+seed: 3
+repetitions: 1
+device: {profile: hdd-7200, time: simulated}
+workload:
+  partitions: 2
+  message_size: 100
+  rate: 5000
+  warmup: 50ms
+  duration: 100ms
+  linger: 1ms
+factors:
+  flush_policy: [never]
+durability:
+  faults: [disk-power]
+`
+
+// TestRunDiskPower: a durability spec with the disk-power fault cuts the power of a real broker process on an
+// emulated disk of its own (backed beside the run's disk, not on it), checks what survived, and leaves nothing
+// mounted or on the data root.
+func TestRunDiskPower(t *testing.T) {
+	if err := diskfs.CanMount(); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("CI=true but %v", err)
+		}
+		t.Skipf("skipped: %v", err)
+	}
+	data := t.TempDir()
+	var stderr bytes.Buffer
+	run, _, err := Run(context.Background(), Options{Spec: parse(t, diskPowerSpec), Out: filepath.Join(t.TempDir(), "r"), DataDir: data,
+		Weir: weirBin, Stderr: &stderr})
+	if err != nil {
+		t.Fatalf("Run: %v\n%s", err, stderr.String())
+	}
+	if len(run.Sections) == 0 || len(run.Sections[0].Points) != 1 {
+		t.Fatalf("sections: %+v", run.Sections)
+	}
+	rp := run.Sections[0].Points[0].Reps[0]
+	if rp.Error != "" {
+		t.Fatalf("the repetition failed: %s", rp.Error)
+	}
+	m := rp.Metrics
+	if m[durability.MetricAcked] == 0 || m[durability.MetricCutFiles]+m[durability.MetricCutEntries] == 0 {
+		t.Errorf("acknowledged %v, the cut took back %v files and %v entries: want a cut under load",
+			m[durability.MetricAcked], m[durability.MetricCutFiles], m[durability.MetricCutEntries])
+	}
+	entries, _ := os.ReadDir(data)
+	if len(entries) != 0 {
+		t.Errorf("the data root keeps %d entries after the run", len(entries))
+	}
+	if b, _ := os.ReadFile("/proc/self/mounts"); strings.Contains(string(b), data) {
+		t.Errorf("still mounted under %s after the run", data)
 	}
 }

@@ -111,9 +111,22 @@ func (r *runner) durabilityPoint(ctx context.Context, section string, p spec.Poi
 			RecoveryTimeout: d.RecoveryTimeout,
 			Logger:          slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelError})),
 		}
+		backing := ""
+		if cfg.Fault == durability.DiskPower {
+			if r.device == nil {
+				return pt, fmt.Errorf("runner: the %s fault needs the spec's device:", cfg.Fault)
+			}
+			if backing, err = r.device.backing(); err != nil {
+				return pt, err
+			}
+			cfg.Device = r.device.durabilityDevice(filepath.Join(backing, "disk"))
+		}
 		begin := time.Now()
 		o, err := durability.Run(ctx, cfg)
 		os.RemoveAll(dir)
+		if backing != "" {
+			os.RemoveAll(backing)
+		}
 		if ctx.Err() != nil {
 			summary = fmt.Sprintf("interrupted after %d of %d reps", len(pt.Reps), r.spec.Repetitions)
 			return pt, ctx.Err()
@@ -190,8 +203,20 @@ func (r *runner) clusterDurabilityPoint(ctx context.Context, pt result.Point, in
 			}
 			cfg.ZooKeeper = zk
 		}
+		backing := ""
+		if r.device != nil {
+			// Each broker on a disk of its own (disk-power-cut cuts one).
+			var err error
+			if backing, err = r.device.backing(); err != nil {
+				return pt, err
+			}
+			cfg.Device, cfg.DiskBacking = r.device.durabilityDevice(""), backing
+		}
 		begin := time.Now()
 		o, err := durability.RunCluster(ctx, cfg)
+		if backing != "" {
+			os.RemoveAll(backing) // the cluster stopped: its disks are unmounted
+		}
 		var verr error // the guarantee the run broke
 		if o != nil && !o.Partial {
 			verr = o.Verify(bound, 0)

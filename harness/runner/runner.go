@@ -175,6 +175,9 @@ func Run(ctx context.Context, opts Options) (*result.Run, string, error) {
 					fmt.Fprintf(stderr, "weir run: warning: %v\n", err)
 				}
 			}()
+			// The disk-power faults mount a disk per broker, backed
+			// beside the run's disk, not on it.
+			dev.backingRoot = dataRoot
 			dataRoot = dev.m.Dir()
 		}
 	}
@@ -233,7 +236,7 @@ func Run(ctx context.Context, opts Options) (*result.Run, string, error) {
 		fmt.Fprintf(stderr, "weir run: warning: %s\n", w)
 	}
 
-	r := &runner{opts: opts, spec: s, host: h, weir: weir, workDir: workDir, out: out, networking: networking, runID: started.Format("150405"),
+	r := &runner{opts: opts, spec: s, host: h, weir: weir, workDir: workDir, device: dev, out: out, networking: networking, runID: started.Format("150405"),
 		runStamp: started.Format("20060102T150405.000000000")}
 	var estimate time.Duration
 	points := 0
@@ -302,7 +305,8 @@ type runner struct {
 	progress *progress
 	point    int // load points started, over all sections
 
-	networking string // the cluster target's, resolved (clusterproc.ResolveNetworking)
+	networking string       // the cluster target's, resolved (clusterproc.ResolveNetworking)
+	device     *deviceMount // the spec's emulated disk, nil without device:
 }
 
 // pointEstimate is a point's expected time: its reps' windows and warm-ups,
@@ -337,6 +341,13 @@ func (r *runner) probes(ctx context.Context, run *result.Run) error {
 	if d == nil && m == nil {
 		return nil
 	}
+	// On an emulated disk the probes also report their figures over the
+	// device time the disk charged them (the wall clock adds FUSE's round
+	// trips), and the published figures are set beside both.
+	var deviceTime func() time.Duration
+	if r.device != nil {
+		deviceTime = func() time.Duration { return r.device.m.Status().Waited }
+	}
 	if d != nil {
 		var blocks []int // nil: the probe's defaults
 		for _, b := range d.BlockSizes {
@@ -347,6 +358,7 @@ func (r *runner) probes(ctx context.Context, run *result.Run) error {
 			Dir: r.workDir, FileSize: int64(d.FileSize), BlockSizes: blocks, Ops: d.Ops, Patterns: d.Patterns, IO: d.IO,
 			BufferedRandomReads: d.BufferedRandomReads, PointDuration: d.PointDuration, FsyncOps: d.FsyncOps,
 			FsyncBlock: int(d.FsyncBlock), FsyncTimeout: d.FsyncTimeout, Reps: d.Reps, Seed: r.spec.Seed,
+			DeviceTime: deviceTime,
 		}, update)
 		end(fmt.Sprintf("%d points", len(sec.Points)))
 		if len(sec.Points) > 0 {
@@ -364,6 +376,7 @@ func (r *runner) probes(ctx context.Context, run *result.Run) error {
 		update, end := r.progress.probe(probe.SectionMemory)
 		sec, err := probe.Memory(ctx, probe.MemoryOptions{
 			Bytes: int64(m.Bytes), Dir: dir, DiskBytes: int64(m.DiskBytes), PointDuration: m.PointDuration, Reps: m.Reps, Seed: r.spec.Seed,
+			DeviceTime: deviceTime,
 		}, update)
 		end(fmt.Sprintf("%d points", len(sec.Points)))
 		if len(sec.Points) > 0 {
@@ -374,6 +387,9 @@ func (r *runner) probes(ctx context.Context, run *result.Run) error {
 		}
 	}
 	run.References = append(run.References, probe.References()...)
+	if r.device != nil {
+		run.References = append(run.References, probe.DeviceReferences()...)
+	}
 	return nil
 }
 

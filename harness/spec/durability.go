@@ -32,7 +32,12 @@ type Durability struct {
 	// kill (SIGKILL of a `weir broker` subprocess, restarted on the same
 	// data directory: the page cache survives) and power (a simulated
 	// power cut of an in-process broker on an in-memory file system: only
-	// fsynced data survives). Default [kill, power].
+	// fsynced data survives), and disk-power (a real power cut of a
+	// `weir broker` process whose data directory is an emulated disk of the
+	// spec's device: SIGKILL, the disk loses what no fsync covered, mounted
+	// again, restarted; needs device:). Default [kill, power]. A cluster's:
+	// ClusterFaults or mixed; disk-power-cut needs device:, which then
+	// gives each broker a disk of its own.
 	Faults []string `yaml:"faults"`
 	// Torn is the fraction of power cuts whose crash clone keeps a random
 	// prefix of each file's unsynced bytes (torn writes) rather than none.
@@ -68,7 +73,8 @@ type Durability struct {
 
 // The cluster faults (package harness/durability), and mixed.
 var ClusterFaults = []string{"kill-leader", "kill-controller", "kill-random", "pause", "session-expiry", "term",
-	"rolling-restart", "zk-stop", "link-down", "slow-links", "flaky-links", "one-way", "disk-full", "power-cut"}
+	"rolling-restart", "zk-stop", "link-down", "slow-links", "flaky-links", "one-way", "disk-full", "power-cut",
+	FaultDiskPowerCut}
 
 // FaultMixed draws each fault of a run from the cluster faults.
 const FaultMixed = "mixed"
@@ -80,6 +86,11 @@ const FactorFault = "fault"
 const (
 	FaultKill  = "kill"
 	FaultPower = "power"
+	// FaultDiskPower cuts the power of a real `weir broker` process on an
+	// emulated disk (the spec's device:), and FaultDiskPowerCut that of
+	// any broker of a cluster, each on a disk of its own.
+	FaultDiskPower    = "disk-power"
+	FaultDiskPowerCut = "disk-power-cut"
 )
 
 // DefaultDurability returns the defaults of a durability block.
@@ -125,7 +136,7 @@ func (s *Spec) validateDurability(p *problems) {
 	if s.NoLoad {
 		p.add("durability", "a durability experiment needs the load (no_load: true)")
 	}
-	known := []string{FaultKill, FaultPower}
+	known := []string{FaultKill, FaultPower, FaultDiskPower}
 	if cluster {
 		known = append(slices.Clone(ClusterFaults), FaultMixed)
 	}
@@ -146,6 +157,12 @@ func (s *Spec) validateDurability(p *problems) {
 		}
 		if f == "zk-stop" && cluster && s.Target.Cluster.ZooKeeper != ZooKeeperEmbedded {
 			p.add(field, "zk-stop stops the ZooKeeper the runner starts; this target's is external")
+		}
+		if (f == FaultDiskPower || f == FaultDiskPowerCut) && s.Device == nil {
+			p.add(field, "%s cuts the power of an emulated disk: needs the device: field (its profile and time)", f)
+		}
+		if f == "disk-full" && cluster && s.Device != nil {
+			p.add(field, "disk-full fills a broker's tmpfs; with device: the brokers run on emulated disks, which are not filled")
 		}
 		if f == "link-down" && cluster && s.Target.Cluster.Networking == "loopback" {
 			p.add(field, "link-down cuts a broker's network namespace off: needs target.cluster.networking netns (or auto)")
@@ -180,6 +197,9 @@ func (s *Spec) validateDurability(p *problems) {
 		p.add("durability.heal_timeout", "must be > 0, got %v", d.HealTimeout)
 	}
 	for i, k := range d.MixedKinds {
+		if k == FaultDiskPowerCut && s.Device == nil {
+			p.add(fmt.Sprintf("durability.mixed_kinds[%d]", i), "%s needs the device: field (the brokers' emulated disks)", k)
+		}
 		if !slices.Contains(ClusterFaults, k) {
 			p.add(fmt.Sprintf("durability.mixed_kinds[%d]", i), "unknown cluster fault %q (known: %s)", k, strings.Join(ClusterFaults, ", "))
 		}
@@ -253,8 +273,14 @@ func (d *Durability) write(w io.Writer) {
 			strings.Join(d.Faults, ", "), kinds, d.FaultsPerRun, d.FaultHold, d.VerifyRecords, d.HealTimeout)
 		return
 	}
+	power := ""
+	if slices.Contains(d.Faults, FaultPower) {
+		power = fmt.Sprintf("torn writes in %g%% of power cuts; fsync latency %v (power); ", d.Torn*100, d.SyncLatency)
+	}
+	if slices.Contains(d.Faults, FaultDiskPower) {
+		power += "disk-power: on the emulated disk, unsynced writes lost whole (no torn writes); "
+	}
 	fmt.Fprintf(w, "durability: faults %s; the fault at a uniformly random moment of [warmup, warmup+duration); "+
-		"torn writes in %g%% of power cuts; fsync latency %v (power); %d records per partition after recovery; "+
-		"recovery timeout %v; age slack %v\n",
-		strings.Join(d.Faults, ", "), d.Torn*100, d.SyncLatency, d.VerifyRecords, d.RecoveryTimeout, d.AgeSlack)
+		"%s%d records per partition after recovery; recovery timeout %v; age slack %v\n",
+		strings.Join(d.Faults, ", "), power, d.VerifyRecords, d.RecoveryTimeout, d.AgeSlack)
 }

@@ -72,6 +72,13 @@ func TestDurabilityValidateErrors(t *testing.T) {
 		{"unknown fault", "durability: {faults: [kill, flood, kill]}", []string{
 			`durability.faults[1]: unknown fault "flood"`, "durability.faults[2]: repeats level 0 (kill)"}},
 		{"no fault", "durability: {faults: []}", []string{"durability.faults: give at least one"}},
+		{"disk-power without a device", "durability: {faults: [disk-power]}", []string{
+			"durability.faults[0]: disk-power cuts the power of an emulated disk: needs the device: field"}},
+		{"disk-power-cut without a device", "target: {cluster: {brokers: 3}}\ndurability: {faults: [disk-power-cut], mixed_kinds: [disk-power-cut]}", []string{
+			"durability.faults[0]: disk-power-cut cuts the power of an emulated disk: needs the device: field",
+			"durability.mixed_kinds[0]: disk-power-cut needs the device: field"}},
+		{"disk-full on emulated disks", "target: {cluster: {brokers: 3}}\ndevice: {profile: hdd-7200}\ndurability: {faults: [disk-full]}", []string{
+			"durability.faults[0]: disk-full fills a broker's tmpfs"}},
 		{"torn", "durability: {torn: 1.5}", []string{"durability.torn: must be in 0..1"}},
 		{"timeouts", "durability: {recovery_timeout: 0s, verify_records: 0, age_slack: -1s, sync_latency: 2s}", []string{
 			"durability.recovery_timeout: must be > 0", "durability.verify_records: must be in 1..10000",

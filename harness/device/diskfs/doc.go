@@ -63,12 +63,14 @@
 // This is vfs.MemFS's crash model (a file fsynced in a directory never fsynced is gone; a rename not followed by
 // a directory fsync is undone), stricter than ext4 in practice, and LazyFS's "clear-cache" semantics. No torn
 // writes: unsynced bytes are dropped whole. After a cut every operation that would change the file system fails
-// with EIO (the machine is off) until the mount is unmounted; mount again to power on. Kill the processes that
-// use the mount before cutting, as `weir run`'s power-cut faults do.
+// with EIO (the machine is off) until the mount is unmounted; mount again to power on (Mount.PowerCycle does the
+// cut, the unmount and the new mount over the same backing directory). Kill the processes that use the mount
+// before cutting, as the durability lab's disk-power and disk-power-cut faults do (harness/durability).
 //
 // # Control
 //
 // The mount shows a directory .weirdisk (the backing directory's own .weirdisk holds the trash and is hidden
 // behind it) with one file, control ([ControlFile]): reading it prints the device's counters and the unsynced
-// state ([Status]); writing "lose-unsynced" cuts the power, "sync" writes back and flushes everything.
+// state ([Status]: waited_ns is the modelled time callers waited for the device, summed, which the disk probes
+// report their figures over as device time); writing "lose-unsynced" cuts the power, "sync" writes back and flushes everything.
 package diskfs

@@ -74,6 +74,7 @@ type Counts struct {
 	WritebackPages, DirectPages int64 // pages written by writeback (fsync included), and by O_DIRECT
 	Fsyncs, JournalCommits      int64
 	Throttled                   time.Duration // writers' time waiting for writeback (over the dirty limit)
+	MaxFsync                    time.Duration // the longest an fsync waited (device time)
 }
 
 func newEngine(clock *model.Clock, o Options) *engine {
@@ -376,7 +377,15 @@ func (e *engine) fsync(ino, dir uint64, datasync bool) time.Duration {
 	}
 	e.mu.Unlock()
 	_, w := e.clock.Do(model.Request{Op: model.Flush})
+	e.noteFsync(w)
 	return w
+}
+
+// noteFsync keeps the longest fsync.
+func (e *engine) noteFsync(w time.Duration) {
+	e.mu.Lock()
+	e.counts.MaxFsync = max(e.counts.MaxFsync, w)
+	e.mu.Unlock()
 }
 
 // fsyncDir commits the journal (the directory's entries) and flushes.
@@ -386,6 +395,7 @@ func (e *engine) fsyncDir() time.Duration {
 	e.journalLocked()
 	e.mu.Unlock()
 	_, w := e.clock.Do(model.Request{Op: model.Flush})
+	e.noteFsync(w)
 	return w
 }
 
@@ -459,6 +469,7 @@ func (e *engine) syncAll() time.Duration {
 	e.journalLocked()
 	e.mu.Unlock()
 	_, w := e.clock.Do(model.Request{Op: model.Flush})
+	e.noteFsync(w)
 	return w
 }
 

@@ -142,7 +142,9 @@ func New(mountpoint string, o Options) (*Mount, error) {
 	m.server, err = fs.Mount(mountpoint, root, &fs.Options{
 		EntryTimeout: &timeout, AttrTimeout: &timeout,
 		MountOptions: fuse.MountOptions{
-			DirectMount: true, AllowOther: true, FsName: "weirdisk:" + o.Profile.Name, Name: "weirdisk",
+			// Strict: no fallback to fusermount (absent here), so an unmount that finds the file system busy
+			// reports EBUSY, which Unmount retries, rather than fusermount's absence.
+			DirectMount: true, DirectMountStrict: true, AllowOther: true, FsName: "weirdisk:" + o.Profile.Name, Name: "weirdisk",
 			MaxWrite: 1 << 20, Debug: o.Debug,
 			DisableSplice: true, // replies of MaxWrite plus a header do not fit a pipe: go-fuse logs each fallback
 		},
@@ -176,15 +178,40 @@ func (m *Mount) flusher() {
 // Dir is the mountpoint.
 func (m *Mount) Dir() string { return m.dir }
 
+// Backing is the backing directory (absolute).
+func (m *Mount) Backing() string { return m.o.Backing }
+
 // Unmount unmounts the file system (retrying while it is busy, up to a few seconds) and releases its state. What
 // was not fsync'ed stays in the backing directory: unmounting is a clean shutdown, not a power cut.
+//
+// A mount still busy after the retries is detached lazily (umount2 MNT_DETACH): a process that entered a mount
+// namespace of its own after the mount (`ip netns exec`, which other jobs on the machine may run) holds a copy that
+// keeps it busy without using it. The server then ends when the kernel lets go of the file system; Unmount waits
+// for that up to detachWait, and goes on (logging it) after.
 func (m *Mount) Unmount() error {
 	var err error
-	for i := 0; i < 50; i++ {
+	for i := 0; i < 20; i++ {
 		if err = m.server.Unmount(); err == nil || !errors.Is(err, syscall.EBUSY) {
 			break
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+	if errors.Is(err, syscall.EBUSY) {
+		if derr := syscall.Unmount(m.dir, syscall.MNT_DETACH); derr != nil {
+			return fmt.Errorf("diskfs: unmount %s: %w; detaching it: %w", m.dir, err, derr)
+		}
+		done := make(chan struct{})
+		go func() { m.server.Wait(); close(done) }()
+		t := time.NewTimer(detachWait)
+		select {
+		case <-done:
+		case <-t.C:
+			m.o.Logger.Warn("emulated disk detached but still referenced elsewhere; its server lingers", "mountpoint", m.dir)
+		}
+		t.Stop()
+		m.stopped.Do(func() { close(m.stop) })
+		m.undo.close()
+		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("diskfs: unmount %s: %w", m.dir, err)
@@ -194,6 +221,9 @@ func (m *Mount) Unmount() error {
 	m.undo.close()
 	return nil
 }
+
+// detachWait bounds the wait for a lazily detached mount's server to end.
+const detachWait = 5 * time.Second
 
 // Wait blocks until the file system is unmounted (by Unmount, umount or `weir disk unmount`).
 func (m *Mount) Wait() {
@@ -228,6 +258,26 @@ func (m *Mount) LoseUnsynced() (CutReport, error) {
 	return rep, err
 }
 
+// PowerCycle cuts the power (LoseUnsynced), unmounts, and mounts a fresh file system of the same options over
+// the same backing directory: the machine powered on again, its disk holding what the cut left, with a new clock
+// and an empty page cache. Stop (SIGKILL) the processes using the mount first. The old Mount is done with; use the
+// returned one. When the cut fails the disk is still unmounted and mounted again (what the backing directory then
+// holds is uncertain, and the error says so).
+func (m *Mount) PowerCycle() (*Mount, CutReport, error) {
+	rep, cutErr := m.LoseUnsynced()
+	if err := m.Unmount(); err != nil {
+		return nil, rep, errors.Join(cutErr, err)
+	}
+	nm, err := New(m.dir, m.o)
+	if err != nil {
+		return nil, rep, errors.Join(cutErr, fmt.Errorf("diskfs: mount again after the cut: %w", err))
+	}
+	if cutErr != nil {
+		return nm, rep, fmt.Errorf("diskfs: power cut of %s: %w", m.dir, cutErr)
+	}
+	return nm, rep, nil
+}
+
 // Sync writes back everything dirty and flushes the device (sync(2)); the undo log stays, as sync(2) on Linux
 // makes no promise a power cut would keep.
 func (m *Mount) Sync() time.Duration { return m.engine.syncAll() }
@@ -239,6 +289,7 @@ type Status struct {
 	RealTime      bool
 	Cut           bool
 	DeviceTime    time.Duration // the device's clock: simulated, or wall time since the mount
+	Waited        time.Duration // modelled time callers waited for the device, summed (model.Clock.Waited)
 	Device        model.Stats
 	Counts        Counts
 	DirtyBytes    int64 // in the modelled page cache
@@ -252,21 +303,21 @@ func (m *Mount) Status() Status {
 	c, dirty := m.engine.countsNow()
 	files, bytes, dirs := m.undo.pending()
 	return Status{Profile: m.o.Profile.Name, Summary: m.o.Profile.Summary(), RealTime: m.o.RealTime, Cut: m.cut.Load(),
-		DeviceTime: m.clock.Now(), Device: m.clock.Device().Stats(), Counts: c, DirtyBytes: dirty,
+		DeviceTime: m.clock.Now(), Waited: m.clock.Waited(), Device: m.clock.Device().Stats(), Counts: c, DirtyBytes: dirty,
 		UnsyncedFiles: files, UnsyncedBytes: bytes, UnsyncedDirs: dirs}
 }
 
 // String renders the status as "key: value" lines (the control file's content).
 func (s Status) String() string {
-	return fmt.Sprintf("profile: %s\ndevice: %s\nreal_time: %v\ncut: %v\ndevice_time_ns: %d\nrequests: %d\n"+
+	return fmt.Sprintf("profile: %s\ndevice: %s\nreal_time: %v\ncut: %v\ndevice_time_ns: %d\nwaited_ns: %d\nrequests: %d\n"+
 		"commands: %d\nreads: %d\nwrites: %d\nflushes: %d\nbytes_read: %d\nbytes_written: %d\nbusy_ns: %d\n"+
 		"cache_hits: %d\ncache_misses: %d\nwriteback_pages: %d\ndirect_pages: %d\nfsyncs: %d\njournal_commits: %d\n"+
-		"throttled_ns: %d\ndirty_bytes: %d\nunsynced_files: %d\nunsynced_bytes: %d\nunsynced_dirs: %d\n",
-		s.Profile, s.Summary, s.RealTime, s.Cut, s.DeviceTime.Nanoseconds(), s.Device.Requests, s.Device.Commands,
+		"throttled_ns: %d\nmax_fsync_ns: %d\ndirty_bytes: %d\nunsynced_files: %d\nunsynced_bytes: %d\nunsynced_dirs: %d\n",
+		s.Profile, s.Summary, s.RealTime, s.Cut, s.DeviceTime.Nanoseconds(), s.Waited.Nanoseconds(), s.Device.Requests, s.Device.Commands,
 		s.Device.Reads, s.Device.Writes, s.Device.Flushes, s.Device.BytesRead, s.Device.BytesWritten,
 		s.Device.Busy.Nanoseconds(), s.Counts.CacheHits, s.Counts.CacheMisses, s.Counts.WritebackPages,
 		s.Counts.DirectPages, s.Counts.Fsyncs, s.Counts.JournalCommits, s.Counts.Throttled.Nanoseconds(),
-		s.DirtyBytes, s.UnsyncedFiles, s.UnsyncedBytes, s.UnsyncedDirs)
+		s.Counts.MaxFsync.Nanoseconds(), s.DirtyBytes, s.UnsyncedFiles, s.UnsyncedBytes, s.UnsyncedDirs)
 }
 
 // enter starts an operation that changes the file system: it fails with EIO after a cut.

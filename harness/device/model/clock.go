@@ -16,6 +16,10 @@ type Clock struct {
 	real  bool
 	start time.Time
 	virt  time.Duration
+	// waited sums the modelled time callers waited for their requests
+	// (WaitUntil): the device time a workload issuing one request at a
+	// time was charged, in real and simulated time alike.
+	waited time.Duration
 }
 
 // NewClock returns a clock serving d, in real time (sleeping) if real, else in simulated time.
@@ -67,14 +71,25 @@ func (c *Clock) WaitUntil(t time.Duration) time.Duration {
 		if t > c.virt {
 			c.virt = t
 		}
+		c.waited += max(0, t-now)
 		c.mu.Unlock()
 		return max(0, t-now)
 	}
+	c.waited += max(0, t-now)
 	c.mu.Unlock()
 	if t > now {
 		time.Sleep(t - now)
 	}
 	return max(0, t-now)
+}
+
+// Waited is the modelled time callers have waited for the device (Do, WaitUntil), summed: for a workload that
+// issues one request at a time, the device time it was charged, whatever the time mode and whatever the callers
+// spent between requests (in real time, a FUSE round trip). Concurrent waits are each counted.
+func (c *Clock) Waited() time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.waited
 }
 
 // Device returns the device's current state.

@@ -271,6 +271,15 @@ func TestClockSimulated(t *testing.T) {
 	if c.Now() != res.Done || bg.Done <= res.Done {
 		t.Errorf("Submit moved the clock to %v or completed at %v", c.Now(), bg.Done)
 	}
+	// Waited sums the waits callers were made to make: the background
+	// write's own time counts once someone waits for it, from then.
+	if c.Waited() != waited {
+		t.Errorf("Waited %v after one wait of %v", c.Waited(), waited)
+	}
+	w2 := c.WaitUntil(bg.Done)
+	if c.Waited() != waited+w2 || w2 != bg.Done-res.Done {
+		t.Errorf("Waited %v after waits of %v and %v (background write done at %v)", c.Waited(), waited, w2, bg.Done)
+	}
 }
 
 // TestRAID5HeldTailFlushed: the held trailing partial stripe is written before a flush completes.
