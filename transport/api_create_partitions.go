@@ -15,7 +15,6 @@ package transport
 
 import (
 	"context"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -29,12 +28,8 @@ func handleCreatePartitions(ctx context.Context, s *Server, r *request) (kmsg.Re
 	for _, rt := range req.Topics {
 		seen[rt.Topic]++
 	}
-	tctx := ctx
-	if req.TimeoutMillis > 0 {
-		var cancel context.CancelFunc
-		tctx, cancel = context.WithTimeout(ctx, time.Duration(req.TimeoutMillis)*time.Millisecond)
-		defer cancel()
-	}
+	tctx, cancel := withTimeoutMillis(ctx, req.TimeoutMillis)
+	defer cancel()
 	resp.Topics = make([]kmsg.CreatePartitionsResponseTopic, len(req.Topics))
 	for i, rt := range req.Topics {
 		st := &resp.Topics[i]

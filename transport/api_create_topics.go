@@ -34,12 +34,8 @@ func handleCreateTopics(ctx context.Context, s *Server, r *request) (kmsg.Respon
 	}
 	// timeout_ms bounds the wait for every topic's leaders (Kafka's); <= 0
 	// answers once the topics are written.
-	tctx := ctx
-	if req.TimeoutMillis > 0 {
-		var cancel context.CancelFunc
-		tctx, cancel = context.WithTimeout(ctx, time.Duration(req.TimeoutMillis)*time.Millisecond)
-		defer cancel()
-	}
+	tctx, cancel := withTimeoutMillis(ctx, req.TimeoutMillis)
+	defer cancel()
 	resp.Topics = make([]kmsg.CreateTopicsResponseTopic, len(req.Topics))
 	for i, rt := range req.Topics {
 		st := &resp.Topics[i]
@@ -106,4 +102,14 @@ func topicConfigs(m map[string]string, set []kmsg.CreateTopicsRequestTopicConfig
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
+}
+
+// withTimeoutMillis bounds ctx by a request's timeout_ms, as CreateTopics
+// and CreatePartitions use it to wait for leaders; <= 0: no bound of its
+// own (answer once written).
+func withTimeoutMillis(ctx context.Context, ms int32) (context.Context, context.CancelFunc) {
+	if ms <= 0 {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, time.Duration(ms)*time.Millisecond)
 }

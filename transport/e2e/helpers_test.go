@@ -63,38 +63,10 @@ func endOffsets(t testing.TB, addr, topic string, partitions int32) []int64 {
 }
 
 // committedOffsets returns the group's committed offset per partition of
-// topic (OffsetFetch), -1 where none is committed.
+// topic, -1 where none is committed.
 func committedOffsets(t testing.TB, addr, group, topic string, partitions int32) []int64 {
 	t.Helper()
-	cl := newClient(t, addr)
-	req := kmsg.NewPtrOffsetFetchRequest()
-	req.Group = group
-	rt := kmsg.NewOffsetFetchRequestTopic()
-	rt.Topic = topic
-	for p := range partitions {
-		rt.Partitions = append(rt.Partitions, p)
-	}
-	req.Topics = append(req.Topics, rt)
-	resp, err := req.RequestWith(testContext(t), cl)
-	if err != nil {
-		t.Fatalf("OffsetFetch %s: %v", group, err)
-	}
-	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
-		t.Fatalf("OffsetFetch %s: %v", group, err)
-	}
-	out := make([]int64, partitions)
-	for i := range out {
-		out[i] = -1
-	}
-	for _, rt := range resp.Topics {
-		for _, rp := range rt.Partitions {
-			if err := kerr.ErrorForCode(rp.ErrorCode); err != nil {
-				t.Fatalf("OffsetFetch %s %s/%d: %v", group, topic, rp.Partition, err)
-			}
-			out[rp.Partition] = rp.Offset
-		}
-	}
-	return out
+	return brokertest.CommittedOffsets(t, addr, group, topic, partitions)
 }
 
 // msg is one record as every client can produce and consume it: text key

@@ -115,3 +115,37 @@ func CreateTopic(t testing.TB, addr, name string, partitions int32, configs map[
 		t.Fatalf("CreateTopics %s: %v", name, err)
 	}
 }
+
+// CommittedOffsets returns group's committed offset for each of topic's
+// first partitions (OffsetFetch), -1 where none is committed.
+func CommittedOffsets(t testing.TB, addr, group, topic string, partitions int32) []int64 {
+	t.Helper()
+	req := kmsg.NewPtrOffsetFetchRequest()
+	req.Group = group
+	rt := kmsg.NewOffsetFetchRequestTopic()
+	rt.Topic = topic
+	for p := range partitions {
+		rt.Partitions = append(rt.Partitions, p)
+	}
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(Context(t), Client(t, addr))
+	if err != nil {
+		t.Fatalf("OffsetFetch %s: %v", group, err)
+	}
+	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+		t.Fatalf("OffsetFetch %s: %v", group, err)
+	}
+	out := make([]int64, partitions)
+	for i := range out {
+		out[i] = -1
+	}
+	for _, rt := range resp.Topics {
+		for _, rp := range rt.Partitions {
+			if err := kerr.ErrorForCode(rp.ErrorCode); err != nil {
+				t.Fatalf("OffsetFetch %s %s/%d: %v", group, topic, rp.Partition, err)
+			}
+			out[rp.Partition] = rp.Offset
+		}
+	}
+	return out
+}

@@ -372,38 +372,11 @@ func offsets(t testing.TB, addr, topic string) (starts, ends []int64) {
 	return list(-2), list(-1)
 }
 
-// committed returns group's committed offset for each of topic's partitions
-// (OffsetFetch), -1 where none is.
+// committed returns group's committed offset for each of topic's partitions,
+// -1 where none is.
 func committed(t testing.TB, addr, group, topic string, partitions int) []int64 {
 	t.Helper()
-	req := kmsg.NewPtrOffsetFetchRequest()
-	req.Group = group
-	rt := kmsg.NewOffsetFetchRequestTopic()
-	rt.Topic = topic
-	for p := range partitions {
-		rt.Partitions = append(rt.Partitions, int32(p))
-	}
-	req.Topics = append(req.Topics, rt)
-	resp, err := req.RequestWith(ctx(t), newClient(t, addr))
-	if err != nil {
-		t.Fatalf("OffsetFetch %s: %v", group, err)
-	}
-	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
-		t.Fatalf("OffsetFetch %s: %v", group, err)
-	}
-	out := make([]int64, partitions)
-	for i := range out {
-		out[i] = -1
-	}
-	for _, rt := range resp.Topics {
-		for _, rp := range rt.Partitions {
-			if err := kerr.ErrorForCode(rp.ErrorCode); err != nil {
-				t.Fatalf("OffsetFetch %s %s/%d: %v", group, topic, rp.Partition, err)
-			}
-			out[rp.Partition] = rp.Offset
-		}
-	}
-	return out
+	return brokertest.CommittedOffsets(t, addr, group, topic, int32(partitions))
 }
 
 // config is one entry of a DescribeConfigs answer.
