@@ -137,18 +137,7 @@ func (n *Node) waitPartitions(ctx context.Context, name string, id [16]byte, cou
 		if len(t.Assignment) < count {
 			return false
 		}
-		for p := range t.Assignment {
-			v := im.View(t, p)
-			if v.Leader == meta.NoLeader {
-				return false
-			}
-			if v.Leader == n.cfg.NodeID {
-				if _, ok := n.localPartition(name, t.ID, int32(p)); !ok {
-					return false
-				}
-			}
-		}
-		return true
+		return n.leadersReady(im, t)
 	})
 	t := im.Topics[name]
 	switch {

@@ -319,18 +319,7 @@ func (n *Node) waitReady(ctx context.Context, name string) (TopicInfo, error) {
 		if failed = n.openFailure(t.ID); failed != nil {
 			return true
 		}
-		for p := range t.Assignment {
-			v := im.View(t, p)
-			if v.Leader == meta.NoLeader {
-				return false
-			}
-			if v.Leader == n.cfg.NodeID {
-				if _, ok := n.localPartition(name, t.ID, int32(p)); !ok {
-					return false
-				}
-			}
-		}
-		return true
+		return n.leadersReady(im, t)
 	})
 	t := im.Topics[name]
 	switch {
@@ -399,4 +388,22 @@ func newTopicID() ([16]byte, error) {
 		}
 	}
 	return id, nil
+}
+
+// leadersReady says whether every partition of t has a leader in im, and
+// those this broker leads are open here: what topic creation and
+// CreatePartitions wait for before they answer.
+func (n *Node) leadersReady(im *meta.Image, t *meta.Topic) bool {
+	for p := range t.Assignment {
+		v := im.View(t, p)
+		if v.Leader == meta.NoLeader {
+			return false
+		}
+		if v.Leader == n.cfg.NodeID {
+			if _, ok := n.localPartition(t.Name, t.ID, int32(p)); !ok {
+				return false
+			}
+		}
+	}
+	return true
 }
