@@ -11,9 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/weir-broker/weir/transport/broker/brokertest"
 )
@@ -34,32 +32,7 @@ var (
 // endOffsets returns each partition's high watermark (ListOffsets latest).
 func endOffsets(t testing.TB, addr, topic string, partitions int32) []int64 {
 	t.Helper()
-	cl := newClient(t, addr)
-	req := kmsg.NewPtrListOffsetsRequest()
-	req.ReplicaID = -1
-	rt := kmsg.NewListOffsetsRequestTopic()
-	rt.Topic = topic
-	for p := range partitions {
-		rp := kmsg.NewListOffsetsRequestTopicPartition()
-		rp.Partition = p
-		rp.Timestamp = -1 // latest
-		rt.Partitions = append(rt.Partitions, rp)
-	}
-	req.Topics = append(req.Topics, rt)
-	resp, err := req.RequestWith(testContext(t), cl)
-	if err != nil {
-		t.Fatalf("ListOffsets %s: %v", topic, err)
-	}
-	out := make([]int64, partitions)
-	for _, rt := range resp.Topics {
-		for _, rp := range rt.Partitions {
-			if err := kerr.ErrorForCode(rp.ErrorCode); err != nil {
-				t.Fatalf("ListOffsets %s/%d: %v", topic, rp.Partition, err)
-			}
-			out[rp.Partition] = rp.Offset
-		}
-	}
-	return out
+	return brokertest.ListOffsets(t, addr, topic, partitions, -1)
 }
 
 // committedOffsets returns the group's committed offset per partition of

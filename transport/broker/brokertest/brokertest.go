@@ -149,3 +149,34 @@ func CommittedOffsets(t testing.TB, addr, group, topic string, partitions int32)
 	}
 	return out
 }
+
+// ListOffsets returns the offset ListOffsets answers for timestamp ts (-1
+// latest, -2 earliest) in each of topic's first partitions.
+func ListOffsets(t testing.TB, addr, topic string, partitions int32, ts int64) []int64 {
+	t.Helper()
+	req := kmsg.NewPtrListOffsetsRequest()
+	req.ReplicaID = -1
+	rt := kmsg.NewListOffsetsRequestTopic()
+	rt.Topic = topic
+	for p := range partitions {
+		rp := kmsg.NewListOffsetsRequestTopicPartition()
+		rp.Partition = p
+		rp.Timestamp = ts
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(Context(t), Client(t, addr))
+	if err != nil {
+		t.Fatalf("ListOffsets %s: %v", topic, err)
+	}
+	out := make([]int64, partitions)
+	for _, rt := range resp.Topics {
+		for _, rp := range rt.Partitions {
+			if err := kerr.ErrorForCode(rp.ErrorCode); err != nil {
+				t.Fatalf("ListOffsets %s/%d: %v", topic, rp.Partition, err)
+			}
+			out[rp.Partition] = rp.Offset
+		}
+	}
+	return out
+}

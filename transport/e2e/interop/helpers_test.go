@@ -341,35 +341,8 @@ func offsets(t testing.TB, addr, topic string) (starts, ends []int64) {
 	if len(md.Topics) != 1 || md.Topics[0].ErrorCode != 0 {
 		t.Fatalf("Metadata %s: %+v", topic, md.Topics)
 	}
-	n := len(md.Topics[0].Partitions)
-	list := func(ts int64) []int64 {
-		req := kmsg.NewPtrListOffsetsRequest()
-		req.ReplicaID = -1
-		rt := kmsg.NewListOffsetsRequestTopic()
-		rt.Topic = topic
-		for p := range n {
-			rp := kmsg.NewListOffsetsRequestTopicPartition()
-			rp.Partition = int32(p)
-			rp.Timestamp = ts
-			rt.Partitions = append(rt.Partitions, rp)
-		}
-		req.Topics = append(req.Topics, rt)
-		resp, err := req.RequestWith(ctx(t), newClient(t, addr))
-		if err != nil {
-			t.Fatalf("ListOffsets %s: %v", topic, err)
-		}
-		out := make([]int64, n)
-		for _, rt := range resp.Topics {
-			for _, rp := range rt.Partitions {
-				if err := kerr.ErrorForCode(rp.ErrorCode); err != nil {
-					t.Fatalf("ListOffsets %s/%d: %v", topic, rp.Partition, err)
-				}
-				out[rp.Partition] = rp.Offset
-			}
-		}
-		return out
-	}
-	return list(-2), list(-1)
+	n := int32(len(md.Topics[0].Partitions))
+	return brokertest.ListOffsets(t, addr, topic, n, -2), brokertest.ListOffsets(t, addr, topic, n, -1)
 }
 
 // committed returns group's committed offset for each of topic's partitions,
