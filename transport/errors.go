@@ -72,6 +72,11 @@ var errorTable = []struct {
 	{producers.ErrInvalidProducerEpoch, kerr.InvalidProducerEpoch},
 	{producers.ErrUnknownProducerID, kerr.UnknownProducerID},
 	{producers.ErrDuplicateSequence, kerr.DuplicateSequenceNumber},
+	// Transactions on the data path (txndata).
+	{producers.ErrInvalidTxnState, kerr.InvalidTxnState},
+	{producers.ErrTransactionCoordinatorFenced, kerr.TransactionCoordinatorFenced},
+	{logs.ErrControlBatch, kerr.InvalidRecord},
+	{logs.ErrTransactionalWithoutProducer, kerr.InvalidRecord},
 	// A closed node: the broker is shutting down (retriable).
 	{node.ErrClosed, kerr.NotLeaderForPartition},
 	{recompress.ErrUnsupportedCompression, kerr.UnsupportedCompressionType},
