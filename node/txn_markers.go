@@ -226,3 +226,9 @@ func (mc *markerClients) close() {
 	}
 	mc.clients = nil
 }
+
+// WriteTxnMarkers is writeTxnMarkers, for tools and tests outside the
+// package (the transaction coordinator calls writeTxnMarkers).
+func (n *Node) WriteTxnMarkers(ctx context.Context, m logs.Marker, parts []TopicPartition) []error {
+	return n.writeTxnMarkers(ctx, m, parts)
+}
