@@ -79,7 +79,7 @@ func TestReadCommitted(t *testing.T) {
 	b.createTopic(t, "tx", 1, nil)
 	rc := b.dial(t)
 	ctx := testCtx(t)
-	const a, bb, c = 1000, 1001, 1002 // producer ids (no coordinator: markers are written directly)
+	const a, bb, c = 1000, 1001, 1002                      // producer ids (no coordinator: markers are written directly)
 	b.produce(t, "tx", 0, txnRecords(t, a, 0, "a1", "a2")) // 0-1
 	b.produce(t, "tx", 0, txnRecords(t, bb, 0, "b1"))      // 2
 	b.produce(t, "tx", 0, batch(t, "p", 1))                // 3: p-0
