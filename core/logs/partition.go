@@ -448,6 +448,9 @@ func (p *Partition) rebuildProducers(upgrade bool) (int, bool, error) {
 	if err := p.txn.idx.AfterCut(p.log.EndOffset()); err != nil {
 		return 0, false, err
 	}
+	if err := p.txn.idx.trimBefore(p.log.StartOffset()); err != nil {
+		return 0, false, err
+	}
 	from := p.log.StartOffset()
 	offs, err := p.snaps.list()
 	if err != nil {

@@ -265,3 +265,58 @@ func TestTxnCutAndReplica(t *testing.T) {
 	}
 	wantFUO(t, f, 0, false)
 }
+
+// TestTxnRetention: retention removing the segments that hold aborted
+// transactions' markers drops their index entries and files; those whose
+// marker is still in the log stay.
+func TestTxnRetention(t *testing.T) {
+	mem := vfs.NewMem()
+	clk := newClock()
+	pc := topicConfig(t, clk, nil, map[string]string{"segment.bytes": "1024", "retention.bytes": "2048"}, true)
+	p := openPartition(t, newManager(t, mem, clk), "t", pc)
+	for id := range int64(40) {
+		mustAppend(t, p, txnBatch(t, id, 0, 0, 3))
+		mustMarker(t, p, Marker{ProducerID: id, ProducerEpoch: 0, Commit: id%2 == 1})
+	}
+	if err := p.Log().Flush(p.Log().EndOffset()); err != nil {
+		t.Fatal(err)
+	}
+	before := len(p.AbortedTxns(0, p.Log().EndOffset()))
+	if err := p.ApplyRetention(-1); err != nil {
+		t.Fatal(err)
+	}
+	start := p.Log().StartOffset()
+	if start == 0 {
+		t.Fatal("retention removed nothing")
+	}
+	got := p.AbortedTxns(0, p.Log().EndOffset())
+	if len(got) == 0 || len(got) >= before {
+		t.Fatalf("%d aborted transactions after retention, %d before", len(got), before)
+	}
+	for _, a := range got {
+		if a.FirstOffset+3 < start { // its marker is at FirstOffset+3
+			t.Fatalf("aborted %+v kept, its marker is below the log start %d", a, start)
+		}
+	}
+	// Every index file left holds an entry still in the log; and a
+	// restart reads the same list back.
+	names, _ := mem.List(p.Log().Dir())
+	x := p.txn.idx
+	for _, n := range names {
+		if base, ok := parseTxnIndexName(n); ok {
+			x.mu.Lock()
+			holds := slices.ContainsFunc(x.entries, func(e txnEntry) bool { return e.file == base })
+			x.mu.Unlock()
+			if !holds {
+				t.Errorf("%s left with no entry in the log", n)
+			}
+		}
+	}
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	p = openPartition(t, newManager(t, mem, clk), "t", pc)
+	if again := p.AbortedTxns(0, p.Log().EndOffset()); !slices.Equal(again, got) {
+		t.Fatalf("after a restart: %v, before %v", again, got)
+	}
+}
