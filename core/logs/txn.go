@@ -150,19 +150,19 @@ func (p *Partition) AppendMarker(ctx context.Context, m Marker, leaderEpoch int3
 	b := record.BuildControlBatch(record.ControlBatchOptions{ProducerID: m.ProducerID, ProducerEpoch: m.ProducerEpoch,
 		Commit: m.Commit, CoordinatorEpoch: m.CoordinatorEpoch, Timestamp: now})
 	r, err := p.log.AppendInGeneration(ctx, b, leaderEpoch, p.prodGen)
-	var ierr error
 	if r.NextOffset > r.BaseOffset {
 		// Published, even if a later step failed: recorded, as Append's
 		// batches are (a cut since starts a new generation, and the state
 		// is rebuilt from the log).
-		ierr = p.applyMarker(e, m.ProducerID, m.ProducerEpoch, m.Commit, m.CoordinatorEpoch, r.BaseOffset)
+		if ierr := p.applyMarker(e, m.ProducerID, m.ProducerEpoch, m.Commit, m.CoordinatorEpoch, r.BaseOffset); ierr != nil {
+			// The entry is served from memory; no snapshot is taken past
+			// it, so the next open replays this marker (txnindex.go).
+			p.snaps.logger.Warn("transaction index write failed", "dir", p.log.Dir(), "offset", r.BaseOffset, "err", ierr)
+		}
 		e.Used = now
 	}
 	p.prod.Unlock(m.ProducerID, e)
 	p.prodMu.RUnlock()
-	if err == nil {
-		err = ierr
-	}
 	if err != nil {
 		return AppendResult{}, p.wrap(err)
 	}

@@ -4,12 +4,16 @@ import (
 	"encoding/binary"
 	"errors"
 	"slices"
+	"strings"
+	"sync/atomic"
+	"syscall"
 	"testing"
 
 	"github.com/weir-broker/weir/core/partlog"
 	"github.com/weir-broker/weir/core/producers"
 	"github.com/weir-broker/weir/core/record"
 	"github.com/weir-broker/weir/core/vfs"
+	"github.com/weir-broker/weir/core/vfs/errorfs"
 )
 
 // txnBatch is a transactional batch of n records from producer id.
@@ -318,5 +322,39 @@ func TestTxnRetention(t *testing.T) {
 	p = openPartition(t, newManager(t, mem, clk), "t", pc)
 	if again := p.AbortedTxns(0, p.Log().EndOffset()); !slices.Equal(again, got) {
 		t.Fatalf("after a restart: %v, before %v", again, got)
+	}
+}
+
+// TestTxnIndexWriteFails: an index entry that cannot be written is served
+// all the same, and no producer snapshot is taken past its marker, so that
+// a restart after a crash replays the marker and writes the entry.
+func TestTxnIndexWriteFails(t *testing.T) {
+	mem := vfs.NewMem()
+	var failing atomic.Bool
+	fsys := errorfs.Wrap(mem, errorfs.InjectorFunc(func(op errorfs.Op, path string) error {
+		if failing.Load() && strings.HasSuffix(path, txnIndexSuffix) && (op == errorfs.OpWrite || op == errorfs.OpCreate) {
+			return syscall.EIO
+		}
+		return nil
+	}))
+	clk := newClock()
+	pc := topicConfig(t, clk, nil, nil, false)
+	p := openPartition(t, newManager(t, fsys, clk), "t", pc)
+	mustAppend(t, p, txnBatch(t, 1, 0, 0, 2))
+	failing.Store(true)
+	mustMarker(t, p, Marker{ProducerID: 1, ProducerEpoch: 0})
+	if got := p.AbortedTxns(0, 10); len(got) != 1 {
+		t.Fatalf("AbortedTxns = %v, want the entry served from memory", got)
+	}
+	if err := p.writeSnapshot(); err == nil {
+		t.Fatal("a snapshot was written past a marker whose index entry is not on disk")
+	}
+	if err := p.Log().Flush(p.Log().EndOffset()); err != nil {
+		t.Fatal(err)
+	}
+	clone := mem.CrashClone()
+	p = openPartition(t, newManager(t, clone, clk), "t", pc)
+	if got := p.AbortedTxns(0, 10); !slices.Equal(got, []AbortedTxn{{ProducerID: 1, FirstOffset: 0}}) {
+		t.Fatalf("after the crash: AbortedTxns = %v", got)
 	}
 }

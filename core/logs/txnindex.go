@@ -80,6 +80,10 @@ type txnIndex struct {
 	cur     vfs.File   // the last file, open for appending (nil until written)
 	curBase int64
 	dirty   bool // cur has writes not fsynced
+	// failed: an entry could not be written (it is in memory all the
+	// same). sync fails from then on, so that no producer snapshot is
+	// written past its marker: the next open replays the marker again.
+	failed error
 }
 
 // loadTxnIndex reads the index files of dir.
@@ -164,17 +168,19 @@ func (x *txnIndex) add(e txnEntry, activeBase int64) error {
 			base = last
 		}
 	}
+	e.file = base
+	x.entries = slices.Insert(x.entries, i, e) // served from memory whatever the file says
 	if base != x.curBase || x.cur == nil {
 		if err := x.openLocked(base); err != nil {
+			x.failed = err
 			return err
 		}
 	}
-	e.file = base
 	if _, err := x.cur.Write(encodeTxnEntry(nil, e)); err != nil {
-		return fmt.Errorf("logs: transaction index %s: %w", x.cur.Name(), err)
+		x.failed = fmt.Errorf("logs: transaction index %s: %w", x.cur.Name(), err)
+		return x.failed
 	}
 	x.dirty = true
-	x.entries = slices.Insert(x.entries, i, e)
 	return nil
 }
 
@@ -229,6 +235,9 @@ func (x *txnIndex) closeLocked() error {
 }
 
 func (x *txnIndex) syncLocked() error {
+	if x.failed != nil {
+		return fmt.Errorf("an entry was not written: %w", x.failed)
+	}
 	if x.cur == nil || !x.dirty {
 		return nil
 	}

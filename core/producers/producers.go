@@ -237,7 +237,9 @@ func (ps *Table) Unlock(id int64, e *Entry) {
 }
 
 // Expire forgets producers whose last append was before the given unix ms.
-// Entries busy right now are skipped: they are in use.
+// Entries busy right now are skipped: they are in use; so are producers
+// with a transaction open (Kafka's rule: forgetting one would move the last
+// stable offset past records not yet committed or aborted).
 func (ps *Table) Expire(before int64) int {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
@@ -246,7 +248,7 @@ func (ps *Table) Expire(before int64) int {
 		if !e.mu.TryLock() {
 			continue
 		}
-		if e.Used < before {
+		if e.Used < before && !e.State.txnOpen {
 			e.gone = true
 			delete(ps.m, id)
 			n++

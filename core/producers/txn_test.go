@@ -148,3 +148,20 @@ func TestSnapshotVersion1(t *testing.T) {
 		t.Fatal("a version 1 snapshot opened a transaction")
 	}
 }
+
+// TestExpireKeepsOpenTxn: expiry never forgets a producer whose
+// transaction is open (the last stable offset would move past it).
+func TestExpireKeepsOpenTxn(t *testing.T) {
+	var ps Table
+	for id := range int64(2) {
+		e := ps.Lock(id)
+		e.State.Push(0, Batch{FirstSeq: 0, LastSeq: 0, Base: id, Next: id + 1})
+		if id == 1 {
+			e.State.OpenTxn(id)
+		}
+		ps.Unlock(id, e)
+	}
+	if n := ps.Expire(1); n != 1 || ps.Count() != 1 || len(ps.OpenTxns()) != 1 {
+		t.Fatalf("Expire forgot %d, left %d producers, %v open", n, ps.Count(), ps.OpenTxns())
+	}
+}
