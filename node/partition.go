@@ -124,6 +124,12 @@ func (p *Partition) Watch(w *wakeup.Waiter, key int) bool {
 // file it needs is closed and every descriptor of the budget is held by
 // other reads in flight: the caller answers with what it has read so far.
 func (p *Partition) Read(offset, maxBytes, limit int64) (Records, error) {
+	if p.committed && offset > limit && offset <= p.HighWatermark() {
+		// A read_committed consumer past the last stable offset but
+		// within the high watermark (it seeked there): nothing to read
+		// yet, as Kafka answers it, not out of range.
+		return Records{}, nil
+	}
 	sl, err := p.p.Log().TryRead(offset, max(maxBytes, 1), limit)
 	if err != nil {
 		return Records{}, err

@@ -142,6 +142,13 @@ func TestReadCommittedAbortedList(t *testing.T) {
 	writeMarker(t, rc, "tx", 7, false)                     // 2
 	b.produce(t, "tx", 0, txnRecords(t, 8, 0, "y1"))       // 3, left open
 	b.produce(t, "tx", 0, batch(t, "p", 1))                // 4
+	// A read_committed fetch from between the last stable offset and the
+	// high watermark reads nothing yet, and is not out of range.
+	ahead := fetchReq(11, 0, 1, 1<<20, "tx", map[int32]int64{0: 4})
+	ahead.IsolationLevel = 1
+	if p := rc.do(ahead).(*kmsg.FetchResponse).Topics[0].Partitions[0]; p.ErrorCode != 0 || len(p.RecordBatches) != 0 {
+		t.Fatalf("read_committed from offset 4 (LSO 3, HW 5): error %d, %d bytes", p.ErrorCode, len(p.RecordBatches))
+	}
 	for _, level := range []int8{0, 1} {
 		req := kmsg.NewPtrFetchRequest()
 		req.Version, req.ReplicaID, req.MaxBytes, req.IsolationLevel = 11, -1, 1<<20, level
