@@ -169,6 +169,10 @@ func (p *Partition) ListOffset(ts int64) (offset, timestamp int64, err error) {
 	if err != nil || !ok {
 		return -1, -1, err
 	}
+	if p.committed && off >= p.LastStableOffset() {
+		// Not yet readable by read_committed (Kafka filters the same way).
+		return -1, -1, nil
+	}
 	// Read the batch's header for the timestamp to answer with.
 	sl, err := l.Read(off, record.HeaderSize, partlog.NoLimit)
 	if err != nil {
