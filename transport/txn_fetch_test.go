@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/weir-broker/weir/core/logs"
 	"github.com/weir-broker/weir/core/record"
 )
 
@@ -181,6 +182,35 @@ func TestReadCommittedAbortedList(t *testing.T) {
 			if len(p.AbortedTransactions) != 1 || p.AbortedTransactions[0].ProducerID != 7 || p.AbortedTransactions[0].FirstOffset != 0 || last != 2 {
 				t.Fatalf("read_committed: aborted %+v, last offset %d; want producer 7 from 0, up to 2", p.AbortedTransactions, last)
 			}
+		}
+	}
+}
+
+// TestReadCommittedManyAborted: an aborted list larger than the fetch
+// writer's pooled buffer (16,500 entries of 16 bytes, 264 KB) is written
+// whole, and kmsg decodes every entry.
+func TestReadCommittedManyAborted(t *testing.T) {
+	b := startBroker(t)
+	b.createTopic(t, "tx", 1, nil)
+	const n = 16_500
+	ctx := testCtx(t)
+	for id := range int64(n) {
+		b.produce(t, "tx", 0, txnRecords(t, id, 0, "x"))
+		if err := b.node.WriteTxnMarker(ctx, logs.Marker{ProducerID: id}, "tx", 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rc := b.dial(t)
+	req := fetchReq(11, 0, 1, 64<<20, "tx", map[int32]int64{0: 0})
+	req.IsolationLevel = 1
+	req.Topics[0].Partitions[0].PartitionMaxBytes = 64 << 20
+	p := rc.do(req).(*kmsg.FetchResponse).Topics[0].Partitions[0]
+	if p.ErrorCode != 0 || len(p.AbortedTransactions) != n {
+		t.Fatalf("error %d, %d aborted transactions listed, want %d", p.ErrorCode, len(p.AbortedTransactions), n)
+	}
+	for i, a := range p.AbortedTransactions {
+		if a.ProducerID != int64(i) || a.FirstOffset != 2*int64(i) {
+			t.Fatalf("entry %d: %+v", i, a)
 		}
 	}
 }
