@@ -82,7 +82,9 @@ func (n *Node) WriteTxnMarker(ctx context.Context, m logs.Marker, topic string, 
 // leader. It returns one error per partition (nil: the marker is
 // replicated as acks=all requires); the coordinator retries the failed ones.
 // A partition without a leader, or whose leader is unknown, fails
-// (retriable: ErrLeaderNotAvailable).
+// (retriable: ErrLeaderNotAvailable). ctx bounds everything, the waits for
+// the in-sync replicas included: the caller gives it a deadline. Requests to
+// one broker go one at a time on its connection (cluster/peer).
 func (n *Node) writeTxnMarkers(ctx context.Context, m logs.Marker, parts []TopicPartition) []error {
 	errs := make([]error, len(parts))
 	im, _ := n.image.load()
