@@ -69,9 +69,15 @@ type TxnCommitRequest struct {
 	Offsets                []OffsetCommit
 }
 
-// ErrInvalidRequest: a request the coordinator cannot act on at all, such
-// as a transactional commit without a producer id. INVALID_REQUEST.
-var ErrInvalidRequest = errors.New("groups: invalid request")
+var (
+	// ErrInvalidRequest: a request the coordinator cannot act on at all,
+	// such as a transactional commit without a producer id.
+	// INVALID_REQUEST.
+	ErrInvalidRequest = errors.New("groups: invalid request")
+	// ErrUnstableOffsetCommit: the partition's offset may still change (see
+	// FetchStable); the client asks again. UNSTABLE_OFFSET_COMMIT.
+	ErrUnstableOffsetCommit = errors.New("groups: unstable offset commit")
+)
 
 // TxnCommit writes a transactional offset commit (see TxnCommitRequest)
 // and returns once it is in the log as Commit does; the offsets then wait
@@ -80,7 +86,9 @@ var ErrInvalidRequest = errors.New("groups: invalid request")
 // otherwise perPartition holds the outcome of each partition of r.Offsets
 // (a partition named twice commits its last offset). A producer epoch
 // older than one the partition has seen for the producer is
-// producers.ErrInvalidProducerEpoch (the zombie of a fenced producer).
+// producers.ErrInvalidProducerEpoch (the zombie of a fenced producer). The
+// write's wait is the Log's, bounded by it (as Commit's); a request whose
+// ctx has ended is not written.
 func (c *Coordinator) TxnCommit(ctx context.Context, r TxnCommitRequest) (perPartition map[TopicPartition]error, err error) {
 	all := func(err error) (map[TopicPartition]error, error) {
 		perPartition = make(map[TopicPartition]error, len(r.Offsets))
@@ -95,6 +103,9 @@ func (c *Coordinator) TxnCommit(ctx context.Context, r TxnCommitRequest) (perPar
 	case r.ProducerID < 0 || r.ProducerEpoch < 0:
 		return all(fmt.Errorf("%w: transactional commit with producer id %d, epoch %d", ErrInvalidRequest,
 			r.ProducerID, r.ProducerEpoch))
+	}
+	if err := ctx.Err(); err != nil {
+		return all(err)
 	}
 	r.GroupInstanceID = cloneString(r.GroupInstanceID)
 	c.mu.Lock()
