@@ -124,7 +124,7 @@ func (s *offsetStore) replayBatch(h record.Header, batch []byte) error {
 	for _, r := range recs {
 		at := h.BaseOffset + int64(r.OffsetDelta)
 		if txn {
-			err = s.applyTxn(h.ProducerID, r.Key, r.Value, at)
+			err = s.applyTxn(h.ProducerID, r.Key, r.Value, at, len(recs))
 		} else {
 			err = s.apply(r.Key, r.Value, at)
 		}

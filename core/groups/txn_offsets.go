@@ -401,12 +401,12 @@ func (s *offsetStore) finishTxn(w *txnWrite, err error) {
 }
 
 // applyTxn replays one record of producer producerID's transactional batch
-// at position at: an offset waits for the transaction's marker, a
-// tombstone removes the producer's waiting offset (Kafka's
-// GroupMetadataManager.loadGroupsAndOffsets); a group metadata record
-// applies at once, as nothing else would (Kafka writes none in
+// (of records records) at position at: an offset waits for the
+// transaction's marker, a tombstone removes the producer's waiting offset
+// (Kafka's GroupMetadataManager.loadGroupsAndOffsets); a group metadata
+// record applies at once, as nothing else would (Kafka writes none in
 // transactions).
-func (s *offsetStore) applyTxn(producerID int64, key, value []byte, at int64) error {
+func (s *offsetStore) applyTxn(producerID int64, key, value []byte, at int64, records int) error {
 	if len(key) < 2 {
 		return fmt.Errorf("%w: key of %d bytes", ErrCorrupt, len(key))
 	}
@@ -432,7 +432,7 @@ func (s *offsetStore) applyTxn(producerID int64, key, value []byte, at int64) er
 	}
 	v.at = at
 	if m == nil {
-		m = map[offsetKey]stored{}
+		m = make(map[offsetKey]stored, records)
 		s.txns[producerID] = m
 	}
 	m[k] = v
@@ -469,13 +469,16 @@ func (s *offsetStore) completeTxn(producerID int64, commit bool) []string {
 	m := s.txns[producerID]
 	delete(s.txns, producerID)
 	var touched []string
-	for _, k := range slices.SortedFunc(maps.Keys(m), compareKeys) {
+	for k, v := range m { // in any order: set keeps the latest position
 		if commit {
-			s.set(k, m[k])
+			s.set(k, v)
 		}
-		touched = append(touched, k.group)
+		if !slices.Contains(touched, k.group) {
+			touched = append(touched, k.group)
+		}
 	}
-	return slices.Compact(touched)
+	slices.Sort(touched)
+	return touched
 }
 
 // dropPending removes the offsets of k waiting in open transactions that

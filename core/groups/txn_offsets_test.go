@@ -22,7 +22,7 @@ import (
 // int16 0 and type int16 (0 abort, 1 commit), its value version int16 0
 // and the coordinator epoch int32. (A private builder: core/record's comes
 // with helper txndata's branch.)
-func markerBatch(t *testing.T, pid int64, epoch int16, commit bool, coordinatorEpoch int32) []byte {
+func markerBatch(t testing.TB, pid int64, epoch int16, commit bool, coordinatorEpoch int32) []byte {
 	t.Helper()
 	typ := uint16(0)
 	if commit {
@@ -556,5 +556,75 @@ func TestTxnCommitsPassProducerChecks(t *testing.T) {
 	want := map[TopicPartition]Committed{tp("t", 0): {Offset: 6, LeaderEpoch: 6}, tp("t", 1): {Offset: 4, LeaderEpoch: 4}}
 	if got, _ := c.Fetch("g", nil); !maps.Equal(got, want) {
 		t.Fatalf("offsets %v, want %v", got, want)
+	}
+}
+
+// BenchmarkTxnCommit is the coordinator's cost of committing 10 partitions'
+// offsets: plainly (Commit), and in a transaction (TxnCommit, then its
+// commit marker written and applied with CompleteTxn), each to a
+// partition log in memory; and of replaying a log of 1,000 such commits
+// (Load).
+func BenchmarkTxnCommit(b *testing.B) {
+	offsets := make([]OffsetCommit, 10)
+	for i := range offsets {
+		offsets[i] = OffsetCommit{TopicPartition: tp("topic", int32(i)), Offset: int64(i), LeaderEpoch: -1}
+	}
+	open := func(b *testing.B) (*Coordinator, testLog) {
+		c, err := New(Options{Clock: newClock(), Logger: quietLogger()})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { c.Close() })
+		l, _, err := partlog.Open(vfs.NewMem(), dir, partlog.Config{RetentionAge: -1, Logger: quietLogger()})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { l.Close() })
+		if err := c.Load(bg, 0, testLog{l}); err != nil {
+			b.Fatal(err)
+		}
+		return c, testLog{l}
+	}
+	plain := func(b *testing.B, c *Coordinator, _ testLog, i int) {
+		if _, err := c.Commit("g", "", nil, -1, offsets); err != nil {
+			b.Fatal(err)
+		}
+	}
+	txn := func(b *testing.B, c *Coordinator, l testLog, i int) {
+		res, err := c.TxnCommit(bg, txnReq("g", int64(i%100), 0, offsets...))
+		if err != nil || res[offsets[0].TopicPartition] != nil {
+			b.Fatal(res, err)
+		}
+		if _, err := l.Log.Append(bg, markerBatch(b, int64(i%100), 0, true, 0), 0); err != nil {
+			b.Fatal(err)
+		}
+		c.CompleteTxn(0, int64(i%100), true)
+	}
+	for _, k := range []struct {
+		name   string
+		commit func(*testing.B, *Coordinator, testLog, int)
+	}{{"plain", plain}, {"txn", txn}} {
+		b.Run("commit="+k.name, func(b *testing.B) {
+			c, l := open(b)
+			for i := 0; b.Loop(); i++ {
+				k.commit(b, c, l, i)
+			}
+		})
+		b.Run("load="+k.name, func(b *testing.B) {
+			c, l := open(b)
+			for i := range 1000 {
+				k.commit(b, c, l, i)
+			}
+			for b.Loop() {
+				c2, err := New(Options{Clock: newClock(), Logger: quietLogger()})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := c2.Load(bg, 0, l); err != nil {
+					b.Fatal(err)
+				}
+				c2.Close()
+			}
+		})
 	}
 }
