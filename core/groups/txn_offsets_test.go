@@ -628,3 +628,49 @@ func BenchmarkTxnCommit(b *testing.B) {
 		})
 	}
 }
+
+// A transactional commit waiting for its records to be committed holds no
+// lock, and its offsets are pending (unstable) from the moment they are in
+// the log. A marker that lands meanwhile completes them; the wait failing
+// afterwards changes nothing more, as a replay of the log (records, then
+// marker) would show the same.
+func TestTxnCommitWaitsWithoutTheLock(t *testing.T) {
+	c, err := New(Options{Clock: newClock(), Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	l := gatedLog{testLog: openTestLog(t, vfs.NewMem(), dir), gates: make(chan chan error, 2)}
+	if err := c.Load(bg, 0, l); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		res, err := c.TxnCommit(bg, txnReq("g", 1, 0, oc("t", 0, 10, nil)))
+		if err == nil {
+			err = res[tp("t", 0)]
+		}
+		done <- err
+	}()
+	gate := <-l.gates
+	wantOffset(t, c, "while the write waits", "g", tp("t", 0), -1, true)
+	if _, err := l.Log.Append(bg, markerBatch(t, 1, 0, true, 0), 0); err != nil {
+		t.Fatal(err)
+	}
+	c.CompleteTxn(0, 1, true)
+	wantOffset(t, c, "marker while the write waits", "g", tp("t", 0), 10, false)
+	gate <- errors.New("not enough replicas")
+	if err := <-done; !errors.Is(err, ErrCoordinatorNotAvailable) {
+		t.Fatalf("commit whose wait failed: %v", err)
+	}
+	wantOffset(t, c, "after the failed wait", "g", tp("t", 0), 10, false)
+	c2, err := New(Options{Clock: newClock(), Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	if err := c2.Load(bg, 0, l.testLog); err != nil {
+		t.Fatal(err)
+	}
+	wantOffset(t, c2, "replayed", "g", tp("t", 0), 10, false)
+}
