@@ -15,11 +15,14 @@ package transport
 // and the commit is accepted whatever the group's state. A partition of a
 // topic that does not exist is UNKNOWN_TOPIC_OR_PARTITION; the others
 // commit. A producer epoch older than one the group's partition has seen
-// is INVALID_PRODUCER_EPOCH. v4+ (KIP-890 part 2) are not served.
+// is INVALID_PRODUCER_EPOCH. v0-v1 get COORDINATOR_NOT_AVAILABLE for
+// COORDINATOR_LOAD_IN_PROGRESS, as Kafka answers them. v4+ (KIP-890 part
+// 2) are not served.
 
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/weir-broker/weir/core/groups"
@@ -63,7 +66,13 @@ func handleTxnOffsetCommit(ctx context.Context, s *Server, r *request) (kmsg.Res
 	for i := range resp.Topics {
 		st := &resp.Topics[i]
 		for j := range st.Partitions {
-			st.Partitions[j].ErrorCode = s.code(res[groups.TopicPartition{Topic: st.Topic, Partition: st.Partitions[j].Partition}])
+			code := s.code(res[groups.TopicPartition{Topic: st.Topic, Partition: st.Partitions[j].Partition}])
+			if req.Version < 2 && code == kerr.CoordinatorLoadInProgress.Code {
+				// Producers before v2 do not retry it (KAFKA-7296);
+				// Kafka answers them this instead.
+				code = kerr.CoordinatorNotAvailable.Code
+			}
+			st.Partitions[j].ErrorCode = code
 		}
 	}
 	return resp, nil
