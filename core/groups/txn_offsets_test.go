@@ -500,7 +500,7 @@ func TestTxnCommitsPassProducerChecks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer p.Close()
+	defer func() { p.Close() }()
 	open := func() *Coordinator {
 		c, err := New(Options{Clock: clk, Logger: quietLogger()})
 		if err != nil {
@@ -547,8 +547,20 @@ func TestTxnCommitsPassProducerChecks(t *testing.T) {
 	// sequences again.
 	marker(c, 1, 3, false)
 	c.Close()
+	// The broker restarts: the partition's producer state comes back from
+	// its snapshot and log, the coordinator's from its replay; they agree.
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if m, err = logs.NewManager(logs.Options{FS: mem, Dir: "/d", Clock: clk}); err != nil {
+		t.Fatal(err)
+	}
+	if p, err = m.Open("__consumer_offsets", 0, [16]byte{1}, logs.PartitionConfig{}); err != nil {
+		t.Fatal(err)
+	}
 	c = open()
 	defer c.Close()
+	step("another producer after a restart", 2, 0, oc("t", 2, 2, nil))
 	if res, _ := c.TxnCommit(bg, txnReq("g", 1, 1, oc("t", 0, 7, nil))); !errors.Is(res[tp("t", 0)], producers.ErrInvalidProducerEpoch) {
 		t.Fatalf("epoch older than the replayed marker's: %v", res)
 	}
