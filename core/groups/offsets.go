@@ -91,11 +91,11 @@ func (s *offsetStore) replay(ctx context.Context, end int64) error {
 		}
 		for len(b) > 0 {
 			h, n, err := record.Next(b, 0)
-			if err == nil {
-				err = s.replayBatch(h, b[:n])
-			}
 			if err != nil {
-				return fmt.Errorf("groups: offsets log at %d (batch at %d): %w", off, h.BaseOffset, err)
+				return fmt.Errorf("groups: offsets log at %d: %w", off, err)
+			}
+			if err := s.replayBatch(h, b[:n]); err != nil {
+				return fmt.Errorf("groups: offsets log, batch at %d: %w", h.BaseOffset, err)
 			}
 			b = b[n:]
 		}
