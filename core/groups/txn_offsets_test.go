@@ -4,7 +4,10 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"maps"
+	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
@@ -685,4 +688,89 @@ func TestTxnCommitWaitsWithoutTheLock(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantOffset(t, c2, "replayed", "g", tp("t", 0), 10, false)
+}
+
+// Random plain commits, transactional commits of three producers, their
+// markers, offset and group deletions, in seeded runs: after every step,
+// what the coordinator serves (offsets and which are unstable) is what a
+// coordinator replaying the log from scratch serves, so a restart or a
+// coordinator move changes nothing a consumer sees.
+func TestTxnRandomLiveMatchesReplay(t *testing.T) {
+	type view struct {
+		offsets  map[string]map[TopicPartition]Committed
+		unstable map[string]map[TopicPartition]bool
+	}
+	groups := []string{"g1", "g2"}
+	var parts []TopicPartition
+	for i := range int32(3) {
+		parts = append(parts, tp("t", i))
+	}
+	see := func(c *Coordinator) view {
+		v := view{offsets: map[string]map[TopicPartition]Committed{}, unstable: map[string]map[TopicPartition]bool{}}
+		for _, g := range groups {
+			got, unstable, err := c.FetchStable(g, nil, -1, parts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			v.offsets[g], v.unstable[g] = got, unstable
+		}
+		return v
+	}
+	for seed := range int64(30) {
+		rng := rand.New(rand.NewPCG(uint64(seed), 7))
+		mem, clk := vfs.NewMem(), newClock()
+		c := openCoordinator(t, mem, clk, nil)
+		var ops []string
+		for step := range 120 {
+			g := groups[rng.IntN(len(groups))]
+			pid := int64(rng.IntN(3))
+			offsets := []OffsetCommit{oc("t", int32(rng.IntN(3)), int64(step), nil)}
+			if rng.IntN(2) == 0 {
+				offsets = append(offsets, oc("t", int32(rng.IntN(3)), int64(step), nil))
+			}
+			switch op := rng.IntN(10); {
+			case op < 3:
+				ops = append(ops, fmt.Sprintf("commit %s %v", g, offsets))
+				simpleCommit(t, c, g, offsets...)
+			case op < 6:
+				ops = append(ops, fmt.Sprintf("txn %d %s %v", pid, g, offsets))
+				txnCommit(t, c, txnReq(g, pid, 0, offsets...))
+			case op < 8:
+				commit := rng.IntN(3) > 0
+				ops = append(ops, fmt.Sprintf("marker %d commit=%v", pid, commit))
+				writeMarker(t, c, pid, 0, commit)
+			case op < 9:
+				ops = append(ops, fmt.Sprintf("offset delete %s %v", g, offsets[0].TopicPartition))
+				if _, err := c.DeleteOffsets(g, []TopicPartition{offsets[0].TopicPartition}); err != nil && !errors.Is(err, ErrGroupIDNotFound) {
+					t.Fatal(err)
+				}
+			default:
+				ops = append(ops, fmt.Sprintf("delete %s", g))
+				if err := c.Delete(g); err != nil && !errors.Is(err, ErrGroupIDNotFound) {
+					t.Fatal(err)
+				}
+			}
+			if step%10 != 9 {
+				continue
+			}
+			live := see(c)
+			r, err := New(Options{Clock: clk, Logger: quietLogger()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := r.Load(bg, 0, testLogs[c]); err != nil {
+				t.Fatal(err)
+			}
+			replayed := see(r)
+			r.Close()
+			for _, g := range groups {
+				if !maps.Equal(live.offsets[g], replayed.offsets[g]) || !maps.Equal(live.unstable[g], replayed.unstable[g]) {
+					t.Fatalf("seed %d step %d, group %s: live %v unstable %v, replayed %v unstable %v; ops:\n%s",
+						seed, step, g, live.offsets[g], live.unstable[g], replayed.offsets[g], replayed.unstable[g],
+						strings.Join(ops, "\n"))
+				}
+			}
+		}
+		closeCoordinator(t, c)
+	}
 }
