@@ -97,6 +97,8 @@ var errorTable = []struct {
 	{groups.ErrCoordinatorLoadInProgress, kerr.CoordinatorLoadInProgress},
 	{groups.ErrOffsetMetadataTooLarge, kerr.OffsetMetadataTooLarge},
 	{groups.ErrInvalidCommitSize, kerr.InvalidCommitOffsetSize},
+	{groups.ErrInvalidRequest, kerr.InvalidRequest},
+	{groups.ErrUnstableOffsetCommit, kerr.UnstableOffsetCommit},
 	// KIP-848 consumer groups.
 	{consumer.ErrUnknownMemberID, kerr.UnknownMemberID},
 	{consumer.ErrFencedMemberEpoch, kerr.FencedMemberEpoch},

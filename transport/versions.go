@@ -43,6 +43,7 @@ var apis = []api{
 	{key: 22, min: 0, max: 4, handle: handleInitProducerID},          // api_init_producer_id.go
 	{key: 23, min: 0, max: 4, handle: handleOffsetForLeaderEpoch},    // api_offset_for_leader_epoch.go
 	{key: 27, min: 0, max: 1, handle: handleWriteTxnMarkers},         // api_write_txn_markers.go
+	{key: 28, min: 0, max: 3, handle: handleTxnOffsetCommit},         // api_txn_offset_commit.go
 	{key: 32, min: 0, max: 4, handle: handleDescribeConfigs},         // api_describe_configs.go
 	{key: 33, min: 0, max: 2, handle: handleAlterConfigs},            // api_alter_configs.go
 	{key: 35, min: 0, max: 4, handle: handleDescribeLogDirs},         // api_describe_log_dirs.go
