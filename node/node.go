@@ -203,6 +203,9 @@ func (n *Node) open(parent context.Context) error {
 	if err != nil {
 		return fmt.Errorf("node: groups: %w", err)
 	}
+	// Markers landing on __consumer_offsets complete the group
+	// coordinator's transactional offsets.
+	n.txnOffsetsDone = n.groups.CompleteTxn
 	if err := n.readLegacyOffsets(); err != nil {
 		return err
 	}
