@@ -94,13 +94,13 @@ func BenchmarkConsumeIsolation(b *testing.B) {
 	b.ReportMetric(ratios[len(ratios)/2], "committed/uncommitted")
 }
 
-// BenchmarkLSOLag: the time from a commit marker's append (node
+// BenchmarkMarkerVisibility: the time from a commit marker's append (node
 // WriteTxnMarker called) to the record of its transaction reaching a
 // read_committed franz-go consumer long-polling the partition, one
 // transaction at a time; median and p99 over b.N transactions.
 //
-//	go test ./transport -run '^$' -bench BenchmarkLSOLag -benchtime 500x
-func BenchmarkLSOLag(b *testing.B) {
+//	go test ./transport -run '^$' -bench BenchmarkMarkerVisibility -benchtime 500x
+func BenchmarkMarkerVisibility(b *testing.B) {
 	br := startBroker(b)
 	br.createTopic(b, "lag", 1, nil)
 	cl := kgoClient(b, br, kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.FetchMaxWait(5*time.Second),
