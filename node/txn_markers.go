@@ -69,12 +69,18 @@ func (n *Node) WriteTxnMarker(ctx context.Context, m logs.Marker, topic string, 
 	if err != nil {
 		return staleLeader(err)
 	}
+	if err := p.waitAcksAll(ctx, res.NextOffset, minISR); err != nil {
+		return err
+	}
+	// As Kafka's coordinator completes a group's transactional offsets
+	// once the marker's write is acknowledged: offsets never show that a
+	// new leader, missing the marker, would take back.
 	if topic == OffsetsTopic {
 		if done := n.txnOffsetsDone; done != nil {
 			done(partition, m.ProducerID, m.Commit)
 		}
 	}
-	return p.waitAcksAll(ctx, res.NextOffset, minISR)
+	return nil
 }
 
 // writeTxnMarkers writes marker m to every partition of parts: those led
