@@ -14,18 +14,18 @@
 // drive it with explicit times, without goroutines, and a randomized test
 // checks its invariants after every step.
 //
-//	            InitProducerId (epoch+1)
-//	   ┌──────────────┐
-//	   ▼              │      AddPartitions                     EndTxn(commit)
-//	 Empty ───────────┴──────────────────────▶ Ongoing ─────────────────────▶ PrepareCommit
-//	   ▲                                        │  ▲ │                              │ markers written
-//	   │ InitProducerId                         │  └─┘ AddPartitions                ▼
-//	   │                     EndTxn(abort),     │                          CompleteCommit
-//	   │              timeout, InitProducerId   ▼                                   │
-//	   │              (fence: epoch+1)    PrepareAbort ── markers written ─▶ CompleteAbort
-//	   └──────────────────────────────────────────────────────────────────────────┘
-//	                     (from Empty, CompleteCommit, CompleteAbort: AddPartitions opens
-//	                      the next transaction; InitProducerId bumps the epoch)
+//	           InitProducerId (epoch+1)
+//	  ┌──────────────┐
+//	  ▼              │      AddPartitions                     EndTxn(commit)
+//	Empty ───────────┴──────────────────────▶ Ongoing ─────────────────────▶ PrepareCommit
+//	  ▲                                        │  ▲ │                              │ markers written
+//	  │ InitProducerId                         │  └─┘ AddPartitions                ▼
+//	  │                     EndTxn(abort),     │                          CompleteCommit
+//	  │              timeout, InitProducerId   ▼                                   │
+//	  │              (fence: epoch+1)    PrepareAbort ── markers written ─▶ CompleteAbort
+//	  └──────────────────────────────────────────────────────────────────────────┘
+//	                    (from Empty, CompleteCommit, CompleteAbort: AddPartitions opens
+//	                     the next transaction; InitProducerId bumps the epoch)
 //
 // Dead is an id expired (transactional.id.expiration.ms, 7 days idle
 // between transactions): its record gets a tombstone and it is forgotten.
