@@ -53,10 +53,14 @@ func (n *Node) GroupCoordinator(group string) (*groups.Coordinator, error) {
 // FindCoordinator returns the broker that coordinates key (a group id, or a
 // transactional id): ErrInvalidCoordinatorType for another key type,
 // ErrCoordinatorNotAvailable while the key's partition has no leader.
-// Transactional ids are answered like groups; the requests that would follow
-// are refused (ErrTransactionsNotSupported).
+// A transactional id's coordinator is the leader of its partition of
+// TransactionStateTopic (txn.go).
 func (n *Node) FindCoordinator(ctx context.Context, keyType int8, key string) (Broker, error) {
-	if keyType != CoordinatorGroup && keyType != CoordinatorTransaction {
+	switch keyType {
+	case CoordinatorGroup:
+	case CoordinatorTransaction:
+		return n.txnCoordinatorOf(ctx, key, true)
+	default:
 		return Broker{ID: -1}, ErrInvalidCoordinatorType
 	}
 	return n.coordinatorOf(ctx, key, true)

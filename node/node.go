@@ -21,6 +21,7 @@ import (
 	"github.com/weir-broker/weir/core/meta"
 	"github.com/weir-broker/weir/core/partlog"
 	"github.com/weir-broker/weir/core/topicconfig"
+	"github.com/weir-broker/weir/core/txn"
 	pluginhost "github.com/weir-broker/weir/plugins/host"
 )
 
@@ -98,6 +99,11 @@ type Node struct {
 	handoverOnce    sync.Once // the controlled shutdown, done once
 	withdrawing     sync.Map  // meta.Resignation -> true: being withdrawn
 	closeErr        error
+
+	// helper txncoord: the transaction coordinator and the partitions of
+	// TransactionStateTopic handed to it (txn.go).
+	txn      *txn.Coordinator
+	txnLoads txnLoads
 }
 
 // Broker is a broker as clients see it: its id and where to reach it.
@@ -195,6 +201,9 @@ func (n *Node) open(parent context.Context) error {
 		return fmt.Errorf("node: groups: %w", err)
 	}
 	if err := n.readLegacyOffsets(); err != nil {
+		return err
+	}
+	if err := n.openTxn(); err != nil { // helper txncoord
 		return err
 	}
 
@@ -350,6 +359,10 @@ func (n *Node) stop() error {
 		if err := n.groups.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("node: close groups: %w", err))
 		}
+	}
+	// helper txncoord: the transaction coordinator, after the loop.
+	if err := n.closeTxn(); err != nil {
+		errs = append(errs, fmt.Errorf("node: close transaction coordinator: %w", err))
 	}
 	n.offsets.replays.Wait() // the loop is stopped: no more start
 	if n.hwAtOpen != nil {   // the checkpoint was read: the partitions' high watermarks are worth keeping

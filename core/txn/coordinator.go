@@ -590,6 +590,7 @@ type Listing struct {
 	ID         string
 	ProducerID int64
 	State      Status
+	Start      time.Time // zero: no transaction open
 }
 
 // Filter selects ids for List: by state and producer id (empty: any).
@@ -613,7 +614,7 @@ func (c *Coordinator) List(f Filter) []Listing {
 				len(f.ProducerIDs) > 0 && !slices.Contains(f.ProducerIDs, e.ProducerID) {
 				continue
 			}
-			out = append(out, Listing{ID: id, ProducerID: e.ProducerID, State: e.State})
+			out = append(out, Listing{ID: id, ProducerID: e.ProducerID, State: e.State, Start: e.Start})
 		}
 	}
 	slices.SortFunc(out, func(a, b Listing) int {
