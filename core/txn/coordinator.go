@@ -493,11 +493,17 @@ func (c *Coordinator) writeMarkers(sh *shard, mw MarkerWrite) {
 		errs := c.o.WriteMarkers(c.ctx, mw.Marker, mw.Partitions)
 		var done []TopicPartition
 		for i, tp := range mw.Partitions {
-			if i < len(errs) && errs[i] == nil {
+			switch {
+			case i < len(errs) && errs[i] == nil:
 				done = append(done, tp)
-			} else if i < len(errs) {
+			case loud(mw.Attempt):
+				err := errors.New("no answer")
+				if i < len(errs) {
+					err = errs[i]
+				}
 				c.o.Logger.Warn("transaction marker not written; retrying", "transactional_id", mw.ID,
-					"topic", tp.Topic, "partition", tp.Partition, "commit", mw.Marker.Commit, "err", errs[i])
+					"topic", tp.Topic, "partition", tp.Partition, "commit", mw.Marker.Commit,
+					"attempt", mw.Attempt, "err", err)
 			}
 		}
 		c.mu.Lock()
@@ -508,6 +514,16 @@ func (c *Coordinator) writeMarkers(sh *shard, mw MarkerWrite) {
 		sh.m.marked(c.o.Clock.Now(), mw.ID, done)
 		c.process(sh)
 	}()
+}
+
+// loud reports whether a failure at attempt n is logged: the first, then
+// the 10th, 100th... (a partition whose leader is down fails every
+// MarkerBackoff until it is back).
+func loud(n int) bool {
+	for n >= 10 && n%10 == 0 {
+		n /= 10
+	}
+	return n == 1
 }
 
 // arm makes the timer fire no later than at (zero: no deadline). Called

@@ -272,3 +272,11 @@ func mustBatch(t *testing.T, key, value []byte) []byte {
 	}
 	return b
 }
+
+func TestLoud(t *testing.T) {
+	for n, want := range map[int]bool{1: true, 2: false, 9: false, 10: true, 11: false, 20: false, 100: true, 1000: true, 1010: false} {
+		if got := loud(n); got != want {
+			t.Errorf("loud(%d) = %v, want %v", n, got, want)
+		}
+	}
+}

@@ -27,11 +27,13 @@ type Write struct {
 	Key, Value []byte
 }
 
-// MarkerWrite asks for the markers of id's transaction on Partitions.
+// MarkerWrite asks for the markers of id's transaction on Partitions;
+// Attempt counts the writes of this transaction's markers (1: the first).
 type MarkerWrite struct {
 	ID         string
 	Marker     Marker
 	Partitions []TopicPartition
+	Attempt    int
 }
 
 // Reply answers a parked request (its waiter): Err, or for InitProducerId
@@ -78,6 +80,7 @@ type entry struct {
 	unmarked map[TopicPartition]struct{}
 	marking  bool
 	retryAt  time.Time
+	attempts int
 }
 
 func newMachine(cfg *config, coordEpoch int32) *machine {
@@ -346,7 +349,7 @@ func (m *machine) written(now time.Time, id string, err error) {
 		for tp := range next.Partitions {
 			e.unmarked[tp] = struct{}{}
 		}
-		e.retryAt = now
+		e.retryAt, e.attempts = now, 0
 		m.markers(now, e)
 	}
 }
@@ -374,6 +377,8 @@ func (m *machine) markers(now time.Time, e *entry) {
 	}
 	slices.SortFunc(mw.Partitions, comparePartitions)
 	e.marking = true
+	e.attempts++
+	mw.Attempt = e.attempts
 	m.out.Markers = append(m.out.Markers, mw)
 }
 

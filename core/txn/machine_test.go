@@ -147,7 +147,7 @@ func TestMarkerRetry(t *testing.T) {
 	h.m.tick(h.now)
 	h.collect()
 	if len(h.markers) != 1 || !slices.Equal(h.markers[0].Partitions, []TopicPartition{tp("t", 1)}) ||
-		h.markers[0].Marker.Commit {
+		h.markers[0].Marker.Commit || h.markers[0].Attempt != 2 {
 		t.Fatalf("retry: %+v; want the abort marker of t-1 only", h.markers)
 	}
 	h.mark(all)
