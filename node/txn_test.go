@@ -87,7 +87,16 @@ func TestTxnCoordinatorPlacement(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b2, err := c.nodes[2].FindCoordinator(ctx, CoordinatorTransaction, "etl")
+	// Broker 2 may not see the new topic's leaders yet: retriable, as a
+	// client retries COORDINATOR_NOT_AVAILABLE.
+	var b2 Broker
+	for {
+		b2, err = c.nodes[2].FindCoordinator(ctx, CoordinatorTransaction, "etl")
+		if !errors.Is(err, ErrCoordinatorNotAvailable) || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
 	if err != nil || b2.ID != b1.ID {
 		t.Fatalf("broker 2 names %d (%v), broker 1 names %d", b2.ID, err, b1.ID)
 	}
