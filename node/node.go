@@ -104,6 +104,7 @@ type Node struct {
 	// TransactionStateTopic handed to it (txn.go).
 	txn      *txn.Coordinator
 	txnLoads txnLoads
+	txnPeers txnPeers // connections to other brokers' coordinators (txn_peers.go)
 }
 
 // Broker is a broker as clients see it: its id and where to reach it.

@@ -79,6 +79,7 @@ func (n *Node) closeTxn() error {
 	}
 	err := n.txn.Close()
 	n.txnLoads.replays.Wait()
+	n.txnPeers.close()
 	return err
 }
 

@@ -78,16 +78,15 @@ func (n *Node) VerifyTxn(ctx context.Context, id string, pid int64, epoch int16,
 // txnVerify is the check of a transactional produce (KIP-890 part 1): nil
 // when topic-partition is in the producer's open transaction,
 // txn.ErrInvalidTxnState (or the coordinator's error) otherwise. The
-// coordinator is asked locally; when another broker coordinates the id, the
-// produce is let through unchecked, as before KIP-890 (asking it over
-// AddPartitionsToTxn v4 is not built yet).
+// coordinator is asked locally, or, when another broker coordinates the id,
+// over AddPartitionsToTxn v4 with VerifyOnly (txnPeers).
 func (n *Node) txnVerify(ctx context.Context, transactionalID string, producerID int64, epoch int16, topic string, partition int32) error {
 	b, err := n.txnCoordinatorOf(ctx, transactionalID, false)
 	if err != nil {
 		return err
 	}
 	if b.ID != n.cfg.NodeID {
-		return nil
+		return n.txnPeers.verify(ctx, n, b, transactionalID, producerID, epoch, topic, partition)
 	}
 	errs, err := n.txn.Verify(txn.AddRequest{ID: transactionalID, ProducerID: producerID, Epoch: epoch,
 		Partitions: []txn.TopicPartition{{Topic: topic, Partition: partition}}})
