@@ -40,6 +40,10 @@ type Options struct {
 	// partition 0.
 	PartitionFor func(id string) int32
 	// ProducerIDs hands out a new producer id, never used before. Required.
+	// It is called with the coordinator's mutex held (a new id, an
+	// exhausted epoch), so it should not wait long: the broker's hands out
+	// ids from a reserved block and reserves the next only when one runs
+	// out.
 	ProducerIDs func() (int64, error)
 	// WriteMarkers writes transaction markers. Required.
 	WriteMarkers MarkerWriter
