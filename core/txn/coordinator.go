@@ -60,7 +60,8 @@ type Options struct {
 	// negative: never.
 	Expiration time.Duration
 	// MarkerBackoff is the pause before writing markers again to partitions
-	// that failed. Default 100ms (Kafka's retry.backoff.ms).
+	// that failed, and before a tick retries a log write that failed.
+	// Default 100ms (Kafka's retry.backoff.ms).
 	MarkerBackoff time.Duration
 }
 

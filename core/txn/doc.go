@@ -40,7 +40,8 @@
 //     once the write is committed; meanwhile the id is pending and every
 //     request for it gets ErrConcurrentTransactions (the client retries).
 //     A failed write is dropped, and its request answered
-//     ErrCoordinatorNotAvailable.
+//     ErrCoordinatorNotAvailable; what a tick decided (an abort, a
+//     completion, an expiration) is decided again after MarkerBackoff.
 //   - InitProducerId of a new id gets a fresh producer id with epoch 0; of a
 //     known id between transactions, the epoch bumped, which fences every
 //     older producer with the id (their requests get ErrProducerFenced,

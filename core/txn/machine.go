@@ -75,8 +75,9 @@ type entry struct {
 	pending *meta   // being written (nil: nothing)
 	waiters []Reply // answered once pending is written, with these values
 	// unmarked are the partitions of a Prepare* transaction whose marker is
-	// not written yet; marking says a marker write is in flight, retryAt
-	// when the next may start.
+	// not written yet; marking says a marker write is in flight. retryAt is
+	// when the next write a tick makes (markers, a timeout's abort, an
+	// expiration, a completion) may start: a backoff after a failure.
 	unmarked map[TopicPartition]struct{}
 	marking  bool
 	retryAt  time.Time
@@ -338,6 +339,9 @@ func (m *machine) written(now time.Time, id string, err error) {
 		if e.Epoch == noEpoch {
 			delete(m.txns, id) // never written: nothing to keep
 		}
+		// Not again at once: the log may refuse for a while (no leader,
+		// too few replicas), and a tick would retry it in a loop.
+		e.retryAt = now.Add(m.cfg.markerBackoff)
 		return
 	}
 	e.meta = next
@@ -406,7 +410,7 @@ func (m *machine) marked(now time.Time, id string, done []TopicPartition) {
 func (m *machine) tick(now time.Time) {
 	for _, id := range m.sortedIDs() {
 		e := m.txns[id]
-		if e.pending != nil {
+		if e.pending != nil || now.Before(e.retryAt) {
 			continue
 		}
 		switch e.State {
@@ -434,20 +438,26 @@ func (m *machine) deadline() time.Time {
 			at = t
 		}
 	}
+	later := func(t time.Time, e *entry) time.Time {
+		if t.Before(e.retryAt) {
+			return e.retryAt
+		}
+		return t
+	}
 	for _, e := range m.txns {
 		if e.pending != nil {
 			continue
 		}
 		switch e.State {
 		case Ongoing:
-			earlier(e.Start.Add(e.Timeout))
+			earlier(later(e.Start.Add(e.Timeout), e))
 		case PrepareCommit, PrepareAbort:
 			if !e.marking {
 				earlier(e.retryAt)
 			}
 		case Empty, CompleteCommit, CompleteAbort:
 			if m.cfg.expiration > 0 {
-				earlier(e.Updated.Add(m.cfg.expiration))
+				earlier(later(e.Updated.Add(m.cfg.expiration), e))
 			}
 		}
 	}

@@ -441,3 +441,48 @@ func replayWrites(t *testing.T, log []Write) map[string]meta {
 	}
 	return states
 }
+
+// A write a tick made that fails is not made again before the backoff, so
+// a log that refuses appends for a while is not retried in a loop.
+func TestFailedWriteBacksOff(t *testing.T) {
+	h := newHarness(t)
+	pid, epoch, _ := h.init("a", 10*time.Second, -1, -1)
+	h.add("a", pid, epoch, tp("t", 0))
+	h.now = h.now.Add(10 * time.Second)
+	h.m.tick(h.now)
+	h.collect()
+	h.commit(ErrCoordinatorNotAvailable) // the timeout's abort fails
+	if s := h.state("a"); s.State != Ongoing || s.Epoch != epoch {
+		t.Fatalf("after the failed abort: %v at %d", s.State, s.Epoch)
+	}
+	h.m.tick(h.now)
+	h.collect()
+	if len(h.writes) != 0 {
+		t.Fatal("the failed abort retried at once")
+	}
+	if d := h.m.deadline(); !d.Equal(h.now.Add(DefaultMarkerBackoff)) {
+		t.Fatalf("deadline %v; want the backoff's end %v", d, h.now.Add(DefaultMarkerBackoff))
+	}
+	h.now = h.now.Add(DefaultMarkerBackoff)
+	h.m.tick(h.now)
+	h.collect()
+	if len(h.writes) != 1 {
+		t.Fatalf("%d writes after the backoff; want the abort again", len(h.writes))
+	}
+	h.commitAll()
+	// The completion's write fails too: retried after the backoff.
+	h.mark(all)
+	h.commit(ErrCoordinatorNotAvailable)
+	h.m.tick(h.now)
+	h.collect()
+	if len(h.writes) != 0 {
+		t.Fatal("the failed completion retried at once")
+	}
+	h.now = h.now.Add(DefaultMarkerBackoff)
+	h.m.tick(h.now)
+	h.collect()
+	h.commitAll()
+	if s := h.state("a"); s.State != CompleteAbort {
+		t.Fatalf("after the retries: %v", s.State)
+	}
+}
