@@ -70,8 +70,8 @@ func (n *Node) CreatePartitions(ctx context.Context, req CreatePartitions) (Topi
 		switch {
 		case t == nil || t.Deleting:
 			return TopicInfo{}, unknownTopic(req.Topic)
-		case req.Topic == OffsetsTopic:
-			return TopicInfo{}, fmt.Errorf("%w: %s is internal: its partition count places the groups", ErrInvalidTopic, req.Topic)
+		case req.Topic == OffsetsTopic || req.Topic == TransactionStateTopic:
+			return TopicInfo{}, fmt.Errorf("%w: %s is internal: its partition count places the groups or transactional ids", ErrInvalidTopic, req.Topic)
 		case req.Count > MaxPartitions:
 			return TopicInfo{}, fmt.Errorf("%w: %d for topic %q, want at most %d", ErrInvalidPartitions, req.Count, req.Topic, MaxPartitions)
 		}
@@ -172,7 +172,7 @@ const DeleteRecordsLatest = -1
 // internal topic; ErrPolicyViolation for a topic whose cleanup.policy is
 // compact without delete (Kafka's rule).
 func (n *Node) DeleteRecords(ctx context.Context, topic string, partition int32, offset int64) (int64, error) {
-	if topic == OffsetsTopic {
+	if topic == OffsetsTopic || topic == TransactionStateTopic {
 		return -1, fmt.Errorf("%w: cannot delete records of the internal topic %s", ErrInvalidTopic, topic)
 	}
 	p, _, err := n.leaderPartition(topic, partition)

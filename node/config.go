@@ -64,6 +64,15 @@ type Config struct {
 	// has them.
 	OffsetsReplicationFactor int16
 
+	// helper txncoord: transactions. TransactionMaxTimeout bounds the
+	// transaction timeout a producer may ask for (Kafka's
+	// transaction.max.timeout.ms; default 15 minutes).
+	// TransactionalIDExpiration forgets a transactional id idle this long
+	// between transactions (transactional.id.expiration.ms; default 7 days;
+	// negative: never).
+	TransactionMaxTimeout     time.Duration
+	TransactionalIDExpiration time.Duration
+
 	// ZooKeeper, when set, is the ZooKeeper ensemble the broker joins, as
 	// Kafka's zookeeper.connect: "host:port[,host:port...][/chroot]".
 	// Without it the broker is a single node on the file store in DataDir
@@ -196,6 +205,9 @@ func (c Config) Validate() (Config, error) {
 		c.OffsetsReplicationFactor = 3
 	case c.OffsetsReplicationFactor < 0:
 		return bad("OffsetsReplicationFactor %d is negative", c.OffsetsReplicationFactor)
+	}
+	if err := c.txnDefaults(); err != nil { // helper txncoord
+		return Config{}, err
 	}
 	if c.ZooKeeper != "" && c.Coord != nil {
 		return bad("ZooKeeper and Coord are both set")

@@ -53,10 +53,14 @@ func (n *Node) GroupCoordinator(group string) (*groups.Coordinator, error) {
 // FindCoordinator returns the broker that coordinates key (a group id, or a
 // transactional id): ErrInvalidCoordinatorType for another key type,
 // ErrCoordinatorNotAvailable while the key's partition has no leader.
-// Transactional ids are answered like groups; the requests that would follow
-// are refused (ErrTransactionsNotSupported).
+// A transactional id's coordinator is the leader of its partition of
+// TransactionStateTopic (txn.go).
 func (n *Node) FindCoordinator(ctx context.Context, keyType int8, key string) (Broker, error) {
-	if keyType != CoordinatorGroup && keyType != CoordinatorTransaction {
+	switch keyType {
+	case CoordinatorGroup:
+	case CoordinatorTransaction:
+		return n.txnCoordinatorOf(ctx, key, true)
+	default:
 		return Broker{ID: -1}, ErrInvalidCoordinatorType
 	}
 	return n.coordinatorOf(ctx, key, true)
@@ -201,9 +205,15 @@ func (n *Node) TxnOffsetCommit(ctx context.Context, r groups.TxnCommitRequest) (
 		return all(err)
 	}
 	// KIP-890 part 1 (Kafka 3.6): the transaction coordinator confirms
-	// the group's partition of OffsetsTopic is in the producer's
-	// transaction before the offsets are written; that check joins here
-	// with the transaction coordinator (its txnVerify).
+	// the group's partition of OffsetsTopic is in the producer's open
+	// transaction (AddOffsetsToTxn) before the offsets are written, so a
+	// commit that outlived its transaction's abort is refused rather than
+	// left pending.
+	if verify := n.txnVerifier; verify != nil {
+		if err := verify(ctx, r.TransactionalID, r.ProducerID, r.ProducerEpoch, OffsetsTopic, n.offsetsPartitionFor(r.Group)); err != nil {
+			return all(err)
+		}
+	}
 	r.Offsets = valid
 	res, err := coord.TxnCommit(ctx, r)
 	for tp, e := range res {

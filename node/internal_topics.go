@@ -20,7 +20,8 @@ import (
 //     ordinary topic, and Produce to one is refused
 //     (ErrWriteToInternalTopic). The broker creates OffsetsTopic itself, as
 //     the compacted internal topic, when a group request, FindCoordinator or
-//     a Metadata request naming it first needs it.
+//     a Metadata request naming it first needs it; TransactionStateTopic
+//     likewise for a transactional request.
 //   - internal (IsInternalTopic): __consumer_offsets and
 //     __transaction_state, listed with IsInternal in Metadata; DeleteTopics
 //     of one is refused.
@@ -30,8 +31,8 @@ import (
 // __CruiseControlMetrics, Confluent's __consumer_timestamps), and refusing
 // them would break those tools.
 
-// TransactionStateTopic is Kafka's transaction log. weir has no
-// transactions yet; the name is reserved for them.
+// TransactionStateTopic is Kafka's transaction log, the transaction
+// coordinator's state (txn.go), created by the broker like OffsetsTopic.
 const TransactionStateTopic = "__transaction_state"
 
 // reservedTopics are the names of Kafka's own topics (see the comment

@@ -236,6 +236,7 @@ func (l *loop) step() error {
 	}
 	l.n.syncReplicas(im)
 	l.n.syncCoordinator(l.ctx, im)
+	l.n.syncTxnCoordinator(l.ctx, im) // helper txncoord
 	l.n.image.publish(im)
 	return errors.Join(rerr, l.control(ctx, im))
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/weir-broker/weir/core/meta"
 	"github.com/weir-broker/weir/core/partlog"
 	"github.com/weir-broker/weir/core/topicconfig"
+	"github.com/weir-broker/weir/core/txn"
 	pluginhost "github.com/weir-broker/weir/plugins/host"
 )
 
@@ -99,14 +100,19 @@ type Node struct {
 	withdrawing     sync.Map  // meta.Resignation -> true: being withdrawn
 	closeErr        error
 
-	// txndata (issue 13): the connections transaction markers go out on
-	// (txn_markers.go); txnVerifier, when set by the coordinator wiring (n.txnVerify),
-	// checks transactional produces (KIP-890 part 1; nil: not checked);
-	// txnOffsetsDone, when set, hears of each marker appended to a
-	// partition of OffsetsTopic (the group coordinator's CompleteTxn).
+	// Transactions: the connections transaction markers go out on
+	// (txn_markers.go); txnVerifier checks transactional produces
+	// (KIP-890 part 1: n.txnVerify; nil in tests: not checked);
+	// txnOffsetsDone hears of each marker acknowledged on a partition of
+	// OffsetsTopic (the group coordinator's CompleteTxn). The transaction
+	// coordinator and the partitions of TransactionStateTopic handed to it
+	// (txn.go).
 	markerClients  markerClients
 	txnVerifier    TxnVerifier
 	txnOffsetsDone func(partition int32, producerID int64, commit bool)
+	txn            *txn.Coordinator
+	txnLoads       txnLoads
+	txnPeers       txnPeers // connections to other brokers' coordinators (txn_peers.go)
 }
 
 // Broker is a broker as clients see it: its id and where to reach it.
@@ -209,6 +215,10 @@ func (n *Node) open(parent context.Context) error {
 	if err := n.readLegacyOffsets(); err != nil {
 		return err
 	}
+	if err := n.openTxn(); err != nil {
+		return err
+	}
+	n.txnVerifier = n.txnVerify
 
 	ctx, cancel := context.WithTimeout(parent, openTimeout)
 	defer cancel()
@@ -363,6 +373,10 @@ func (n *Node) stop() error {
 		if err := n.groups.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("node: close groups: %w", err))
 		}
+	}
+	// helper txncoord: the transaction coordinator, after the loop.
+	if err := n.closeTxn(); err != nil {
+		errs = append(errs, fmt.Errorf("node: close transaction coordinator: %w", err))
 	}
 	n.offsets.replays.Wait() // the loop is stopped: no more start
 	if n.hwAtOpen != nil {   // the checkpoint was read: the partitions' high watermarks are worth keeping

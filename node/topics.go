@@ -120,7 +120,8 @@ func (n *Node) TopicByID(id [16]byte) (TopicInfo, error) {
 
 // MetadataTopic returns the named topic for a Metadata request, creating it
 // first when the broker auto-creates topics and the client allows it (the
-// offsets topic, __consumer_offsets, is created as the internal topic; other
+// offsets topic, __consumer_offsets, and the transaction log,
+// __transaction_state, are created as the internal topics they are; other
 // reserved names are never created: see IsReservedTopic).
 func (n *Node) MetadataTopic(ctx context.Context, name string, clientAllowsCreate bool) (TopicInfo, error) {
 	ti, err := n.Topic(name)
@@ -130,6 +131,8 @@ func (n *Node) MetadataTopic(ctx context.Context, name string, clientAllowsCreat
 	switch {
 	case name == OffsetsTopic && clientAllowsCreate:
 		return n.ensureOffsetsTopic(ctx)
+	case name == TransactionStateTopic && clientAllowsCreate: // helper txncoord
+		return n.ensureTxnTopic(ctx)
 	case IsReservedTopic(name) || !clientAllowsCreate || !n.cfg.AutoCreateTopics:
 		return TopicInfo{}, err
 	}

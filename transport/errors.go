@@ -18,6 +18,7 @@ import (
 	"github.com/weir-broker/weir/core/replica"
 	"github.com/weir-broker/weir/core/segment"
 	"github.com/weir-broker/weir/core/topicconfig"
+	"github.com/weir-broker/weir/core/txn"
 	"github.com/weir-broker/weir/node"
 	"github.com/weir-broker/weir/transport/fetchsession"
 )
@@ -109,6 +110,19 @@ var errorTable = []struct {
 	{consumer.ErrInvalidRequest, kerr.InvalidRequest},
 	{consumer.ErrInvalidRegex, kerr.InvalidRegularExpression},
 	{consumer.ErrGroupFull, kerr.GroupMaxSizeReached},
+
+	// Transactions (helper txncoord).
+	{txn.ErrInvalidRequest, kerr.InvalidRequest},
+	{txn.ErrInvalidTransactionTimeout, kerr.InvalidTransactionTimeout},
+	{txn.ErrInvalidProducerIDMapping, kerr.InvalidProducerIDMapping},
+	{txn.ErrProducerFenced, kerr.ProducerFenced},
+	{txn.ErrConcurrentTransactions, kerr.ConcurrentTransactions},
+	{txn.ErrInvalidTxnState, kerr.InvalidTxnState},
+	{txn.ErrTransactionalIDNotFound, kerr.TransactionalIDNotFound},
+	{txn.ErrNotCoordinator, kerr.NotCoordinator},
+	{txn.ErrCoordinatorLoadInProgress, kerr.CoordinatorLoadInProgress},
+	{txn.ErrCoordinatorNotAvailable, kerr.CoordinatorNotAvailable},
+	{node.ErrOperationNotAttempted, kerr.OperationNotAttempted},
 
 	// The node's decisions.
 	{node.ErrTransactionsNotSupported, kerr.InvalidRequest},

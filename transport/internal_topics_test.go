@@ -17,7 +17,8 @@ import (
 // (INVALID_TOPIC_EXCEPTION, with a message saying it is reserved); Metadata
 // with auto-creation on never creates one as an ordinary topic (a lag
 // tool's lookup of __consumer_offsets gets the real, compacted internal
-// topic; __transaction_state stays unknown); Produce to one is refused; the
+// topic, and of __transaction_state the transaction log); Produce to one is
+// refused; the
 // internal ones are listed internal and cannot be deleted. Another "__"
 // name is an ordinary topic, as in Kafka.
 func TestReservedTopicNames(t *testing.T) {
@@ -68,7 +69,7 @@ func TestReservedTopicNames(t *testing.T) {
 		}
 		for _, mt := range resp.Topics {
 			switch *mt.Topic {
-			case node.OffsetsTopic:
+			case node.OffsetsTopic, node.TransactionStateTopic:
 				if mt.ErrorCode != 0 || !mt.IsInternal || len(mt.Partitions) != node.DefaultOffsetsPartitions {
 					t.Errorf("v%d: %s: error %d, internal %v, %d partitions", v, *mt.Topic, mt.ErrorCode, mt.IsInternal, len(mt.Partitions))
 				}
@@ -83,10 +84,12 @@ func TestReservedTopicNames(t *testing.T) {
 	if err != nil || !ti.Internal || ti.Configs[topicconfig.CleanupPolicy] != topicconfig.CleanupCompact {
 		t.Fatalf("%s after a Metadata lookup: %+v, %v; want the compacted internal topic", node.OffsetsTopic, ti.Configs, err)
 	}
-	for _, name := range []string{node.TransactionStateTopic, "__weir_x"} {
-		if _, err := b.node.Topic(name); err == nil {
-			t.Errorf("%s was auto-created", name)
-		}
+	if ti, err := b.node.Topic(node.TransactionStateTopic); err != nil || !ti.Internal ||
+		ti.Configs[topicconfig.CleanupPolicy] != topicconfig.CleanupCompact {
+		t.Fatalf("%s after a Metadata lookup: %+v, %v; want the compacted internal topic", node.TransactionStateTopic, ti.Configs, err)
+	}
+	if _, err := b.node.Topic("__weir_x"); err == nil {
+		t.Errorf("__weir_x was auto-created")
 	}
 
 	// Listed internal among all topics.
@@ -95,7 +98,7 @@ func TestReservedTopicNames(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, mt := range all.Topics {
-		if want := *mt.Topic == node.OffsetsTopic; mt.IsInternal != want {
+		if want := *mt.Topic == node.OffsetsTopic || *mt.Topic == node.TransactionStateTopic; mt.IsInternal != want {
 			t.Errorf("all topics: %s internal %v, want %v", *mt.Topic, mt.IsInternal, want)
 		}
 	}
@@ -104,7 +107,7 @@ func TestReservedTopicNames(t *testing.T) {
 	for _, name := range []string{node.OffsetsTopic, node.TransactionStateTopic, "__weir_y"} {
 		pcl := kgoClient(t, b, kgo.AllowAutoTopicCreation(), kgo.RecordRetries(2))
 		err := pcl.ProduceSync(ctx, &kgo.Record{Topic: name, Value: []byte("forged")}).FirstErr()
-		if name == node.OffsetsTopic && err != kerr.InvalidTopicException {
+		if name != "__weir_y" && err != kerr.InvalidTopicException {
 			t.Errorf("produce to %s: %v, want INVALID_TOPIC_EXCEPTION", name, err)
 		}
 		if err == nil {

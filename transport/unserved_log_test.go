@@ -4,12 +4,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // TestUnservedAPILogged: a request for an API weir does not serve
-// (AddOffsetsToTxn), and one for a version of a served API below what it
+// (DescribeAcls), and one for a version of a served API below what it
 // serves (Fetch v3), each close their connection with one INFO line naming
 // the API, the version and the client id, so the operator can tell which
 // client needs what.
@@ -20,8 +19,8 @@ func TestUnservedAPILogged(t *testing.T) {
 		clientID string
 		want     []string
 	}{
-		{&kmsg.AddOffsetsToTxnRequest{Version: 1, TransactionalID: "tx", Group: "g"}, "txn-tool",
-			[]string{"INFO ", "api=AddOffsetsToTxn", "key=25", "version=1", "client_id=txn-tool", "does not serve"}},
+		{&kmsg.DescribeACLsRequest{Version: 1}, "acl-tool",
+			[]string{"INFO ", "api=DescribeACLs", "key=29", "version=1", "client_id=acl-tool", "does not serve"}},
 		{&kmsg.FetchRequest{Version: 3, ReplicaID: -1}, "old-consumer",
 			[]string{"INFO ", "api=Fetch", "key=1", "version=3", "client_id=old-consumer", "serves v4-v"}},
 	} {
@@ -46,39 +45,4 @@ func TestUnservedAPILogged(t *testing.T) {
 		}
 	}
 	b.checkAlive(t)
-}
-
-// TestTransactionalInitProducerIDRefused: a transactional InitProducerId is
-// answered INVALID_REQUEST (non-retriable; its text sends the user to the
-// broker logs), and the broker logs, at WARN, that transactions are not
-// supported, with the transactional id and the client id. A plain
-// (idempotent) InitProducerId still gets an id.
-func TestTransactionalInitProducerIDRefused(t *testing.T) {
-	b := startBroker(t)
-	rc := b.dial(t)
-	req := kmsg.NewPtrInitProducerIDRequest()
-	req.Version = 4
-	req.TransactionalID = kmsg.StringPtr("orders-tx")
-	req.TransactionTimeoutMillis = 60000
-	resp := rc.do(req).(*kmsg.InitProducerIDResponse)
-	err := kerr.ErrorForCode(resp.ErrorCode)
-	if err != kerr.InvalidRequest || kerr.IsRetriable(err) || resp.ProducerID != -1 {
-		t.Fatalf("transactional InitProducerId: %v, producer id %d; want INVALID_REQUEST, -1", err, resp.ProducerID)
-	}
-	lines := b.logs.find("transactional_id=orders-tx")
-	if len(lines) != 1 {
-		t.Fatalf("%d log lines name the transactional id, want 1: %q", len(lines), b.logs.find("transaction"))
-	}
-	for _, w := range []string{"WARN ", "transactions", "client_id=weir-test"} {
-		if !strings.Contains(lines[0], w) {
-			t.Errorf("log line %q lacks %q", lines[0], w)
-		}
-	}
-
-	plain := kmsg.NewPtrInitProducerIDRequest()
-	plain.Version = 4
-	presp := rc.do(plain).(*kmsg.InitProducerIDResponse)
-	if presp.ErrorCode != 0 || presp.ProducerID < 0 {
-		t.Errorf("idempotent InitProducerId: error %d, producer id %d", presp.ErrorCode, presp.ProducerID)
-	}
 }

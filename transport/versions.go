@@ -42,6 +42,9 @@ var apis = []api{
 	{key: 21, min: 0, max: 2, handle: handleDeleteRecords},           // api_delete_records.go
 	{key: 22, min: 0, max: 4, handle: handleInitProducerID},          // api_init_producer_id.go
 	{key: 23, min: 0, max: 4, handle: handleOffsetForLeaderEpoch},    // api_offset_for_leader_epoch.go
+	{key: 24, min: 0, max: 4, handle: handleAddPartitionsToTxn},      // api_add_partitions_to_txn.go
+	{key: 25, min: 0, max: 3, handle: handleAddOffsetsToTxn},         // api_add_offsets_to_txn.go
+	{key: 26, min: 0, max: 3, handle: handleEndTxn},                  // api_end_txn.go
 	{key: 27, min: 0, max: 1, handle: handleWriteTxnMarkers},         // api_write_txn_markers.go
 	{key: 28, min: 0, max: 3, handle: handleTxnOffsetCommit},         // api_txn_offset_commit.go
 	{key: 32, min: 0, max: 4, handle: handleDescribeConfigs},         // api_describe_configs.go
@@ -53,6 +56,8 @@ var apis = []api{
 	{key: 47, min: 0, max: 0, handle: handleOffsetDelete},            // api_offset_delete.go
 	{key: 60, min: 0, max: 1, handle: handleDescribeCluster},         // api_describe_cluster.go
 	{key: 61, min: 0, max: 0, handle: handleDescribeProducers},       // api_describe_producers.go
+	{key: 65, min: 0, max: 0, handle: handleDescribeTransactions},    // api_describe_transactions.go
+	{key: 66, min: 0, max: 1, handle: handleListTransactions},        // api_list_transactions.go
 	{key: 68, min: 0, max: 1, handle: handleConsumerGroupHeartbeat},  // api_consumer_group_heartbeat.go
 	{key: 69, min: 0, max: 1, handle: handleConsumerGroupDescribe},   // api_consumer_group_describe.go
 }

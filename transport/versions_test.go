@@ -303,6 +303,8 @@ func TestEveryServedVersion(t *testing.T) {
 	b := startBroker(t)
 	b.createTopic(t, "t", 1, nil)
 	b.coord(t) // the committed offsets loaded, so the group APIs answer at once
+	// helper txncoord: likewise the transaction log.
+	b.txnLoaded(t)
 	rc := b.dial(t)
 	// Order matters: produce and commit before fetching them, create before
 	// delete.

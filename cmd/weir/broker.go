@@ -63,6 +63,8 @@ type brokerSettings struct {
 	PluginCallTimeout          time.Duration     `yaml:"plugin-call-timeout"`
 	LogLevel                   string            `yaml:"log-level"`
 	LogFormat                  string            `yaml:"log-format"`
+	TransactionMaxTimeout      time.Duration     `yaml:"transaction-max-timeout"`
+	TransactionalIDExpiration  time.Duration     `yaml:"transactional-id-expiration"`
 	// PowerCutFS is the hidden lab flag --power-cut-fs (powercut.go); no
 	// config file key.
 	PowerCutFS bool `yaml:"-"`
@@ -125,6 +127,8 @@ func newBrokerCmdWith(run func(context.Context, brokerSettings, io.Writer) error
 		PluginDir:                  os.Getenv("WEIR_PLUGIN_DIR"),
 		LogLevel:                   "info",
 		LogFormat:                  "text",
+		TransactionMaxTimeout:      broker.DefaultTransactionMaxTimeout,
+		TransactionalIDExpiration:  broker.DefaultTransactionalIDExpiration,
 	}
 	var configFile string
 	var topicConfig, replicaRoute []string
@@ -157,6 +161,8 @@ func newBrokerCmdWith(run func(context.Context, brokerSettings, io.Writer) error
 	f.StringArrayVar(&topicConfig, "topic-config", nil, "broker-wide topic config default as `key=value`, repeatable, e.g. weir.durable.acks=true (default: none, Kafka's defaults)")
 	f.DurationVar(&s.RetentionCheckInterval, "retention-check-interval", s.RetentionCheckInterval, "how often retention deletes old segments")
 	f.DurationVar(&s.OffsetsRetention, "offsets-retention", s.OffsetsRetention, "committed offsets of a group empty this long are deleted (negative: kept forever)")
+	f.DurationVar(&s.TransactionMaxTimeout, "transaction-max-timeout", s.TransactionMaxTimeout, "largest transaction timeout a transactional producer may ask for (Kafka's transaction.max.timeout.ms)")
+	f.DurationVar(&s.TransactionalIDExpiration, "transactional-id-expiration", s.TransactionalIDExpiration, "a transactional id idle this long between transactions is forgotten (Kafka's transactional.id.expiration.ms; negative: never)")
 	f.DurationVar(&s.GroupInitialRebalanceDelay, "group-initial-rebalance-delay", s.GroupInitialRebalanceDelay, "how long a new group's first rebalance waits for more members")
 	f.DurationVar(&s.GroupMinSessionTimeout, "group-min-session-timeout", s.GroupMinSessionTimeout, "smallest session timeout a group member may ask for")
 	f.DurationVar(&s.GroupMaxSessionTimeout, "group-max-session-timeout", s.GroupMaxSessionTimeout, "largest session timeout a group member may ask for")
@@ -235,6 +241,8 @@ func (s *brokerSettings) merge(flags *pflag.FlagSet, configFile string, topicCon
 		set("plugin-call-timeout", func() { s.PluginCallTimeout = file.PluginCallTimeout })
 		set("log-level", func() { s.LogLevel = file.LogLevel })
 		set("log-format", func() { s.LogFormat = file.LogFormat })
+		set("transaction-max-timeout", func() { s.TransactionMaxTimeout = file.TransactionMaxTimeout })
+		set("transactional-id-expiration", func() { s.TransactionalIDExpiration = file.TransactionalIDExpiration })
 		s.TopicConfig = file.TopicConfig
 		s.ReplicaRoutes = file.ReplicaRoutes
 	}
@@ -370,6 +378,8 @@ func runBroker(ctx context.Context, s brokerSettings, stderr io.Writer) error {
 		AutoCreateTopics:             s.AutoCreateTopics,
 		RetentionCheckInterval:       s.RetentionCheckInterval,
 		OffsetsRetention:             s.OffsetsRetention,
+		TransactionMaxTimeout:        s.TransactionMaxTimeout,
+		TransactionalIDExpiration:    s.TransactionalIDExpiration,
 		GroupMinSessionTimeout:       s.GroupMinSessionTimeout,
 		GroupMaxSessionTimeout:       s.GroupMaxSessionTimeout,
 		GroupInitialRebalanceDelay:   s.GroupInitialRebalanceDelay,

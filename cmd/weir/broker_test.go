@@ -61,6 +61,7 @@ func TestBrokerSettingsDefaults(t *testing.T) {
 		GroupMinSessionTimeout:     6 * time.Second, GroupMaxSessionTimeout: 30 * time.Minute, MaxRequestBytes: 100 << 20,
 		ReplicaLagTimeMax: 30 * time.Second, LeaderImbalanceCheck: 5 * time.Minute, ControlledShutdownTimeout: 30 * time.Second,
 		LogLevel: "info", LogFormat: "text",
+		TransactionMaxTimeout: 15 * time.Minute, TransactionalIDExpiration: 7 * 24 * time.Hour,
 	}
 	if fmt.Sprint(s) != fmt.Sprint(want) {
 		t.Errorf("defaults\n got %+v\nwant %+v", s, want)

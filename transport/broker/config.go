@@ -28,6 +28,13 @@ const (
 	DefaultMaxRequestBytes        = 100 << 20 // Kafka socket.request.max.bytes
 )
 
+// Transaction defaults (helper txncoord): Kafka's transaction.max.timeout.ms
+// and transactional.id.expiration.ms.
+const (
+	DefaultTransactionMaxTimeout     = node.DefaultTransactionMaxTimeout
+	DefaultTransactionalIDExpiration = node.DefaultTransactionalIDExpiration
+)
+
 // Config configures a broker. Only DataDir is required; validate fills the
 // defaults named on each field.
 type Config struct {
@@ -89,6 +96,9 @@ type Config struct {
 	// of groups that have been empty (and seen no commit) for this long.
 	// Default DefaultOffsetsRetention; negative keeps them forever.
 	OffsetsRetention time.Duration
+	// TransactionMaxTimeout and TransactionalIDExpiration: see node.Config
+	// (DefaultTransactionMaxTimeout, DefaultTransactionalIDExpiration).
+	TransactionMaxTimeout, TransactionalIDExpiration time.Duration
 	// GroupMinSessionTimeout and GroupMaxSessionTimeout bound the session
 	// timeouts that consumer group members may ask for. Defaults
 	// DefaultGroupMinSessionTimeout and DefaultGroupMaxSessionTimeout.
@@ -250,6 +260,8 @@ func (c Config) nodeConfig(advertised string) node.Config {
 		RetentionCheckInterval:       c.RetentionCheckInterval,
 		MaxOpenFiles:                 c.MaxOpenFiles,
 		OffsetsRetention:             c.OffsetsRetention,
+		TransactionMaxTimeout:        c.TransactionMaxTimeout,
+		TransactionalIDExpiration:    c.TransactionalIDExpiration,
 		CleanerBackoff:               c.CleanerBackoff,
 		CleanerIOMaxBytesPerSecond:   c.CleanerIOMaxBytesPerSecond,
 		Coord:                        c.Coord,
