@@ -24,6 +24,10 @@ import (
 // small enough for CI.
 const etlRecords = 3000
 
+// etlPerTxn bounds the records of one transaction (PollRecords), so that
+// the copy takes many transactions.
+const etlPerTxn = 50
+
 // TestTransactETLBrokerKilled is exactly-once end to end: members of a
 // consumer group copy topic etl-in to etl-out with franz-go's
 // GroupTransactSession (consume read_committed, produce, commit the offsets
@@ -68,18 +72,19 @@ func TestTransactETLBrokerKilled(t *testing.T) {
 	ctx, cancel := context.WithCancel(testContext(t))
 	defer cancel()
 
-	// The input: a paced idempotent producer, batches of 50 records every
-	// 5 ms, so that members are mid-transaction whenever the kill comes.
-	// The pacing shapes the load; nothing waits on it.
+	// The input: a paced idempotent producer, batches of 25 records every
+	// 10 ms (at least 1.2 s in all), so that members are mid-transaction
+	// whenever the kill comes. The pacing shapes the load; nothing waits on
+	// it.
 	var produced atomic.Int64
 	produceErr := make(chan error, 1)
 	go func() {
 		cl := brokertest.Client(t, addr, kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
-		tick := time.NewTicker(5 * time.Millisecond)
+		tick := time.NewTicker(10 * time.Millisecond)
 		defer tick.Stop()
 		for i := 0; i < etlRecords; {
 			var rs []*kgo.Record
-			for ; i < etlRecords && len(rs) < 50; i++ {
+			for ; i < etlRecords && len(rs) < 25; i++ {
 				rs = append(rs, &kgo.Record{Topic: "etl-in", Key: fmt.Appendf(nil, "k%05d", i), Value: fmt.Appendf(nil, "v%05d", i)})
 			}
 			if err := cl.ProduceSync(ctx, rs...).FirstErr(); err != nil {
@@ -134,7 +139,7 @@ func TestTransactETLBrokerKilled(t *testing.T) {
 			}
 			defer s.Close()
 			for mctx.Err() == nil {
-				fs := s.PollFetches(mctx)
+				fs := s.PollRecords(mctx, etlPerTxn)
 				if mctx.Err() != nil {
 					return
 				}
@@ -215,8 +220,9 @@ func TestTransactETLBrokerKilled(t *testing.T) {
 	if len(memberErr) > 0 {
 		t.Fatalf("members failed: %v", errors.Join(memberErr...))
 	}
-	if ends["committed"] == 0 {
-		t.Fatalf("no transaction committed: %v", ends)
+	if ends["committed"] < etlRecords/etlPerTxn {
+		t.Fatalf("%d transactions committed, want at least %d (%d records, at most %d per transaction): %v",
+			ends["committed"], etlRecords/etlPerTxn, etlRecords, etlPerTxn, ends)
 	}
 	mu.Unlock()
 
