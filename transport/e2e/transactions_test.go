@@ -150,15 +150,19 @@ func TestTransactETLBrokerKilled(t *testing.T) {
 					mu.Unlock()
 					return
 				}
+				var failed atomic.Pointer[error] // the first produce error of this transaction
 				fs.EachRecord(func(r *kgo.Record) {
 					out := &kgo.Record{Topic: "etl-out", Partition: r.Partition, Key: r.Key, Value: r.Value}
 					s.Produce(mctx, out, func(_ *kgo.Record, err error) {
 						if err != nil {
-							t.Logf("member %d: producing to etl-out (the transaction will abort): %v", id, err)
+							failed.CompareAndSwap(nil, &err)
 						}
 					})
 				})
 				committed, err := s.End(mctx, kgo.TryCommit)
+				if e := failed.Load(); e != nil && mctx.Err() == nil {
+					t.Logf("member %d: producing to etl-out failed, so the transaction aborted: %v", id, *e)
+				}
 				mu.Lock()
 				switch {
 				case err != nil:
