@@ -197,7 +197,9 @@ func crashTransaction(t *testing.T, kill, step string) {
 		}
 	}
 	proc = nil
+	restarted := time.Now()
 	start()
+	t.Logf("restarted in %v", time.Since(restarted))
 
 	// No stuck LSO: every partition's last stable offset reaches its high
 	// watermark.
@@ -214,6 +216,8 @@ func crashTransaction(t *testing.T, kill, step string) {
 		}
 		return true
 	})
+
+	t.Logf("last stable offsets at the high watermarks %v after the restart", time.Since(restarted))
 
 	// Whole or nothing.
 	committed := readCommitted(t, addr, topic)
