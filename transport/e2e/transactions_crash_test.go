@@ -59,6 +59,7 @@ func TestTransactionCrash(t *testing.T) {
 }
 
 func crashTransaction(t *testing.T, kill, step string) {
+	began := time.Now()
 	dir, addr := t.TempDir(), brokertest.FreeAddr(t)
 	var proc *brokerproc.Process
 	start := func() {
@@ -185,6 +186,7 @@ func crashTransaction(t *testing.T, kill, step string) {
 		endTxn(false)
 	}
 
+	t.Logf("killing the broker (%s), %v into the test", kill, time.Since(began))
 	switch kill {
 	case "sigkill":
 		if err := proc.Cmd.Process.Kill(); err != nil {
@@ -257,10 +259,12 @@ func crashTransaction(t *testing.T, kill, step string) {
 	if step != "after-commit" && step != "after-abort" {
 		req := kmsg.NewPtrEndTxnRequest()
 		req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit = txnID, pid, epoch, true
+		asked := time.Now()
 		resp, err := req.RequestWith(ctx, cl)
 		if err != nil {
 			t.Fatalf("EndTxn after the restart: %v", err)
 		}
+		t.Logf("EndTxn after the restart answered in %v", time.Since(asked))
 		code := resp.ErrorCode
 		fenced := code == kerr.ProducerFenced.Code || code == kerr.InvalidProducerEpoch.Code
 		// A power cut may have lost the id's records altogether: then
