@@ -61,11 +61,12 @@ func TestTransactionCrash(t *testing.T) {
 func crashTransaction(t *testing.T, kill, step string) {
 	began := time.Now()
 	dir, addr := t.TempDir(), brokertest.FreeAddr(t)
+	bin := weirBinary(t) // built on first use: before any deadline starts
 	var proc *brokerproc.Process
 	start := func() {
 		t.Helper()
 		p, err := brokerproc.Start(testContext(t), brokerproc.Options{
-			Weir: weirBinary(t), DataDir: dir, Listen: addr, DeathSignal: syscall.SIGKILL,
+			Weir: bin, DataDir: dir, Listen: addr, DeathSignal: syscall.SIGKILL,
 			PowerCutFS: kill == "power-cut", Flags: []string{"--log-level", "info"},
 		})
 		if err != nil {
@@ -257,6 +258,15 @@ func crashTransaction(t *testing.T, kill, step string) {
 	// The producer's old epoch is fenced once the broker aborted for it (a
 	// committed or aborted transaction leaves the epoch as it was).
 	if step != "after-commit" && step != "after-abort" {
+		waitForLong(t, "the coordinator to abort the abandoned transaction", func() bool {
+			req := kmsg.NewPtrDescribeTransactionsRequest()
+			req.TransactionalIDs = []string{txnID}
+			resp, err := req.RequestWith(ctx, cl)
+			if err != nil || len(resp.TransactionStates) != 1 || resp.TransactionStates[0].ErrorCode != 0 {
+				return false
+			}
+			return resp.TransactionStates[0].State == "CompleteAbort"
+		})
 		req := kmsg.NewPtrEndTxnRequest()
 		req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit = txnID, pid, epoch, true
 		asked := time.Now()

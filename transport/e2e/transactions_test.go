@@ -41,10 +41,11 @@ const etlPerTxn = 50
 // its order.
 func TestTransactETLBrokerKilled(t *testing.T) {
 	dir, addr := t.TempDir(), brokertest.FreeAddr(t)
+	bin := weirBinary(t) // built on first use: before any deadline starts
 	start := func() *brokerproc.Process {
 		t.Helper()
 		p, err := brokerproc.Start(testContext(t), brokerproc.Options{
-			Weir: weirBinary(t), DataDir: dir, Listen: addr, DeathSignal: syscall.SIGKILL,
+			Weir: bin, DataDir: dir, Listen: addr, DeathSignal: syscall.SIGKILL,
 			Flags: []string{"--group-initial-rebalance-delay", "0", "--group-min-session-timeout", "100ms", "--log-level", "info"},
 		})
 		if err != nil {
