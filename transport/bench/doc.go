@@ -54,11 +54,6 @@
 //	    the baseline) or transactional, committing every 100 ms or every
 //	    1,000 records (Flush, then EndTransaction); one op is 1 MiB; MB/s,
 //	    records/s and records/txn. Goal: commit=100ms at least 0.9x none.
-//	BenchmarkConsumeIsolation/size=1KiB/partitions=8/isolation=read_committed/impl=weir
-//	    a consumer (no group) reading from the start a topic a transactional
-//	    producer filled beforehand (commits every 1,000 records), at
-//	    read_committed and read_uncommitted. Goal: read_committed at least
-//	    0.95x read_uncommitted.
 //	BenchmarkLSOLag/impl=weir
 //	    one-record transactions on one partition; p50-us and p99-us from the
 //	    EndTransaction call to a read_committed consumer receiving the record.

@@ -44,8 +44,7 @@ func TestBenchSetups(t *testing.T) {
 					t.Errorf("commit=%s: %d transactions committed", commit, txns)
 				}
 			}
-			consumeIsolated(t, noTimer{}, addr, false, n)
-			consumeIsolated(t, noTimer{}, addr, true, n)
+			consume(t, noTimer{}, addr, n)
 			lat := lsoLag(t, noTimer{}, addr, 20)
 			if len(lat.sorted) != 20 || lat.percentile(50) <= 0 {
 				t.Errorf("LSO lag: %d latencies, p50 %.0f us", len(lat.sorted), lat.percentile(50))

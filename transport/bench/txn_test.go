@@ -128,59 +128,6 @@ func produceTransactions(tb testing.TB, tm timer, addr, commit string, n int) (t
 	return elapsed, txns
 }
 
-// BenchmarkConsumeIsolation: a franz-go consumer (no group) reading from the
-// start a topic filled beforehand by a transactional producer committing
-// every 1,000 records, at each isolation level; one op is 1 MiB of values.
-// The goal: read_committed at least 0.95x read_uncommitted.
-func BenchmarkConsumeIsolation(b *testing.B) {
-	for _, level := range []string{"read_uncommitted", "read_committed"} {
-		for _, im := range ordered(impls) {
-			name := fmt.Sprintf("size=%s/partitions=%d/isolation=%s/impl=%s", sizeName(txnSize), txnPartitions, level, im.name)
-			b.Run(name, func(b *testing.B) {
-				b.StopTimer()
-				addr := im.start(b)
-				createTopic(b, addr, txnPartitions, nil)
-				n := b.N * (opBytes / txnSize)
-				produceTransactions(b, noTimer{}, addr, "1000records", n)
-				elapsed := consumeIsolated(b, b, addr, level == "read_committed", n+1) // + the warm-up record
-				reportThroughput(b, txnSize, opBytes/txnSize, elapsed)
-			})
-		}
-	}
-}
-
-// consumeIsolated reads n records of topic from the start with a new client
-// at the isolation level, and returns the time that took, client start
-// included (timed with tm too).
-func consumeIsolated(tb testing.TB, tm timer, addr string, committed bool, n int) time.Duration {
-	tb.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	level := kgo.ReadUncommitted()
-	if committed {
-		level = kgo.ReadCommitted()
-	}
-	tm.StartTimer()
-	start := time.Now()
-	cl := newClient(tb, addr, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		kgo.FetchIsolationLevel(level))
-	got := 0
-	for got < n {
-		fs := cl.PollFetches(ctx)
-		if err := fs.Err0(); err != nil {
-			tb.Fatalf("PollFetches after %d of %d records: %v", got, n, err)
-		}
-		fs.EachError(func(t string, p int32, err error) { tb.Fatalf("fetch %s/%d: %v", t, p, err) })
-		got += fs.NumRecords()
-	}
-	elapsed := time.Since(start)
-	tm.StopTimer()
-	if got != n {
-		tb.Fatalf("read %d records, want %d", got, n)
-	}
-	return elapsed
-}
-
 // BenchmarkLSOLag: how long a committed transaction takes to become visible
 // to a read_committed consumer: a transactional producer writes one record
 // per transaction to one partition and commits; a read_committed consumer
