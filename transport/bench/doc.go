@@ -49,6 +49,14 @@
 //	    its own (see below). In-process, franz-go takes most of the two
 //	    cores, so the throughput ratios above are damped; this figure says
 //	    what each broker costs.
+//	BenchmarkTransactionalProduce/size=1KiB/partitions=8/commit=100ms/impl=weir
+//	    one franz-go producer as fast as it goes: idempotent (commit=none,
+//	    the baseline) or transactional, committing every 100 ms or every
+//	    1,000 records (Flush, then EndTransaction); one op is 1 MiB; MB/s,
+//	    records/s and records/txn. Goal: commit=100ms at least 0.9x none.
+//	BenchmarkLSOLag/impl=weir
+//	    one-record transactions on one partition; p50-us and p99-us from the
+//	    EndTransaction call to a read_committed consumer receiving the record.
 //	BenchmarkFetchCPU/path=sendfile and path=copy
 //	    the broker's CPU seconds per GB of Fetch responses served, with
 //	    sendfile and with the copy path (broker.Config.DisableSendfile),

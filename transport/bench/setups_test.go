@@ -31,6 +31,26 @@ func TestBenchSetups(t *testing.T) {
 			}
 		})
 	}
+	for _, im := range impls {
+		t.Run("txn/impl="+im.name, func(t *testing.T) {
+			t.Parallel()
+			addr := im.start(t)
+			createTopic(t, addr, txnPartitions, nil)
+			n := 0
+			for _, commit := range txnCommits {
+				_, txns := produceTransactions(t, noTimer{}, addr, commit, 2500)
+				n += 2501 // with the warm-up record
+				if want := map[string]bool{"none": false, "100ms": true, "1000records": true}[commit]; (txns > 0) != want {
+					t.Errorf("commit=%s: %d transactions committed", commit, txns)
+				}
+			}
+			consume(t, noTimer{}, addr, n)
+			lat := lsoLag(t, noTimer{}, addr, 20)
+			if len(lat.sorted) != 20 || lat.percentile(50) <= 0 {
+				t.Errorf("LSO lag: %d latencies, p50 %.0f us", len(lat.sorted), lat.percentile(50))
+			}
+		})
+	}
 	t.Run("durable", func(t *testing.T) {
 		t.Parallel()
 		addr := startWeir(t)

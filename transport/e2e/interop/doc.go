@@ -34,6 +34,9 @@
 //	offsetdelete   a committed offset deleted with OffsetDelete is gone from OffsetFetch
 //	logdirs        10 records; DescribeLogDirs of every broker (DescribeCluster) gives the partition's
 //	               directory and a size above zero
+//	transactions   a transactional producer writes three transactions of five records to partition 0:
+//	               committed, aborted, committed; read_committed reads the 10 committed records,
+//	               read_uncommitted all 15
 //	restart        after the broker restarts (same data, same address), the groups operation's group,
 //	               now empty, still lists and describes as a consumer group, with its committed offset
 //

@@ -26,7 +26,7 @@ const opTimeout = 90 * time.Second
 
 // ops are the operations every client runs, in this order, each on its own
 // topic (<client>-<op>) of the client's broker; doc.go says what each does.
-var ops = []string{"smoke", "configs", "incremental", "brokerconfigs", "partitions", "deleterecords", "compaction", "internal", "groups", "offsetdelete", "logdirs", "restart"}
+var ops = []string{"smoke", "configs", "incremental", "brokerconfigs", "partitions", "deleterecords", "compaction", "internal", "groups", "offsetdelete", "logdirs", "transactions", "restart"}
 
 // lacks says which operations each client has no API for (client -> op ->
 // why); README.md's Interoperability table shows the same (TestReadmeInterop).
@@ -36,6 +36,7 @@ var lacks = map[string]map[string]string{
 		"deleterecords": "2.0.2's KafkaAdminClient has no delete_records",
 		"offsetdelete":  "2.0.2's KafkaAdminClient has no call for OffsetDelete",
 		"logdirs":       "2.0.2's KafkaAdminClient has no call for DescribeLogDirs",
+		"transactions":  "2.0.2 has no transactional producer",
 	},
 	"confluent-kafka": {
 		"incremental":   "1.7.0's AdminClient has alter_configs (AlterConfigs) only, no incremental_alter_configs",
@@ -51,6 +52,7 @@ var lacks = map[string]map[string]string{
 	"kafka-go": {
 		"deleterecords": "v0.4.51's Client has no DeleteRecords",
 		"logdirs":       "v0.4.51's Client has no DescribeLogDirs",
+		"transactions":  "v0.4.51 has no transactional producer (its Reader reads read_committed, but nothing here writes a transaction through it)",
 	},
 	"sarama": {},
 }
@@ -234,11 +236,82 @@ var checks = map[string]func(t *testing.T, addr, topic string){
 			t.Errorf("group %s-g: committed %v after the restart, want 3", topic, got)
 		}
 	},
+	"transactions": checkTransactions,
 	"offsetdelete": func(t *testing.T, addr, topic string) {
 		if got := committed(t, addr, topic+"-g", topic, 1); got[0] != -1 {
 			t.Errorf("group %s-g: committed %v after OffsetDelete, want none", topic, got)
 		}
 	},
+}
+
+// checkTransactions checks the broker's side of the transactions operation:
+// 15 records and 3 markers, read_committed reading the 10 committed ones,
+// read_uncommitted all 15, the last stable offset at the log end (nothing
+// open), and the transactional id listed, its last transaction committed.
+func checkTransactions(t *testing.T, addr, topic string) {
+	_, ends := offsets(t, addr, topic)
+	if len(ends) != 1 || ends[0] != 18 {
+		t.Fatalf("%s: log ends at %v, want one partition ending at 18 (15 records, 3 markers)", topic, ends)
+	}
+	lreq := kmsg.NewPtrListOffsetsRequest()
+	lreq.IsolationLevel = 1
+	lt := kmsg.NewListOffsetsRequestTopic()
+	lt.Topic = topic
+	lp := kmsg.NewListOffsetsRequestTopicPartition()
+	lp.Timestamp = -1
+	lt.Partitions = append(lt.Partitions, lp)
+	lreq.Topics = append(lreq.Topics, lt)
+	lresp, err := lreq.RequestWith(ctx(t), newClient(t, addr))
+	if err != nil || len(lresp.Topics) != 1 || len(lresp.Topics[0].Partitions) != 1 {
+		t.Fatalf("ListOffsets read_committed %s: %+v, %v", topic, lresp, err)
+	}
+	if p := lresp.Topics[0].Partitions[0]; p.ErrorCode != 0 || p.Offset != 18 {
+		t.Errorf("ListOffsets read_committed %s: offset %d (error %d), want the last stable offset 18", topic, p.Offset, p.ErrorCode)
+	}
+	values := func(name string) []string {
+		var out []string
+		for i := range 5 {
+			out = append(out, fmt.Sprintf("%s-%d", name, i))
+		}
+		return out
+	}
+	for _, c := range []struct {
+		level kgo.IsolationLevel
+		name  string
+		want  []string
+	}{
+		{kgo.ReadCommitted(), "read_committed", slices.Concat(values("c0"), values("c1"))},
+		{kgo.ReadUncommitted(), "read_uncommitted", slices.Concat(values("c0"), values("a"), values("c1"))},
+	} {
+		cl := newClient(t, addr, kgo.FetchIsolationLevel(c.level),
+			kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().AtStart()}}),
+			kgo.FetchMaxWait(200*time.Millisecond))
+		var got []string
+		last := int64(-1)
+		for last < 16 { // c1-4, the last record
+			fs := cl.PollFetches(ctx(t))
+			if err := fs.Err(); err != nil {
+				t.Fatalf("%s %s: %v (read %v)", c.name, topic, err, got)
+			}
+			for _, r := range fs.Records() {
+				got, last = append(got, string(r.Value)), r.Offset
+			}
+		}
+		cl.Close()
+		if !slices.Equal(got, c.want) {
+			t.Errorf("franz-go %s %s: read %v, want %v", c.name, topic, got, c.want)
+		}
+	}
+	treq := kmsg.NewPtrListTransactionsRequest()
+	tresp, err := treq.RequestWith(ctx(t), newClient(t, addr))
+	if err != nil || tresp.ErrorCode != 0 {
+		t.Fatalf("ListTransactions: %+v, %v", tresp, err)
+	}
+	if !slices.ContainsFunc(tresp.TransactionStates, func(s kmsg.ListTransactionsResponseTransactionState) bool {
+		return s.TransactionalID == topic+"-tx" && s.TransactionState == "CompleteCommit"
+	}) {
+		t.Errorf("ListTransactions: no %s-tx in state CompleteCommit in %+v", topic, tresp.TransactionStates)
+	}
 }
 
 // checkGroup checks that topic's group, topic-g, lists and describes as a

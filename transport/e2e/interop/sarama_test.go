@@ -38,7 +38,7 @@ func TestSaramaAdmin(t *testing.T) {
 				"smoke": s.smoke, "configs": s.configs, "incremental": s.incremental, "brokerconfigs": s.brokerConfigs,
 				"partitions":    s.partitions,
 				"deleterecords": s.deleteRecords, "compaction": s.compaction, "internal": s.internal, "groups": s.groups,
-				"offsetdelete": s.offsetDelete, "logdirs": s.logDirs, "restart": s.restart,
+				"offsetdelete": s.offsetDelete, "logdirs": s.logDirs, "transactions": s.transactions, "restart": s.restart,
 			}[op]()
 		},
 	})
@@ -455,6 +455,73 @@ func (s *saramaOps) logDirs() {
 		}
 	}
 	s.t.Errorf("sarama DescribeLogDirs %v: no %s/0 in %+v", ids, s.topic, dirs)
+}
+
+// transactions: three transactions of five records each through sarama's
+// transactional producer (committed, aborted, committed); a read_committed
+// consumer sees the ten committed records, a read_uncommitted one all
+// fifteen.
+func (s *saramaOps) transactions() {
+	s.create(1, nil)
+	cfg := *s.cfg
+	cfg.Producer.Idempotent = true
+	cfg.Producer.Transaction.ID = s.topic + "-tx"
+	cfg.Producer.RequiredAcks = sarama.WaitForAll
+	cfg.Producer.Partitioner = sarama.NewManualPartitioner
+	cfg.Net.MaxOpenRequests = 1
+	p, err := sarama.NewSyncProducer([]string{s.addr}, &cfg)
+	if err != nil {
+		s.t.Fatalf("sarama transactional NewSyncProducer: %v", err)
+	}
+	defer p.Close()
+	values := func(name string) []string {
+		var out []string
+		for i := range 5 {
+			out = append(out, fmt.Sprintf("%s-%d", name, i))
+		}
+		return out
+	}
+	for _, txn := range []struct {
+		name   string
+		commit bool
+	}{{"c0", true}, {"a", false}, {"c1", true}} {
+		if err := p.BeginTxn(); err != nil {
+			s.t.Fatalf("sarama BeginTxn %s: %v", txn.name, err)
+		}
+		var msgs []*sarama.ProducerMessage
+		for _, v := range values(txn.name) {
+			msgs = append(msgs, &sarama.ProducerMessage{Topic: s.topic, Partition: 0, Key: sarama.StringEncoder(v), Value: sarama.StringEncoder(v)})
+		}
+		if err := p.SendMessages(msgs); err != nil {
+			s.t.Fatalf("sarama transaction %s: SendMessages: %v", txn.name, err)
+		}
+		end := p.CommitTxn
+		if !txn.commit {
+			end = p.AbortTxn
+		}
+		if err := end(); err != nil {
+			s.t.Fatalf("sarama transaction %s: ending it (commit %v): %v", txn.name, txn.commit, err)
+		}
+	}
+	// Offsets: c0 0-4, marker 5, a 6-10, marker 11, c1 12-16, marker 17.
+	read := func(level sarama.IsolationLevel) []string {
+		rcfg := *s.cfg
+		rcfg.Consumer.IsolationLevel = level
+		saved := s.cfg
+		s.cfg = &rcfg
+		defer func() { s.cfg = saved }()
+		var out []string
+		for _, m := range s.readPartition(0, 17) {
+			out = append(out, string(m.Value))
+		}
+		return out
+	}
+	if got, want := read(sarama.ReadCommitted), append(values("c0"), values("c1")...); !slices.Equal(got, want) {
+		s.t.Errorf("sarama read_committed read %v, want %v", got, want)
+	}
+	if got, want := read(sarama.ReadUncommitted), slices.Concat(values("c0"), values("a"), values("c1")); !slices.Equal(got, want) {
+		s.t.Errorf("sarama read_uncommitted read %v, want %v", got, want)
+	}
 }
 
 // restart: after the broker restarted, the groups operation's group (s.topic

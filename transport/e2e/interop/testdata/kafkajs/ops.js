@@ -80,8 +80,8 @@ async function produce (messages, topic = TOPIC) {
 // consume reads as a member of group (from the beginning where it has no
 // offsets) until done(messages) holds, committing what it read; while it is
 // still a member it calls stay(). Returns the messages.
-async function consume (group, done, stay) {
-  const consumer = kafka.consumer({ groupId: group, heartbeatInterval: 200, maxWaitTimeInMs: 200 })
+async function consume (group, done, stay, options = {}) {
+  const consumer = kafka.consumer({ groupId: group, heartbeatInterval: 200, maxWaitTimeInMs: 200, ...options })
   await consumer.connect()
   const got = []
   try {
@@ -248,6 +248,35 @@ const operations = {
       check(g.errorCode === 0 && g.protocolType === 'consumer', `describeGroups ${GROUP}: ${JSON.stringify(g)}`)
       check(g.state === 'Stable' && g.protocol && g.members.length === 1, `describeGroups ${GROUP}: ${JSON.stringify(g)}`)
     })
+  },
+
+  // Three transactions of five records each: committed, aborted, committed.
+  // A read_committed consumer (KafkaJS's default) sees the ten committed
+  // records, a read_uncommitted one all fifteen.
+  async transactions () {
+    await create(1)
+    const producer = kafka.producer({ transactionalId: `${TOPIC}-tx`, maxInFlightRequests: 1, idempotent: true })
+    await producer.connect()
+    try {
+      for (const [name, commit] of [['c0', true], ['a', false], ['c1', true]]) {
+        const txn = await producer.transaction()
+        const messages = []
+        for (let i = 0; i < 5; i++) messages.push({ key: `${name}-${i}`, value: `${name}-${i}`, partition: 0 })
+        await txn.send({ topic: TOPIC, messages })
+        await (commit ? txn.commit() : txn.abort())
+      }
+    } finally {
+      await producer.disconnect()
+    }
+    // Offsets: c0 0-4, marker 5, a 6-10, marker 11, c1 12-16, marker 17.
+    const values = msgs => msgs.sort((a, b) => a.offset - b.offset).map(m => m.value)
+    const upTo16 = msgs => msgs.some(m => m.offset >= 16)
+    const committed = values(await consume(`${GROUP}-committed`, upTo16))
+    let want = ['c0', 'c1'].flatMap(n => [0, 1, 2, 3, 4].map(i => `${n}-${i}`))
+    check(JSON.stringify(committed) === JSON.stringify(want), `read_committed read ${committed}, want ${want}`)
+    const uncommitted = values(await consume(`${GROUP}-uncommitted`, upTo16, undefined, { readUncommitted: true }))
+    want = ['c0', 'a', 'c1'].flatMap(n => [0, 1, 2, 3, 4].map(i => `${n}-${i}`))
+    check(JSON.stringify(uncommitted) === JSON.stringify(want), `read_uncommitted read ${uncommitted}, want ${want}`)
   },
 
   // After the broker restarted: the groups operation's group (TOPIC is its

@@ -12,7 +12,7 @@ python_test.go skips them, naming why.
 
 import sys
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, NewPartitions, NewTopic
 
 from common import check, deadline_loop, log
@@ -189,6 +189,51 @@ def groups():
     consume_group(3, stay=while_member)
 
 
+def read_isolated(isolation, until):
+    """Reads partition 0 from its start, with isolation.level isolation, until a record at or past offset
+    until-1 or the end of the partition; returns the values."""
+    c = Consumer({"bootstrap.servers": BOOTSTRAP, "group.id": GROUP + "-" + isolation, "enable.auto.commit": False,
+                  "isolation.level": isolation, "enable.partition.eof": True})
+    c.assign([TopicPartition(TOPIC, 0, OFFSET_BEGINNING)])
+    out = []
+    for _ in deadline_loop(f"reading {TOPIC}/0 ({isolation}) to its end"):
+        m = c.poll(0.2)
+        if m is None:
+            continue
+        if m.error() is not None and m.error().code() == KafkaError._PARTITION_EOF:
+            if m.offset() >= until:
+                break
+            continue
+        check(m.error() is None, f"consuming {TOPIC}/0 ({isolation}): {m.error()}")
+        out.append(m.value().decode())
+    c.close()
+    return out
+
+
+def transactions():
+    """Three transactions of five records each: committed, aborted, committed. read_committed sees the ten
+    committed records, read_uncommitted all fifteen."""
+    create(1)
+    p = Producer({"bootstrap.servers": BOOTSTRAP, "transactional.id": TOPIC + "-tx", "transaction.timeout.ms": 60000})
+    p.init_transactions(30)
+    for name, commit in (("c0", True), ("a", False), ("c1", True)):
+        p.begin_transaction()
+        for i in range(5):
+            p.produce(TOPIC, key=f"{name}-{i}", value=f"{name}-{i}", partition=0)
+        check(p.flush(30) == 0, f"{TOPIC}: transaction {name}: records undelivered after 30 s")
+        if commit:
+            p.commit_transaction(30)
+        else:
+            p.abort_transaction(30)
+    # 15 records and 3 markers: the log ends at 18.
+    committed = read_isolated("read_committed", 18)
+    want = [f"{n}-{i}" for n in ("c0", "c1") for i in range(5)]
+    check(committed == want, f"read_committed read {committed}, want {want}")
+    uncommitted = read_isolated("read_uncommitted", 18)
+    want = [f"{n}-{i}" for n in ("c0", "a", "c1") for i in range(5)]
+    check(uncommitted == want, f"read_uncommitted read {uncommitted}, want {want}")
+
+
 def restart():
     """After the broker restarted: the groups operation's group (TOPIC is its topic), now empty."""
     listed = {g.id: g for g in admin().list_groups(timeout=10)}
@@ -204,5 +249,5 @@ def restart():
 
 
 {"smoke": smoke, "configs": configs, "brokerconfigs": brokerconfigs, "partitions": partitions, "compaction": compaction,
- "internal": internal, "groups": groups, "restart": restart}[OP]()
+ "internal": internal, "groups": groups, "transactions": transactions, "restart": restart}[OP]()
 log(f"confluent-kafka {OP}: ok")
