@@ -116,7 +116,9 @@ func (o Operation) String() string    { return name(opNames, o, "Operation") }
 func (p Permission) String() string   { return name(permNames, p, "Permission") }
 
 // ParseResourceType reads "Topic", "topic", "TRANSACTIONAL_ID" and the like.
-func ParseResourceType(s string) (ResourceType, error) { return parse(resourceNames, s, "resource type") }
+func ParseResourceType(s string) (ResourceType, error) {
+	return parse(resourceNames, s, "resource type")
+}
 
 // ParsePatternType reads "LITERAL", "prefixed", "any", "match".
 func ParsePatternType(s string) (PatternType, error) { return parse(patternNames, s, "pattern type") }
@@ -253,4 +255,6 @@ func (f Filter) MatchesEntry(e Entry) bool {
 }
 
 // Matches reports whether the filter selects b.
-func (f Filter) Matches(b Binding) bool { return f.MatchesPattern(b.Pattern) && f.MatchesEntry(b.Entry) }
+func (f Filter) Matches(b Binding) bool {
+	return f.MatchesPattern(b.Pattern) && f.MatchesEntry(b.Entry)
+}

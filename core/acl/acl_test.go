@@ -178,7 +178,9 @@ func TestAuthorizeAnyAgreesWithSomeResource(t *testing.T) {
 }
 
 func TestAuthorizeKafkaCases(t *testing.T) {
-	topic := func(pt PatternType, name string) Pattern { return Pattern{Type: ResourceTopic, Pattern: pt, Name: name} }
+	topic := func(pt PatternType, name string) Pattern {
+		return Pattern{Type: ResourceTopic, Pattern: pt, Name: name}
+	}
 	allow := func(p Pattern, who string, op Operation) Binding {
 		return Binding{p, Entry{Principal: who, Host: "*", Operation: op, Permission: Allow}}
 	}
@@ -224,7 +226,9 @@ func TestAuthorizeKafkaCases(t *testing.T) {
 
 func TestFilterMatches(t *testing.T) {
 	s := func(v string) *string { return &v }
-	p := func(pt PatternType, name string) Pattern { return Pattern{Type: ResourceTopic, Pattern: pt, Name: name} }
+	p := func(pt PatternType, name string) Pattern {
+		return Pattern{Type: ResourceTopic, Pattern: pt, Name: name}
+	}
 	cases := []struct {
 		f    Filter
 		p    Pattern
