@@ -42,6 +42,9 @@ var apis = []api{
 	{key: 21, min: 0, max: 2, handle: handleDeleteRecords},           // api_delete_records.go
 	{key: 22, min: 0, max: 4, handle: handleInitProducerID},          // api_init_producer_id.go
 	{key: 23, min: 0, max: 4, handle: handleOffsetForLeaderEpoch},    // api_offset_for_leader_epoch.go
+	{key: 29, min: 0, max: 3, handle: handleDescribeACLs},            // api_describe_acls.go
+	{key: 30, min: 0, max: 3, handle: handleCreateACLs},              // api_create_acls.go
+	{key: 31, min: 0, max: 3, handle: handleDeleteACLs},              // api_delete_acls.go
 	{key: 32, min: 0, max: 4, handle: handleDescribeConfigs},         // api_describe_configs.go
 	{key: 33, min: 0, max: 2, handle: handleAlterConfigs},            // api_alter_configs.go
 	{key: 35, min: 0, max: 4, handle: handleDescribeLogDirs},         // api_describe_log_dirs.go

@@ -138,6 +138,37 @@ func Decode(path string, data []byte) ([]acl.Entry, error) {
 	return es, nil
 }
 
+// Version orders reads of one store session: the newest change node of
+// each kind seen before the ACLs were read (-1: none). A read whose Version
+// is at least another's in both fields saw everything the other saw.
+type Version struct{ Literal, Extended int64 }
+
+// AtLeast reports whether v saw everything o saw.
+func (v Version) AtLeast(o Version) bool { return v.Literal >= o.Literal && v.Extended >= o.Extended }
+
+// ReadVersioned reads the newest change node of each kind, then every
+// binding: so the set is at least as new as the Version returned.
+func ReadVersioned(ctx context.Context, s coord.Store) (*acl.Set, Version, error) {
+	v := Version{-1, -1}
+	for _, c := range []struct {
+		path string
+		seq  *int64
+	}{{LiteralChangesPath, &v.Literal}, {ExtendedChangesPath, &v.Extended}} {
+		seqs, err := changeSeqs(ctx, s, c.path)
+		if errors.Is(err, coord.ErrNoNode) {
+			continue
+		}
+		if err != nil {
+			return nil, v, err
+		}
+		if len(seqs) > 0 {
+			*c.seq = seqs[len(seqs)-1]
+		}
+	}
+	set, err := Read(ctx, s)
+	return set, v, err
+}
+
 // Read reads every binding in the store.
 func Read(ctx context.Context, s coord.Store) (*acl.Set, error) {
 	var bs []acl.Binding

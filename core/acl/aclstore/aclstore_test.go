@@ -181,7 +181,7 @@ func TestWatchSeesEveryChange(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		aclstore.Watch(ctx, broker, time.Millisecond, func(s *acl.Set, err error) {
+		aclstore.Watch(ctx, broker, time.Millisecond, func(s *acl.Set, _ aclstore.Version, err error) {
 			if err != nil {
 				t.Error(err)
 				return

@@ -14,14 +14,14 @@ import (
 // store's session (a lost connection may have hidden a change), until ctx
 // ends. A failed read calls fn with the error (and a nil set: keep the last
 // one) and is tried again after retry. fn runs on Watch's goroutine.
-func Watch(ctx context.Context, s coord.Store, retry time.Duration, fn func(*acl.Set, error)) {
+func Watch(ctx context.Context, s coord.Store, retry time.Duration, fn func(*acl.Set, Version, error)) {
 	for ctx.Err() == nil {
 		sess := s.Session()
-		set, wake, err := readWatched(ctx, s)
+		set, v, wake, err := readWatched(ctx, s)
 		if ctx.Err() != nil {
 			return
 		}
-		fn(set, err)
+		fn(set, v, err)
 		if err != nil {
 			t := time.NewTimer(retry)
 			select {
@@ -42,18 +42,18 @@ func Watch(ctx context.Context, s coord.Store, retry time.Duration, fn func(*acl
 
 // readWatched sets watches on both change paths, then reads everything: a
 // change after the watches are set fires one of them.
-func readWatched(ctx context.Context, s coord.Store) (*acl.Set, [2]<-chan coord.Event, error) {
+func readWatched(ctx context.Context, s coord.Store) (*acl.Set, Version, [2]<-chan coord.Event, error) {
 	var wake [2]<-chan coord.Event
 	for i, p := range []string{LiteralChangesPath, ExtendedChangesPath} {
 		if err := coord.EnsurePath(ctx, s, p); err != nil {
-			return nil, wake, fmt.Errorf("aclstore: %s: %w", p, err)
+			return nil, Version{}, wake, fmt.Errorf("aclstore: %s: %w", p, err)
 		}
 		_, _, ch, err := s.ChildrenW(ctx, p)
 		if err != nil {
-			return nil, wake, fmt.Errorf("aclstore: watch %s: %w", p, err)
+			return nil, Version{}, wake, fmt.Errorf("aclstore: watch %s: %w", p, err)
 		}
 		wake[i] = ch
 	}
-	set, err := Read(ctx, s)
-	return set, wake, err
+	set, v, err := ReadVersioned(ctx, s)
+	return set, v, wake, err
 }
