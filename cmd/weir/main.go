@@ -59,6 +59,7 @@ any codec and partitioner, run experiments and compare their results.`,
 	root.AddCommand(newVersionCmd(), newBrokerCmd(), newProduceCmd(), newConsumeCmd(),
 		newRunCmd(), newCompareCmd(), newPluginsCmd(), newFlushPoliciesCmd(), newClusterCmd(),
 		newDiskCmd(), newPlanCmd())
+	root.AddCommand(newACLCmd())
 	return root
 }
 
