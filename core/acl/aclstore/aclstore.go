@@ -53,6 +53,9 @@ const (
 // KeepChanges is how many change nodes of each kind writers keep.
 const KeepChanges = 100
 
+// keepChanges is KeepChanges, lowered by tests.
+var keepChanges = KeepChanges
+
 var (
 	// ErrMalformed: a node is not what the layout says; the message names
 	// the path and what is wrong.
@@ -345,7 +348,7 @@ func changeSeqs(ctx context.Context, s coord.Store, parent string) ([]int64, err
 // prune deletes all but the newest KeepChanges change nodes (best effort:
 // another writer may be pruning too).
 func prune(ctx context.Context, s coord.Store, parent string, seqs []int64) {
-	for len(seqs) > KeepChanges {
+	for len(seqs) > keepChanges {
 		_ = s.Delete(ctx, changePath(parent, seqs[0]), coord.AnyVersion)
 		seqs = seqs[1:]
 	}

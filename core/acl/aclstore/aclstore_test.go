@@ -156,15 +156,16 @@ func TestPruneKeepsTheNewestChanges(t *testing.T) {
 	ctx := context.Background()
 	s := memstore.NewServer().Connect()
 	defer s.Close()
-	for i := 0; i < aclstore.KeepChanges+5; i++ {
+	defer aclstore.SetKeepChanges(10)()
+	for i := 0; i < 10+5; i++ {
 		b := binding(acl.ResourceTopic, acl.PatternLiteral, "t", fmt.Sprintf("User:u%d", i), acl.OpRead, acl.Allow)
 		if err := aclstore.Add(ctx, s, []acl.Binding{b}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	changes, _, _ := s.Children(ctx, aclstore.LiteralChangesPath)
-	if len(changes) != aclstore.KeepChanges || changes[0] != fmt.Sprintf("acl_changes_%010d", 5) {
-		t.Fatalf("%d change nodes from %s, want %d from 5", len(changes), changes[0], aclstore.KeepChanges)
+	if len(changes) != 10 || changes[0] != fmt.Sprintf("acl_changes_%010d", 5) {
+		t.Fatalf("%d change nodes from %s, want 10 from 5", len(changes), changes[0])
 	}
 }
 
