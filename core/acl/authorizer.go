@@ -80,31 +80,27 @@ func (a *Authorizer) Authorize(principal, host string, op Operation, r Resource)
 	if a.super[principal] {
 		return true
 	}
-	any := false
-	denied := a.acls.matching(r, func(es []Entry) bool {
-		any = true
-		for _, e := range es {
-			if e.Permission == Deny && (e.Operation == op || e.Operation == OpAll) && e.appliesTo(principal, host) {
-				return true
-			}
-		}
-		return false
-	})
-	if !any {
+	var buf [8][]Entry
+	matching := a.acls.matching(r, buf[:0])
+	if len(matching) == 0 {
 		return a.cfg.AllowEveryoneIfNoACLFound
 	}
-	if denied {
-		return false
+	for _, es := range matching {
+		for _, e := range es {
+			if e.Permission == Deny && (e.Operation == op || e.Operation == OpAll) && e.appliesTo(principal, host) {
+				return false
+			}
+		}
 	}
 	ops := implied(op)
-	return a.acls.matching(r, func(es []Entry) bool {
+	for _, es := range matching {
 		for _, e := range es {
 			if e.Permission == Allow && containsOp(ops, e.Operation) && e.appliesTo(principal, host) {
 				return true
 			}
 		}
-		return false
-	})
+	}
+	return false
 }
 
 func containsOp(ops []Operation, op Operation) bool {

@@ -155,27 +155,27 @@ func (s *Set) Select(f Filter) []Binding {
 	return bs
 }
 
-// matching calls fn with the entries of every pattern that applies to r:
+// matching appends to dst the entries of every pattern that applies to r:
 // its literal name, the literal wildcard, and each prefix of its name.
-func (s *Set) matching(r Resource, fn func([]Entry) bool) bool {
+func (s *Set) matching(r Resource, dst [][]Entry) [][]Entry {
 	if s == nil {
-		return false
+		return dst
 	}
 	lit := s.literal[r.Type]
-	if es, ok := lit[r.Name]; ok && fn(es) {
-		return true
+	if es, ok := lit[r.Name]; ok {
+		dst = append(dst, es)
 	}
 	if r.Name != WildcardResource {
-		if es, ok := lit[WildcardResource]; ok && fn(es) {
-			return true
+		if es, ok := lit[WildcardResource]; ok {
+			dst = append(dst, es)
 		}
 	}
 	if pre := s.prefixed[r.Type]; len(pre) > 0 {
 		for i := 1; i <= len(r.Name); i++ {
-			if es, ok := pre[r.Name[:i]]; ok && fn(es) {
-				return true
+			if es, ok := pre[r.Name[:i]]; ok {
+				dst = append(dst, es)
 			}
 		}
 	}
-	return false
+	return dst
 }
