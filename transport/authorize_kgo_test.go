@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,6 +14,9 @@ import (
 
 	"github.com/weir-broker/weir/core/acl"
 	"github.com/weir-broker/weir/core/acl/aclstore"
+	"github.com/weir-broker/weir/core/coord"
+	"github.com/weir-broker/weir/core/coord/memstore"
+	"github.com/weir-broker/weir/core/vfs"
 	"github.com/weir-broker/weir/node"
 )
 
@@ -160,5 +164,24 @@ func TestACLsSuperUserAndDisabled(t *testing.T) {
 	}
 	if !errors.Is(err, kerr.SecurityDisabled) {
 		t.Fatalf("DescribeACLs without an authorizer: %v, want SECURITY_DISABLED", err)
+	}
+}
+
+// TestACLGarbageStopsTheServer: a malformed ACL node in the store fails
+// NewServer, naming the node.
+func TestACLGarbageStopsTheServer(t *testing.T) {
+	ctx := testCtx(t)
+	store := memstore.NewServer().Connect()
+	if err := coord.CreateAll(ctx, store, "/kafka-acl/Topic/t", []byte(`{"version":1,"acls":[{"operation":"Fly"}]}`), coord.Persistent); err != nil {
+		t.Fatal(err)
+	}
+	n, err := node.Open(node.Config{FS: vfs.Default, DataDir: t.TempDir(), Advertised: "127.0.0.1:9092", Coord: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	_, err = NewServer(Config{Authorizer: &acl.Config{}}, n)
+	if !errors.Is(err, aclstore.ErrMalformed) || !strings.Contains(err.Error(), "/kafka-acl/Topic/t") {
+		t.Fatalf("NewServer with garbage in /kafka-acl/Topic/t: %v", err)
 	}
 }
