@@ -124,6 +124,7 @@ func (c *conn) authorized(a *api, r *request) *api {
 			return t.Name, err == nil
 		},
 		topicExists: func(name string) bool { _, err := n.Topic(name); return err == nil },
+		latest:      st.cur.Load,
 	}
 	w := *a
 	if a.raw != nil {

@@ -29,6 +29,10 @@ type authCheck struct {
 	topicName func(id [16]byte) (string, bool)
 	// topicExists says whether a topic exists (Metadata's auto-creation).
 	topicExists func(name string) bool
+	// latest returns the current authorizer, for a check after a wait (a
+	// long-polling Fetch answers with the ACLs of when it answers); nil:
+	// a stays.
+	latest func() *acl.Authorizer
 }
 
 func (c authCheck) ok(op acl.Operation, t acl.ResourceType, name string) bool {
@@ -181,12 +185,19 @@ func authProduce(c authCheck, r kmsg.Request) (kmsg.Response, patch) {
 // on the cluster, a consumer Read on each topic; denied partitions answer
 // TOPIC_AUTHORIZATION_FAILED (and never join a fetch session). When every
 // partition asked for is denied, the answer is those errors alone (deny).
+// The patch checks again every partition answered, with the ACLs of when
+// the answer is made (they may have changed while the fetch waited, or
+// since a partition of an incremental fetch joined its session): those no
+// longer allowed answer the error instead of their records. (An
+// incremental fetch answers only the partitions that changed, so a client
+// sees the error with the first change after a revocation.)
 func authFetch(c authCheck, req *kmsg.FetchRequest) (deny *fetchResponse, p patch) {
 	follower := req.ReplicaID >= 0 && !c.cluster(acl.OpClusterAction)
+	allowed := func(topic string) bool { return !follower && c.topic(acl.OpRead, topic) }
 	var denied []fetchTopic
 	kept := req.Topics[:0:0]
 	for _, t := range req.Topics {
-		if !follower && c.topic(acl.OpRead, t.Topic) {
+		if allowed(t.Topic) {
 			kept = append(kept, t)
 			continue
 		}
@@ -196,17 +207,30 @@ func authFetch(c authCheck, req *kmsg.FetchRequest) (deny *fetchResponse, p patc
 		}
 		denied = append(denied, ft)
 	}
-	if len(denied) == 0 {
-		return nil, nil
-	}
 	req.Topics = kept
-	if len(kept) == 0 {
+	if len(kept) == 0 && len(denied) > 0 {
 		return &fetchResponse{version: req.Version, topics: denied}, nil
 	}
 	return nil, func(resp any) {
-		if r, ok := resp.(*fetchResponse); ok && r.errCode == 0 {
-			r.topics = append(r.topics, denied...)
+		r, ok := resp.(*fetchResponse)
+		if !ok || r.errCode != 0 {
+			return
 		}
+		if c.latest != nil { // the ACLs may have changed while it waited
+			c.a = c.latest()
+			follower = req.ReplicaID >= 0 && !c.cluster(acl.OpClusterAction)
+		}
+		for _, t := range r.topics {
+			if allowed(t.name) {
+				continue
+			}
+			for i := range t.parts {
+				fp := &t.parts[i]
+				fp.records.Release()
+				fp.errCode, fp.hw, fp.lso, fp.logStart = errTopicAuth, -1, -1, -1
+			}
+		}
+		r.topics = append(r.topics, denied...)
 	}
 }
 

@@ -139,6 +139,26 @@ func TestACLsThroughKgo(t *testing.T) {
 		t.Fatalf("fetch hidden: %v, want TOPIC_AUTHORIZATION_FAILED", gerr)
 	}
 
+	// Read revoked while the consumer fetches (in a fetch session): the
+	// next records of the partition are not sent, its fetch fails instead.
+	// (An incremental fetch answers only partitions that changed: the
+	// error comes with the first change after the revocation.)
+	revoke := kadm.NewACLs().Allow(anonymous).AllowHosts().Topics("readable").Operations(kadm.OpRead).ResourcePatternType(kadm.ACLPatternLiteral)
+	if res, err := adm.DeleteACLs(ctx, revoke); err != nil || res[0].Err != nil || len(res[0].Deleted) != 1 {
+		t.Fatalf("DeleteACLs of Read on readable: %v %+v", err, res)
+	}
+	b.produce(t, "readable", 0, batch(t, "after-revoke", 1))
+	var rerr error
+	for rerr == nil && pctx.Err() == nil {
+		fs := cons.PollFetches(pctx)
+		if fs.NumRecords() > 0 {
+			t.Fatalf("consumer read %d records after Read was revoked", fs.NumRecords())
+		}
+		fs.EachError(func(_ string, _ int32, err error) { rerr = err })
+	}
+	if !errors.Is(rerr, kerr.TopicAuthorizationFailed) {
+		t.Fatalf("consume readable after Read was revoked: %v, want TOPIC_AUTHORIZATION_FAILED", rerr)
+	}
 	// Creating a topic needs Create on the cluster or the topic.
 	if res, err := adm.CreateTopics(ctx, 1, 1, nil, "fresh"); err != nil || !errors.Is(res["fresh"].Err, kerr.TopicAuthorizationFailed) {
 		t.Fatalf("CreateTopics fresh: %v %+v", err, res)

@@ -141,6 +141,17 @@ func TestAuthFetch(t *testing.T) {
 		resp.topics[1].parts[0].errCode != errTopicAuth {
 		t.Fatalf("consumer: patched %+v", resp.topics)
 	}
+	// An incremental fetch: the partitions come from the session, and one
+	// whose topic is no longer allowed answers the error, not its records.
+	req.Topics = nil
+	_, p = authFetch(c, req)
+	resp = &fetchResponse{topics: []fetchTopic{{name: "r", parts: []fetchPart{{hw: 5}}}, {name: "revoked", parts: []fetchPart{{hw: 7}}}}}
+	p(resp)
+	if resp.topics[0].parts[0].errCode != 0 || resp.topics[1].parts[0].errCode != errTopicAuth || resp.topics[1].parts[0].hw != -1 {
+		t.Fatalf("session fetch: patched %+v", resp.topics)
+	}
+	req.Topics = []kmsg.FetchRequestTopic{{Topic: "r", Partitions: []kmsg.FetchRequestTopicPartition{{Partition: 0}}}}
+
 	// A follower without ClusterAction: everything denied.
 	req.ReplicaID = 2
 	deny, _ = authFetch(c, req)
