@@ -131,6 +131,11 @@ func clusterOnly(op acl.Operation, fail func(kmsg.Response)) authRule {
 	}
 }
 
+// authProduce: Write on each topic (and on the transactional id of a
+// transactional produce). A topic that does not exist is auto-created by
+// Produce only for a principal with Create on the cluster or the topic;
+// for others it answers UNKNOWN_TOPIC_OR_PARTITION, as Kafka, which never
+// creates topics on Produce.
 func authProduce(c authCheck, r kmsg.Request) (kmsg.Response, patch) {
 	req := r.(*kmsg.ProduceRequest)
 	txnDenied := req.TransactionID != nil && !c.txn(acl.OpWrite, *req.TransactionID)
@@ -143,6 +148,8 @@ func authProduce(c authCheck, r kmsg.Request) (kmsg.Response, patch) {
 			code = errTxnAuth
 		case !c.topic(acl.OpWrite, t.Topic):
 			code = errTopicAuth
+		case c.topicExists != nil && !c.topicExists(t.Topic) && !c.cluster(acl.OpCreate) && !c.topic(acl.OpCreate, t.Topic):
+			code = kerr.UnknownTopicOrPartition.Code
 		}
 		if code == 0 {
 			kept = append(kept, t)

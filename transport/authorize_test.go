@@ -3,6 +3,7 @@ package transport
 import (
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/weir-broker/weir/core/acl"
@@ -55,6 +56,15 @@ func TestAuthProduceFiltersDeniedTopics(t *testing.T) {
 	if len(resp.Topics) != 3 || resp.Topics[2].Topic != "secret" || len(resp.Topics[2].Partitions) != 2 ||
 		resp.Topics[2].Partitions[1].ErrorCode != errTopicAuth {
 		t.Fatalf("patched response %+v", resp.Topics)
+	}
+
+	// A topic that does not exist, with Write but no Create: not
+	// auto-created, UNKNOWN_TOPIC_OR_PARTITION.
+	req.Topics = []kmsg.ProduceRequestTopic{{Topic: "new", Partitions: []kmsg.ProduceRequestTopicPartition{{Partition: 0}}}}
+	c.a = acl.New(acl.Config{}, acl.NewSet(allowAlice(acl.ResourceTopic, acl.PatternLiteral, "new", acl.OpWrite)))
+	deny, _ = authProduce(c, req)
+	if r, ok := deny.(*kmsg.ProduceResponse); !ok || r.Topics[0].Partitions[0].ErrorCode != kerr.UnknownTopicOrPartition.Code {
+		t.Fatalf("produce to a missing topic without Create: %+v", deny)
 	}
 
 	// Every topic denied: answered without the handler. A transactional
