@@ -26,6 +26,8 @@ func withAuthorizer(cfg acl.Config) brokerOpt {
 
 const anonymous = "User:ANONYMOUS"
 
+func withAuthorizerNoACLs(c *Config, o *node.Config) { withAuthorizer(acl.Config{})(c, o) }
+
 // TestACLsThroughKgo runs real clients (kgo, kadm) as User:ANONYMOUS
 // against a broker with the authorizer on: ACLs written to the
 // coordination store by another session are picked up by the watch;
