@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/weir-broker/weir/core/acl"
 	"github.com/weir-broker/weir/core/acl/aclstore"
@@ -206,4 +207,58 @@ func TestACLGarbageStopsTheServer(t *testing.T) {
 	if !errors.Is(err, aclstore.ErrMalformed) || !strings.Contains(err.Error(), "/kafka-acl/Topic/t") {
 		t.Fatalf("NewServer with garbage in /kafka-acl/Topic/t: %v", err)
 	}
+}
+
+// TestACLsAcrossBrokers: two brokers on one coordination store; an ACL
+// created through one is enforced by the other once its watch fires, and
+// deleted likewise.
+func TestACLsAcrossBrokers(t *testing.T) {
+	srv := memstore.NewServer()
+	on := func(id int32) brokerOpt {
+		return func(c *Config, o *node.Config) {
+			o.Coord, o.NodeID = srv.Connect(), id
+			c.Authorizer = &acl.Config{SuperUsers: []string{"User:admin"}}
+		}
+	}
+	a, b := startBroker(t, on(1)), startBroker(t, on(2))
+	describeOn := func(br *testBroker) int {
+		req := kmsg.NewPtrDescribeACLsRequest()
+		req.ResourceType, req.ResourcePatternType = kmsg.ACLResourceTypeAny, kmsg.ACLResourcePatternTypeAny
+		req.Operation, req.PermissionType = kmsg.ACLOperationAny, kmsg.ACLPermissionTypeAny
+		rc := br.dial(t)
+		defer rc.c.Close()
+		resp := rc.do(req).(*kmsg.DescribeACLsResponse)
+		if resp.ErrorCode != 0 {
+			return -int(resp.ErrorCode)
+		}
+		n := 0
+		for _, r := range resp.Resources {
+			n += len(r.ACLs)
+		}
+		return n
+	}
+	// ANONYMOUS may not even describe the ACLs yet.
+	if got := describeOn(b); got != -int(errClusterAuth) {
+		t.Fatalf("DescribeAcls on broker 2 before any ACL: %d, want CLUSTER_AUTHORIZATION_FAILED", got)
+	}
+	// Written through broker 1 (by a super user's session: the store).
+	grant := acl.Binding{Pattern: acl.Pattern{Type: acl.ResourceCluster, Pattern: acl.PatternLiteral, Name: acl.ClusterName},
+		Entry: acl.Entry{Principal: anonymous, Host: "*", Operation: acl.OpAll, Permission: acl.Allow}}
+	if err := aclstore.Add(testCtx(t), a.node.CoordStore(), []acl.Binding{grant}); err != nil {
+		t.Fatal(err)
+	}
+	pollUntil(t, "broker 2 to enforce the ACL written through broker 1", func() bool { return describeOn(b) == 1 })
+
+	// Deleted through broker 2's DeleteAcls: broker 1 follows.
+	req := kmsg.NewPtrDeleteACLsRequest()
+	f := kmsg.NewDeleteACLsRequestFilter()
+	f.ResourceType, f.ResourcePatternType = kmsg.ACLResourceTypeAny, kmsg.ACLResourcePatternTypeAny
+	f.Operation, f.PermissionType = kmsg.ACLOperationAny, kmsg.ACLPermissionTypeAny
+	req.Filters = append(req.Filters, f)
+	rc := b.dial(t)
+	if resp := rc.do(req).(*kmsg.DeleteACLsResponse); resp.Results[0].ErrorCode != 0 || len(resp.Results[0].MatchingACLs) != 1 {
+		t.Fatalf("DeleteAcls on broker 2: %+v", resp.Results)
+	}
+	rc.c.Close()
+	pollUntil(t, "broker 1 to drop the ACL deleted through broker 2", func() bool { return describeOn(a) == -int(errClusterAuth) })
 }
