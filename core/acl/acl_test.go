@@ -108,6 +108,13 @@ func TestAuthorizeMatchesModel(t *testing.T) {
 		if !slices.Equal(inc.Bindings(), whole.ACLs().Bindings()) {
 			t.Fatalf("round %d: With built %v, NewSet %v", round, inc.Bindings(), whole.ACLs().Bindings())
 		}
+		// And with the last binding's pattern emptied again, then restored.
+		incA := whole.WithACLs(inc)
+		if len(m.bindings) > 0 {
+			last := m.bindings[len(m.bindings)-1].Pattern
+			es := inc.Entries(last)
+			incA = whole.WithACLs(inc.With(last, nil).With(last, es))
+		}
 		for q := 0; q < 200; q++ {
 			principal := []string{"User:alice", "User:bob", "User:carol"}[rng.IntN(3)]
 			host := []string{"10.0.0.1", "10.0.0.2"}[rng.IntN(2)]
@@ -116,6 +123,10 @@ func TestAuthorizeMatchesModel(t *testing.T) {
 			want := m.authorize(principal, host, op, r)
 			if got := whole.Authorize(principal, host, op, r); got != want {
 				t.Fatalf("round %d: Authorize(%s, %s, %s, %v) = %v, model says %v; ACLs:\n%s",
+					round, principal, host, op, r, got, want, dump(m.bindings))
+			}
+			if got := incA.Authorize(principal, host, op, r); got != want {
+				t.Fatalf("round %d: over a set built with With: Authorize(%s, %s, %s, %v) = %v, model says %v; ACLs:\n%s",
 					round, principal, host, op, r, got, want, dump(m.bindings))
 			}
 			if want {

@@ -12,7 +12,10 @@ import (
 type Set struct {
 	literal  map[ResourceType]map[string][]Entry
 	prefixed map[ResourceType]map[string][]Entry
-	n        int
+	// prefixLens are the distinct lengths of each type's prefixes, sorted:
+	// the only prefixes of a name worth looking up.
+	prefixLens map[ResourceType][]int
+	n          int
 }
 
 // NewSet returns the set of bs (duplicates kept once).
@@ -25,7 +28,21 @@ func NewSet(bs ...Binding) *Set {
 	for p, es := range byPattern {
 		s.put(p, es)
 	}
+	s.prefixLens = map[ResourceType][]int{}
+	for t := range s.prefixed {
+		s.indexLens(t)
+	}
 	return s
+}
+
+// indexLens sets prefixLens[t] from the prefixes of t.
+func (s *Set) indexLens(t ResourceType) {
+	var lens []int
+	for name := range s.prefixed[t] {
+		lens = append(lens, len(name))
+	}
+	slices.Sort(lens)
+	s.prefixLens[t] = slices.Compact(lens)
 }
 
 func (s *Set) index(p PatternType) map[ResourceType]map[string][]Entry {
@@ -85,10 +102,18 @@ func (s *Set) Entries(p Pattern) []Entry {
 // With returns a set in which p has exactly the entries es (none: p has no
 // bindings), sharing the rest with s.
 func (s *Set) With(p Pattern, es []Entry) *Set {
-	t := &Set{literal: maps1(s.literal), prefixed: maps1(s.prefixed), n: s.Len()}
+	t := &Set{literal: maps1(s.literal), prefixed: maps1(s.prefixed), n: s.Len(), prefixLens: map[ResourceType][]int{}}
 	idx := t.index(p.Pattern)
 	idx[p.Type] = copyMap(idx[p.Type])
 	t.put(p, es)
+	if s != nil {
+		for rt, lens := range s.prefixLens {
+			t.prefixLens[rt] = lens
+		}
+	}
+	if p.Pattern == PatternPrefixed {
+		t.indexLens(p.Type)
+	}
 	return t
 }
 
@@ -171,8 +196,11 @@ func (s *Set) matching(r Resource, dst [][]Entry) [][]Entry {
 		}
 	}
 	if pre := s.prefixed[r.Type]; len(pre) > 0 {
-		for i := 1; i <= len(r.Name); i++ {
-			if es, ok := pre[r.Name[:i]]; ok {
+		for _, n := range s.prefixLens[r.Type] {
+			if n > len(r.Name) {
+				break
+			}
+			if es, ok := pre[r.Name[:n]]; ok {
 				dst = append(dst, es)
 			}
 		}
