@@ -52,6 +52,8 @@ func (c authCheck) txn(op acl.Operation, id string) bool {
 }
 
 // patch changes a handler's response (a kmsg.Response, or *fetchResponse).
+// It replaces slices rather than filtering them in place: a handler may
+// answer with a slice it shares (Metadata's topics come from a cache).
 type patch func(resp any)
 
 // authRule is one API's check: an answer instead of the handler, or a patch
@@ -310,7 +312,7 @@ func authMetadata(c authCheck, r kmsg.Request) (kmsg.Response, patch) {
 	}
 	return nil, func(resp any) {
 		r := resp.(*kmsg.MetadataResponse)
-		kept := r.Topics[:0]
+		kept := make([]kmsg.MetadataResponseTopic, 0, len(r.Topics)) // never in place: the handler may answer from a cache
 		seen := map[string]bool{}
 		for _, t := range r.Topics {
 			if t.Topic == nil || c.topic(acl.OpDescribe, *t.Topic) {
@@ -424,7 +426,7 @@ func authOffsetFetch(c authCheck, r kmsg.Request) (kmsg.Response, patch) {
 		return kept, denied
 	}
 	visible := func(topics []kmsg.OffsetFetchResponseGroupTopic) []kmsg.OffsetFetchResponseGroupTopic {
-		kept := topics[:0]
+		kept := make([]kmsg.OffsetFetchResponseGroupTopic, 0, len(topics))
 		for _, t := range topics {
 			if c.topic(acl.OpDescribe, t.Topic) {
 				kept = append(kept, t)
@@ -493,7 +495,7 @@ func authOffsetFetch(c authCheck, r kmsg.Request) (kmsg.Response, patch) {
 	}
 	return nil, func(resp any) {
 		r := resp.(*kmsg.OffsetFetchResponse)
-		kept := r.Topics[:0]
+		kept := make([]kmsg.OffsetFetchResponseTopic, 0, len(r.Topics))
 		for _, t := range r.Topics {
 			if c.topic(acl.OpDescribe, t.Topic) {
 				kept = append(kept, t)
@@ -635,7 +637,7 @@ func authListGroups(c authCheck, _ kmsg.Request) (kmsg.Response, patch) {
 	}
 	return nil, func(resp any) {
 		r := resp.(*kmsg.ListGroupsResponse)
-		kept := r.Groups[:0]
+		kept := make([]kmsg.ListGroupsResponseGroup, 0, len(r.Groups))
 		for _, g := range r.Groups {
 			if c.group(acl.OpDescribe, g.Group) {
 				kept = append(kept, g)

@@ -90,14 +90,19 @@ func TestAuthMetadataHidesAndDenies(t *testing.T) {
 		return r
 	}
 
-	// Every topic: the hidden one is left out.
+	// Every topic: the hidden one is left out, and the handler's slice
+	// (a cache, shared with other requests) is left alone.
 	req := kmsg.NewPtrMetadataRequest()
 	req.Version = 12
 	_, p := authMetadata(c, req)
 	r := resp()
+	shared := r.Topics
 	p(r)
 	if len(r.Topics) != 1 || *r.Topics[0].Topic != "seen" {
 		t.Fatalf("every topic: %+v", r.Topics)
+	}
+	if *shared[0].Topic != "seen" || *shared[1].Topic != "hidden" {
+		t.Fatalf("the handler's slice was changed: %s, %s", *shared[0].Topic, *shared[1].Topic)
 	}
 
 	// Named: the hidden one answers TOPIC_AUTHORIZATION_FAILED, and "new"

@@ -241,12 +241,13 @@ func Update(ctx context.Context, s coord.Store, p acl.Pattern, fn func([]acl.Ent
 		note, _ = json.Marshal(map[string]any{"version": 1, "resourceType": p.Type.String(), "name": p.Name,
 			"patternType": p.Pattern.String()})
 	}
-	if err := coord.EnsurePath(ctx, s, changes); err != nil {
-		return nil, fmt.Errorf("aclstore: %s: %w", changes, err)
-	}
 	for {
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("aclstore: update %s: %w", path, err)
+		}
+		// Each round: a conflict may have been a parent deleted meanwhile.
+		if err := coord.EnsurePath(ctx, s, changes); err != nil {
+			return nil, fmt.Errorf("aclstore: %s: %w", changes, err)
 		}
 		var (
 			cur     []acl.Entry
