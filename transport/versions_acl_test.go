@@ -69,3 +69,38 @@ func TestEveryAPIUnderAuthorizer(t *testing.T) {
 		}
 	}
 }
+
+// TestACLRequestsV0AreLiteral: v0 has no pattern type; decoded as the
+// broker decodes, creations and filters are LITERAL (kmsg's default), as
+// Kafka reads them.
+func TestACLRequestsV0AreLiteral(t *testing.T) {
+	c := kmsg.NewPtrCreateACLsRequest()
+	c.Version = 0
+	cr := kmsg.NewCreateACLsRequestCreation()
+	cr.ResourceType, cr.ResourceName, cr.Principal, cr.Host = kmsg.ACLResourceTypeTopic, "t", "User:a", "*"
+	c.Creations = append(c.Creations, cr)
+	d := kmsg.NewPtrDeleteACLsRequest()
+	d.Version = 0
+	d.Filters = append(d.Filters, kmsg.NewDeleteACLsRequestFilter())
+	q := kmsg.NewPtrDescribeACLsRequest()
+	q.Version = 0
+	for _, req := range []kmsg.Request{c, d, q} {
+		got := kmsg.RequestForKey(req.Key())
+		got.SetVersion(0)
+		if err := got.ReadFrom(req.AppendTo(nil)); err != nil {
+			t.Fatal(err)
+		}
+		var pt kmsg.ACLResourcePatternType
+		switch r := got.(type) {
+		case *kmsg.CreateACLsRequest:
+			pt = r.Creations[0].ResourcePatternType
+		case *kmsg.DeleteACLsRequest:
+			pt = r.Filters[0].ResourcePatternType
+		case *kmsg.DescribeACLsRequest:
+			pt = r.ResourcePatternType
+		}
+		if pt != kmsg.ACLResourcePatternTypeLiteral {
+			t.Errorf("%s v0: pattern type %v, want LITERAL", kmsg.NameForKey(req.Key()), pt)
+		}
+	}
+}
