@@ -51,6 +51,29 @@ func (c authCheck) txn(op acl.Operation, id string) bool {
 	return c.ok(op, acl.ResourceTransactionalID, id)
 }
 
+// supportedOps are the operations Kafka reports in authorized-operations
+// fields, per resource type (AclEntry.supportedOperations).
+var supportedOps = map[acl.ResourceType][]acl.Operation{
+	acl.ResourceTopic: {acl.OpRead, acl.OpWrite, acl.OpCreate, acl.OpDescribe, acl.OpDelete, acl.OpAlter,
+		acl.OpDescribeConfigs, acl.OpAlterConfigs},
+	acl.ResourceGroup: {acl.OpRead, acl.OpDescribe, acl.OpDelete},
+	acl.ResourceCluster: {acl.OpCreate, acl.OpClusterAction, acl.OpDescribeConfigs, acl.OpAlterConfigs,
+		acl.OpIdempotentWrite, acl.OpAlter, acl.OpDescribe},
+}
+
+// authorizedOps is the bit field of the supported operations the principal
+// may do on a resource (bit n: operation code n), as Metadata,
+// DescribeGroups and DescribeCluster answer when asked.
+func (c authCheck) authorizedOps(t acl.ResourceType, name string) int32 {
+	var bits int32
+	for _, op := range supportedOps[t] {
+		if c.ok(op, t, name) {
+			bits |= 1 << op
+		}
+	}
+	return bits
+}
+
 // patch changes a handler's response (a kmsg.Response, or *fetchResponse).
 // It replaces slices rather than filtering them in place: a handler may
 // answer with a slice it shares (Metadata's topics come from a cache).
@@ -101,7 +124,7 @@ var authRules = map[int16]authRule{
 	42: authDeleteGroups,
 	44: authIncrementalAlterConfigs,
 	47: authOffsetDelete,
-	60: nil, // DescribeCluster: everyone (as Kafka)
+	60: authDescribeCluster,
 	61: authDescribeProducers,
 	68: groupOnly(acl.OpRead, func(r kmsg.Request) string { return r.(*kmsg.ConsumerGroupHeartbeatRequest).Group },
 		func(resp kmsg.Response) { resp.(*kmsg.ConsumerGroupHeartbeatResponse).ErrorCode = errGroupAuth }),
@@ -337,7 +360,28 @@ func authMetadata(c authCheck, r kmsg.Request) (kmsg.Response, patch) {
 				seen[name] = true
 			}
 		}
+		if req.IncludeTopicAuthorizedOperations {
+			for i := range kept {
+				if t := &kept[i]; t.Topic != nil && t.ErrorCode != errTopicAuth {
+					t.AuthorizedOperations = c.authorizedOps(acl.ResourceTopic, *t.Topic)
+				}
+			}
+		}
+		if req.IncludeClusterAuthorizedOperations {
+			r.AuthorizedOperations = c.authorizedOps(acl.ResourceCluster, acl.ClusterName)
+		}
 		r.Topics = kept
+	}
+}
+
+// authDescribeCluster: everyone may (as Kafka); the cluster's authorized
+// operations are filled in when asked.
+func authDescribeCluster(c authCheck, r kmsg.Request) (kmsg.Response, patch) {
+	if !r.(*kmsg.DescribeClusterRequest).IncludeClusterAuthorizedOperations {
+		return nil, nil
+	}
+	return nil, func(resp any) {
+		resp.(*kmsg.DescribeClusterResponse).ClusterAuthorizedOperations = c.authorizedOps(acl.ResourceCluster, acl.ClusterName)
 	}
 }
 
@@ -584,11 +628,16 @@ func authDescribeGroups(c authCheck, r kmsg.Request) (kmsg.Response, patch) {
 		rg.Group, rg.ErrorCode = g, errGroupAuth
 		denied = append(denied, rg)
 	}
-	if len(denied) == 0 {
+	if len(denied) == 0 && !req.IncludeAuthorizedOperations {
 		return nil, nil
 	}
 	add := func(resp any) {
 		r := resp.(*kmsg.DescribeGroupsResponse)
+		if req.IncludeAuthorizedOperations {
+			for i := range r.Groups {
+				r.Groups[i].AuthorizedOperations = c.authorizedOps(acl.ResourceGroup, r.Groups[i].Group)
+			}
+		}
 		r.Groups = append(r.Groups, denied...)
 	}
 	if len(kept) == 0 {

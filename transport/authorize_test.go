@@ -270,3 +270,40 @@ func TestAuthGroupsAndCluster(t *testing.T) {
 		t.Fatalf("CreateAcls without cluster Alter: %+v", deny)
 	}
 }
+
+// TestAuthorizedOperations: asked for, Metadata, DescribeGroups and
+// DescribeCluster answer the bit field of what the principal may do.
+func TestAuthorizedOperations(t *testing.T) {
+	c := checker(allowAlice(acl.ResourceTopic, acl.PatternLiteral, "t", acl.OpWrite),
+		allowAlice(acl.ResourceGroup, acl.PatternLiteral, "g", acl.OpRead),
+		allowAlice(acl.ResourceCluster, acl.PatternLiteral, acl.ClusterName, acl.OpDescribe))
+	md := kmsg.NewPtrMetadataRequest()
+	md.Version, md.IncludeTopicAuthorizedOperations, md.IncludeClusterAuthorizedOperations = 10, true, true
+	_, p := authMetadata(c, md)
+	mr := md.ResponseKind().(*kmsg.MetadataResponse)
+	mr.Topics = []kmsg.MetadataResponseTopic{{Topic: kmsg.StringPtr("t")}}
+	p(mr)
+	if got, want := mr.Topics[0].AuthorizedOperations, int32(1<<acl.OpWrite|1<<acl.OpDescribe); got != want {
+		t.Errorf("topic t: authorized operations %b, want %b (Write, and Describe it implies)", got, want)
+	}
+	if got, want := mr.AuthorizedOperations, int32(1<<acl.OpDescribe); got != want {
+		t.Errorf("cluster: authorized operations %b, want %b", got, want)
+	}
+	dg := kmsg.NewPtrDescribeGroupsRequest()
+	dg.Version, dg.IncludeAuthorizedOperations, dg.Groups = 5, true, []string{"g"}
+	_, p = authDescribeGroups(c, dg)
+	gr := dg.ResponseKind().(*kmsg.DescribeGroupsResponse)
+	gr.Groups = []kmsg.DescribeGroupsResponseGroup{{Group: "g"}}
+	p(gr)
+	if got, want := gr.Groups[0].AuthorizedOperations, int32(1<<acl.OpRead|1<<acl.OpDescribe); got != want {
+		t.Errorf("group g: authorized operations %b, want %b", got, want)
+	}
+	dc := kmsg.NewPtrDescribeClusterRequest()
+	dc.IncludeClusterAuthorizedOperations = true
+	_, p = authDescribeCluster(c, dc)
+	cr := dc.ResponseKind().(*kmsg.DescribeClusterResponse)
+	p(cr)
+	if cr.ClusterAuthorizedOperations != 1<<acl.OpDescribe {
+		t.Errorf("DescribeCluster: authorized operations %b", cr.ClusterAuthorizedOperations)
+	}
+}
