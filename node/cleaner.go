@@ -49,6 +49,12 @@ func (n *Node) cleanLogs() error {
 func (n *Node) cleanLog(p *replicated) error {
 	l := p.Log()
 	upTo := p.highWatermark() // never past it: a follower's truncation must not cut below what was cleaned
+	if first, ok := p.FirstUnstableOffset(); ok && first < upTo {
+		// Nor past the first unstable offset (Kafka's cleaner stops there
+		// too): a record of an open transaction may yet be aborted, and a
+		// later plain record must not make an earlier one go meanwhile.
+		upTo = first
+	}
 	cp := p.Settings().Compaction
 	maxLag := cp.MaxCompactionLag
 	if maxLag == math.MaxInt64 {

@@ -167,3 +167,47 @@ func (n *Node) CommitOffsets(group, memberID string, instanceID *string, generat
 	}
 	return perCommit, nil
 }
+
+// TxnOffsetCommit commits offsets within a producer's transaction, as
+// TxnOffsetCommit does: offsets for partitions that do not exist are
+// refused (ErrUnknownTopic or ErrUnknownPartition, wrapped, as
+// CommitOffsets) and the others written to the group's partition of
+// OffsetsTopic, where they wait for the transaction's marker
+// (groups.Coordinator.TxnCommit). perPartition has an entry for every
+// partition of r.Offsets; err is an error finding the group's coordinator,
+// or one of the whole request, which is then in every entry of the valid
+// ones.
+func (n *Node) TxnOffsetCommit(ctx context.Context, r groups.TxnCommitRequest) (perPartition map[groups.TopicPartition]error, err error) {
+	perPartition = make(map[groups.TopicPartition]error, len(r.Offsets))
+	valid := make([]groups.OffsetCommit, 0, len(r.Offsets))
+	for _, c := range r.Offsets {
+		if err := n.HasPartition(c.Topic, c.Partition); err != nil {
+			perPartition[c.TopicPartition] = err
+			continue
+		}
+		valid = append(valid, c)
+	}
+	if len(valid) == 0 {
+		return perPartition, nil
+	}
+	all := func(err error) (map[groups.TopicPartition]error, error) {
+		for _, c := range valid {
+			perPartition[c.TopicPartition] = err
+		}
+		return perPartition, err
+	}
+	coord, err := n.GroupCoordinator(r.Group)
+	if err != nil {
+		return all(err)
+	}
+	// KIP-890 part 1 (Kafka 3.6): the transaction coordinator confirms
+	// the group's partition of OffsetsTopic is in the producer's
+	// transaction before the offsets are written; that check joins here
+	// with the transaction coordinator (its txnVerify).
+	r.Offsets = valid
+	res, err := coord.TxnCommit(ctx, r)
+	for tp, e := range res {
+		perPartition[tp] = e
+	}
+	return perPartition, err
+}

@@ -98,6 +98,15 @@ type Node struct {
 	handoverOnce    sync.Once // the controlled shutdown, done once
 	withdrawing     sync.Map  // meta.Resignation -> true: being withdrawn
 	closeErr        error
+
+	// txndata (issue 13): the connections transaction markers go out on
+	// (txn_markers.go); txnVerifier, when set by the coordinator wiring (n.txnVerify),
+	// checks transactional produces (KIP-890 part 1; nil: not checked);
+	// txnOffsetsDone, when set, hears of each marker appended to a
+	// partition of OffsetsTopic (the group coordinator's CompleteTxn).
+	markerClients  markerClients
+	txnVerifier    TxnVerifier
+	txnOffsetsDone func(partition int32, producerID int64, commit bool)
 }
 
 // Broker is a broker as clients see it: its id and where to reach it.
@@ -341,6 +350,7 @@ func (n *Node) stop() error {
 	if n.fetchers != nil {
 		n.fetchers.close()
 	}
+	n.markerClients.close()
 	if n.store != nil {
 		if err := n.store.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("node: close coordination store: %w", err))

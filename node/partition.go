@@ -22,6 +22,9 @@ type Partition struct {
 	// follower: read by a follower (up to the log end, woken by appends),
 	// not a consumer (up to the high watermark, woken when it moves).
 	follower bool
+	// committed: read by a read_committed consumer (up to the last
+	// stable offset).
+	committed bool
 }
 
 // Partition returns a partition this broker leads, to read from:
@@ -59,12 +62,37 @@ func (p *Partition) ReadLimit() int64 {
 	if p.follower {
 		return p.p.Log().EndOffset()
 	}
+	if p.committed {
+		return p.LastStableOffset()
+	}
 	return p.HighWatermark()
 }
 
-// LastStableOffset is the offset read_committed consumers read up to: with
-// no transactions, the high watermark.
-func (p *Partition) LastStableOffset() int64 { return p.HighWatermark() }
+// ReadCommitted makes p a read_committed consumer's handle (Fetch and
+// ListOffsets with isolation_level 1): it reads up to the last stable
+// offset, and ListOffset answers it for the latest offset. A follower's
+// handle stays a follower's.
+func (p *Partition) ReadCommitted() {
+	p.committed = !p.follower
+}
+
+// LastStableOffset is the offset read_committed consumers read up to: the
+// high watermark, or the first offset of the oldest transaction still open
+// in the partition when that is lower (logs.Partition.FirstUnstableOffset).
+func (p *Partition) LastStableOffset() int64 {
+	hw := p.HighWatermark()
+	if first, ok := p.p.FirstUnstableOffset(); ok && first < hw {
+		return first
+	}
+	return hw
+}
+
+// AbortedTxns lists the aborted transactions a read_committed Fetch
+// returning the records of [from, upTo) must name, so that the client
+// drops their records (logs.Partition.AbortedTxns).
+func (p *Partition) AbortedTxns(from, upTo int64) []logs.AbortedTxn {
+	return p.p.AbortedTxns(from, upTo)
+}
 
 // LogStartOffset is the first offset still in the log.
 func (p *Partition) LogStartOffset() int64 { return p.p.Log().StartOffset() }
@@ -96,6 +124,12 @@ func (p *Partition) Watch(w *wakeup.Waiter, key int) bool {
 // file it needs is closed and every descriptor of the budget is held by
 // other reads in flight: the caller answers with what it has read so far.
 func (p *Partition) Read(offset, maxBytes, limit int64) (Records, error) {
+	if p.committed && offset > limit && offset <= p.HighWatermark() {
+		// A read_committed consumer past the last stable offset but
+		// within the high watermark (it seeked there): nothing to read
+		// yet, as Kafka answers it, not out of range.
+		return Records{}, nil
+	}
 	sl, err := p.p.Log().TryRead(offset, max(maxBytes, 1), limit)
 	if err != nil {
 		return Records{}, err
@@ -113,7 +147,8 @@ const (
 )
 
 // ListOffset answers one partition of ListOffsets: ListEarliest is the log
-// start, ListLatest the high watermark, any other timestamp the first batch
+// start, ListLatest the high watermark (the last stable offset for a
+// read_committed handle), any other timestamp the first batch
 // holding a record at or after it (offset -1 and timestamp -1 when there is
 // none, as in Kafka). The timestamp answered is the batch's first timestamp
 // when that qualifies, else its largest: weir indexes batches, not records.
@@ -123,6 +158,9 @@ func (p *Partition) ListOffset(ts int64) (offset, timestamp int64, err error) {
 	case ListEarliest:
 		return l.StartOffset(), -1, nil
 	case ListLatest:
+		if p.committed {
+			return p.LastStableOffset(), -1, nil
+		}
 		return p.HighWatermark(), -1, nil
 	case ListMaxTimestamp:
 		return p.maxTimestamp()
@@ -130,6 +168,10 @@ func (p *Partition) ListOffset(ts int64) (offset, timestamp int64, err error) {
 	off, ok, err := l.OffsetForTimestamp(ts)
 	if err != nil || !ok {
 		return -1, -1, err
+	}
+	if p.committed && off >= p.LastStableOffset() {
+		// Not yet readable by read_committed (Kafka filters the same way).
+		return -1, -1, nil
 	}
 	// Read the batch's header for the timestamp to answer with.
 	sl, err := l.Read(off, record.HeaderSize, partlog.NoLimit)

@@ -11,11 +11,15 @@ import (
 	"github.com/weir-broker/weir/core/logs"
 	"github.com/weir-broker/weir/core/meta"
 	"github.com/weir-broker/weir/core/partlog"
+	"github.com/weir-broker/weir/core/producers"
+	"github.com/weir-broker/weir/core/record"
 )
 
 // ProduceRequest is one Produce request's writes.
 type ProduceRequest struct {
-	// TransactionalID must be nil: weir has no transactions.
+	// TransactionalID is the transactional producer's id (nil: not
+	// transactional). Its transactional batches are verified with the
+	// coordinator, when the node has a verifier (KIP-890 part 1).
 	TransactionalID *string
 	// Acks is 0 (no answer), 1 (the leader appended) or -1 (every in-sync
 	// replica has the records: on one replica, the leader).
@@ -48,10 +52,7 @@ type ProducePartition struct {
 // request's partitions share fsync rounds instead of queueing for them.
 func (n *Node) Produce(ctx context.Context, req *ProduceRequest) {
 	var reqErr error
-	switch {
-	case req.TransactionalID != nil:
-		reqErr = ErrTransactionsNotSupported
-	case req.Acks != 0 && req.Acks != 1 && req.Acks != -1:
+	if req.Acks != 0 && req.Acks != 1 && req.Acks != -1 {
 		reqErr = ErrInvalidAcks
 	}
 	var (
@@ -82,6 +83,9 @@ func (n *Node) Produce(ctx context.Context, req *ProduceRequest) {
 			continue
 		}
 		p, err := n.producePartition(ctx, w.Topic, w.Partition)
+		if err == nil {
+			err = n.verifyTxnProduce(ctx, req.TransactionalID, w)
+		}
 		if err == nil && req.Acks == -1 {
 			err = p.checkAppend(p.Settings().MinInsyncReplicas)
 		}
@@ -161,6 +165,35 @@ func (n *Node) appendTo(ctx context.Context, p *replicated, w *ProducePartition,
 	}
 	w.BaseOffset = res.BaseOffset
 	w.LogAppendTime = res.LogAppendTime
+}
+
+// verifyTxnProduce checks a partition's transactional batches with the
+// transaction coordinator (KIP-890 part 1: the partition must be in the
+// producer's ongoing transaction), when the node has a verifier: a
+// transactional batch without a transactional id in the request, or one
+// the coordinator did not add, is refused (INVALID_TXN_STATE). Only the
+// first transactional batch is asked about: a request's batches for one
+// partition come from one producer.
+func (n *Node) verifyTxnProduce(ctx context.Context, transactionalID *string, w *ProducePartition) error {
+	verify := n.txnVerifier
+	if verify == nil {
+		return nil
+	}
+	for b := w.Records; len(b) > 0; {
+		h, err := record.ParseHeader(b)
+		if err != nil || h.Size() > len(b) {
+			return nil // the log refuses it with the precise error
+		}
+		if h.Transactional() && !h.Control() {
+			if transactionalID == nil {
+				return fmt.Errorf("%w: transactional batch from producer %d without a transactional id",
+					producers.ErrInvalidTxnState, h.ProducerID)
+			}
+			return verify(ctx, *transactionalID, h.ProducerID, h.ProducerEpoch, w.Topic, w.Partition)
+		}
+		b = b[h.Size():]
+	}
+	return nil
 }
 
 // staleLeader maps the log's refusal of an append stamped with an epoch

@@ -3,9 +3,10 @@ package transport
 // DescribeProducers: v0.
 //
 // The idempotent producers a partition's leader knows (KIP-664): id, epoch,
-// last sequence and when it last appended (the broker's clock, ms). Without
-// transactions the coordinator epoch and the current transaction's start
-// offset are -1. A partition this broker does not lead is
+// last sequence and when it last appended (the broker's clock, ms), the
+// coordinator epoch of its latest transaction marker and the first offset of
+// its open transaction (-1 when none). A producer known only from a marker
+// (the coordinator bumped its epoch to abort) has last sequence -1. A partition this broker does not lead is
 // NOT_LEADER_OR_FOLLOWER, an unknown one UNKNOWN_TOPIC_OR_PARTITION.
 
 import (
@@ -35,7 +36,7 @@ func handleDescribeProducers(_ context.Context, s *Server, r *request) (kmsg.Res
 			for _, pi := range ps {
 				ap := kmsg.NewDescribeProducersResponseTopicPartitionActiveProducer()
 				ap.ProducerID, ap.ProducerEpoch, ap.LastSequence, ap.LastTimestamp = pi.ID, int32(pi.Epoch), pi.LastSequence, pi.Used
-				ap.CoordinatorEpoch, ap.CurrentTxnStartOffset = -1, -1
+				ap.CoordinatorEpoch, ap.CurrentTxnStartOffset = pi.CoordinatorEpoch, pi.CurrentTxnStartOffset
 				sp.ActiveProducers = append(sp.ActiveProducers, ap)
 			}
 		}

@@ -21,6 +21,14 @@ package transport
 // what may be read grows, not by polling: one waiter per request, fired by
 // the partitions that move (package core/wakeup). CurrentLeaderEpoch (v9+)
 // is checked (FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH).
+//
+// IsolationLevel 1 (read_committed) reads a consumer's partitions up to
+// their last stable offset (node.Partition.LastStableOffset: the high
+// watermark, or the first offset of the oldest open transaction), and
+// lists the aborted transactions among the records returned (their
+// producer and first offset, from the partition's aborted-transactions
+// index), so that the client drops their records; read_uncommitted lists
+// none.
 
 import (
 	"context"
@@ -53,7 +61,7 @@ func handleFetch(ctx context.Context, s *Server, r *request) (rawResponse, error
 		}
 		parts = sctx.Partitions
 	}
-	resp.partitions(s, parts, req.ReplicaID)
+	resp.partitions(s, parts, req.ReplicaID, req.IsolationLevel == 1)
 
 	// Config.MaxFetchBytes caps the response, as Kafka's broker-side
 	// fetch.max.bytes does, whatever the request asks for.
@@ -100,7 +108,7 @@ func sessionRequest(req *kmsg.FetchRequest) fetchsession.Request {
 // partitions sets up the response's partitions, in order (consecutive
 // partitions of one topic under one topic entry, as Kafka groups them), and
 // takes each from the node for replicaID (recording a follower's fetch).
-func (r *fetchResponse) partitions(s *Server, parts []fetchsession.Partition, replicaID int32) {
+func (r *fetchResponse) partitions(s *Server, parts []fetchsession.Partition, replicaID int32, committed bool) {
 	for i := 0; i < len(parts); {
 		j := i + 1
 		for j < len(parts) && parts[j].Topic == parts[i].Topic {
@@ -118,6 +126,9 @@ func (r *fetchResponse) partitions(s *Server, parts []fetchsession.Partition, re
 			}
 			if replicaID >= 0 {
 				p.FollowerLogStart(replicaID, sp.LogStartOffset) // DeleteRecords waits for it
+			} else if committed {
+				p.ReadCommitted()
+				fp.committed = true
 			}
 			fp.p = p
 		}
@@ -390,6 +401,7 @@ func (fp *fetchPart) read(s *Server, maxBytes int64, total *int64) (failed bool)
 		fp.errCode = s.code(err)
 		*total = others
 		fp.records.Release()
+		fp.aborted = nil
 		return true
 	}
 	if others > 0 && recs.Len() > limit {
@@ -399,5 +411,9 @@ func (fp *fetchPart) read(s *Server, maxBytes int64, total *int64) (failed bool)
 	fp.records.Release()
 	fp.records = recs
 	*total = others + recs.Len()
+	fp.aborted = nil
+	if fp.committed && recs.Len() > 0 {
+		fp.aborted = fp.p.AbortedTxns(fp.offset, recs.NextOffset())
+	}
 	return false
 }

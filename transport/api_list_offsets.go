@@ -4,8 +4,8 @@ package transport
 //
 // librdkafka sends up to v2. v0 answers with a list of offsets
 // (OldStyleOffsets); v1+ with one offset and its timestamp; v2 added the
-// isolation level (one node has no open transactions, so both levels read
-// the same); v4 the leader epoch; v6 made it flexible; v7 the max-timestamp
+// isolation level (read_committed: the latest offset is the last stable
+// offset, below any open transaction); v4 the leader epoch; v6 made it flexible; v7 the max-timestamp
 // query (-3, KIP-734). v8's earliest-local (-4) and v9's
 // earliest-pending-upload (-5) are for tiered storage, which weir does not
 // have: not served. What each timestamp means is
@@ -38,6 +38,9 @@ func handleListOffsets(_ context.Context, s *Server, r *request) (kmsg.Response,
 			if err != nil {
 				sp.ErrorCode = s.code(err)
 				continue
+			}
+			if req.Version >= 2 && req.IsolationLevel == 1 {
+				p.ReadCommitted()
 			}
 			off, ts, err := p.ListOffset(rp.Timestamp)
 			if err != nil {

@@ -5,7 +5,11 @@ package transport
 // librdkafka needs v1 served to enable consumer groups and sends up to v7.
 // v2 added a top-level error code and lets a null topic list mean "every
 // committed offset of the group"; v5 leader epochs; v6 made it flexible; v7
-// RequireStable (always stable: no transactions); v8 asks for several groups
+// RequireStable: a partition whose offset may still change (offsets of an
+// open transaction waiting for its marker, or a commit being written) is
+// answered UNSTABLE_OFFSET_COMMIT, offset -1, and the client asks again
+// (KIP-447; with every committed offset asked, those among them, as
+// Kafka's newer coordinator does); v8 asks for several groups
 // at once (kgo batches); v9 names the member asking (member id and epoch),
 // which a KIP-848 consumer group checks (UNKNOWN_MEMBER_ID,
 // STALE_MEMBER_EPOCH); without a member id (an admin) anything goes. A partition with no commit answers offset -1.
@@ -31,7 +35,7 @@ func handleOffsetFetch(_ context.Context, s *Server, r *request) (kmsg.Response,
 				asked[i] = groupTopic{t.Topic, t.Partitions}
 			}
 		}
-		topics, code := s.fetchOffsets(req.Group, nil, -1, asked)
+		topics, code := s.fetchOffsets(req.Group, nil, -1, asked, req.Version >= 7 && req.RequireStable)
 		resp.ErrorCode = code
 		resp.Topics = make([]kmsg.OffsetFetchResponseTopic, len(topics))
 		for i, t := range topics {
@@ -60,7 +64,7 @@ func handleOffsetFetch(_ context.Context, s *Server, r *request) (kmsg.Response,
 				asked[j] = groupTopic{t.Topic, t.Partitions}
 			}
 		}
-		topics, code := s.fetchOffsets(g.Group, g.MemberID, g.MemberEpoch, asked)
+		topics, code := s.fetchOffsets(g.Group, g.MemberID, g.MemberEpoch, asked, req.RequireStable)
 		rg := &resp.Groups[i]
 		rg.Default()
 		rg.Group, rg.ErrorCode, rg.Topics = g.Group, code, topics
@@ -75,8 +79,10 @@ type groupTopic struct {
 
 // fetchOffsets answers one group: the asked partitions (nil: every committed
 // one, sorted) and a group-level error code. memberID (v9+; nil before) and
-// epoch name the member asking.
-func (s *Server) fetchOffsets(group string, memberID *string, epoch int32, asked []groupTopic) ([]kmsg.OffsetFetchResponseGroupTopic, int16) {
+// epoch name the member asking; requireStable (v7+) answers the partitions
+// whose offset may still change UNSTABLE_OFFSET_COMMIT.
+func (s *Server) fetchOffsets(group string, memberID *string, epoch int32, asked []groupTopic,
+	requireStable bool) ([]kmsg.OffsetFetchResponseGroupTopic, int16) {
 	var parts []groups.TopicPartition
 	if asked != nil {
 		parts = []groups.TopicPartition{}
@@ -87,8 +93,12 @@ func (s *Server) fetchOffsets(group string, memberID *string, epoch int32, asked
 		}
 	}
 	var committed map[groups.TopicPartition]groups.Committed
+	var unstable map[groups.TopicPartition]bool
 	coord, err := s.node.GroupCoordinator(group)
-	if err == nil {
+	switch {
+	case err == nil && requireStable:
+		committed, unstable, err = coord.FetchStable(group, memberID, epoch, parts)
+	case err == nil:
 		committed, err = coord.FetchMember(group, memberID, epoch, parts)
 	}
 	if err != nil {
@@ -118,9 +128,13 @@ func (s *Server) fetchOffsets(group string, memberID *string, epoch int32, asked
 		out[i].Topic = t.topic
 		out[i].Partitions = make([]kmsg.OffsetFetchResponseGroupTopicPartition, len(t.partitions))
 		for j, p := range t.partitions {
-			c, ok := committed[groups.TopicPartition{Topic: t.topic, Partition: p}]
-			if !ok {
+			tp := groups.TopicPartition{Topic: t.topic, Partition: p}
+			c, ok := committed[tp]
+			if !ok || unstable[tp] {
 				out[i].Partitions[j] = noCommit(p)
+				if unstable[tp] {
+					out[i].Partitions[j].ErrorCode = s.code(groups.ErrUnstableOffsetCommit)
+				}
 				continue
 			}
 			meta := c.Metadata

@@ -10,7 +10,9 @@ package transport
 // KAFKA-18659). librdkafka still sends v7.
 //
 // v3 is the first version carrying record batches v2 (and the transactional
-// ID, which the node refuses: weir has no transactions); v7 is the first that
+// ID: the node verifies transactional batches with their coordinator, and
+// refuses control batches, INVALID_RECORD: only brokers write transaction
+// markers); v7 is the first that
 // may carry zstd; v9 made the request flexible; v10 only adds tagged fields the
 // broker sets when it is not the leader.
 //

@@ -308,9 +308,14 @@ func TestProduceErrors(t *testing.T) {
 	check("unknown topic", produceReq(7, 1, "nope", 0, batch(t, "a", 1)), kerr.UnknownTopicOrPartition.Code)
 	check("unknown partition", produceReq(7, 1, "t", 5, batch(t, "a", 1)), kerr.UnknownTopicOrPartition.Code)
 	check("too large", produceReq(7, 1, "t", 0, batch(t, "a", 50)), kerr.MessageTooLarge.Code)
+	// A transactional id with a plain batch is a produce like any other
+	// (no coordinator verifies it here); a control batch is the broker's
+	// to write, never a client's.
 	txn := produceReq(7, 1, "t", 0, batch(t, "a", 1))
 	txn.TransactionID = kmsg.StringPtr("txn")
-	check("transactional", txn, kerr.InvalidRequest.Code)
+	check("transactional id", txn, 0)
+	ctl := record.BuildControlBatch(record.ControlBatchOptions{ProducerID: 1, ProducerEpoch: 0, Commit: true})
+	check("control batch", produceReq(7, 1, "t", 0, ctl), kerr.InvalidRecord.Code)
 
 	// Idempotent producer: sequences are checked, duplicates answered with
 	// the original offset.

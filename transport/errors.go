@@ -72,6 +72,11 @@ var errorTable = []struct {
 	{producers.ErrInvalidProducerEpoch, kerr.InvalidProducerEpoch},
 	{producers.ErrUnknownProducerID, kerr.UnknownProducerID},
 	{producers.ErrDuplicateSequence, kerr.DuplicateSequenceNumber},
+	// Transactions on the data path (txndata).
+	{producers.ErrInvalidTxnState, kerr.InvalidTxnState},
+	{producers.ErrTransactionCoordinatorFenced, kerr.TransactionCoordinatorFenced},
+	{logs.ErrControlBatch, kerr.InvalidRecord},
+	{logs.ErrTransactionalWithoutProducer, kerr.InvalidRecord},
 	// A closed node: the broker is shutting down (retriable).
 	{node.ErrClosed, kerr.NotLeaderForPartition},
 	{recompress.ErrUnsupportedCompression, kerr.UnsupportedCompressionType},
@@ -92,6 +97,8 @@ var errorTable = []struct {
 	{groups.ErrCoordinatorLoadInProgress, kerr.CoordinatorLoadInProgress},
 	{groups.ErrOffsetMetadataTooLarge, kerr.OffsetMetadataTooLarge},
 	{groups.ErrInvalidCommitSize, kerr.InvalidCommitOffsetSize},
+	{groups.ErrInvalidRequest, kerr.InvalidRequest},
+	{groups.ErrUnstableOffsetCommit, kerr.UnstableOffsetCommit},
 	// KIP-848 consumer groups.
 	{consumer.ErrUnknownMemberID, kerr.UnknownMemberID},
 	{consumer.ErrFencedMemberEpoch, kerr.FencedMemberEpoch},

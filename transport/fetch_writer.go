@@ -6,6 +6,7 @@ import (
 	"io"
 	"sync"
 
+	"github.com/weir-broker/weir/core/logs"
 	"github.com/weir-broker/weir/node"
 )
 
@@ -22,7 +23,7 @@ import (
 //	    partition int32, errorCode int16
 //	    highWatermark int64, lastStableOffset int64
 //	    logStartOffset int64                       v5+
-//	    abortedTransactions [int32 count]          always empty (no transactions)
+//	    abortedTransactions [int32 count]          read_committed: producerId int64, firstOffset int64 each
 //	    preferredReadReplica int32                 v11+, always -1
 //	    records int32 length + bytes               whole batches from one segment
 //
@@ -66,9 +67,13 @@ type fetchPart struct {
 	lso      int64 // last stable offset
 	logStart int64
 	records  node.Records // empty when no records
+	// aborted: the aborted transactions among the records
+	// (read_committed), for the client to drop.
+	aborted []logs.AbortedTxn
 
 	// What the request asked for, for re-reads while long polling.
 	p         *node.Partition // nil: errCode says why
+	committed bool            // read_committed: aborted transactions listed
 	offset    int64
 	maxBytes  int64
 	readLimit int64 // what the last read went up to (the high watermark, or a follower's log end)
@@ -97,7 +102,7 @@ func (r *fetchResponse) size() int64 {
 	for _, t := range r.topics {
 		n += 2 + int64(len(t.name)) + 4
 		for _, p := range t.parts {
-			n += part + p.records.Len()
+			n += part + p.records.Len() + 16*int64(len(p.aborted))
 		}
 	}
 	return n
@@ -157,7 +162,11 @@ func (r *fetchResponse) writeTo(c *conn, corr int32) (err error) {
 			if r.version >= 5 {
 				b = binary.BigEndian.AppendUint64(b, uint64(p.logStart))
 			}
-			b = binary.BigEndian.AppendUint32(b, 0) // no aborted transactions
+			b = binary.BigEndian.AppendUint32(b, uint32(len(p.aborted)))
+			for _, a := range p.aborted {
+				b = binary.BigEndian.AppendUint64(b, uint64(a.ProducerID))
+				b = binary.BigEndian.AppendUint64(b, uint64(a.FirstOffset))
+			}
 			if r.version >= 11 {
 				b = binary.BigEndian.AppendUint32(b, 0xffffffff) // no preferred read replica
 			}

@@ -42,6 +42,8 @@ var apis = []api{
 	{key: 21, min: 0, max: 2, handle: handleDeleteRecords},           // api_delete_records.go
 	{key: 22, min: 0, max: 4, handle: handleInitProducerID},          // api_init_producer_id.go
 	{key: 23, min: 0, max: 4, handle: handleOffsetForLeaderEpoch},    // api_offset_for_leader_epoch.go
+	{key: 27, min: 0, max: 1, handle: handleWriteTxnMarkers},         // api_write_txn_markers.go
+	{key: 28, min: 0, max: 3, handle: handleTxnOffsetCommit},         // api_txn_offset_commit.go
 	{key: 29, min: 0, max: 3, handle: handleDescribeACLs},            // api_describe_acls.go
 	{key: 30, min: 0, max: 3, handle: handleCreateACLs},              // api_create_acls.go
 	{key: 31, min: 0, max: 3, handle: handleDeleteACLs},              // api_delete_acls.go

@@ -140,6 +140,26 @@ var versionCases = map[int16]versionCase{
 			return resp.ErrorCode
 		},
 	},
+	28: {
+		// A transactional commit without a member (v0-v2 name none), for
+		// producer 1000 + v: each its own producer, so every version
+		// starts its sequences at 0.
+		build: func(t testing.TB, v int16) kmsg.Request {
+			req := kmsg.NewPtrTxnOffsetCommitRequest()
+			req.Version, req.TransactionalID, req.Group = v, "tx", "txn-simple"
+			req.ProducerID, req.ProducerEpoch, req.Generation = 1000+int64(v), 0, -1
+			rt := kmsg.NewTxnOffsetCommitRequestTopic()
+			rt.Topic = "t"
+			rp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+			rp.Offset = int64(v)
+			rt.Partitions = append(rt.Partitions, rp)
+			req.Topics = append(req.Topics, rt)
+			return req
+		},
+		errorOf: func(r kmsg.Response) int16 {
+			return r.(*kmsg.TxnOffsetCommitResponse).Topics[0].Partitions[0].ErrorCode
+		},
+	},
 	10: {
 		build: func(t testing.TB, v int16) kmsg.Request {
 			req := kmsg.NewPtrFindCoordinatorRequest()

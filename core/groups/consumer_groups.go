@@ -82,6 +82,11 @@ func (c *Coordinator) ConsumerDescribe(group string) (consumer.Description, map[
 func (c *Coordinator) FetchMember(group string, memberID *string, epoch int32, parts []TopicPartition) (map[TopicPartition]Committed, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	return c.fetchMemberLocked(group, memberID, epoch, parts)
+}
+
+// fetchMemberLocked is FetchMember with mu held.
+func (c *Coordinator) fetchMemberLocked(group string, memberID *string, epoch int32, parts []TopicPartition) (map[TopicPartition]Committed, error) {
 	store, err := c.storeOf(group)
 	if err != nil {
 		return nil, err

@@ -54,6 +54,9 @@ type shard struct {
 	load      uint64 // which Load this is
 	log       Log
 	store     *offsetStore // nil while loading
+	// completions are the transaction markers that came while it loaded
+	// (CompleteTxn), applied when the replay ends.
+	completions []completion
 }
 
 // waiter is a parked JoinGroup or SyncGroup: the channel of its reply and
@@ -131,6 +134,10 @@ func (c *Coordinator) replay(ctx context.Context, sh *shard) error {
 		return fmt.Errorf("groups: load partition %d: %w", p, err)
 	}
 	sh.store = st
+	for _, cp := range sh.completions {
+		st.completeTxn(cp.producerID, cp.commit)
+	}
+	sh.completions = nil
 	now := c.o.Clock.Now()
 	restored := 0
 	for _, id := range slices.Sorted(maps.Keys(st.metas)) {
@@ -150,7 +157,7 @@ func (c *Coordinator) replay(ctx context.Context, sh *shard) error {
 	}
 	c.o.Logger.Info("offsets partition loaded", "partition", p, "groups", len(st.offsets), "offsets", st.live,
 		"group_metadata", len(st.metas), "groups_with_members", restored, "records", st.records,
-		"skipped", st.skipped, "took", now.Sub(start))
+		"skipped", st.skipped, "open_transactions", len(st.txns), "took", now.Sub(start))
 	return nil
 }
 
@@ -580,7 +587,9 @@ func (c *Coordinator) expireLocked(store *offsetStore, now time.Time, cutoff int
 	var expired []string
 	for _, id := range store.groups() {
 		g := c.groups[id]
-		if g != nil && g.state != stateEmpty {
+		if g != nil && g.state != stateEmpty || store.txnPendingFor(id) {
+			// Members, or offsets of an open transaction (Kafka keeps
+			// those too): not expired.
 			continue
 		}
 		if cg := c.cgroups[id]; cg != nil {

@@ -103,7 +103,9 @@
 // A record without a value (a tombstone) removes the offset (Delete,
 // RemoveTopic, ExpireOffsets) or the group (Delete, ExpireOffsets, an empty
 // group without offsets). Replay passes over key versions 3 to 255 (record
-// types of Kafka's newer coordinator) and fails on anything else.
+// types of Kafka's newer coordinator) and fails on anything else. A
+// transactional batch (attributes bit 4) holds offsets of a transaction,
+// and a control batch (bit 5) its end (see Transactional offset commits).
 //
 // # Group metadata
 //
@@ -123,6 +125,21 @@
 // compacted (cleanup.policy=compact, by the broker's log cleaner), which
 // keeps the last record of every key: every live offset survives, and
 // superseded commits and old tombstones go.
+//
+// # Transactional offset commits
+//
+// A transactional producer commits a group's offsets within its
+// transaction (TxnOffsetCommit, TxnCommit): they are written at once, as
+// transactional batches with the producer's id, epoch and sequence numbers,
+// and wait in memory per producer, invisible to OffsetFetch, until the
+// transaction's marker (a control batch the transaction coordinator has
+// written to the partition) commits them (CompleteTxn) or drops them.
+// OffsetFetch with RequireStable answers UNSTABLE_OFFSET_COMMIT for a
+// partition whose offsets wait (FetchStable). Load replays the markers it
+// meets in the log; a transaction without one keeps its offsets waiting. A
+// partition's committed offset is always its record latest in the log, so
+// a plain commit written after a transaction's offsets wins over them when
+// the transaction commits later. txn_offsets.go says more.
 //
 // Before __consumer_offsets, each broker kept its offsets in a log of the
 // same records in a directory of its own; ReadLegacy reads such a store and

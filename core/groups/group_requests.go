@@ -174,6 +174,41 @@ func (g *group) commitCheck(now time.Time, memberID string, instanceID *string, 
 	return nil
 }
 
+// txnCommitCheck decides whether a transactional offset commit may go
+// ahead (Kafka's GroupCoordinator.validateOffsetCommit for transactional
+// commits): a request naming no member (TxnOffsetCommit v0-v2) commits
+// whatever the group's state; one naming a member must name a current one
+// (a static member by its current id) and the group's generation. Unlike
+// commitCheck it leaves the member's session alone and accepts a commit
+// while the group awaits its assignment, as Kafka does.
+func (g *group) txnCommitCheck(now time.Time, memberID string, instanceID *string, generation int32) error {
+	defer g.advance(now)
+	switch {
+	case g.state == stateDead:
+		return g.errorf(ErrCoordinatorNotAvailable, "deleted")
+	case generation < 0 && g.state == stateEmpty:
+		return nil
+	case generation < 0 && memberID == "" && instanceID == nil:
+		return nil
+	}
+	if instanceID != nil {
+		cur, ok := g.static[*instanceID]
+		switch {
+		case !ok:
+			return g.errorf(ErrUnknownMemberID, "no static member %q", *instanceID)
+		case cur != memberID:
+			return g.errorf(ErrFencedInstanceID, "instance %q is member %q now, not %q", *instanceID, cur, memberID)
+		}
+	}
+	switch {
+	case g.byID[memberID] == nil:
+		return g.errorf(ErrUnknownMemberID, "no member %q", memberID)
+	case generation != g.generation:
+		return g.errorf(ErrIllegalGeneration, "generation %d, group is at %d", generation, g.generation)
+	}
+	return nil
+}
+
 // tick performs the transitions due at now (session, join phase and sync
 // phase expirations).
 func (g *group) tick(now time.Time) { g.advance(now) }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -39,6 +40,14 @@ type offsetStore struct {
 	// each goes into memory once it and every write before it are done
 	// (see begin and finish), so a later write is never overtaken.
 	pending []*pendingWrite
+	// txns are the transactional offsets waiting for the end of their
+	// transaction, by producer id (txn_offsets.go); seqs the producers'
+	// sequence numbers in this partition's log.
+	txns map[int64]map[offsetKey]stored
+	seqs map[int64]producerSeq
+	// next is the position (stored.at) of the next record written: past
+	// every record replayed, and growing with each record written.
+	next int64
 }
 
 // pendingWrite is a write in the log waiting to count as committed.
@@ -53,7 +62,8 @@ type pendingWrite struct {
 
 func newStore(log Log) *offsetStore {
 	return &offsetStore{log: log, offsets: map[string]map[TopicPartition]stored{},
-		metas: map[string]*kmsg.GroupMetadataValue{}}
+		metas: map[string]*kmsg.GroupMetadataValue{}, txns: map[int64]map[offsetKey]stored{},
+		seqs: map[int64]producerSeq{}}
 }
 
 // replay reads the log from its start to end into memory, stopping early
@@ -80,34 +90,54 @@ func (s *offsetStore) replay(ctx context.Context, end int64) error {
 			return fmt.Errorf("%w: offsets log does not advance at %d", ErrCorrupt, off)
 		}
 		for len(b) > 0 {
-			_, n, err := record.Next(b, 0)
+			h, n, err := record.Next(b, 0)
 			if err != nil {
 				return fmt.Errorf("groups: offsets log at %d: %w", off, err)
 			}
-			h, _ := record.ParseHeader(b)
-			if h.Control() {
-				b = b[n:]
-				continue // transaction markers carry no offsets
-			}
-			recs, err := record.Records(b[:n], nil)
-			if err != nil {
-				return fmt.Errorf("groups: offsets log at %d: %w", off, err)
-			}
-			for _, r := range recs {
-				if err := s.apply(r.Key, r.Value); err != nil {
-					return fmt.Errorf("groups: offsets log at %d: %w", off, err)
-				}
+			if err := s.replayBatch(h, b[:n]); err != nil {
+				return fmt.Errorf("groups: offsets log, batch at %d: %w", h.BaseOffset, err)
 			}
 			b = b[n:]
 		}
 		off = next
 	}
+	s.next = max(s.next, end)
 	return nil
 }
 
-// apply applies one record: a value sets the offset (or the group's
-// metadata), a tombstone (nil value) removes it.
-func (s *offsetStore) apply(key, value []byte) error {
+// replayBatch applies one batch of the log: a transaction marker ends its
+// producer's transaction (replayMarker), a transactional batch's offsets
+// wait for it, any other batch's records apply at once. A record's
+// position (stored.at) is its offset.
+func (s *offsetStore) replayBatch(h record.Header, batch []byte) error {
+	if h.ProducerID >= 0 {
+		s.noteBatch(h)
+	}
+	if h.Control() {
+		return s.replayMarker(h, batch)
+	}
+	recs, err := record.Records(batch, nil)
+	if err != nil {
+		return err
+	}
+	txn := h.Transactional() && h.ProducerID >= 0
+	for _, r := range recs {
+		at := h.BaseOffset + int64(r.OffsetDelta)
+		if txn {
+			err = s.applyTxn(h.ProducerID, r.Key, r.Value, at, len(recs))
+		} else {
+			err = s.apply(r.Key, r.Value, at)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// apply applies one record at position at: a value sets the offset (or the
+// group's metadata), a tombstone (nil value) removes it.
+func (s *offsetStore) apply(key, value []byte, at int64) error {
 	if len(key) < 2 {
 		return fmt.Errorf("%w: key of %d bytes", ErrCorrupt, len(key))
 	}
@@ -124,13 +154,14 @@ func (s *offsetStore) apply(key, value []byte) error {
 	}
 	s.records++
 	if value == nil {
-		s.remove(k)
+		s.remove(k, at)
 		return nil
 	}
 	v, err := decodeValue(value)
 	if err != nil {
 		return err
 	}
+	v.at = at
 	s.set(k, v)
 	return nil
 }
@@ -161,21 +192,36 @@ func (s *offsetStore) applyGroup(key, value []byte) error {
 	return nil
 }
 
+// set makes v the committed offset of k, unless the one there has a later
+// position in the log: the committed offset is always the record of the
+// key latest in the log (Kafka keeps the same rule, as a transaction's
+// offsets, committed by its marker, may be older than a plain commit
+// written after them).
 func (s *offsetStore) set(k offsetKey, v stored) {
 	m := s.offsets[k.group]
 	if m == nil {
 		m = map[TopicPartition]stored{}
 		s.offsets[k.group] = m
 	}
-	if _, ok := m[k.TopicPartition]; !ok {
+	cur, ok := m[k.TopicPartition]
+	switch {
+	case !ok:
 		s.live++
+	case cur.at > v.at:
+		return
 	}
 	m[k.TopicPartition] = v
 }
 
-func (s *offsetStore) remove(k offsetKey) {
+// remove applies a tombstone of k at position at: it removes the committed
+// offset unless that has a later position, and the transactional offsets
+// of k written before it (Kafka's OffsetMetadataManager.replay does the
+// same), so a deleted group or topic does not come back when an open
+// transaction commits.
+func (s *offsetStore) remove(k offsetKey, at int64) {
+	s.dropPending(k, at)
 	m := s.offsets[k.group]
-	if _, ok := m[k.TopicPartition]; !ok {
+	if cur, ok := m[k.TopicPartition]; !ok || cur.at > at {
 		return
 	}
 	delete(m, k.TopicPartition)
@@ -187,17 +233,32 @@ func (s *offsetStore) remove(k offsetKey) {
 
 // entry is one record to write: a value, or a tombstone when v is nil;
 // with meta, a group metadata record of group k.group instead, whose value
-// is mv (nil: a tombstone).
+// is mv (nil: a tombstone). begin sets at, the record's position.
 type entry struct {
 	k    offsetKey
 	v    *stored
 	meta bool
 	mv   []byte
+	at   int64
 }
 
 // writeEntries appends entries to log in batches of about batchTarget
 // bytes, with one Append (one write), and returns the Append's wait.
 func writeEntries(log Log, entries []entry, now int64) (func(context.Context) error, error) {
+	buf, err := encodeEntries(entries, now, record.DefaultBuildOptions())
+	if err != nil {
+		return nil, err
+	}
+	if len(buf) == 0 {
+		return func(context.Context) error { return nil }, nil
+	}
+	return log.Append(context.Background(), buf)
+}
+
+// encodeEntries encodes entries as batches of about batchTarget bytes with
+// the options opts; the BaseSequence of an idempotent producer's opts
+// (ProducerID >= 0) goes on from batch to batch.
+func encodeEntries(entries []entry, now int64, opts record.BuildOptions) ([]byte, error) {
 	var buf []byte
 	var recs []record.Record
 	size := 0
@@ -206,7 +267,10 @@ func writeEntries(log Log, entries []entry, now int64) (func(context.Context) er
 			return nil
 		}
 		var err error
-		buf, err = record.AppendBatch(buf, record.DefaultBuildOptions(), recs)
+		buf, err = record.AppendBatch(buf, opts, recs)
+		if opts.ProducerID >= 0 {
+			opts.BaseSequence = nextSeq(opts.BaseSequence, len(recs))
+		}
 		recs, size = recs[:0], 0
 		return err
 	}
@@ -229,10 +293,7 @@ func writeEntries(log Log, entries []entry, now int64) (func(context.Context) er
 	if err := flush(); err != nil {
 		return nil, err
 	}
-	if len(buf) == 0 {
-		return func(context.Context) error { return nil }, nil
-	}
-	return log.Append(context.Background(), buf)
+	return buf, nil
 }
 
 // begin appends entries to the log and queues them; the caller waits with
@@ -245,6 +306,7 @@ func (s *offsetStore) begin(entries []entry, now time.Time) (pw *pendingWrite, w
 	if err != nil {
 		return nil, nil, err
 	}
+	s.position(entries)
 	pw = &pendingWrite{entries: entries, drained: make(chan struct{})}
 	s.pending = append(s.pending, pw)
 	for _, e := range entries {
@@ -269,9 +331,11 @@ func (s *offsetStore) finish(pw *pendingWrite, err error) {
 				switch {
 				case e.meta: // applied by begin
 				case e.v == nil:
-					s.remove(e.k)
+					s.remove(e.k, e.at)
 				default:
-					s.set(e.k, *e.v)
+					v := *e.v
+					v.at = e.at
+					s.set(e.k, v)
 				}
 			}
 			s.records += int64(len(head.entries))
@@ -280,7 +344,17 @@ func (s *offsetStore) finish(pw *pendingWrite, err error) {
 	}
 }
 
-// pendingFor reports whether a queued write holds records of group.
+// position gives entries their positions (entry.at), in the order they
+// are appended.
+func (s *offsetStore) position(entries []entry) {
+	for i := range entries {
+		entries[i].at = s.next
+		s.next++
+	}
+}
+
+// pendingFor reports whether a queued write, or an open transaction,
+// holds offsets of group.
 func (s *offsetStore) pendingFor(group string) bool {
 	for _, pw := range s.pending {
 		for _, e := range pw.entries {
@@ -289,7 +363,7 @@ func (s *offsetStore) pendingFor(group string) bool {
 			}
 		}
 	}
-	return false
+	return s.txnPendingFor(group)
 }
 
 // write is begin, the wait and finish in one, for writes made holding the
@@ -324,17 +398,33 @@ func (s *offsetStore) commit(group string, offsets []OffsetCommit, now time.Time
 	return s.write(commitEntries(group, offsets, now), now)
 }
 
-// removeWhere writes tombstones for every offset for which drop is true.
+// removeWhere writes tombstones for every offset for which drop is true,
+// committed or waiting in an open transaction.
 func (s *offsetStore) removeWhere(now time.Time, drop func(k offsetKey) bool) error {
 	var entries []entry
-	for g, m := range s.offsets {
-		for tp := range m {
-			if k := (offsetKey{group: g, TopicPartition: tp}); drop(k) {
-				entries = append(entries, entry{k: k})
-			}
+	for _, k := range s.keys() {
+		if drop(k) {
+			entries = append(entries, entry{k: k})
 		}
 	}
 	return s.write(entries, now)
+}
+
+// keys lists the keys with a committed offset or one waiting in an open
+// transaction, sorted.
+func (s *offsetStore) keys() []offsetKey {
+	seen := map[offsetKey]bool{}
+	for g, m := range s.offsets {
+		for tp := range m {
+			seen[offsetKey{group: g, TopicPartition: tp}] = true
+		}
+	}
+	for _, m := range s.txns {
+		for k := range m {
+			seen[k] = true
+		}
+	}
+	return slices.SortedFunc(maps.Keys(seen), compareKeys)
 }
 
 // writeMeta appends a group metadata record of group (value nil: a
@@ -364,8 +454,10 @@ func (s *offsetStore) applyMeta(e entry) {
 // metadata record if it has one.
 func (s *offsetStore) removeGroup(now time.Time, group string) error {
 	var entries []entry
-	for tp := range s.offsets[group] {
-		entries = append(entries, entry{k: offsetKey{group: group, TopicPartition: tp}})
+	for _, k := range s.keys() {
+		if k.group == group {
+			entries = append(entries, entry{k: k})
+		}
 	}
 	if s.metas[group] != nil {
 		entries = append(entries, entry{k: offsetKey{group: group}, meta: true})
@@ -391,12 +483,18 @@ func (s *offsetStore) fetch(group string, parts []TopicPartition) map[TopicParti
 	return out
 }
 
-// groups lists the groups that have offsets.
+// groups lists the groups that have offsets, committed or waiting in an
+// open transaction.
 func (s *offsetStore) groups() []string {
 	var gs []string
 	for g := range s.offsets {
 		gs = append(gs, g)
 	}
+	for _, m := range s.txns {
+		for k := range m {
+			gs = append(gs, k.group)
+		}
+	}
 	slices.Sort(gs)
-	return gs
+	return slices.Compact(gs)
 }

@@ -26,6 +26,11 @@ type offsetKey struct {
 type stored struct {
 	Committed
 	commitTime int64 // ms since the epoch
+	// at is the position of the offset's record in the log: its offset
+	// for records replayed; for records written since the load, a count
+	// going on from the log's end then (offsetStore.next). Only its order
+	// matters: it is the log's.
+	at int64
 }
 
 // appendKey encodes k as: int16 version | string group | string topic |

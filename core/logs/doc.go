@@ -12,6 +12,7 @@
 //	    partition.metadata    "version: 1\ntopic_id: <hex>": marks the directory as weir's
 //	    00000000000000000000.log .index .timeindex recovery-point ...   the log (package partlog)
 //	    00000000000000368769.snapshot                                  the producer state as of that offset
+//	    00000000000000368769.txnindex                                  aborted transactions (Kafka's format)
 //
 // The marker is written (and fsynced) before any log file, so a directory
 // without one holds no data. A directory whose marker names another topic id
@@ -101,6 +102,29 @@
 // Kafka answers OUT_OF_ORDER_SEQUENCE_NUMBER; and an unknown producer must
 // start at sequence 0 (Kafka, since KIP-360, accepts any sequence from a
 // producer whose state retention deleted).
+//
+// # Transactions
+//
+// A producer's transactional batch (attributes bit 4) opens its
+// transaction in the partition at the batch's first offset, unless one is
+// open; AppendMarker appends the transaction marker (a control batch, bit
+// 5, written by the broker for the coordinator: producers may not send
+// them, ErrControlBatch) that closes it. Kafka's rules hold: a marker of
+// an older producer epoch is producers.ErrInvalidProducerEpoch, of an
+// older coordinator epoch producers.ErrTransactionCoordinatorFenced; a
+// plain batch from a producer whose transaction is open is
+// producers.ErrInvalidTxnState; a marker of a newer epoch (the
+// coordinator fencing a zombie) becomes the producer's epoch.
+// FirstUnstableOffset is the first offset of the oldest open transaction:
+// the node's last stable offset is the high watermark or that offset,
+// whichever is lower. Aborted transactions go to the aborted-transactions
+// index (Kafka's .txnindex format; see txnindex.go for its files, their
+// durability and how cuts and retention trim them), which AbortedTxns
+// answers for read_committed fetches. The open transactions and the
+// markers' epochs are part of the producer state (its snapshots,
+// version 2), rebuilt with it after cuts and at Open (a replay reads the
+// record of each control batch after the snapshot, besides the headers);
+// a follower's AppendReplicated builds the same state and index.
 //
 // # Replication
 //

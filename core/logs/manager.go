@@ -150,12 +150,18 @@ func (m *Manager) Open(topic string, index int32, topicID [16]byte, pc Partition
 		}
 	}
 	snaps := &snapshots{fs: fsys, dir: dir, logger: cfg.Logger}
-	cfg.CutHook = snaps // before any append can reuse cut offsets, snapshots past them go
+	idx, err := loadTxnIndex(fsys, dir, cfg.Logger)
+	if err != nil {
+		return nil, err
+	}
+	// Before any append can reuse cut offsets, snapshots and aborted
+	// transactions past them go.
+	cfg.CutHook = cutHooks{snaps: snaps, idx: idx}
 	l, rep, err := partlog.Open(fsys, dir, cfg)
 	if err != nil {
 		return nil, err
 	}
-	p := newPartition(topic, index, l, pc, m.o.Clock, snaps)
+	p := newPartition(topic, index, l, pc, m.o.Clock, snaps, idx)
 	batches, used, err := p.rebuildProducers(rep.Clean)
 	if err != nil {
 		_ = l.Close()

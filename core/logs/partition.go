@@ -51,6 +51,9 @@ type Partition struct {
 	// snapAt is the offset of the snapshot file that holds the producer
 	// state as it is (-1: none does): Close does not write it again.
 	snapAt atomic.Int64
+
+	// txn: open transactions and the aborted-transactions index (txn.go).
+	txn txnState
 }
 
 // AppendResult says where an append went.
@@ -64,8 +67,9 @@ type AppendResult struct {
 	LogAppendTime int64
 }
 
-func newPartition(topic string, i int32, l *partlog.Log, pc PartitionConfig, clk clock.Clock, snaps *snapshots) *Partition {
+func newPartition(topic string, i int32, l *partlog.Log, pc PartitionConfig, clk clock.Clock, snaps *snapshots, idx *txnIndex) *Partition {
 	p := &Partition{Topic: topic, Index: i, log: l, clock: clk, snaps: snaps}
+	p.txn.idx = idx
 	p.settings.Store(settingsOf(pc))
 	p.snapBase.Store(l.ActiveBase())
 	p.snapAt.Store(-1)
@@ -87,6 +91,9 @@ func (p *Partition) Close() error {
 	if err := p.writeSnapshot(); err != nil {
 		p.snaps.logger.Warn("producer-state snapshot at close failed", "dir", p.log.Dir(), "err", err)
 	}
+	if err := p.txn.idx.close(); err != nil {
+		p.snaps.logger.Warn("transaction index at close failed", "dir", p.log.Dir(), "err", err)
+	}
 	return p.log.Close()
 }
 
@@ -96,6 +103,9 @@ func (p *Partition) ApplyRetention(expireBefore int64) error {
 	_, err := p.log.ApplyRetention()
 	if expireBefore >= 0 {
 		p.prod.Expire(expireBefore)
+	}
+	if ierr := p.txn.idx.trimBefore(p.log.StartOffset()); ierr != nil {
+		err = errors.Join(err, ierr)
 	}
 	return err
 }
@@ -164,6 +174,14 @@ func (p *Partition) AppendEpoch(ctx context.Context, records []byte, epoch int32
 	}
 	var buf [4]record.Header
 	hs, idempotent := scanHeaders(buf[:0], records)
+	for i, h := range hs {
+		switch {
+		case h.Control():
+			return AppendResult{}, p.wrap(fmt.Errorf("batch %d: %w", i, ErrControlBatch))
+		case h.Transactional() && h.ProducerID < 0:
+			return AppendResult{}, p.wrap(fmt.Errorf("batch %d: %w", i, ErrTransactionalWithoutProducer))
+		}
+	}
 	var res AppendResult
 	var r partlog.AppendResult // what to wait for: the append, or a duplicate's original
 	var err error
@@ -215,8 +233,10 @@ func scanHeaders(hs []record.Header, records []byte) ([]record.Header, bool) {
 // pending is a batch that passed the checks, to be recorded once appended.
 type pending struct {
 	entry *producers.Entry
+	id    int64
 	batch int // index in the request
 	epoch int16
+	txn   bool // transactional: opens the producer's transaction if none is
 	meta  producers.Batch
 }
 
@@ -284,7 +304,7 @@ func (p *Partition) appendIdempotent(ctx context.Context, records []byte, hs []r
 		}
 		meta = producers.Batch{FirstSeq: h.BaseSequence, LastSeq: producers.LastSequence(h.BaseSequence, h.LastOffsetDelta)}
 		states[k].Push(h.ProducerEpoch, meta)
-		pend = append(pend, pending{entry: entries[k], batch: i, epoch: h.ProducerEpoch, meta: meta})
+		pend = append(pend, pending{entry: entries[k], id: h.ProducerID, batch: i, epoch: h.ProducerEpoch, txn: h.Transactional(), meta: meta})
 	}
 	now := p.clock.Now().UnixMilli()
 	switch {
@@ -339,6 +359,9 @@ func (p *Partition) appendIdempotent(ctx context.Context, records []byte, hs []r
 			pe := pend[next]
 			pe.meta.Base, pe.meta.Next = off, off+int64(h.LastOffsetDelta)+1
 			pe.entry.State.Push(pe.epoch, pe.meta)
+			if pe.txn && pe.entry.State.OpenTxn(off) {
+				p.txn.opened(pe.id, off)
+			}
 			next++
 		}
 		off += int64(h.LastOffsetDelta) + 1
@@ -418,6 +441,16 @@ const headerWindow = 64 << 10
 func (p *Partition) rebuildProducers(upgrade bool) (int, bool, error) {
 	gen := p.log.Generation()
 	p.prod.Reset() // forget every producer; appenders are held off by prodMu
+	p.txn.reset(nil)
+	// An abort marker appended, then cut before the state noticed, left
+	// its entry behind; markers are appended under prodMu shared, so none
+	// is being added now.
+	if err := p.txn.idx.AfterCut(p.log.EndOffset()); err != nil {
+		return 0, false, err
+	}
+	if err := p.txn.idx.trimBefore(p.log.StartOffset()); err != nil {
+		return 0, false, err
+	}
 	from := p.log.StartOffset()
 	offs, err := p.snaps.list()
 	if err != nil {
@@ -432,6 +465,9 @@ func (p *Partition) rebuildProducers(upgrade bool) (int, bool, error) {
 		b, err := p.snaps.read(off)
 		if err == nil {
 			_, err = p.prod.Restore(b)
+		}
+		if err == nil {
+			p.txn.reset(p.prod.OpenTxns())
 		}
 		switch {
 		case err == nil:
@@ -502,7 +538,16 @@ func (p *Partition) scanSlice(sl *partlog.Slice, buf []byte, now int64) (int, er
 		if err != nil {
 			return seen, fmt.Errorf("batch at %s:%d: %w", sl.File.Name(), pos, err)
 		}
-		if h.ProducerID >= 0 {
+		if h.Control() && h.ProducerID >= 0 {
+			// A transaction marker: its record says commit or abort.
+			batch := make([]byte, min(int64(h.Size()), end-pos))
+			n, err := sl.File.ReadAt(batch, pos)
+			if n < len(batch) {
+				return seen, fmt.Errorf("read %s at %d: %w", sl.File.Name(), pos, errors.Join(err, errShortRead))
+			}
+			p.recordControl(h, batch, now)
+			seen++
+		} else if h.ProducerID >= 0 {
 			p.record(h, now)
 			seen++
 		}
@@ -523,6 +568,9 @@ func (p *Partition) record(h record.Header, now int64) {
 	if !e.State.Known() || h.ProducerEpoch >= e.State.Epoch() {
 		e.State.Push(h.ProducerEpoch, producers.Batch{FirstSeq: h.BaseSequence,
 			LastSeq: producers.LastSequence(h.BaseSequence, h.LastOffsetDelta), Base: h.BaseOffset, Next: h.NextOffset()})
+		if h.Transactional() && e.State.OpenTxn(h.BaseOffset) {
+			p.txn.opened(h.ProducerID, h.BaseOffset)
+		}
 	}
 	e.Used = now
 	p.prod.Unlock(h.ProducerID, e)
@@ -562,10 +610,16 @@ func (p *Partition) AppendReplicated(ctx context.Context, records []byte) (partl
 		// are. A cut since the resync moves the generation on, and the
 		// next append rebuilds the state from the log.
 		now := p.clock.Now().UnixMilli()
+		b := records
 		for _, h := range hs {
-			if h.ProducerID >= 0 {
+			switch {
+			case h.BaseOffset >= r.NextOffset: // not published
+			case h.Control() && h.ProducerID >= 0:
+				p.recordControl(h, b[:h.Size()], now)
+			case h.ProducerID >= 0:
 				p.record(h, now)
 			}
+			b = b[h.Size():]
 		}
 	}
 	if err != nil {
@@ -616,6 +670,11 @@ func (p *Partition) writeSnapshot() error {
 	}
 	b := p.prod.AppendSnapshot(nil, off)
 	p.prodMu.Unlock()
+	// The index entries of the markers below off must be durable before
+	// a snapshot says the replay may start at off.
+	if err := p.txn.idx.sync(); err != nil {
+		return err
+	}
 	err := p.snaps.write(off, b, func() bool { return p.log.Generation() == gen && p.log.Err() == nil })
 	if err == nil && p.log.Generation() == gen {
 		p.snapAt.Store(off)

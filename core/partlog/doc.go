@@ -344,8 +344,13 @@
 // up to where it mapped: a record is dropped iff the map holds a larger
 // offset for its key. Records without a key stay; control batches (the
 // transaction markers) stay as they are; transactional batches stay whole,
-// since without a transaction index the cleaner cannot tell aborted data from
-// committed (an aborted value must not supersede a committed one). A
+// since the log does not know which transactions were aborted (package logs
+// keeps that index) and an aborted value must not supersede a committed one;
+// so the aborted transactions' records and markers stay, and the index
+// entries naming them (kept by package logs, which never ties them to
+// segment files) stay valid across a swap. The broker's caller bounds UpTo
+// by the last stable offset too (node's cleaner), as Kafka's cleaner stops
+// at the first unstable offset. A
 // compressed batch is read with CleanOptions.Decompress and rewritten, under
 // its own codec, with Compress; one it cannot read or rewrite stays byte for
 // byte. The map holds the keys themselves (no hashing, so no collision can

@@ -17,6 +17,11 @@ type Info struct {
 	// Used is when it last appended (or retried), unix ms of the broker's
 	// clock.
 	Used int64
+	// CoordinatorEpoch is that of its latest transaction marker (-1 when
+	// none), CurrentTxnStartOffset the first offset of its open
+	// transaction (-1 when none), as DescribeProducers answers them.
+	CoordinatorEpoch      int32
+	CurrentTxnStartOffset int64
 }
 
 // List returns the producers known, by id. It locks each entry in turn (a
@@ -36,8 +41,19 @@ func (ps *Table) List() []Info {
 	out := make([]Info, 0, len(es))
 	for _, ie := range es {
 		ie.e.mu.Lock()
-		if b, ok := ie.e.State.Last(); ok && !ie.e.gone {
-			out = append(out, Info{ID: ie.id, Epoch: ie.e.State.Epoch(), LastSequence: b.LastSeq, LastOffset: b.Next - 1, Used: ie.e.Used})
+		if st := &ie.e.State; st.Known() && !ie.e.gone {
+			in := Info{ID: ie.id, Epoch: st.Epoch(), LastSequence: -1, LastOffset: -1, Used: ie.e.Used,
+				CoordinatorEpoch: -1, CurrentTxnStartOffset: -1}
+			if b, ok := st.Last(); ok {
+				in.LastSequence, in.LastOffset = b.LastSeq, b.Next-1
+			}
+			if st.marked {
+				in.CoordinatorEpoch = st.coordEpoch
+			}
+			if first, ok := st.Txn(); ok {
+				in.CurrentTxnStartOffset = first
+			}
+			out = append(out, in)
 		}
 		ie.e.mu.Unlock()
 	}

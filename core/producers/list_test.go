@@ -19,7 +19,8 @@ func TestList(t *testing.T) {
 	}
 	ps.Unlock(5, ps.Lock(5)) // never appended: dropped
 	got := ps.List()
-	want := []Info{{ID: 3, Epoch: 2, LastSequence: 6, LastOffset: 36, Used: 3}, {ID: 9, Epoch: 2, LastSequence: 6, LastOffset: 96, Used: 9}}
+	want := []Info{{ID: 3, Epoch: 2, LastSequence: 6, LastOffset: 36, Used: 3, CoordinatorEpoch: -1, CurrentTxnStartOffset: -1},
+		{ID: 9, Epoch: 2, LastSequence: 6, LastOffset: 96, Used: 9, CoordinatorEpoch: -1, CurrentTxnStartOffset: -1}}
 	if len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
 		t.Fatalf("List = %+v, want %+v", got, want)
 	}

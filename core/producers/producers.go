@@ -15,6 +15,11 @@
 // must follow the last sequence (wrapping after MaxInt32), and a batch lying
 // wholly before it but older than the remembered batches is
 // ErrDuplicateSequence, which clients count as success.
+//
+// Transactions (txn.go): each producer also has its open transaction's
+// first offset, if any, and the epochs of its latest marker; snapshots
+// (version 2) carry them, so the partition's last stable offset and its
+// aborted transactions survive restarts.
 package producers
 
 import (
@@ -40,11 +45,22 @@ type Batch struct {
 
 // State is one producer's state in one partition: a value, so a check can run
 // on a copy and the result be committed only once the append succeeded.
-// n == 0 means the producer is unknown.
+// A producer is unknown until it appended a batch or a transaction marker
+// (marked): n == 0 and !marked.
 type State struct {
 	epoch   int16
 	n       int
 	batches [Remembered]Batch // oldest first; [n-1] is the latest
+
+	// Transactions (txn.go). marked: a marker set the epoch (its batches
+	// may be none, after a marker of a new epoch). txnOpen: a transactional
+	// batch opened a transaction at txnFirst that no marker closed yet.
+	// coordEpoch is the coordinator epoch of the latest marker (-1: none
+	// seen; the zero value counts as 0, which no marker can be below).
+	marked     bool
+	txnOpen    bool
+	txnFirst   int64
+	coordEpoch int32
 }
 
 // Verdict is what a check decided for one batch.
@@ -69,6 +85,23 @@ func (s *State) Check(h record.Header) (Verdict, Batch, error) {
 		return 0, Batch{}, fmt.Errorf("%w: producer %d sent epoch %d", ErrInvalidProducerEpoch, h.ProducerID, h.ProducerEpoch)
 	}
 	last := LastSequence(first, h.LastOffsetDelta)
+	if err := s.checkTxn(h); err != nil {
+		return 0, Batch{}, err
+	}
+	if s.n == 0 && s.marked {
+		// Only markers known: the epoch is theirs, and a marker of a new
+		// epoch reset the sequences (Kafka: OUT_OF_ORDER_SEQUENCE_NUMBER
+		// unless the batch starts at 0).
+		switch {
+		case h.ProducerEpoch < s.epoch:
+			return 0, Batch{}, fmt.Errorf("%w: producer %d sent epoch %d, current epoch is %d",
+				ErrInvalidProducerEpoch, h.ProducerID, h.ProducerEpoch, s.epoch)
+		case first != 0:
+			return 0, Batch{}, fmt.Errorf("%w: producer %d epoch %d: expected sequence 0 after a transaction marker, got %d",
+				ErrOutOfOrderSequence, h.ProducerID, h.ProducerEpoch, first)
+		}
+		return AppendBatch, Batch{}, nil
+	}
 	if s.n == 0 {
 		if first != 0 {
 			return 0, Batch{}, fmt.Errorf("%w: producer %d (epoch %d) is not known here and starts at sequence %d, not 0",
@@ -109,7 +142,7 @@ func (s *State) Check(h record.Header) (Verdict, Batch, error) {
 // Push records an appended batch of epoch; a new epoch forgets the old one's
 // batches.
 func (s *State) Push(epoch int16, b Batch) {
-	if s.n == 0 || epoch != s.epoch {
+	if (s.n == 0 && !s.marked) || epoch != s.epoch {
 		s.n, s.epoch = 0, epoch
 	}
 	if s.n == Remembered {
@@ -192,7 +225,7 @@ func (ps *Table) Lock(id int64) *Entry {
 // Unlock releases an entry from Lock, dropping it if the producer is still
 // unknown (its first batch was rejected), so garbage ids cost no memory.
 func (ps *Table) Unlock(id int64, e *Entry) {
-	if e.State.n == 0 {
+	if !e.State.Known() {
 		ps.mu.Lock()
 		if ps.m[id] == e {
 			delete(ps.m, id)
@@ -204,7 +237,9 @@ func (ps *Table) Unlock(id int64, e *Entry) {
 }
 
 // Expire forgets producers whose last append was before the given unix ms.
-// Entries busy right now are skipped: they are in use.
+// Entries busy right now are skipped: they are in use; so are producers
+// with a transaction open (Kafka's rule: forgetting one would move the last
+// stable offset past records not yet committed or aborted).
 func (ps *Table) Expire(before int64) int {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
@@ -213,7 +248,7 @@ func (ps *Table) Expire(before int64) int {
 		if !e.mu.TryLock() {
 			continue
 		}
-		if e.Used < before {
+		if e.Used < before && !e.State.txnOpen {
 			e.gone = true
 			delete(ps.m, id)
 			n++
@@ -239,7 +274,7 @@ func (ps *Table) Reset() {
 }
 
 // Known reports whether the producer has appended anything remembered.
-func (s *State) Known() bool { return s.n > 0 }
+func (s *State) Known() bool { return s.n > 0 || s.marked }
 
 // Epoch is the producer's current epoch (meaningless when not Known).
 func (s *State) Epoch() int16 { return s.epoch }

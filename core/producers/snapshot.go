@@ -11,18 +11,23 @@ import (
 
 // A snapshot is the table as of a log offset: the remembered batches below
 // it, those ending past it left out (a replay of the log from the offset
-// brings them back), and the producers left with none. Big-endian
-// throughout:
+// brings them back), an open transaction only if it began below it, and
+// the producers left with nothing (no batch, no marker, no transaction)
+// left out. Big-endian throughout:
 //
 //	magic      4 bytes "WPSN"
-//	version    u16  1
+//	version    u16  2 (1: before transactions, still read)
 //	offset     i64  the log offset the state is as of
 //	count      u32  producers
 //	producers  count times, by ascending id:
 //	    id       i64  >= 0
 //	    epoch    i16  >= 0
 //	    used     i64  unix ms of its last append (expiry counts from it)
-//	    batches  u8   1..Remembered
+//	    version 2 only:
+//	    flags      u8   bit 0: a marker set the epoch; bit 1: a transaction is open
+//	    coordEpoch i32  the coordinator epoch of its latest marker
+//	    txnFirst   i64  the open transaction's first offset (0 when none), below offset
+//	    batches  u8   1..Remembered (version 2: 0..Remembered, 0 only with a flag set)
 //	    batches times, oldest first:
 //	        firstSeq i32, lastSeq i32, base i64, next i64
 //	crc        u32  CRC-32C of every byte before it
@@ -34,10 +39,17 @@ import (
 var ErrBadSnapshot = errors.New("producers: bad snapshot")
 
 const (
-	snapshotVersion = 1
+	snapshotVersion = 2
 	snapshotHeader  = 4 + 2 + 8 + 4
-	producerHeader  = 8 + 2 + 8 + 1
+	producerHeader  = 8 + 2 + 8 + 1 // version 1
+	txnFields       = 1 + 4 + 8     // version 2: flags, coordEpoch, txnFirst
 	batchSize       = 4 + 4 + 8 + 8
+)
+
+// Version 2 producer flags.
+const (
+	flagMarked = 1 << 0
+	flagTxn    = 1 << 1
 )
 
 var (
@@ -66,13 +78,26 @@ func (ps *Table) AppendSnapshot(dst []byte, offset int64) []byte {
 		for k > 0 && e.State.batches[k-1].Next > offset {
 			k--
 		}
-		if k == 0 {
+		txn := e.State.txnOpen && e.State.txnFirst < offset
+		if k == 0 && !txn && !e.State.marked {
 			continue
 		}
 		n++
 		dst = binary.BigEndian.AppendUint64(dst, uint64(id))
 		dst = binary.BigEndian.AppendUint16(dst, uint16(e.State.epoch))
 		dst = binary.BigEndian.AppendUint64(dst, uint64(e.Used))
+		var flags byte
+		first := int64(0)
+		if e.State.marked {
+			flags |= flagMarked
+		}
+		if txn {
+			flags |= flagTxn
+			first = e.State.txnFirst
+		}
+		dst = append(dst, flags)
+		dst = binary.BigEndian.AppendUint32(dst, uint32(e.State.coordEpoch))
+		dst = binary.BigEndian.AppendUint64(dst, uint64(first))
 		dst = append(dst, byte(k))
 		for _, b := range e.State.batches[:k] {
 			dst = binary.BigEndian.AppendUint32(dst, uint32(b.FirstSeq))
@@ -113,8 +138,13 @@ func decodeSnapshot(b []byte) (map[int64]*Entry, int64, error) {
 		return bad("magic %q", b[:4])
 	}
 	be := binary.BigEndian
-	if v := be.Uint16(b[4:]); v != snapshotVersion {
-		return bad("version %d", v)
+	version := be.Uint16(b[4:])
+	if version != 1 && version != snapshotVersion {
+		return bad("version %d", version)
+	}
+	ph := producerHeader
+	if version >= 2 {
+		ph += txnFields
 	}
 	body := b[:len(b)-4]
 	if sum := crc32.Checksum(body, castagnoli); sum != be.Uint32(b[len(b)-4:]) {
@@ -125,23 +155,39 @@ func decodeSnapshot(b []byte) (map[int64]*Entry, int64, error) {
 		return bad("offset %d", offset)
 	}
 	n := be.Uint32(b[14:])
-	if uint64(n)*(producerHeader+batchSize) > uint64(len(body)) {
+	if uint64(n)*uint64(ph) > uint64(len(body)) {
 		return bad("%d producers in %d bytes", n, len(body))
 	}
 	m := make(map[int64]*Entry, n)
 	p := body[snapshotHeader:]
 	last := int64(-1)
 	for i := uint32(0); i < n; i++ {
-		if len(p) < producerHeader {
+		if len(p) < ph {
 			return bad("producer %d cut short", i)
 		}
-		id, epoch, used, k := int64(be.Uint64(p)), int16(be.Uint16(p[8:])), int64(be.Uint64(p[10:])), int(p[18])
-		p = p[producerHeader:]
-		if id <= last || epoch < 0 || k < 1 || k > Remembered || len(p) < k*batchSize {
+		id, epoch, used := int64(be.Uint64(p)), int16(be.Uint16(p[8:])), int64(be.Uint64(p[10:]))
+		e := &Entry{Used: used}
+		minBatches := 1
+		if version >= 2 {
+			flags, coord, first := p[18], int32(be.Uint32(p[19:])), int64(be.Uint64(p[23:]))
+			e.State.marked, e.State.txnOpen = flags&flagMarked != 0, flags&flagTxn != 0
+			e.State.coordEpoch = coord
+			if e.State.txnOpen {
+				e.State.txnFirst = first
+			}
+			if flags&^(flagMarked|flagTxn) != 0 || first < 0 || e.State.txnOpen && first >= offset || !e.State.txnOpen && first != 0 {
+				return bad("producer %d: flags %#x, transaction from %d", id, flags, first)
+			}
+			if flags != 0 {
+				minBatches = 0
+			}
+		}
+		k := int(p[ph-1])
+		p = p[ph:]
+		if id <= last || epoch < 0 || k < minBatches || k > Remembered || len(p) < k*batchSize {
 			return bad("producer %d: id %d (after %d), epoch %d, %d batches", i, id, last, epoch, k)
 		}
 		last = id
-		e := &Entry{Used: used}
 		e.State.epoch, e.State.n = epoch, k
 		for j := range k {
 			bt := Batch{FirstSeq: int32(be.Uint32(p)), LastSeq: int32(be.Uint32(p[4:])),

@@ -148,25 +148,29 @@ func TestSnapshotRejects(t *testing.T) {
 		check("flip", b)
 	}
 	// Fields out of range, with a valid CRC. The first producer (id 2) is
-	// at 18; its batch at 37; the second producer (id 7) at 61.
+	// at 18 (flags at 36, coordinator epoch 37, transaction start 41,
+	// batch count 49); its batch at 50; the second producer (id 7) at 74.
 	for _, tc := range []struct {
 		name string
 		edit func(b []byte)
 	}{
-		{"version", func(b []byte) { b[5] = 2 }},
+		{"version", func(b []byte) { b[5] = 3 }},
 		{"negative offset", func(b []byte) { b[6] = 0x80 }},
 		{"count too high", func(b []byte) { binary.BigEndian.PutUint32(b[14:], 4) }},
 		{"count too low", func(b []byte) { binary.BigEndian.PutUint32(b[14:], 2) }},
-		{"ids not ascending", func(b []byte) { binary.BigEndian.PutUint64(b[61:], 2) }},
+		{"ids not ascending", func(b []byte) { binary.BigEndian.PutUint64(b[74:], 2) }},
 		{"negative epoch", func(b []byte) { binary.BigEndian.PutUint16(b[26:], 0xffff) }},
-		{"no batches", func(b []byte) { b[36] = 0 }},
-		{"too many batches", func(b []byte) { b[36] = Remembered + 1 }},
-		{"negative sequence", func(b []byte) { binary.BigEndian.PutUint32(b[37:], 0x80000000) }},
-		{"empty batch", func(b []byte) { binary.BigEndian.PutUint64(b[53:], 100) }},
+		{"unknown flag", func(b []byte) { b[36] = 4 }},
+		{"transaction at the offset", func(b []byte) { b[36] = flagTxn; binary.BigEndian.PutUint64(b[41:], 400) }},
+		{"transaction start without a transaction", func(b []byte) { binary.BigEndian.PutUint64(b[41:], 5) }},
+		{"no batches", func(b []byte) { b[49] = 0 }},
+		{"too many batches", func(b []byte) { b[49] = Remembered + 1 }},
+		{"negative sequence", func(b []byte) { binary.BigEndian.PutUint32(b[50:], 0x80000000) }},
+		{"empty batch", func(b []byte) { binary.BigEndian.PutUint64(b[66:], 100) }},
 		{"batch past the offset", func(b []byte) { binary.BigEndian.PutUint64(b[6:], 103) }},
 		{"batches out of order", func(b []byte) {
 			// producer 7's second batch starts before its first ends
-			binary.BigEndian.PutUint64(b[61+19+24+8:], 1)
+			binary.BigEndian.PutUint64(b[74+32+24+8:], 1)
 		}},
 	} {
 		b := bytes.Clone(good)
