@@ -109,6 +109,8 @@ var authRules = map[int16]authRule{
 	21: authDeleteRecords,
 	22: authInitProducerID,
 	23: authOffsetForLeaderEpoch,
+	27: authWriteTxnMarkers,
+	28: authTxnOffsetCommit,
 	29: clusterOnly(acl.OpDescribe, func(resp kmsg.Response) {
 		r := resp.(*kmsg.DescribeACLsResponse)
 		r.ErrorCode = errClusterAuth
@@ -1142,4 +1144,79 @@ func authDeleteACLs(c authCheck, r kmsg.Request) (kmsg.Response, patch) {
 		resp.Results = append(resp.Results, res)
 	}
 	return resp, nil
+}
+
+// authWriteTxnMarkers: ClusterAction on the cluster (an inter-broker API);
+// denied, every partition answers CLUSTER_AUTHORIZATION_FAILED.
+func authWriteTxnMarkers(c authCheck, r kmsg.Request) (kmsg.Response, patch) {
+	req := r.(*kmsg.WriteTxnMarkersRequest)
+	if c.cluster(acl.OpClusterAction) {
+		return nil, nil
+	}
+	resp := req.ResponseKind().(*kmsg.WriteTxnMarkersResponse)
+	for _, m := range req.Markers {
+		rm := kmsg.NewWriteTxnMarkersResponseMarker()
+		rm.ProducerID = m.ProducerID
+		for _, t := range m.Topics {
+			rt := kmsg.NewWriteTxnMarkersResponseMarkerTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rp := kmsg.NewWriteTxnMarkersResponseMarkerTopicPartition()
+				rp.Partition, rp.ErrorCode = p, errClusterAuth
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			rm.Topics = append(rm.Topics, rt)
+		}
+		resp.Markers = append(resp.Markers, rm)
+	}
+	return resp, nil
+}
+
+// authTxnOffsetCommit: Write on the transactional id, then Read on the
+// group (else every partition answers TRANSACTIONAL_ID_ or
+// GROUP_AUTHORIZATION_FAILED), then Read on each topic (per partition
+// TOPIC_AUTHORIZATION_FAILED), as Kafka checks them.
+func authTxnOffsetCommit(c authCheck, r kmsg.Request) (kmsg.Response, patch) {
+	req := r.(*kmsg.TxnOffsetCommitRequest)
+	all := int16(0)
+	switch {
+	case !c.txn(acl.OpWrite, req.TransactionalID):
+		all = errTxnAuth
+	case !c.group(acl.OpRead, req.Group):
+		all = errGroupAuth
+	}
+	var denied []kmsg.TxnOffsetCommitResponseTopic
+	kept := req.Topics[:0:0]
+	for _, t := range req.Topics {
+		code := all
+		if code == 0 && !c.topic(acl.OpRead, t.Topic) {
+			code = errTopicAuth
+		}
+		if code == 0 {
+			kept = append(kept, t)
+			continue
+		}
+		rt := kmsg.NewTxnOffsetCommitResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
+			rp.Partition, rp.ErrorCode = p.Partition, code
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		denied = append(denied, rt)
+	}
+	if len(denied) == 0 {
+		return nil, nil
+	}
+	add := func(resp any) {
+		r := resp.(*kmsg.TxnOffsetCommitResponse)
+		r.Topics = append(r.Topics, denied...)
+	}
+	if len(kept) == 0 {
+		resp := req.ResponseKind()
+		add(resp)
+		return resp, nil
+	}
+	req.Topics = kept
+	return nil, add
 }

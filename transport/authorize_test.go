@@ -307,3 +307,43 @@ func TestAuthorizedOperations(t *testing.T) {
 		t.Errorf("DescribeCluster: authorized operations %b", cr.ClusterAuthorizedOperations)
 	}
 }
+
+func TestAuthTransactionAPIs(t *testing.T) {
+	c := checker(allowAlice(acl.ResourceTransactionalID, acl.PatternLiteral, "tx", acl.OpWrite),
+		allowAlice(acl.ResourceGroup, acl.PatternLiteral, "g", acl.OpRead),
+		allowAlice(acl.ResourceTopic, acl.PatternLiteral, "t", acl.OpRead))
+	commit := func(txn, group string, topics ...string) *kmsg.TxnOffsetCommitRequest {
+		req := kmsg.NewPtrTxnOffsetCommitRequest()
+		req.TransactionalID, req.Group = txn, group
+		for _, tp := range topics {
+			req.Topics = append(req.Topics, kmsg.TxnOffsetCommitRequestTopic{Topic: tp,
+				Partitions: []kmsg.TxnOffsetCommitRequestTopicPartition{{Partition: 0}}})
+		}
+		return req
+	}
+	for _, tc := range []struct {
+		req  *kmsg.TxnOffsetCommitRequest
+		code int16
+	}{
+		{commit("other", "g", "t"), errTxnAuth},
+		{commit("tx", "other", "t"), errGroupAuth},
+		{commit("tx", "g", "u"), errTopicAuth},
+	} {
+		deny, _ := authTxnOffsetCommit(c, tc.req)
+		if r, ok := deny.(*kmsg.TxnOffsetCommitResponse); !ok || r.Topics[0].Partitions[0].ErrorCode != tc.code {
+			t.Errorf("TxnOffsetCommit %s/%s: %+v, want error %d", tc.req.TransactionalID, tc.req.Group, deny, tc.code)
+		}
+	}
+	req := commit("tx", "g", "t", "u")
+	_, p := authTxnOffsetCommit(c, req)
+	if len(req.Topics) != 1 || req.Topics[0].Topic != "t" || p == nil {
+		t.Fatalf("TxnOffsetCommit keeps %v", req.Topics)
+	}
+
+	wm := kmsg.NewPtrWriteTxnMarkersRequest()
+	wm.Markers = []kmsg.WriteTxnMarkersRequestMarker{{ProducerID: 7, Topics: []kmsg.WriteTxnMarkersRequestMarkerTopic{{Topic: "t", Partitions: []int32{0, 1}}}}}
+	deny, _ := authWriteTxnMarkers(c, wm)
+	if r, ok := deny.(*kmsg.WriteTxnMarkersResponse); !ok || r.Markers[0].ProducerID != 7 || r.Markers[0].Topics[0].Partitions[1].ErrorCode != errClusterAuth {
+		t.Fatalf("WriteTxnMarkers without ClusterAction: %+v", deny)
+	}
+}
