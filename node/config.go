@@ -64,7 +64,7 @@ type Config struct {
 	// has them.
 	OffsetsReplicationFactor int16
 
-	// helper txncoord: transactions. TransactionMaxTimeout bounds the
+	// Transactions. TransactionMaxTimeout bounds the
 	// transaction timeout a producer may ask for (Kafka's
 	// transaction.max.timeout.ms; default 15 minutes).
 	// TransactionalIDExpiration forgets a transactional id idle this long
@@ -72,6 +72,11 @@ type Config struct {
 	// negative: never).
 	TransactionMaxTimeout     time.Duration
 	TransactionalIDExpiration time.Duration
+	// NoTransactionVerification turns off KIP-890's check that a
+	// transactional produce or TxnOffsetCommit belongs to a transaction
+	// its coordinator has open (Kafka's
+	// transaction.partition.verification.enable=false). Default: checked.
+	NoTransactionVerification bool
 
 	// ZooKeeper, when set, is the ZooKeeper ensemble the broker joins, as
 	// Kafka's zookeeper.connect: "host:port[,host:port...][/chroot]".

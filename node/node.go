@@ -218,7 +218,9 @@ func (n *Node) open(parent context.Context) error {
 	if err := n.openTxn(); err != nil {
 		return err
 	}
-	n.txnVerifier = n.txnVerify
+	if !cfg.NoTransactionVerification {
+		n.txnVerifier = n.txnVerify
+	}
 
 	ctx, cancel := context.WithTimeout(parent, openTimeout)
 	defer cancel()

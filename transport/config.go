@@ -5,6 +5,8 @@ import (
 	"io"
 	"log/slog"
 	"time"
+
+	"github.com/weir-broker/weir/core/acl"
 )
 
 // DefaultMaxRequestBytes is the largest request accepted by default: Kafka's
@@ -150,6 +152,13 @@ type Config struct {
 	// Metrics receives request, byte and connection counts. Default nil:
 	// nothing is counted.
 	Metrics *Metrics
+
+	// Authorizer turns on ACL checks (authorize.go) with these super users
+	// and allow.everyone.if.no.acl.found; the ACLs are read from and
+	// watched in the node's coordination store. Default nil: no
+	// authorizer, every request allowed (Kafka without
+	// authorizer.class.name), and the ACL APIs answer SECURITY_DISABLED.
+	Authorizer *acl.Config
 
 	seams *seams // tests only
 }

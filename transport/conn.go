@@ -479,6 +479,7 @@ func (c *conn) handle(frame []byte) (err error) {
 		return err
 	}
 	r.c = c
+	a = c.authorized(a, r) // authorize.go: unchanged without an authorizer
 
 	if a.raw != nil {
 		raw, err = a.raw(c.ctx, c.s, r)

@@ -105,6 +105,19 @@
 // (Config.FetchSessionSlots, Kafka's 1000 by default) that evicts as
 // Kafka's does; followers may use them too.
 //
+// # Authorization
+//
+// With Config.Authorizer set, every request is checked against Kafka-style
+// ACLs (package core/acl, stored and watched in the coordination store by
+// core/acl/aclstore) in one layer, authorize.go, between decoding and the
+// handler: per API a pure function of the decoded request and the
+// principal's rights (authorize_apis.go) either answers instead of the
+// handler, when everything the request names is denied, or removes what is
+// denied from the request and adds it, with Kafka's authorization error, to
+// the handler's response. Handlers know nothing of ACLs. An API without a
+// rule is refused under an authorizer (the connection closes), never let
+// through.
+//
 // # Metrics
 //
 // Metrics (optional) counts requests and latency per API, bytes in and out,

@@ -129,6 +129,12 @@ func withMemFS(c *Config, o *node.Config)      { o.FS = vfs.NewMem() }
 func withAutoCreate(c *Config, o *node.Config) { o.AutoCreateTopics = true }
 func withCopyPath(c *Config, o *node.Config)   { c.DisableSendfile = true }
 
+// withoutTxnVerification turns off the coordinator's check of transactional
+// produces and offset commits (KIP-890), for tests that play the
+// coordinator themselves: transactional batches of made-up producers,
+// markers written with WriteTxnMarkers.
+func withoutTxnVerification(c *Config, o *node.Config) { o.NoTransactionVerification = true }
+
 func (b *testBroker) createTopic(t testing.TB, name string, partitions int32, configs map[string]string) node.TopicInfo {
 	t.Helper()
 	tp, err := b.node.CreateTopic(context.Background(), node.CreateTopic{Name: name, Partitions: partitions,

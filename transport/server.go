@@ -28,6 +28,8 @@ type Server struct {
 	// sessions are the incremental fetch sessions (api_fetch.go).
 	sessions *fetchSessions
 	warns    *limitedLog // warnings clients can trigger at will
+	// acls is the authorizer (authorize.go); nil without Config.Authorizer.
+	acls *aclState
 
 	// ctx is cancelled by Close; every connection's context derives from it,
 	// so long polls and blocked joins end.
@@ -73,6 +75,10 @@ func NewServer(cfg Config, n *node.Node) (*Server, error) {
 		s.now = cfg.seams.now
 	}
 	s.warns = newLimitedLog(s.log, warnInterval, s.now)
+	if err := s.startAuthorizer(); err != nil {
+		cancel()
+		return nil, err
+	}
 	return s, nil
 }
 

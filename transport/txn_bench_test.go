@@ -23,7 +23,7 @@ import (
 //
 //	go test ./transport -run '^$' -bench BenchmarkConsumeIsolation -benchtime 20x
 func BenchmarkConsumeIsolation(b *testing.B) {
-	br := startBroker(b)
+	br := startBroker(b, withoutTxnVerification)
 	br.createTopic(b, "tx", 1, nil)
 	const (
 		txns, batches, perBatch, producers = 200, 10, 50, 4
@@ -101,7 +101,7 @@ func BenchmarkConsumeIsolation(b *testing.B) {
 //
 //	go test ./transport -run '^$' -bench BenchmarkMarkerVisibility -benchtime 500x
 func BenchmarkMarkerVisibility(b *testing.B) {
-	br := startBroker(b)
+	br := startBroker(b, withoutTxnVerification)
 	br.createTopic(b, "lag", 1, nil)
 	cl := kgoClient(b, br, kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.FetchMaxWait(5*time.Second),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"lag": {0: kgo.NewOffset().AtStart()}}))

@@ -76,7 +76,7 @@ func consumeUntil(t testing.TB, b *testBroker, topic, last string, opts ...kgo.O
 // record. ListOffsets (kadm) answers the last stable offset for
 // read_committed, DescribeProducers the open transaction's start.
 func TestReadCommitted(t *testing.T) {
-	b := startBroker(t)
+	b := startBroker(t, withoutTxnVerification)
 	b.createTopic(t, "tx", 1, nil)
 	rc := b.dial(t)
 	ctx := testCtx(t)
@@ -136,7 +136,7 @@ func TestReadCommitted(t *testing.T) {
 // transaction for read_committed (its producer and first offset) and none
 // for read_uncommitted, and stops at the last stable offset.
 func TestReadCommittedAbortedList(t *testing.T) {
-	b := startBroker(t)
+	b := startBroker(t, withoutTxnVerification)
 	b.createTopic(t, "tx", 1, nil)
 	rc := b.dial(t)
 	b.produce(t, "tx", 0, txnRecords(t, 7, 0, "x1", "x2")) // 0-1
@@ -190,7 +190,7 @@ func TestReadCommittedAbortedList(t *testing.T) {
 // writer's pooled buffer (16,500 entries of 16 bytes, 264 KB) is written
 // whole, and kmsg decodes every entry.
 func TestReadCommittedManyAborted(t *testing.T) {
-	b := startBroker(t)
+	b := startBroker(t, withoutTxnVerification)
 	b.createTopic(t, "tx", 1, nil)
 	const n = 16_500
 	ctx := testCtx(t)

@@ -21,8 +21,8 @@ func TestWriteTxnMarkersAcrossBrokers(t *testing.T) {
 	on := func(id int32) brokerOpt {
 		return func(_ *Config, o *node.Config) { o.Coord, o.NodeID = srv.Connect(), id }
 	}
-	b1 := startBroker(t, on(1))
-	b2 := startBroker(t, on(2))
+	b1 := startBroker(t, on(1), withoutTxnVerification) // the test plays the coordinator
+	b2 := startBroker(t, on(2), withoutTxnVerification)
 	b1.createTopic(t, "tx", 4, nil)
 	brokers := []*testBroker{b1, b2}
 	leaderOf := func(p int32) *testBroker {

@@ -126,7 +126,7 @@ func writeOffsetsMarker(t *testing.T, b *testBroker, group string, pid int64, ep
 // codes; several commits in one transaction pass the offsets partition's
 // idempotence checks.
 func TestTxnOffsetCommit(t *testing.T) {
-	b := startBroker(t, func(_ *Config, o *node.Config) { o.OffsetsPartitions = 1 })
+	b := startBroker(t, withoutTxnVerification, func(_ *Config, o *node.Config) { o.OffsetsPartitions = 1 })
 	ctx := testCtx(t)
 	b.createTopic(t, "in", 2, nil)
 	rc := b.dial(t)

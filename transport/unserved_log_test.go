@@ -19,8 +19,8 @@ func TestUnservedAPILogged(t *testing.T) {
 		clientID string
 		want     []string
 	}{
-		{&kmsg.DescribeACLsRequest{Version: 1}, "acl-tool",
-			[]string{"INFO ", "api=DescribeACLs", "key=29", "version=1", "client_id=acl-tool", "does not serve"}},
+		{&kmsg.DescribeClientQuotasRequest{Version: 1}, "quota-tool",
+			[]string{"INFO ", "api=DescribeClientQuotas", "key=48", "version=1", "client_id=quota-tool", "does not serve"}},
 		{&kmsg.FetchRequest{Version: 3, ReplicaID: -1}, "old-consumer",
 			[]string{"INFO ", "api=Fetch", "key=1", "version=3", "client_id=old-consumer", "serves v4-v"}},
 	} {

@@ -47,6 +47,9 @@ var apis = []api{
 	{key: 26, min: 0, max: 3, handle: handleEndTxn},                  // api_end_txn.go
 	{key: 27, min: 0, max: 1, handle: handleWriteTxnMarkers},         // api_write_txn_markers.go
 	{key: 28, min: 0, max: 3, handle: handleTxnOffsetCommit},         // api_txn_offset_commit.go
+	{key: 29, min: 0, max: 3, handle: handleDescribeACLs},            // api_describe_acls.go
+	{key: 30, min: 0, max: 3, handle: handleCreateACLs},              // api_create_acls.go
+	{key: 31, min: 0, max: 3, handle: handleDeleteACLs},              // api_delete_acls.go
 	{key: 32, min: 0, max: 4, handle: handleDescribeConfigs},         // api_describe_configs.go
 	{key: 33, min: 0, max: 2, handle: handleAlterConfigs},            // api_alter_configs.go
 	{key: 35, min: 0, max: 4, handle: handleDescribeLogDirs},         // api_describe_log_dirs.go

@@ -59,6 +59,9 @@ type brokerSettings struct {
 	MaxIdle                    time.Duration     `yaml:"max-idle"`
 	MaxQueuedRequestBytes      int64             `yaml:"max-queued-request-bytes"`
 	DisableSendfile            bool              `yaml:"disable-sendfile"`
+	Authorizer                 string            `yaml:"authorizer"`
+	SuperUsers                 string            `yaml:"super-users"`
+	AllowEveryoneIfNoACLFound  bool              `yaml:"allow-everyone-if-no-acl-found"`
 	PluginDir                  string            `yaml:"plugin-dir"`
 	PluginCallTimeout          time.Duration     `yaml:"plugin-call-timeout"`
 	LogLevel                   string            `yaml:"log-level"`
@@ -183,6 +186,9 @@ func newBrokerCmdWith(run func(context.Context, brokerSettings, io.Writer) error
 	f.DurationVar(&s.MaxIdle, "max-idle", s.MaxIdle, "a connection with nothing in flight that received nothing for this long is closed, as Kafka's connections.max.idle.ms (default 0: 10m; negative: never)")
 	f.Int64Var(&s.MaxQueuedRequestBytes, "max-queued-request-bytes", s.MaxQueuedRequestBytes, "request `bytes` all connections may hold together, as Kafka's queued.max.request.bytes; a connection whose next request does not fit is not read until it does; at least --max-request-bytes (default 0: 512 MiB; negative: no bound)")
 	f.BoolVar(&s.DisableSendfile, "disable-sendfile", s.DisableSendfile, "serve Fetch through a copy (read, then write) instead of sendfile, to compare the two")
+	f.StringVar(&s.Authorizer, "authorizer", s.Authorizer, "turn on ACL checks: `acl` (also Kafka's class names kafka.security.authorizer.AclAuthorizer and org.apache.kafka.metadata.authorizer.StandardAuthorizer), as Kafka's authorizer.class.name; ACLs are managed with weir acl (default: none, every request allowed)")
+	f.StringVar(&s.SuperUsers, "super-users", s.SuperUsers, "`principals` allowed everything, ';'-separated (User:admin;User:broker), as Kafka's super.users (default: none)")
+	f.BoolVar(&s.AllowEveryoneIfNoACLFound, "allow-everyone-if-no-acl-found", s.AllowEveryoneIfNoACLFound, "with --authorizer, allow requests on resources no ACL names, as Kafka's allow.everyone.if.no.acl.found")
 	f.StringVar(&s.PluginDir, "plugin-dir", s.PluginDir, "`dir`ectory searched for external plugins named in topic configs as weir-<kind>-<name> (default $WEIR_PLUGIN_DIR)")
 	f.DurationVar(&s.PluginCallTimeout, "plugin-call-timeout", s.PluginCallTimeout, "a plugin call taking longer kills the plugin as hung; it restarts on the next call (default 0: 5s)")
 	f.StringVar(&s.LogLevel, "log-level", s.LogLevel, "log `level`: debug, info, warn or error")
@@ -237,6 +243,9 @@ func (s *brokerSettings) merge(flags *pflag.FlagSet, configFile string, topicCon
 		set("max-idle", func() { s.MaxIdle = file.MaxIdle })
 		set("max-queued-request-bytes", func() { s.MaxQueuedRequestBytes = file.MaxQueuedRequestBytes })
 		set("disable-sendfile", func() { s.DisableSendfile = file.DisableSendfile })
+		set("authorizer", func() { s.Authorizer = file.Authorizer })
+		set("super-users", func() { s.SuperUsers = file.SuperUsers })
+		set("allow-everyone-if-no-acl-found", func() { s.AllowEveryoneIfNoACLFound = file.AllowEveryoneIfNoACLFound })
 		set("plugin-dir", func() { s.PluginDir = file.PluginDir })
 		set("plugin-call-timeout", func() { s.PluginCallTimeout = file.PluginCallTimeout })
 		set("log-level", func() { s.LogLevel = file.LogLevel })
@@ -365,6 +374,10 @@ func runBroker(ctx context.Context, s brokerSettings, stderr io.Writer) error {
 		s.DataDir = pc.dir // the same path in memory as on disk, absolute
 	}
 
+	authz, err := s.authorizer()
+	if err != nil {
+		return err
+	}
 	b, err := broker.StartContext(ctx, broker.Config{
 		DataDir:                      s.DataDir,
 		NodeID:                       s.BrokerID,
@@ -400,6 +413,7 @@ func runBroker(ctx context.Context, s brokerSettings, stderr io.Writer) error {
 		MaxIdle:                      s.MaxIdle,
 		MaxQueuedRequestBytes:        s.MaxQueuedRequestBytes,
 		DisableSendfile:              s.DisableSendfile,
+		Authorizer:                   authz,
 		PluginDir:                    s.PluginDir,
 		PluginCallTimeout:            s.PluginCallTimeout,
 		FS:                           pc.fsys(),

@@ -78,6 +78,7 @@ func (b *Broker) start(ctx context.Context) error {
 		MaxRequestBytes: cfg.MaxRequestBytes,
 		MaxConnections:  cfg.MaxConnections,
 		DisableSendfile: cfg.DisableSendfile,
+		Authorizer:      cfg.Authorizer,
 		Logger:          cfg.Logger.With("component", "transport"),
 		Metrics:         transport.NewMetrics(b.node.Metrics()),
 

@@ -8,6 +8,7 @@ import (
 	"net"
 	"time"
 
+	"github.com/weir-broker/weir/core/acl"
 	"github.com/weir-broker/weir/core/clock"
 	"github.com/weir-broker/weir/core/coord"
 	"github.com/weir-broker/weir/core/vfs"
@@ -163,6 +164,10 @@ type Config struct {
 	// of sending them from the segment file with sendfile (for benchmarks
 	// comparing the two; file systems other than the OS's always copy).
 	DisableSendfile bool
+	// Authorizer turns on ACL checks with these super users and
+	// allow.everyone.if.no.acl.found (see transport.Config.Authorizer).
+	// Default nil: no authorizer, every request allowed.
+	Authorizer *acl.Config
 
 	// PluginDir is searched for external plugins named by topic configs
 	// (weir.flush.policy, compression.type) as weir-<kind>-<name>; specs
