@@ -100,9 +100,11 @@ type DiskOptions struct {
 	// Seed seeds the random offsets. Any value is a valid seed; the same
 	// seed gives the same offsets.
 	Seed int64
-	// RandomWriteSpan, when set, makes the random write points
-	// (op=write/pattern=rand) write at offsets over a second file of this
-	// many bytes instead of the probe file: a file preallocated with
+	// RandomWriteSpan, when set, makes the O_DIRECT random write points
+	// (op=write/pattern=rand/io=direct) write at offsets over a second file
+	// of this many bytes instead of the probe file (buffered random writes
+	// are sorted by writeback, and a span would make their closing
+	// fdatasync write thousands of pages far apart): a file preallocated with
 	// fallocate(2), never written in full, so the writes spread over that
 	// much of the device, as random writes over a whole disk or array do.
 	// On an emulated disk (harness/device/diskfs) a preallocated file is
@@ -419,7 +421,7 @@ func (d *diskRun) prepare(ctx context.Context) error {
 	}
 	// Writes write this pattern; refill so it is not the file's last MiB.
 	fillPattern(d.buf, x)
-	if d.o.RandomWriteSpan > 0 && slices.Contains(d.o.Ops, OpWrite) && slices.Contains(d.o.Patterns, PatternRand) {
+	if d.o.RandomWriteSpan > 0 && d.direct != nil && slices.Contains(d.o.Ops, OpWrite) && slices.Contains(d.o.Patterns, PatternRand) {
 		d.spanErr = d.prepareSpan()
 	}
 	return nil
@@ -439,7 +441,7 @@ func (d *diskRun) prepareSpan() error {
 	if err := unix.Fdatasync(int(f.Fd())); err != nil {
 		return fmt.Errorf("probe: fdatasync the random write span file: %w", err)
 	}
-	if slices.Contains(d.o.IO, IODirect) && d.direct != nil {
+	if d.direct != nil {
 		if d.spanDirect, _, err = openDirect(f.Name()); err != nil {
 			return err
 		}
@@ -463,7 +465,7 @@ func (d *diskRun) run(ctx context.Context, p diskPoint) (result.Rep, error) {
 	failed := func(err error) (result.Rep, error) {
 		return result.Rep{Started: time.Now(), Error: err.Error()}, nil
 	}
-	if p.op == OpWrite && p.pattern == PatternRand && d.o.RandomWriteSpan > 0 {
+	if p.op == OpWrite && p.pattern == PatternRand && p.io == IODirect && d.o.RandomWriteSpan > 0 {
 		if d.spanErr != nil {
 			return failed(d.spanErr)
 		}

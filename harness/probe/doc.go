@@ -43,12 +43,13 @@
 //     FileSize bytes. Both stop early after PointDuration.
 //   - Random writes inside the probe file land in a small part of the device
 //     (on an emulated disk, the file's region: seeks of about a millisecond).
-//     DiskOptions.RandomWriteSpan draws the random write points' offsets over
+//     DiskOptions.RandomWriteSpan draws the O_DIRECT random write points' offsets over
 //     a second file of that size instead, preallocated with fallocate(2) and
 //     never written in full, so they spread over that much of the device, as
 //     Kafka's design doc's random writes over a whole RAID-5 array did
 //     (full-stroke seeks, each small write a read-modify-write of data and
-//     parity). The random read points keep to the probe file.
+//     parity). The random read points and buffered random writes keep to
+//     the probe file.
 //   - op=append+fdatasync and op=append+fsync append FsyncBlock bytes to a
 //     new file and sync after each append, FsyncOps times: the cost of a
 //     durable ack without group commit. Their p50/p99/p99.9/max latency is
