@@ -408,6 +408,14 @@ func (w WriteSpan) MarshalYAML() (any, error) {
 	return w.Bytes.String(), nil
 }
 
+// String is the spec's form: `device` or the byte size.
+func (w WriteSpan) String() string {
+	if w.Device {
+		return WriteSpanDevice
+	}
+	return w.Bytes.String()
+}
+
 // IsZero leaves an unset span out of a written spec.
 func (w WriteSpan) IsZero() bool { return !w.Device && w.Bytes == 0 }
 
