@@ -434,6 +434,7 @@ func (e *engine) throttleLocked(now time.Duration) time.Duration {
 // all of it.
 func (e *engine) fsync(ino, dir uint64, datasync bool) time.Duration {
 	e.mu.Lock()
+	since := e.clock.Now() // in real time, building a large writeback takes a while the device is already working
 	f := e.file(ino, dir)
 	e.counts.Fsyncs++
 	e.writebackLocked(f)
@@ -442,7 +443,7 @@ func (e *engine) fsync(ino, dir uint64, datasync bool) time.Duration {
 		f.meta = false
 	}
 	e.mu.Unlock()
-	_, w := e.clock.Do(model.Request{Op: model.Flush})
+	_, w := e.clock.DoSince(model.Request{Op: model.Flush}, since)
 	e.noteFsync(w)
 	return w
 }
