@@ -109,9 +109,9 @@ type DiskOptions struct {
 	// much of the device, as random writes over a whole disk or array do.
 	// On an emulated disk (harness/device/diskfs) a preallocated file is
 	// laid out over the modelled device, so a span near its capacity
-	// measures random writes over the whole array, with its full-stroke
-	// seeks; inside the probe file they land in its region only, a short
-	// seek apart. On a real file system the span takes that much space (as
+	// measures random writes over the whole array, with seeks across the
+	// whole stroke; inside the probe file they land in its region only, a
+	// short seek apart. On a real file system the span takes that much space (as
 	// unwritten extents). Zero (the default): the probe file. It must be a
 	// multiple of 4096 and at least FileSize.
 	RandomWriteSpan int64

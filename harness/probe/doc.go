@@ -47,7 +47,7 @@
 //     a second file of that size instead, preallocated with fallocate(2) and
 //     never written in full, so they spread over that much of the device, as
 //     Kafka's design doc's random writes over a whole RAID-5 array did
-//     (full-stroke seeks, each small write a read-modify-write of data and
+//     (seeks across the whole stroke, each small write a read-modify-write of data and
 //     parity). The random read points and buffered random writes keep to
 //     the probe file.
 //   - op=append+fdatasync and op=append+fsync append FsyncBlock bytes to a

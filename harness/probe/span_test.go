@@ -13,7 +13,7 @@ import (
 
 // TestDiskRandomWriteSpan: on an emulated RAID-5 array (simulated time), 4 KiB O_DIRECT random writes over a span
 // preallocated across most of the array are charged more device time each than the same writes inside the 64 MiB
-// probe file (full-stroke seeks against short ones); the random read points still use the probe file, and the
+// probe file (seeks across the stroke against short ones); the random read points still use the probe file, and the
 // span file is gone afterwards.
 func TestDiskRandomWriteSpan(t *testing.T) {
 	if err := diskfs.CanMount(); err != nil {

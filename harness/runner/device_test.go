@@ -140,7 +140,7 @@ func TestRunDiskPower(t *testing.T) {
 }
 
 // TestRunRandomWriteSpanOnDevice: random_write_span: device spreads the O_DIRECT random writes over the emulated
-// array (98% of it), so each costs a full-stroke read-modify-write in device time, where inside the 4 MiB probe file
+// array (98% of it), so each costs a read-modify-write with seeks across the stroke in device time, where inside the 4 MiB probe file
 // it would cost a short seek's. The spec sets the device's dirty thresholds too, as the hdd preset does.
 func TestRunRandomWriteSpanOnDevice(t *testing.T) {
 	if err := diskfs.CanMount(); err != nil {
@@ -173,6 +173,6 @@ probes:
 	inFile, overArray := perWrite(""), perWrite(", random_write_span: device")
 	t.Logf("device ms per 4 KiB O_DIRECT random write: %.1f in the 4 MiB file, %.1f over the array", inFile, overArray)
 	if overArray < 14 || overArray < inFile*1.4 {
-		t.Errorf("random writes over the array cost %.1f ms each, in the file %.1f ms: want a full-stroke read-modify-write (> 14 ms)", overArray, inFile)
+		t.Errorf("random writes over the array cost %.1f ms each, in the file %.1f ms: want a read-modify-write with seeks across the stroke (> 14 ms)", overArray, inFile)
 	}
 }
