@@ -171,7 +171,7 @@ func planValidate(cmd *cobra.Command, f *planFlags, hw plan.Hardware) error {
 	}
 	var off []string
 	for _, c := range cs {
-		if !c.Within(f.tolerance) {
+		if c.Fails(f.tolerance) {
 			off = append(off, fmt.Sprintf("%s %s %s %+.1f%%", c.Section, c.Point, c.Metric, 100*c.Error))
 		}
 	}

@@ -122,10 +122,10 @@ func TestPlanValidate(t *testing.T) {
 	}
 	var stdout bytes.Buffer
 	err := run([]string{"plan", "--profile", pp, "--validate", cp}, &stdout, &bytes.Buffer{})
-	if err == nil || !strings.Contains(err.Error(), "2 predictions off by more than 20%: load replication_factor=3 produce-MB/s -50.0%; load replication_factor=3 cores busy -50.0%") {
-		t.Errorf("error %v, want the produce rate 50%% off and the cores busy 50%%", err)
+	if err == nil || !strings.HasSuffix(err.Error(), "1 predictions off by more than 20%: load replication_factor=3 produce-MB/s -50.0%") {
+		t.Errorf("error %v, want the produce rate 50%% off (and the cores busy row, an assumption, not judged)", err)
 	}
-	for _, want := range []string{"cpu-s/MB", "disk-write-bytes/bytes-produced", "+0.0%", "-50.0%", "NO"} {
+	for _, want := range []string{"cpu-s/MB", "disk-write-bytes/bytes-produced", "+0.0%", "-50.0%", "NO", "assumed"} {
 		if !strings.Contains(stdout.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, stdout.String())
 		}

@@ -64,5 +64,9 @@
 // between the clients (k_c per MB produced, k_cc per MB consumed) and
 // the brokers' work above, so W = B / (k_c + k_l + (R−1)(k_l + k_s) +
 // G × (k_s + k_cc)); and the disk the run writes is W × R × e. Compare
-// sets those beside a measured run's medians.
+// sets those beside a measured run's medians, and beside them the cores
+// the run kept busy against B: not a prediction but the assumption the
+// throughput rests on (Comparison.Assumption, never judged). On a shared
+// machine it holds only when both runs get the same CPU budget, which is
+// why scripts/plan-validate.sh runs them in one cgroup of one core.
 package plan

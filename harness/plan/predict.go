@@ -72,10 +72,18 @@ type Comparison struct {
 	Reps    int     `json:"reps"`
 	Formula string  `json:"formula"`
 	Numbers string  `json:"numbers"`
+	// Assumption marks a row that states what a prediction assumed and
+	// what the run measured (MetricBusy: the cluster got the cores the
+	// profile got), not a prediction: it is printed, not judged.
+	Assumption bool `json:"assumption,omitempty"`
 }
 
 // Within reports whether the prediction is within frac of the measure.
 func (c Comparison) Within(frac float64) bool { return math.Abs(c.Error) <= frac }
+
+// Fails reports whether c is a prediction off by more than frac
+// (assumptions never fail).
+func (c Comparison) Fails(frac float64) bool { return !c.Assumption && !c.Within(frac) }
 
 // Metrics Compare sets beside predictions.
 const (
@@ -86,7 +94,10 @@ const (
 	// budget cancels from the prediction.
 	MetricPerBaseline = "produce-MB/s ÷ baseline"
 	// MetricBusy is the cores brokers and clients kept busy over the
-	// window: the budget produce-MB/s assumes is the profile's.
+	// window: the budget produce-MB/s assumes is the profile's. Its row is
+	// an assumption (Comparison.Assumption), set beside what the run got;
+	// hold it by running profile and cluster under the same CPU budget (a
+	// cgroup quota), or the throughput rows measure the machine's sharing.
 	MetricBusy = "cores busy"
 	// MetricCPUPerMB is (broker-cpu-s + client-cpu-s) per MB produced.
 	MetricCPUPerMB = "cpu-s/MB"
@@ -149,8 +160,10 @@ func Compare(h Hardware, r *result.Run) ([]Comparison, error) {
 					"W / W_baseline = cost_baseline / cost", fmt.Sprintf("%.4g / %.4g (B cancels)", base.CPUPerMB, pr.CPUPerMB)))
 			}
 			if b := busy(p); len(b) > 0 {
-				out = append(out, comparison(sec.Name, p.ID, MetricBusy, h.HostCPU, median(b), len(b),
-					"B: the cores the profile run kept busy, assumed again", fmt.Sprintf("%.3g", h.HostCPU)))
+				c := comparison(sec.Name, p.ID, MetricBusy, h.HostCPU, median(b), len(b),
+					"B: the cores the profile run kept busy, assumed again", fmt.Sprintf("%.3g", h.HostCPU))
+				c.Assumption = true
+				out = append(out, c)
 			}
 			if costs := cpuPerMB(p); len(costs) > 0 {
 				out = append(out, comparison(sec.Name, p.ID, MetricCPUPerMB, pr.CPUPerMB, median(costs), len(costs),

@@ -142,6 +142,9 @@ func TestCompare(t *testing.T) {
 			t.Errorf("comparison %d: metric %s, want %s", i, cs[i].Metric, w.metric)
 		}
 		near(t, cs[i].Point+" "+w.metric, cs[i].Predicted, w.predicted)
+		if assumed := w.metric == MetricBusy; cs[i].Assumption != assumed || (assumed && cs[i].Fails(0)) {
+			t.Errorf("comparison %d (%s): assumption %v, fails %v: want only the cores busy rows assumptions, never failing", i, w.metric, cs[i].Assumption, cs[i].Fails(0))
+		}
 	}
 	near(t, "measured cores", cs[1].Measured, 0.016/5)
 	near(t, "measured CPU", cs[2].Measured, 0.016)

@@ -63,12 +63,15 @@ func (p *Plan) Write(w io.Writer, markdown bool) error {
 }
 
 // WriteComparisons prints predictions beside measurements, and whether
-// each is within frac.
+// each is within frac ("assumed" for the rows that state an assumption).
 func WriteComparisons(w io.Writer, cs []Comparison, frac float64, markdown bool) error {
 	t := report.Table{Header: []string{"section", "point", "metric", "predicted", "measured (median)", "error", "reps", fmt.Sprintf("within %.0f%%", frac*100)}, Align: "lllrrrrl"}
 	for _, c := range cs {
 		ok := "yes"
-		if !c.Within(frac) {
+		switch {
+		case c.Assumption:
+			ok = "assumed"
+		case !c.Within(frac):
 			ok = "NO"
 		}
 		t.Rows = append(t.Rows, []string{c.Section, c.Point, c.Metric, fmt.Sprintf("%.4g", c.Predicted), fmt.Sprintf("%.4g", c.Measured),

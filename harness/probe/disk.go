@@ -100,6 +100,21 @@ type DiskOptions struct {
 	// Seed seeds the random offsets. Any value is a valid seed; the same
 	// seed gives the same offsets.
 	Seed int64
+	// RandomWriteSpan, when set, makes the O_DIRECT random write points
+	// (op=write/pattern=rand/io=direct) write at offsets over a second file
+	// of this many bytes instead of the probe file (buffered random writes
+	// are sorted by writeback, and a span would make their closing
+	// fdatasync write thousands of pages far apart): a file preallocated with
+	// fallocate(2), never written in full, so the writes spread over that
+	// much of the device, as random writes over a whole disk or array do.
+	// On an emulated disk (harness/device/diskfs) a preallocated file is
+	// laid out over the modelled device, so a span near its capacity
+	// measures random writes over the whole array, with seeks across the
+	// whole stroke; inside the probe file they land in its region only, a
+	// short seek apart. On a real file system the span takes that much space (as
+	// unwritten extents). Zero (the default): the probe file. It must be a
+	// multiple of 4096 and at least FileSize.
+	RandomWriteSpan int64
 	// DeviceTime, when set, reads the device time an emulated disk under
 	// Dir has charged so far (diskfs.Status.Waited): each point then also
 	// reports its figures over the device time it was charged
@@ -206,6 +221,9 @@ func (o DiskOptions) validate() (DiskOptions, error) {
 	}
 	if largest := slices.Max(o.BlockSizes); o.FileSize < int64(largest) {
 		return bad("FileSize = %d: smaller than the largest block size %d", o.FileSize, largest)
+	}
+	if o.RandomWriteSpan != 0 && (o.RandomWriteSpan < o.FileSize || o.RandomWriteSpan%4096 != 0) {
+		return bad("RandomWriteSpan = %d: want 0 or a multiple of 4096 of at least FileSize (%d)", o.RandomWriteSpan, o.FileSize)
 	}
 	switch {
 	case o.PointDuration == 0:
@@ -346,16 +364,22 @@ type diskRun struct {
 	skip    string   // why direct points are skipped
 	buf     []byte   // page-aligned, the largest block size
 	freeBuf func()
+	// The random write points' file when RandomWriteSpan is set, like f and
+	// direct; spanErr says why it could not be made (the points fail).
+	span, spanDirect *os.File
+	spanErr          error
 }
 
 func (d *diskRun) close() {
-	for _, f := range []*os.File{d.direct, d.f} {
+	for _, f := range []*os.File{d.direct, d.f, d.spanDirect, d.span} {
 		if f != nil {
 			_ = f.Close()
 		}
 	}
-	if d.f != nil {
-		_ = os.Remove(d.f.Name())
+	for _, f := range []*os.File{d.f, d.span} {
+		if f != nil {
+			_ = os.Remove(f.Name())
+		}
 	}
 	if d.freeBuf != nil {
 		d.freeBuf()
@@ -397,6 +421,31 @@ func (d *diskRun) prepare(ctx context.Context) error {
 	}
 	// Writes write this pattern; refill so it is not the file's last MiB.
 	fillPattern(d.buf, x)
+	if d.o.RandomWriteSpan > 0 && d.direct != nil && slices.Contains(d.o.Ops, OpWrite) && slices.Contains(d.o.Patterns, PatternRand) {
+		d.spanErr = d.prepareSpan()
+	}
+	return nil
+}
+
+// prepareSpan creates the random write points' file: RandomWriteSpan bytes
+// preallocated, not written.
+func (d *diskRun) prepareSpan() error {
+	f, err := os.CreateTemp(d.o.Dir, "weir-probe-span-*.dat")
+	if err != nil {
+		return fmt.Errorf("probe: create the random write span file: %w", err)
+	}
+	d.span = f
+	if err := unix.Fallocate(int(f.Fd()), 0, 0, d.o.RandomWriteSpan); err != nil {
+		return fmt.Errorf("probe: fallocate %d bytes for the random write span: %w", d.o.RandomWriteSpan, err)
+	}
+	if err := unix.Fdatasync(int(f.Fd())); err != nil {
+		return fmt.Errorf("probe: fdatasync the random write span file: %w", err)
+	}
+	if d.direct != nil {
+		if d.spanDirect, _, err = openDirect(f.Name()); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -406,7 +455,7 @@ func (d *diskRun) run(ctx context.Context, p diskPoint) (result.Rep, error) {
 	if p.append() {
 		return d.runAppend(ctx, p)
 	}
-	f := d.f
+	f, file, size := d.f, d.f, d.o.FileSize
 	if p.io == IODirect {
 		if d.direct == nil {
 			return skippedRep(d.skip), nil
@@ -416,18 +465,28 @@ func (d *diskRun) run(ctx context.Context, p diskPoint) (result.Rep, error) {
 	failed := func(err error) (result.Rep, error) {
 		return result.Rep{Started: time.Now(), Error: err.Error()}, nil
 	}
-	if err := dropCache(d.f); err != nil {
+	if p.op == OpWrite && p.pattern == PatternRand && p.io == IODirect && d.o.RandomWriteSpan > 0 {
+		if d.spanErr != nil {
+			return failed(d.spanErr)
+		}
+		f, file, size = d.span, d.span, d.o.RandomWriteSpan
+		if p.io == IODirect {
+			f = d.spanDirect
+		}
+	}
+	if err := dropCache(file); err != nil {
 		return failed(err)
 	}
 	buf := d.buf[:p.block]
-	blocks := d.o.FileSize / int64(p.block)
-	lat := make(latencies, 0, min(blocks, 1<<20))
+	blocks := size / int64(p.block)        // where offsets are drawn
+	limit := d.o.FileSize / int64(p.block) // at most FileSize bytes, whatever the span
+	lat := make(latencies, 0, min(limit, 1<<20))
 	dev := deviceClock(d.o.DeviceTime)
 	dev0 := dev.start()
 	started := time.Now()
 	deadline := started.Add(d.o.PointDuration)
 	var ops int64
-	for ops < blocks {
+	for ops < limit {
 		if ctx.Err() != nil {
 			return result.Rep{}, canceled(ctx)
 		}
@@ -455,7 +514,10 @@ func (d *diskRun) run(ctx context.Context, p diskPoint) (result.Rep, error) {
 			break
 		}
 	}
-	if p.op == OpWrite && p.io == IOBuffered {
+	// Every write point ends with an fdatasync in its window, buffered or
+	// O_DIRECT: its figures are what reached the media, not what a page
+	// cache or the device's write cache accepted.
+	if p.op == OpWrite {
 		if err := unix.Fdatasync(int(f.Fd())); err != nil {
 			return failed(fmt.Errorf("probe: fdatasync: %w", err))
 		}

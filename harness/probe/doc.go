@@ -24,12 +24,14 @@
 //
 //   - io=direct opens the file with O_DIRECT and page-aligned buffers: every
 //     operation reaches the device (its own write cache may still absorb
-//     writes). File systems that refuse O_DIRECT, and memory file systems
+//     writes, until the point's closing fdatasync flushes it). File systems that refuse O_DIRECT, and memory file systems
 //     (tmpfs accepts O_DIRECT since Linux 6.6 but has no device under it),
 //     get these points recorded as skipped, with the reason, not as failures.
-//   - io=buffered goes through the page cache, as Kafka does. Buffered writes
-//     include a closing fdatasync in the measured window, so their MB/s is
-//     what reached the device, not memcpy speed; their per-operation
+//   - Every write point, buffered or O_DIRECT, ends with an fdatasync inside
+//     its measured window, so its MB/s is what reached the media, not what
+//     the page cache or the device's write cache accepted.
+//   - io=buffered goes through the page cache, as Kafka does. Buffered writes'
+//     MB/s, with their closing fdatasync, is what reached the device, not memcpy speed; their per-operation
 //     latencies are the write(2) calls only. Buffered random writes are sorted
 //     by writeback before they reach the device, so they are not the
 //     device's random-write speed: compare io=direct for that.
@@ -39,6 +41,15 @@
 //   - Sequential points make one pass over the file at most; random points
 //     read or write at offsets drawn from a PRNG seeded with Seed, at most
 //     FileSize bytes. Both stop early after PointDuration.
+//   - Random writes inside the probe file land in a small part of the device
+//     (on an emulated disk, the file's region: seeks of about a millisecond).
+//     DiskOptions.RandomWriteSpan draws the O_DIRECT random write points' offsets over
+//     a second file of that size instead, preallocated with fallocate(2) and
+//     never written in full, so they spread over that much of the device, as
+//     Kafka's design doc's random writes over a whole RAID-5 array did
+//     (seeks across the whole stroke, each small write a read-modify-write of data and
+//     parity). The random read points and buffered random writes keep to
+//     the probe file.
 //   - op=append+fdatasync and op=append+fsync append FsyncBlock bytes to a
 //     new file and sync after each append, FsyncOps times: the cost of a
 //     durable ack without group commit. Their p50/p99/p99.9/max latency is

@@ -68,7 +68,8 @@ func mountDevice(d *spec.Device, dataRoot string, logger *slog.Logger) (dm *devi
 		backing = filepath.Join(dir, "backing")
 	}
 	real := d.Time != spec.DeviceTimeSimulated
-	m, err := diskfs.New(filepath.Join(dir, "mnt"), diskfs.Options{Profile: p, Backing: backing, RealTime: real, Logger: logger})
+	m, err := diskfs.New(filepath.Join(dir, "mnt"), diskfs.Options{Profile: p, Backing: backing, RealTime: real, Logger: logger,
+		DirtyBackgroundBytes: int64(d.DirtyBackgroundBytes), DirtyBytes: int64(d.DirtyBytes)})
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, "", fmt.Errorf("runner: device: %w", err)

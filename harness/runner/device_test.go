@@ -138,3 +138,41 @@ func TestRunDiskPower(t *testing.T) {
 		t.Errorf("still mounted under %s after the run", data)
 	}
 }
+
+// TestRunRandomWriteSpanOnDevice: random_write_span: device spreads the O_DIRECT random writes over the emulated
+// array (98% of it), so each costs a read-modify-write with seeks across the stroke in device time, where inside the 4 MiB probe file
+// it would cost a short seek's. The spec sets the device's dirty thresholds too, as the hdd preset does.
+func TestRunRandomWriteSpanOnDevice(t *testing.T) {
+	if err := diskfs.CanMount(); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("CI=true but %v", err)
+		}
+		t.Skipf("skipped: %v", err)
+	}
+	perWrite := func(span string) float64 {
+		t.Helper()
+		spec := `
+name: span
+repetitions: 1
+no_load: true
+device: {profile: raid5-6xhdd-7200, time: simulated, dirty_background_bytes: 1GiB, dirty_bytes: 2GiB}
+probes:
+  disk: {file_size: 4MiB, ops: [write], patterns: [rand], io: [direct], block_sizes: [4KiB], point_duration: 200ms` + span + `}
+`
+		var stderr bytes.Buffer
+		run, _, err := Run(context.Background(), Options{Spec: parse(t, spec), Out: filepath.Join(t.TempDir(), "r"), DataDir: t.TempDir(), Stderr: &stderr})
+		if err != nil {
+			t.Fatalf("Run: %v\n%s", err, stderr.String())
+		}
+		r := run.Sections[0].Points[0].Reps[0]
+		if r.Error != "" {
+			t.Fatalf("%s", r.Error)
+		}
+		return 1000 / r.Metrics[probe.MetricDeviceOpsPerSec]
+	}
+	inFile, overArray := perWrite(""), perWrite(", random_write_span: device")
+	t.Logf("device ms per 4 KiB O_DIRECT random write: %.1f in the 4 MiB file, %.1f over the array", inFile, overArray)
+	if overArray < 14 || overArray < inFile*1.4 {
+		t.Errorf("random writes over the array cost %.1f ms each, in the file %.1f ms: want a read-modify-write with seeks across the stroke (> 14 ms)", overArray, inFile)
+	}
+}

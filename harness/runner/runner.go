@@ -353,12 +353,16 @@ func (r *runner) probes(ctx context.Context, run *result.Run) error {
 		for _, b := range d.BlockSizes {
 			blocks = append(blocks, int(b))
 		}
+		span := int64(d.RandomWriteSpan.Bytes)
+		if d.RandomWriteSpan.Device && r.device != nil {
+			span = int64(float64(r.device.profile.DataBytes())*spec.DeviceSpanFraction) / 4096 * 4096
+		}
 		update, end := r.progress.probe(probe.SectionDisk)
 		sec, err := probe.Disk(ctx, probe.DiskOptions{
 			Dir: r.workDir, FileSize: int64(d.FileSize), BlockSizes: blocks, Ops: d.Ops, Patterns: d.Patterns, IO: d.IO,
 			BufferedRandomReads: d.BufferedRandomReads, PointDuration: d.PointDuration, FsyncOps: d.FsyncOps,
 			FsyncBlock: int(d.FsyncBlock), FsyncTimeout: d.FsyncTimeout, Reps: d.Reps, Seed: r.spec.Seed,
-			DeviceTime: deviceTime,
+			RandomWriteSpan: span, DeviceTime: deviceTime,
 		}, update)
 		end(fmt.Sprintf("%d points", len(sec.Points)))
 		if len(sec.Points) > 0 {

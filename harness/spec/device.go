@@ -12,10 +12,16 @@ import (
 //	  profile: raid5-6xhdd-7200   # weir disk profiles; LAYOUT-NxDISK; or a .yaml of numbers
 //	  backing: /var/tmp/weir-disk # where the files are stored (default: a directory of the run's, removed after)
 //	  time: real                  # real (default: operations sleep) or simulated (accounted only)
+//	  dirty_background_bytes: 64MiB # the modelled page cache's writeback thresholds (weir disk mount's flags)
+//	  dirty_bytes: 256MiB
 type Device struct {
 	Profile string `yaml:"profile"`
 	Backing string `yaml:"backing"`
 	Time    string `yaml:"time"`
+	// DirtyBackgroundBytes and DirtyBytes are diskfs.Options' (0: its
+	// defaults, 64 MiB and 256 MiB).
+	DirtyBackgroundBytes ByteSize `yaml:"dirty_background_bytes"`
+	DirtyBytes           ByteSize `yaml:"dirty_bytes"`
 }
 
 // Device time modes.
@@ -36,6 +42,9 @@ func (s *Spec) validateDevice(p *problems) {
 		p.add("device.profile", "required: a profile of weir disk profiles, LAYOUT-NxDISK or a .yaml file")
 	} else if _, err := model.ParseProfile(d.Profile); err != nil {
 		p.add("device.profile", "%v", err)
+	}
+	if d.DirtyBackgroundBytes < 0 || d.DirtyBytes < 0 || (d.DirtyBytes > 0 && d.DirtyBytes < d.DirtyBackgroundBytes) {
+		p.add("device.dirty_bytes", "%d and dirty_background_bytes %d: want >= 0, dirty_bytes at least dirty_background_bytes", d.DirtyBytes, d.DirtyBackgroundBytes)
 	}
 	switch d.Time {
 	case "":

@@ -365,7 +365,59 @@ type DiskProbe struct {
 	FsyncBlock          ByteSize      `yaml:"fsync_block"`           // default 4 KiB
 	FsyncTimeout        time.Duration `yaml:"fsync_timeout"`         // default 5s
 	Reps                int           `yaml:"reps"`                  // default 1
+	// RandomWriteSpan spreads the random write points over a preallocated
+	// file of this size (probe.DiskOptions.RandomWriteSpan), or with
+	// `device` over 98% of the emulated disk's capacity (needs device:).
+	RandomWriteSpan WriteSpan `yaml:"random_write_span"` // default: the probe file
 }
+
+// WriteSpan is probes.disk.random_write_span: a byte size, or the word
+// `device` for most of the run's emulated disk.
+type WriteSpan struct {
+	Bytes  ByteSize
+	Device bool
+}
+
+// WriteSpanDevice is the word that makes a WriteSpan the emulated disk's.
+const WriteSpanDevice = "device"
+
+// DeviceSpanFraction is the share of an emulated disk's capacity a
+// `device` span takes: the rest keeps room for the probe's other files and
+// the load's data, since the emulated disk does not reuse freed space.
+const DeviceSpanFraction = 0.98
+
+// UnmarshalYAML reads `device` or a byte size.
+func (w *WriteSpan) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode && n.Value == WriteSpanDevice {
+		*w = WriteSpan{Device: true}
+		return nil
+	}
+	var b ByteSize
+	if err := b.UnmarshalYAML(n); err != nil {
+		return fmt.Errorf("%w, or %q", err, WriteSpanDevice)
+	}
+	*w = WriteSpan{Bytes: b}
+	return nil
+}
+
+// MarshalYAML writes `device` or the byte size.
+func (w WriteSpan) MarshalYAML() (any, error) {
+	if w.Device {
+		return WriteSpanDevice, nil
+	}
+	return w.Bytes.String(), nil
+}
+
+// String is the spec's form: `device` or the byte size.
+func (w WriteSpan) String() string {
+	if w.Device {
+		return WriteSpanDevice
+	}
+	return w.Bytes.String()
+}
+
+// IsZero leaves an unset span out of a written spec.
+func (w WriteSpan) IsZero() bool { return !w.Device && w.Bytes == 0 }
 
 // MemoryProbe configures the memory probe (harness/probe.Memory): random
 // and sequential reads from memory and, for embedded targets, from a file in

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"gopkg.in/yaml.v3"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -241,6 +243,8 @@ func TestValidateErrors(t *testing.T) {
 		{"experiment names", "experiments: [{name: a}, {name: a}, {}]", []string{`experiments[1].name: "a" given twice`, "experiments[2].name: required"}},
 		{"experiment factor", "experiments: [{name: a, factors: {codec: [zsdt]}}]", []string{`experiments[0].factors.codec[0]: codec: unknown codec "zsdt"`}},
 		{"disk probe on bootstrap", "target: {bootstrap: a:1}\nprobes: {disk: {}}", []string{"probes.disk: only for targets the runner starts"}},
+		{"device span without a device", "probes: {disk: {random_write_span: device}}", []string{`probes.disk.random_write_span: "device" needs an emulated disk`}},
+		{"span under the file", "probes: {disk: {file_size: 64MiB, random_write_span: 1MiB}}", []string{"probes.disk.random_write_span: must be a multiple of 4KiB of at least file_size"}},
 		{"reference without source", "references: [{metric: produce-MB/s, value: 1}]", []string{"references[0].source: required"}},
 		{"device on bootstrap", "target: {bootstrap: a:1}\ndevice: {profile: hdd-7200}", []string{"device: an emulated disk holds the brokers the runner starts"}},
 		{"device without profile", "device: {time: real}", []string{"device.profile: required"}},
@@ -270,6 +274,28 @@ func TestValidateErrors(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestWriteSpan: random_write_span reads `device` or a byte size, writes them back, and refuses other words.
+func TestWriteSpan(t *testing.T) {
+	for _, tc := range []struct {
+		text string
+		want WriteSpan
+	}{{"device", WriteSpan{Device: true}}, {"1GiB", WriteSpan{Bytes: 1 << 30}}} {
+		s := mustParse(t, "name: s\ndevice: {profile: hdd-7200}\nprobes: {disk: {random_write_span: "+tc.text+"}}\n")
+		if got := s.Probes.Disk.RandomWriteSpan; got != tc.want {
+			t.Errorf("%s: parsed %+v, want %+v", tc.text, got, tc.want)
+		}
+		if err := s.Validate(fakePlugins{}); err != nil {
+			t.Errorf("%s: %v", tc.text, err)
+		}
+		if out, err := yaml.Marshal(s.Probes.Disk.RandomWriteSpan); err != nil || strings.TrimSpace(string(out)) != tc.text {
+			t.Errorf("%s: marshalled %q, %v", tc.text, out, err)
+		}
+	}
+	if _, err := Parse([]byte("name: s\nprobes: {disk: {random_write_span: all}}\n"), ""); err == nil || !strings.Contains(err.Error(), `or "device"`) {
+		t.Errorf("random_write_span: all: %v", err)
 	}
 }
 

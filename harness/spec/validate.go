@@ -588,6 +588,12 @@ func (s *Spec) validateProbes(p *problems) {
 		nonNegative(p, "probes.disk.reps", int64(d.Reps))
 		nonNegative(p, "probes.disk.point_duration", int64(d.PointDuration))
 		nonNegative(p, "probes.disk.fsync_timeout", int64(d.FsyncTimeout))
+		switch span := d.RandomWriteSpan; {
+		case span.Device && s.Device == nil:
+			p.add("probes.disk.random_write_span", "%q needs an emulated disk (device:, or weir run --device)", WriteSpanDevice)
+		case span.Bytes < 0 || span.Bytes%4096 != 0 || (span.Bytes > 0 && span.Bytes < max(d.FileSize, 256<<20)):
+			p.add("probes.disk.random_write_span", "must be a multiple of 4KiB of at least file_size (default 256MiB), got %d", span.Bytes)
+		}
 	}
 	if m := s.Probes.Memory; m != nil {
 		if m.Bytes < 0 || m.Bytes%8 != 0 || (m.Bytes != 0 && (m.Bytes < 64<<10 || m.Bytes > 16<<30)) {

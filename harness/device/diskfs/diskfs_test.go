@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/weir-broker/weir/harness/device/model"
 )
 
@@ -425,5 +427,85 @@ func TestDirectReadsReadTheDevice(t *testing.T) {
 	}
 	if after.Device.Reads == mid.Device.Reads || after.Device.BytesRead-mid.Device.BytesRead != 64<<10 {
 		t.Errorf("an O_DIRECT read of 64 KiB read %d bytes from the device", after.Device.BytesRead-mid.Device.BytesRead)
+	}
+}
+
+// TestPreallocatedSpan: fallocate(2) lays a file out over most of the modelled device without writing it (the
+// backing file stays sparse), so 4 KiB O_DIRECT writes at random offsets of it seek over the whole array and cost
+// more device time each than the same writes inside a 64 MiB file; a power cut before any fsync takes the
+// preallocated size back.
+func TestPreallocatedSpan(t *testing.T) {
+	m, backing := mount(t, "raid5-6xhdd-7200", false)
+	capacity := m.clock.Device().Capacity()
+	span := capacity / 10 * 8 / 4096 * 4096
+	write := func(path string, size int64) time.Duration {
+		t.Helper()
+		f := openDirect(t, path, size)
+		if err := unix.Fallocate(int(f.Fd()), 0, 0, size); err != nil {
+			t.Fatalf("fallocate %d bytes: %v", size, err)
+		}
+		if err := f.Sync(); err != nil {
+			t.Fatal(err)
+		}
+		buf := alignedBuf(4096)
+		rng := rand.New(rand.NewPCG(2, 2))
+		const n = 200
+		return deviceTime(m, func() {
+			for range n {
+				if _, err := f.WriteAt(buf, rng.Int64N(size/4096)*4096); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := f.Sync(); err != nil {
+				t.Fatal(err)
+			}
+		}) / n
+	}
+	short := write(filepath.Join(m.Dir(), "short"), 64<<20)
+	long := write(filepath.Join(m.Dir(), "span"), span)
+	t.Logf("random 4 KiB O_DIRECT writes: %v each over a 64 MiB file, %v over %d GB (80%% of the array)", short, long, span/1e9)
+	if long < short*3/2 {
+		t.Errorf("a write over the preallocated span took %v, over the 64 MiB file %v: want the span's seeks longer", long, short)
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(filepath.Join(backing, "span"), &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Size != span || st.Blocks*512 > 64<<20 {
+		t.Errorf("backing file: size %d (want %d), %d bytes allocated (want it sparse)", st.Size, span, st.Blocks*512)
+	}
+	m.engine.mu.Lock()
+	f := m.engine.files[st.Ino]
+	var extents int
+	var lo, hi int64 = capacity, 0
+	if f != nil {
+		extents = len(f.extents)
+		for _, x := range f.extents {
+			lo, hi = min(lo, x.physical*pageSize), max(hi, (x.physical+x.n)*pageSize)
+		}
+	}
+	m.engine.mu.Unlock()
+	if extents == 0 || extents > 4 || hi-lo < capacity*7/10 {
+		t.Errorf("the span is %d extents over device bytes [%d, %d) of %d: want a few extents over most of the device", extents, lo, hi, capacity)
+	}
+
+	// Unsynced preallocation is lost at a cut: the file's size goes back to its last fsync.
+	cut := filepath.Join(m.Dir(), "cut")
+	writeFile(t, cut, []byte("synced"), true)
+	syncDir(t, m.Dir())
+	g, err := os.OpenFile(cut, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = unix.Fallocate(int(g.Fd()), 0, 0, 64<<20)
+	g.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.LoseUnsynced(); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(filepath.Join(backing, "cut")); err != nil || fi.Size() != 6 {
+		t.Errorf("after the cut: %v, %v: want the synced 6 bytes", fi, err)
 	}
 }

@@ -35,7 +35,10 @@
 //     as ext4's Orlov allocator spreads top-level directories; a file's pages go to its directory's region, right
 //     after its previous page when that is the region's next free page. So one file appended to is sequential on
 //     the device, files in one directory written in turn interleave, and files in different directories (Kafka's
-//     partitions) are a long seek apart. Freed pages are not reused (the device is large). A journal commit (one
+//     partitions) are a long seek apart. Freed pages are not reused (the device is large). fallocate(2) (plain, or
+//     FALLOC_FL_KEEP_SIZE) places a range at once in runs of whole regions, from the directory's region on, leaving
+//     the backing file sparse: so a preallocated file can span most of a 10 TB array, and the disk probe's random
+//     writes over such a file seek as random writes over the whole device do. A journal commit (one
 //     4 KiB write per fsync that changed a file's size or allocation, per fdatasync that did, per directory fsync)
 //     goes to a 128 MiB region in the middle of the device, where mke2fs puts ext4's journal.
 //   - Every member disk of the model has its own head and queue; one mutex orders requests into the model, and

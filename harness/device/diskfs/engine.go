@@ -2,6 +2,7 @@ package diskfs
 
 import (
 	"container/list"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -146,6 +147,71 @@ func (e *engine) allocate(f *file, page int64) int64 {
 	copy(f.extents[i+1:], f.extents[i:])
 	f.extents[i] = extent{logical: page, physical: phys, n: 1}
 	return phys
+}
+
+// preallocate gives the unallocated pages of [first, first+n) device pages without writing them (fallocate(2)):
+// each hole takes the free pages of its file's region and, once that is full, of the regions after it, in runs as
+// long as the regions allow, as ext4 allocates a large fallocate in whole block groups. So a preallocated file can
+// span most of the device, and writes at random offsets in it seek as far as writes at random offsets on the device.
+// It returns how many pages it allocated and whether every page of the range has a place (false: the device is
+// full).
+func (e *engine) preallocate(ino, dir uint64, first, n int64) (allocated int64, ok bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	f := e.file(ino, dir)
+	per := int64(groupSize / pageSize)
+	jg := journalStart(e.clock.Device().Capacity()) / per
+	var holes [][2]int64 // [start, end) in file pages
+	at, end := first, first+n
+	for _, x := range f.extents {
+		if x.logical >= end {
+			break
+		}
+		if x.logical > at {
+			holes = append(holes, [2]int64{at, x.logical})
+		}
+		at = max(at, x.logical+x.n)
+	}
+	if at < end {
+		holes = append(holes, [2]int64{at, end})
+	}
+	defer func() {
+		if allocated > 0 {
+			f.meta = true
+		}
+	}()
+	g := f.group
+	for _, h := range holes {
+		for page := h[0]; page < h[1]; {
+			tried := 0
+			for ; tried < len(e.groupNext) && (e.groupNext[g] >= per || g == jg); tried++ {
+				g = (g + 1) % int64(len(e.groupNext))
+			}
+			if tried == len(e.groupNext) {
+				return allocated, false // the device is full
+			}
+			k := min(h[1]-page, per-e.groupNext[g])
+			e.addExtent(f, extent{logical: page, physical: g*per + e.groupNext[g], n: k})
+			e.groupNext[g] += k
+			page += k
+			allocated += k
+		}
+	}
+	return allocated, true
+}
+
+// addExtent inserts x, which must not overlap f's extents, joining it to the extent before it when both are
+// contiguous in the file and on the device.
+func (e *engine) addExtent(f *file, x extent) {
+	i := sort.Search(len(f.extents), func(i int) bool { return f.extents[i].logical > x.logical })
+	if i > 0 {
+		prev := &f.extents[i-1]
+		if prev.logical+prev.n == x.logical && prev.physical+prev.n == x.physical {
+			prev.n += x.n
+			return
+		}
+	}
+	f.extents = slices.Insert(f.extents, i, x)
 }
 
 // runs maps sorted file pages to device requests: contiguous device pages merged up to maxRequest. alloc gives
@@ -368,6 +434,7 @@ func (e *engine) throttleLocked(now time.Duration) time.Duration {
 // all of it.
 func (e *engine) fsync(ino, dir uint64, datasync bool) time.Duration {
 	e.mu.Lock()
+	since := e.clock.Now() // in real time, building a large writeback takes a while the device is already working
 	f := e.file(ino, dir)
 	e.counts.Fsyncs++
 	e.writebackLocked(f)
@@ -376,7 +443,7 @@ func (e *engine) fsync(ino, dir uint64, datasync bool) time.Duration {
 		f.meta = false
 	}
 	e.mu.Unlock()
-	_, w := e.clock.Do(model.Request{Op: model.Flush})
+	_, w := e.clock.DoSince(model.Request{Op: model.Flush}, since)
 	e.noteFsync(w)
 	return w
 }

@@ -99,3 +99,36 @@ func TestEngineCacheAndLose(t *testing.T) {
 		t.Errorf("%d dirty bytes after the cut", dirty)
 	}
 }
+
+// TestEnginePreallocate: a preallocated range takes whole runs of the file's region and the regions after it,
+// skipping the journal's, keeps the pages already allocated, and stops with a short count when the device is full.
+func TestEnginePreallocate(t *testing.T) {
+	e := newTestEngine(t, "hdd-7200")
+	per := int64(groupSize / pageSize)
+	groups := int64(len(e.groupNext))
+	e.write(1, rootIno, 0, pageSize, false, false)
+	e.fsync(1, rootIno, false)
+	if got, ok := e.preallocate(1, rootIno, 0, 3*per); got != 3*per-1 || !ok {
+		t.Fatalf("preallocated %d pages (%v), want %d (the first page was allocated)", got, ok, 3*per-1)
+	}
+	if got, ok := e.preallocate(1, rootIno, 0, 3*per); got != 0 || !ok {
+		t.Errorf("preallocating an allocated range again allocated %d pages (%v), want 0 (true)", got, ok)
+	}
+	f := e.files[1]
+	if len(f.extents) != 1 || f.extents[0].physical != 0 || f.extents[0].n != 3*per {
+		t.Errorf("extents %+v: want one run of %d pages from device page 0", f.extents, 3*per)
+	}
+	jg := journalStart(e.clock.Device().Capacity()) / per
+	want := (groups - 3 - 1) * per // every other region but the journal's
+	if got, ok := e.preallocate(2, rootIno, 0, groups*per); got != want || ok {
+		t.Errorf("a range larger than the device got %d pages (%v), want the %d left (false)", got, ok, want)
+	}
+	for _, x := range e.files[2].extents {
+		if x.physical < (jg+1)*per && x.physical+x.n > jg*per {
+			t.Errorf("extent %+v overlaps the journal's region %d", x, jg)
+		}
+	}
+	if got, ok := e.preallocate(3, rootIno, 0, 1); got != 0 || ok {
+		t.Errorf("a full device preallocated %d pages (%v)", got, ok)
+	}
+}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
+	"golang.org/x/sys/unix"
 )
 
 // node is a loopback node whose changes are charged to the device model and recorded in the undo log.
@@ -433,6 +434,11 @@ func (h *handle) Lseek(ctx context.Context, off uint64, whence uint32) (uint64, 
 	return h.lf.Lseek(ctx, off, whence)
 }
 
+// Allocate is fallocate(2). Plain preallocation (mode 0, or FALLOC_FL_KEEP_SIZE) lays the range out on the
+// modelled device (engine.preallocate: contiguous runs of its directory's region and the regions after it) and
+// only extends the backing file's size (mode 0), leaving it sparse: the preallocated pages read as zeros, as a
+// file system's unwritten extents do, and a file spanning most of a modelled 10 TB array costs the backing
+// directory nothing. Other modes (punching holes, zeroing ranges) go to the backing file.
 func (h *handle) Allocate(ctx context.Context, off uint64, size uint64, mode uint32) syscall.Errno {
 	done, e := h.n.m.enter()
 	if e != 0 {
@@ -442,6 +448,29 @@ func (h *handle) Allocate(ctx context.Context, off uint64, size uint64, mode uin
 	u := h.n.m.undo
 	u.mu.Lock()
 	defer u.mu.Unlock()
+	if mode&^unix.FALLOC_FL_KEEP_SIZE == 0 {
+		end := int64(off + size)
+		if mode == 0 {
+			// The size the last fsync covered is kept (a cut takes the extension back); no bytes change.
+			if err := u.beforeData(h.n.ino(), h.fd, "", end, -1); err != nil {
+				return errno(err)
+			}
+			var st unix.Stat_t
+			if err := unix.Fstat(h.fd, &st); err != nil {
+				return errno(err)
+			}
+			if end > st.Size {
+				if err := unix.Ftruncate(h.fd, end); err != nil {
+					return errno(err)
+				}
+			}
+		}
+		first, last := pagesOf(int64(off), int64(size))
+		if _, ok := h.n.m.engine.preallocate(h.n.ino(), h.n.parentIno(), first, last-first+1); size > 0 && !ok {
+			return syscall.ENOSPC
+		}
+		return 0
+	}
 	if err := u.beforeData(h.n.ino(), h.fd, "", int64(off), int64(size)); err != nil {
 		return errno(err)
 	}

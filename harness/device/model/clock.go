@@ -63,6 +63,22 @@ func (c *Clock) Do(r Request) (Result, time.Duration) {
 	return res, c.WaitUntil(res.Done)
 }
 
+// DoSince is Do for a caller that has been waiting for the device since an earlier time of the clock: an fsync that
+// submitted its writeback (Submit) at since and then served its flush. In real time the device works on the
+// submitted requests while the caller builds and queues the rest, so that time is the caller's wait too: it is
+// counted (Waited) and returned with the flush's own wait. In simulated time the clock does not move between the
+// two, and DoSince is Do.
+func (c *Clock) DoSince(r Request, since time.Duration) (Result, time.Duration) {
+	c.mu.Lock()
+	now := c.now()
+	var res Result
+	c.dev, res = c.dev.Serve(now, r)
+	before := max(0, min(res.Done, now)-since)
+	c.waited += before
+	c.mu.Unlock()
+	return res, before + c.WaitUntil(res.Done)
+}
+
 // WaitUntil waits until the device's clock reads t and returns how long that was from now.
 func (c *Clock) WaitUntil(t time.Duration) time.Duration {
 	c.mu.Lock()

@@ -282,6 +282,27 @@ func TestClockSimulated(t *testing.T) {
 	}
 }
 
+// TestClockDoSince: a flush served after its caller submitted writeback earlier counts the wait from then (in real
+// time the device worked while the caller queued the rest); in simulated time the clock is moved by hand here.
+func TestClockDoSince(t *testing.T) {
+	c := NewClock(mustDevice(t, "hdd-7200-nocache"), false)
+	since := c.Now()
+	wb := c.Submit(Request{Op: Write, Off: 1 << 40, Len: 1 << 20})
+	mid := wb.Done / 2
+	c.WaitUntil(mid) // the caller's own work, as real time would pass it
+	before := c.Waited()
+	res, w := c.DoSince(Request{Op: Flush}, since)
+	if res.Done < wb.Done || w != res.Done-since || c.Waited()-before != mid+(res.Done-mid) {
+		t.Errorf("DoSince: done %v (writeback %v), returned %v, counted %v; want both %v", res.Done, wb.Done, w, c.Waited()-before, res.Done-since)
+	}
+	// A caller that started after the device finished waits only for the flush.
+	since = c.Now()
+	_, w = c.DoSince(Request{Op: Flush}, since)
+	if w <= 0 || w > time.Millisecond {
+		t.Errorf("an idle flush waited %v", w)
+	}
+}
+
 // TestRAID5HeldTailFlushed: the held trailing partial stripe is written before a flush completes.
 func TestRAID5HeldTailFlushed(t *testing.T) {
 	d := mustDevice(t, "raid5-6xhdd-7200")
