@@ -19,7 +19,12 @@ const (
 	pollWait        = 250 * time.Millisecond // longest the loop waits for records before housekeeping
 	flushTimeout    = 30 * time.Second       // on shutdown, for the records in flight
 	requestTimeout  = 30 * time.Second       // one admin request
-	deliveryTimeout = 30 * time.Second       // a record the target keeps refusing fails then
+	// recordRetries: a record the target keeps refusing with a retriable
+	// error (a full disk, no leader) fails after this many tries, so the
+	// partition's failure is reported and retried with the mirror's
+	// backoff. (kgo.RecordDeliveryTimeout would not do: kgo counts it from
+	// the record's timestamp, which is the source's.)
+	recordRetries = 10
 )
 
 // Mirror copies topics from the source cluster to the target. Create it
@@ -36,6 +41,8 @@ type Mirror struct {
 	mu     sync.Mutex // guards parts and topics; the loop writes them, Status reads
 	parts  map[topicPartition]*tracker
 	topics map[string]int32 // mirrored source topics and their partitions consumed
+
+	wake chan struct{} // a promise tells the loop to housekeep now
 
 	// Owned by the loop.
 	paused      map[*tracker]bool
@@ -66,7 +73,7 @@ func New(cfg Config) (*Mirror, error) {
 		kgo.ProducerBatchCompression(cfg.codec),
 		kgo.MaxBufferedRecords(max(200_000, 4*cfg.MaxInFlight)),
 		kgo.MaxBufferedBytes(256 << 20),
-		kgo.RecordDeliveryTimeout(deliveryTimeout),
+		kgo.RecordRetries(recordRetries),
 	}, cfg.TargetOpts...)...)
 	if err != nil {
 		src.Close()
@@ -80,6 +87,7 @@ func New(cfg Config) (*Mirror, error) {
 			Help:    "Delay from a source record's timestamp to the target's acknowledgement of its copy.",
 			Buckets: prometheus.ExponentialBuckets(0.5e-3, 2, 18), // 0.5 ms .. 65 s
 		}),
+		wake:      make(chan struct{}, 1),
 		parts:     make(map[topicPartition]*tracker),
 		topics:    make(map[string]int32),
 		paused:    make(map[*tracker]bool),
@@ -132,15 +140,35 @@ func (m *Mirror) Run(ctx context.Context) error {
 			}
 			nextGroups = now.Add(m.cfg.SyncGroupsInterval)
 		}
-		pollCtx, cancel := context.WithTimeout(ctx, pollWait)
-		fs := m.src.PollFetches(pollCtx)
-		cancel()
+		fs := m.poll(ctx)
 		if fs.IsClientClosed() {
 			return fmt.Errorf("%w: client closed while running", ErrSource)
 		}
 		m.copyFetches(ctx, fs)
 	}
 	return m.drain()
+}
+
+// poll waits at most pollWait for records, less when a promise wakes the
+// loop (a failure, or a careful partition's record resolved).
+func (m *Mirror) poll(ctx context.Context) kgo.Fetches {
+	pollCtx, cancel := context.WithTimeout(ctx, pollWait)
+	defer cancel()
+	go func() {
+		select {
+		case <-m.wake:
+			cancel()
+		case <-pollCtx.Done():
+		}
+	}()
+	return m.src.PollFetches(pollCtx)
+}
+
+func (m *Mirror) wakeLoop() {
+	select {
+	case m.wake <- struct{}{}:
+	default:
+	}
 }
 
 // drain waits for the records in flight and commits.
@@ -220,6 +248,7 @@ func (m *Mirror) produce(ctx context.Context, tr *tracker, r *kgo.Record) {
 			first := tr.fail(offset, err, now)
 			retry := tr.retryAt.Sub(now)
 			tr.mu.Unlock()
+			m.wakeLoop()
 			if first && ctx.Err() == nil {
 				m.log.Warn("mirror: target refused a record; partition paused, retrying from its last acknowledged position",
 					"topic", tr.topic, "partition", tr.partition, "target_topic", tr.target, "offset", offset,
@@ -228,7 +257,11 @@ func (m *Mirror) produce(ctx context.Context, tr *tracker, r *kgo.Record) {
 			return
 		}
 		tr.ack(offset, out.Offset, size, now)
+		careful := tr.refetch
 		tr.mu.Unlock()
+		if careful {
+			m.wakeLoop()
+		}
 		if !ts.IsZero() {
 			m.e2e.Observe(now.Sub(ts).Seconds())
 		}
@@ -264,6 +297,13 @@ func (m *Mirror) housekeep(ctx context.Context, now time.Time) {
 		at, due := tr.rewindDue(now)
 		if due {
 			tr.rewound()
+		} else if at, due = tr.refetchDue(); due {
+			tr.mu.Unlock()
+			if rewind[tr.topic] == nil {
+				rewind[tr.topic] = map[int32]kgo.EpochOffset{}
+			}
+			rewind[tr.topic][tr.partition] = kgo.EpochOffset{Epoch: -1, Offset: at}
+			continue
 		}
 		failed, low := tr.failed, tr.inFlight() < m.cfg.MaxInFlight/2
 		tr.mu.Unlock()

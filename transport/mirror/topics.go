@@ -74,7 +74,9 @@ func (m *Mirror) addPartitions(ctx context.Context, t string, from, to int32) er
 	if err := m.ensureTopic(rctx, target, to, configs); err != nil {
 		return err
 	}
-	committed, err := m.tgtAdm.FetchOffsetsForTopics(rctx, m.cfg.Name, target)
+	// FetchOffsets, not FetchOffsetsForTopics: that one asks the cached
+	// metadata, which may not know the topic just created.
+	committed, err := m.tgtAdm.FetchOffsets(rctx, m.cfg.Name)
 	if err != nil {
 		return fmt.Errorf("%w: fetch positions of group %s: %w", ErrTarget, m.cfg.Name, err)
 	}

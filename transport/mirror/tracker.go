@@ -1,9 +1,12 @@
 package mirror
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 // tracker follows one source partition: what was sent to the target, what
@@ -26,6 +29,13 @@ type tracker struct {
 	failed  bool       // a record failed: next is frozen, sends are refused
 	retries int        // consecutive failed runs, for the backoff
 	retryAt time.Time  // when a failed partition may rewind
+	// careful: below this offset one record at a time is in flight, so a
+	// batch the target refused as too large is sent again record by
+	// record, and only the record really too large fails. refetch: a
+	// record was refused for that; the consumer must be moved back to
+	// expect before anything more is accepted.
+	careful int64
+	refetch bool
 
 	syncEvery int64
 	lo, hi    time.Duration // backoff bounds
@@ -59,7 +69,11 @@ func newTracker(topic, target string, partition int32, start, syncEvery int64, l
 // (a rewind will fetch it again) or the consumer returned it from before a
 // rewind.
 func (t *tracker) send(offset int64, ts time.Time) bool {
-	if t.failed || offset < t.expect {
+	if t.failed || t.refetch || offset < t.expect {
+		return false
+	}
+	if offset < t.careful && t.inFlight() > 0 {
+		t.refetch = true
 		return false
 	}
 	t.expect = offset + 1
@@ -120,8 +134,20 @@ func (t *tracker) ack(offset, dst int64, size int, now time.Time) {
 func (t *tracker) fail(offset int64, err error, now time.Time) bool {
 	if perr := t.pop(offset); perr != nil {
 		err = perr
+	} else if errors.Is(err, kerr.MessageTooLarge) {
+		t.careful = max(t.careful, offset+1)
 	}
 	return t.failPopped(offset, err, now)
+}
+
+// refetchDue reports the offset the consumer must be moved back to, once
+// a record was refused in careful mode and nothing is in flight.
+func (t *tracker) refetchDue() (int64, bool) {
+	if !t.refetch || t.failed || t.inFlight() > 0 {
+		return 0, false
+	}
+	t.refetch = false
+	return t.expect, true
 }
 
 func (t *tracker) failPopped(offset int64, err error, now time.Time) bool {
@@ -154,6 +180,7 @@ func (t *tracker) rewindDue(now time.Time) (int64, bool) {
 // accepted again from there, and the next acknowledgement writes a sync.
 func (t *tracker) rewound() {
 	t.failed = false
+	t.refetch = false
 	t.expect = t.next
 	t.syncUp = -1
 }

@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 var (
@@ -181,8 +183,12 @@ func TestModelNoSkipAndBoundedReread(t *testing.T) {
 			default: // resolve a few in order
 				for k := rng.IntN(20); k > 0 && tr.inFlight() > 0; k-- {
 					off := tr.queue[tr.head].offset
-					if rng.IntN(100) < 3 {
-						tr.fail(off, errTest, now)
+					if r := rng.IntN(100); r < 3 {
+						err := errTest
+						if r == 0 { // whole batches refused: careful mode
+							err = kerr.MessageTooLarge
+						}
+						tr.fail(off, err, now)
 					} else {
 						target = append(target, off)
 						tr.ack(off, int64(len(target)-1), 1, now)
@@ -193,6 +199,8 @@ func TestModelNoSkipAndBoundedReread(t *testing.T) {
 				}
 				if at, due := tr.rewindDue(now); due {
 					tr.rewound()
+					fetched = at
+				} else if at, due := tr.refetchDue(); due {
 					fetched = at
 				}
 			}
