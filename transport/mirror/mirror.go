@@ -16,9 +16,9 @@ import (
 
 // Client settings of the mirror, besides Config's.
 const (
-	pollWait        = 250 * time.Millisecond // longest the loop waits for records before housekeeping
-	flushTimeout    = 30 * time.Second       // on shutdown, for the records in flight
-	requestTimeout  = 30 * time.Second       // one admin request
+	pollWait       = 250 * time.Millisecond // longest the loop waits for records before housekeeping
+	flushTimeout   = 30 * time.Second       // on shutdown, for the records in flight
+	requestTimeout = 30 * time.Second       // one admin request
 	// recordRetries: a record the target keeps refusing with a retriable
 	// error (a full disk, no leader) fails after this many tries, so the
 	// partition's failure is reported and retried with the mirror's

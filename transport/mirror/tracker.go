@@ -39,18 +39,18 @@ type tracker struct {
 
 	syncEvery int64
 	lo, hi    time.Duration // backoff bounds
-	syncUp    int64 // upstream offset of the last sync, -1 before the first of a run
+	syncUp    int64         // upstream offset of the last sync, -1 before the first of a run
 	syncs     []OffsetSync
 
-	committed int64 // last position committed to the target, -1 for none
-	hwm       int64 // source high watermark, as last seen
-	lastAck   time.Time
-	records   int64
-	bytes     int64
-	errors    int64 // records that failed
+	committed                 int64 // last position committed to the target, -1 for none
+	hwm                       int64 // source high watermark, as last seen
+	lastAck                   time.Time
+	records                   int64
+	bytes                     int64
+	errors                    int64 // records that failed
 	fetchErrors, commitErrors int64
-	lastErr   error
-	lastErrAt time.Time
+	lastErr                   error
+	lastErrAt                 time.Time
 }
 
 // inflight is one record sent and not yet resolved.
@@ -208,23 +208,23 @@ func (t *tracker) lagSeconds(now time.Time) float64 {
 
 // PartitionStatus is what the mirror knows of one source partition.
 type PartitionStatus struct {
-	Topic       string  // source topic
-	Partition   int32   // partition, the same on both sides
-	TargetTopic string  // target topic
-	Next        int64   // committable source position
-	Committed   int64   // last committed to the target, -1 before the first commit
-	End         int64   // source high watermark, as last seen
-	LagRecords  int64   // End - Next, at least 0
-	LagSeconds  float64 // see tracker.lagSeconds
-	InFlight    int     // records sent, not yet acknowledged
-	Records     int64   // records acknowledged by the target
-	Bytes       int64   // their key and value bytes
-	Errors      int64   // records the target refused
-	FetchErrors int64   // failed fetches from the source
-	CommitErrors int64  // failed commits of the position
-	LastError   string  // the latest failure, "" if none
-	LastErrorAt time.Time
-	Retrying    bool // failed, waiting to rewind
+	Topic        string  // source topic
+	Partition    int32   // partition, the same on both sides
+	TargetTopic  string  // target topic
+	Next         int64   // committable source position
+	Committed    int64   // last committed to the target, -1 before the first commit
+	End          int64   // source high watermark, as last seen
+	LagRecords   int64   // End - Next, at least 0
+	LagSeconds   float64 // see tracker.lagSeconds
+	InFlight     int     // records sent, not yet acknowledged
+	Records      int64   // records acknowledged by the target
+	Bytes        int64   // their key and value bytes
+	Errors       int64   // records the target refused
+	FetchErrors  int64   // failed fetches from the source
+	CommitErrors int64   // failed commits of the position
+	LastError    string  // the latest failure, "" if none
+	LastErrorAt  time.Time
+	Retrying     bool // failed, waiting to rewind
 }
 
 func (t *tracker) status(now time.Time) PartitionStatus {
