@@ -377,6 +377,7 @@ func (m *Mirror) commit(ctx context.Context) {
 		byTarget[topicPartition{tr.target, tr.partition}] = tr
 	}
 	m.mu.Unlock()
+	var failed []error
 	resp.Each(func(r kadm.OffsetResponse) {
 		tr := byTarget[topicPartition{r.Topic, r.Partition}]
 		if tr == nil {
@@ -388,10 +389,14 @@ func (m *Mirror) commit(ctx context.Context) {
 			tr.lastErr = fmt.Errorf("%s/%d: commit position %d to target group %s: %w", tr.topic, tr.partition, r.At, m.cfg.Name, r.Err)
 			tr.lastErrAt = time.Now()
 			tr.commitErrors++
+			failed = append(failed, tr.lastErr)
 			return
 		}
 		tr.committed = r.At
 	})
+	if len(failed) > 0 && ctx.Err() == nil {
+		m.log.Warn("mirror: committing positions to the target failed, retrying", "partitions", len(failed), "first", failed[0])
+	}
 }
 
 // Status returns what the mirror knows of each partition, sorted by topic
