@@ -71,8 +71,9 @@ func splitList(s string) []string {
 }
 
 // applyConfigFile sets every flag the YAML file names and the command line
-// did not.
-func applyConfigFile(fs *pflag.FlagSet, path string) error {
+// did not. Keys that are flags of `weir mirror` only (parent, for the
+// subcommands, which share its file) are skipped.
+func applyConfigFile(fs *pflag.FlagSet, path string, parent *pflag.FlagSet) error {
 	if path == "" {
 		return nil
 	}
@@ -86,6 +87,9 @@ func applyConfigFile(fs *pflag.FlagSet, path string) error {
 	}
 	for k, v := range kv {
 		fl := fs.Lookup(k)
+		if fl == nil && parent != nil && parent.Lookup(k) != nil {
+			continue
+		}
 		if fl == nil || k == "config" {
 			return fmt.Errorf("%w --config %s: unknown key %q (keys are flag names)", errBadFlag, path, k)
 		}
@@ -157,7 +161,7 @@ func newMirrorCmd() *cobra.Command {
 		Example: mirrorExample,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := applyConfigFile(cmd.Flags(), f.config); err != nil {
+			if err := applyConfigFile(cmd.Flags(), f.config, nil); err != nil {
 				return err
 			}
 			stderr := cmd.ErrOrStderr()
@@ -326,7 +330,7 @@ mirrored). It needs no running mirror; a running one's throughput and errors
 are in its progress line and metrics.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := applyConfigFile(cmd.Flags(), f.config); err != nil {
+			if err := applyConfigFile(cmd.Flags(), f.config, cmd.Parent().Flags()); err != nil {
 				return err
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
@@ -380,7 +384,7 @@ committed to the same group on the target, unless it has members there
 or is already further on; its consumers can then fail over to the target.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := applyConfigFile(cmd.Flags(), f.config); err != nil {
+			if err := applyConfigFile(cmd.Flags(), f.config, cmd.Parent().Flags()); err != nil {
 				return err
 			}
 			if group == "" {
