@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -402,4 +403,8 @@ func TestMirrorSourceTopicDeleted(t *testing.T) {
 	})
 	produce(t, src, "stays", 1, 10, 10)
 	waitFor(t, "the other topic still mirrored", func() bool { return mirroredAll(t, dst, "stays", 1, 20) })
+}
+
+func quietLogger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 }
