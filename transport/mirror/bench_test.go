@@ -183,9 +183,9 @@ func BenchmarkMirrorThroughput(b *testing.B) {
 		c0, me0 := procCPU(b, src.Pid()), procCPU(b, os.Getpid())
 		t0 := time.Now()
 		consumePass(b, src.Addr, "bench", ends)
-		consumerCPU = append(consumerCPU, (procCPU(b, os.Getpid()) - me0).Seconds()/gb)
+		consumerCPU = append(consumerCPU, (procCPU(b, os.Getpid())-me0).Seconds()/gb)
 		consumeMBs = append(consumeMBs, float64(*benchMB)*(1<<20)/1e6/time.Since(t0).Seconds())
-		srcConsumeCPU = append(srcConsumeCPU, (procCPU(b, src.Pid()) - c0).Seconds()/gb)
+		srcConsumeCPU = append(srcConsumeCPU, (procCPU(b, src.Pid())-c0).Seconds()/gb)
 
 		var s0, d0, m0 time.Duration
 		setUp := time.Now()
@@ -193,11 +193,11 @@ func BenchmarkMirrorThroughput(b *testing.B) {
 			s0, d0, m0 = procCPU(b, src.Pid()), procCPU(b, dst.Pid()), procCPU(b, os.Getpid())
 			t0 = time.Now()
 		})
-		mirrorCPU = append(mirrorCPU, (procCPU(b, os.Getpid()) - m0).Seconds()/gb)
+		mirrorCPU = append(mirrorCPU, (procCPU(b, os.Getpid())-m0).Seconds()/gb)
 		setUps = append(setUps, t0.Sub(setUp).Seconds())
 		mirrorMBs = append(mirrorMBs, float64(*benchMB)*(1<<20)/1e6/time.Since(t0).Seconds())
-		srcCPU = append(srcCPU, (procCPU(b, src.Pid()) - s0).Seconds()/gb)
-		dstCPU = append(dstCPU, (procCPU(b, dst.Pid()) - d0).Seconds()/gb)
+		srcCPU = append(srcCPU, (procCPU(b, src.Pid())-s0).Seconds()/gb)
+		dstCPU = append(dstCPU, (procCPU(b, dst.Pid())-d0).Seconds()/gb)
 	}
 	b.StopTimer()
 	b.ReportMetric(median(consumeMBs), "consume-MB/s")
