@@ -117,7 +117,7 @@ func consumePass(b testing.TB, addr, topic string, ends []int64) {
 func mirrorPass(b testing.TB, src, dst, topic, alias string, ends []int64, setUp func()) {
 	b.Helper()
 	cfg := mirror.Config{Source: []string{src}, Target: []string{dst}, Topics: topic, SourceAlias: alias,
-		Name: "bench-" + alias, Logger: quietLogger()}
+		Name: "bench-" + alias, Logger: quietLogger(b)}
 	m, err := mirror.New(cfg)
 	if err != nil {
 		b.Fatal(err)
@@ -209,7 +209,8 @@ func BenchmarkMirrorThroughput(b *testing.B) {
 	b.ReportMetric(median(setUps), "setup-s")
 	b.ReportMetric(median(consumerCPU), "consumer-cpu-s/GB")
 	b.ReportMetric(median(mirrorCPU), "mirror-cpu-s/GB")
-	b.Logf("consume MB/s %.1f, mirror MB/s %.1f (runs: %.1f / %.1f)", median(consumeMBs), median(mirrorMBs), consumeMBs, mirrorMBs)
+	b.Logf("runs: consume MB/s %.1f, mirror MB/s %.1f; cpu-s/GB: consumer %.2f, mirror %.2f, source %.2f (consume) %.2f (mirror), target %.2f",
+		consumeMBs, mirrorMBs, consumerCPU, mirrorCPU, srcConsumeCPU, srcCPU, dstCPU)
 }
 
 // BenchmarkMirrorLag produces -mirror-rate records/s of 1 KiB for
@@ -222,7 +223,7 @@ func BenchmarkMirrorLag(b *testing.B) {
 	src, dst := benchBrokers(b)
 	parts := int32(*benchParts)
 	brokertest.CreateTopic(b, src.Addr, "lag", parts, nil)
-	cfg := mirror.Config{Source: []string{src.Addr}, Target: []string{dst.Addr}, Topics: "lag", Logger: quietLogger(),
+	cfg := mirror.Config{Source: []string{src.Addr}, Target: []string{dst.Addr}, Topics: "lag", Logger: quietLogger(b),
 		RefreshInterval: 100 * time.Millisecond}
 	m, err := mirror.New(cfg)
 	if err != nil {

@@ -389,9 +389,13 @@ func (m *Mirror) commit(ctx context.Context) {
 			tr.lastErr = fmt.Errorf("%s/%d: commit position %d to target group %s: %w", tr.topic, tr.partition, r.At, m.cfg.Name, r.Err)
 			tr.lastErrAt = time.Now()
 			tr.commitErrors++
-			failed = append(failed, tr.lastErr)
+			tr.commitFails++
+			if tr.commitFails > 1 { // the first commit after creating a topic may precede its metadata
+				failed = append(failed, tr.lastErr)
+			}
 			return
 		}
+		tr.commitFails = 0
 		tr.committed = r.At
 	})
 	if len(failed) > 0 && ctx.Err() == nil {

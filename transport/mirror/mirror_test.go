@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -405,6 +404,8 @@ func TestMirrorSourceTopicDeleted(t *testing.T) {
 	waitFor(t, "the other topic still mirrored", func() bool { return mirroredAll(t, dst, "stays", 1, 20) })
 }
 
-func quietLogger() *slog.Logger {
-	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+// quietLogger logs warnings to the test's log, which a benchmark prints
+// after its result line rather than into it.
+func quietLogger(t testing.TB) *slog.Logger {
+	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
 }

@@ -49,6 +49,7 @@ type tracker struct {
 	bytes                     int64
 	errors                    int64 // records that failed
 	fetchErrors, commitErrors int64
+	commitFails               int // consecutive failed commits
 	lastErr                   error
 	lastErrAt                 time.Time
 }
