@@ -55,7 +55,34 @@ func (m *Mirror) refresh(ctx context.Context) error {
 				"target_topic", m.cfg.TargetTopic(d.Topic), "err", err)
 		}
 	}
+	m.refreshEnds(lctx)
 	return nil
+}
+
+// refreshEnds reads the source ends of the mirrored partitions, so their
+// lag stays true while they are paused or idle (fetches update it
+// otherwise).
+func (m *Mirror) refreshEnds(ctx context.Context) {
+	m.mu.Lock()
+	topics := slices.Collect(maps.Keys(m.topics))
+	m.mu.Unlock()
+	if len(topics) == 0 {
+		return
+	}
+	ends, err := m.srcAdm.ListEndOffsets(ctx, topics...)
+	if err != nil {
+		return // the next refresh tries again; fetches keep it fresh meanwhile
+	}
+	ends.Each(func(o kadm.ListedOffset) {
+		if o.Err != nil {
+			return
+		}
+		if tr := m.tracker(topicPartition{o.Topic, o.Partition}); tr != nil {
+			tr.mu.Lock()
+			tr.hwm = max(tr.hwm, o.Offset)
+			tr.mu.Unlock()
+		}
+	})
 }
 
 // addPartitions sets up partitions [from, to) of source topic t: target
