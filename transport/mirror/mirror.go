@@ -97,15 +97,20 @@ func New(cfg Config) (*Mirror, error) {
 	m.tgtAdm.SetTimeoutMillis(int32(requestTimeout / time.Millisecond))
 	if cfg.Registerer != nil {
 		if err := cfg.Registerer.Register(Collector(m)); err != nil {
-			m.Close()
+			src.Close() // not m.Close: it would unregister the collector already there
+			tgt.Close()
 			return nil, fmt.Errorf("%w: register metrics: %w", ErrConfig, err)
 		}
 	}
 	return m, nil
 }
 
-// Close closes the clients. Run must have returned.
+// Close closes the clients and unregisters the metrics (so a new Mirror
+// may register with the same Registerer). Run must have returned.
 func (m *Mirror) Close() {
+	if m.cfg.Registerer != nil {
+		m.cfg.Registerer.Unregister(Collector(m))
+	}
 	m.src.Close()
 	m.tgt.Close()
 }

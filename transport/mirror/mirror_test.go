@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -157,8 +158,14 @@ func TestMirrorCopiesTopics(t *testing.T) {
 
 	cfg := testConfig(t, src, dst, "events|added")
 	cfg.SourceAlias = "dc1"
+	reg := prometheus.NewRegistry()
+	cfg.Registerer = reg
 	_, stop := runMirror(t, cfg)
 	waitFor(t, "dc1.events mirrored", func() bool { return mirroredAll(t, dst, "dc1.events", 3, 200) })
+	waitFor(t, "the metrics counting 600 records", func() bool { return metricSum(t, reg, "weir_mirror_records_total") == 600 })
+	if lag := metricSum(t, reg, "weir_mirror_lag_records"); lag != 0 {
+		t.Errorf("weir_mirror_lag_records sums to %v once caught up, want 0", lag)
+	}
 
 	got := readAll(t, dst, "dc1.events", 3)
 	want := readAll(t, src, "events", 3)
@@ -236,6 +243,25 @@ func mirroredAll(t testing.TB, addr, topic string, parts int32, want ...int64) b
 		}
 	}
 	return true
+}
+
+// metricSum gathers reg and sums the samples of metric name.
+func metricSum(t testing.TB, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum float64
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			sum += m.GetCounter().GetValue() + m.GetGauge().GetValue()
+		}
+	}
+	return sum
 }
 
 func configValue(rc kadm.ResourceConfig, key string) string {
