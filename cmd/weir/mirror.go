@@ -203,9 +203,15 @@ func newMirrorCmd() *cobra.Command {
 			}
 			logger.Info("mirror: started", "source", cfg.Source, "target", cfg.Target, "topics", cfg.Topics, "name", cfg.Name)
 			if showProgress {
-				done := make(chan struct{})
-				defer close(done)
-				go progressLoop(m, stderr, done)
+				done, finished := make(chan struct{}), make(chan struct{})
+				defer func() {
+					close(done)
+					<-finished
+				}()
+				go func() {
+					defer close(finished)
+					progressLoop(m, stderr, done)
+				}()
 			}
 			return m.Run(ctx)
 		},
@@ -243,16 +249,18 @@ func progressWanted(mode string, w io.Writer) (bool, error) {
 	return false, fmt.Errorf("%w --progress %q: want auto, always or never", errBadFlag, mode)
 }
 
-// progressLoop redraws one line every second until done.
+// progressLoop redraws one line every second until done, and once more
+// then (rates over the whole run), ending it with a newline.
 func progressLoop(m *mirror.Mirror, w io.Writer, done <-chan struct{}) {
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	var last mirrorTotals
-	lastAt := time.Now()
+	start := time.Now()
+	lastAt := start
 	for {
 		select {
 		case <-done:
-			fmt.Fprintln(w)
+			fmt.Fprintf(w, "\r\033[K%s\n", progressLine(totals(m.Status()), mirrorTotals{}, time.Since(start)))
 			return
 		case now := <-tick.C:
 			cur := totals(m.Status())

@@ -44,6 +44,9 @@ type Mirror struct {
 
 	wake chan struct{} // a promise tells the loop to housekeep now
 
+	syncMu       sync.Mutex
+	pendingSyncs []OffsetSync // due, or failed and to be written again
+
 	// Owned by the loop.
 	paused      map[*tracker]bool
 	syncTopicOK bool
@@ -188,6 +191,8 @@ func (m *Mirror) drain() error {
 	if err := m.tgt.Flush(ctx); err != nil {
 		m.log.Warn("mirror: offset syncs still in flight at shutdown", "err", err)
 	}
+	m.writeSyncs(ctx, nil) // those that failed, once more
+	_ = m.tgt.Flush(ctx)
 	m.commit(ctx)
 	return nil
 }
@@ -340,16 +345,45 @@ func (m *Mirror) housekeep(ctx context.Context, now time.Time) {
 	if len(resume) > 0 {
 		m.src.ResumeFetchPartitions(resume)
 	}
-	if m.syncTopicOK {
-		for _, s := range syncs {
-			m.tgt.Produce(ctx, &kgo.Record{Topic: m.cfg.SyncTopic(), Partition: 0, Key: s.key(), Value: s.value()},
-				func(_ *kgo.Record, err error) {
-					if err != nil && ctx.Err() == nil {
-						// A lost sync only makes translation more conservative.
-						m.log.Debug("mirror: offset sync not written", "topic", s.Topic, "partition", s.Partition, "err", err)
-					}
-				})
-		}
+	m.writeSyncs(ctx, syncs)
+}
+
+// maxPendingSyncs bounds the offset syncs kept while the target refuses
+// them; past it the oldest are dropped (translation gets more
+// conservative, never wrong).
+const maxPendingSyncs = 100_000
+
+// writeSyncs produces the offset syncs due and those that failed before.
+// A sync that fails is kept for the next call: a lost sync only makes
+// translation more conservative, but syncs are sparse, and the first ones
+// (written right after the topic was created, while the producer may not
+// see it yet) matter most.
+func (m *Mirror) writeSyncs(ctx context.Context, due []OffsetSync) {
+	m.syncMu.Lock()
+	m.pendingSyncs = append(m.pendingSyncs, due...)
+	if n := len(m.pendingSyncs); n > maxPendingSyncs {
+		m.pendingSyncs = append(m.pendingSyncs[:0], m.pendingSyncs[n-maxPendingSyncs:]...)
+	}
+	if !m.syncTopicOK || len(m.pendingSyncs) == 0 {
+		m.syncMu.Unlock()
+		return
+	}
+	out := m.pendingSyncs
+	m.pendingSyncs = nil
+	m.syncMu.Unlock()
+	for _, s := range out {
+		m.tgt.Produce(ctx, &kgo.Record{Topic: m.cfg.SyncTopic(), Partition: 0, Key: s.key(), Value: s.value()},
+			func(_ *kgo.Record, err error) {
+				if err == nil {
+					return
+				}
+				m.syncMu.Lock()
+				m.pendingSyncs = append(m.pendingSyncs, s)
+				m.syncMu.Unlock()
+				if ctx.Err() == nil {
+					m.log.Debug("mirror: offset sync not written, retrying", "topic", s.Topic, "partition", s.Partition, "err", err)
+				}
+			})
 	}
 }
 
