@@ -71,7 +71,9 @@
 // for the first record it copies into a partition after starting or
 // rewinding, and then one every Config.OffsetSyncInterval source offsets
 // (default 100, MirrorMaker 2's offset.lag.max). A sync is written only
-// after the target acknowledged the record it describes.
+// after the target acknowledged the record it describes; one the target
+// refuses (the topic just created, not yet in the producer's metadata) is
+// kept and written again, since syncs are sparse.
 //
 // Translate is conservative like MirrorMaker 2's OffsetSyncStore: for a
 // group committed at source offset g, it takes the sync with the largest
