@@ -58,7 +58,8 @@ any codec and partitioner, run experiments and compare their results.`,
 	}
 	root.AddCommand(newVersionCmd(), newBrokerCmd(), newProduceCmd(), newConsumeCmd(),
 		newRunCmd(), newCompareCmd(), newPluginsCmd(), newFlushPoliciesCmd(), newClusterCmd(),
-		newDiskCmd(), newPlanCmd(), newMirrorCmd())
+		newDiskCmd(), newPlanCmd())
+	root.AddCommand(newMirrorCmd())
 	return root
 }
 
