@@ -58,7 +58,7 @@ any codec and partitioner, run experiments and compare their results.`,
 	}
 	root.AddCommand(newVersionCmd(), newBrokerCmd(), newProduceCmd(), newConsumeCmd(),
 		newRunCmd(), newCompareCmd(), newPluginsCmd(), newFlushPoliciesCmd(), newClusterCmd(),
-		newDiskCmd(), newPlanCmd(), newTxnCmd(), newACLCmd())
+		newDiskCmd(), newPlanCmd(), newTxnCmd(), newACLCmd(), newMirrorCmd())
 	return root
 }
 

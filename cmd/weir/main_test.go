@@ -43,6 +43,8 @@ func TestGolden(t *testing.T) {
 		{"cluster-up-help", []string{"cluster", "up", "--help"}},
 		{"cluster-down-help", []string{"cluster", "down", "--help"}},
 		{"cluster-status-help", []string{"cluster", "status", "--help"}},
+		{"mirror-help", []string{"mirror", "--help"}},
+		{"mirror-status-help", []string{"mirror", "status", "--help"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { checkGolden(t, tc.name, tc.args) })

@@ -1,0 +1,116 @@
+// Package mirror copies topics from one Kafka-protocol cluster (the source)
+// to another (the target): `weir mirror`. As the LinkedIn papers put it, a
+// mirror is "just a consumer of the source cluster"; this one is a franz-go
+// (kgo) consumer of the source and an idempotent kgo producer to the target,
+// with kadm for topic setup and offsets. It works against any Kafka-protocol
+// source and target: weir single nodes, weir clusters, or Kafka.
+//
+// # Delivery: at least once, and why nothing is lost
+//
+// The rule is MirrorMaker's: the mirror's position in a source partition
+// (its "source offset", the next source record to copy) is committed only
+// after the target acknowledged every record before it. The producer uses
+// acks=all and idempotence, so a record the target acknowledged is on every
+// in-sync replica, and retries inside the client neither duplicate nor
+// reorder. Partition p of a source topic goes to partition p of its target
+// topic (kgo.ManualPartitioner), so a partition's order survives.
+//
+// Each source partition has a tracker (tracker.go), a deterministic value
+// driven by three events: a record was sent, acknowledged, or failed. It
+// keeps the records in flight in order; kgo resolves a partition's records
+// in the order they were produced, so an acknowledgement always concerns the
+// oldest one. Only an acknowledgement with no failure before it advances the
+// committable position. A failure (a record larger than the target allows,
+// an authorization error, a topic missing on the target, an idempotence
+// sequence error after a target restart) freezes the position at the first
+// failed record and pauses fetching that partition; once its last in-flight
+// record resolved and a backoff passed (doubling from Config.BackoffMin to
+// Config.BackoffMax), the consumer is moved back to the frozen position and
+// everything from there is sent again. Records after the failure that the
+// target did accept are thus written twice, never skipped: in the target,
+// each partition holds the source partition's records in order, with
+// re-sent runs ("no record appears before one that precedes it in the source
+// has appeared"). The other partitions keep going; each failure is logged
+// and counted with its topic and partition.
+//
+// The mirror's source offsets live on the target, as offsets of the
+// consumer group Config.Name (default "weir-mirror") for the target topic
+// names, committed every Config.CommitInterval and on shutdown. A killed
+// mirror restarts from them, re-sending at most what was acknowledged
+// since the last commit. Keeping them on the target (as MirrorMaker 2 keeps
+// its connector offsets) is also what makes exactly-once the small step
+// described below.
+//
+// # Topics
+//
+// Every Config.RefreshInterval the mirror lists the source topics, keeps
+// those matching Config.Topics (a regular expression matched against the
+// whole name) and not Config.Exclude (by default internal topics, those
+// starting with "__"), and for each: creates the target topic when absent,
+// with the source's partition count and its non-default topic configs
+// (DescribeConfigs, DYNAMIC_TOPIC_CONFIG entries), or adds partitions when
+// the source gained some; then it starts consuming the new partitions. A
+// topic deleted on the source is dropped (and logged). With
+// Config.SourceAlias "A", source topic "t" becomes "A.t" on the target, as
+// MirrorMaker 2's DefaultReplicationPolicy names remote topics; and
+// Config.TargetAlias "B" skips source topics named "B.*", which came from
+// the target in the first place, so two-way mirroring A<->B cannot loop.
+//
+// Records keep their key, value, headers and timestamp. The producer
+// batches them again and compresses with Config.Compression (the consumer
+// has decompressed them), so batches are not forwarded byte for byte; a
+// target topic that asks for a codec (compression.type, copied from the
+// source) gets it from the target broker.
+//
+// # Offset syncs and group offset translation
+//
+// A consumer group that moves from the source to the target needs target
+// offsets. As MirrorMaker 2 does, the mirror writes sparse offset syncs
+// (source topic, partition, upstream offset, downstream offset) to the
+// internal topic "<Name>.offset-syncs" on the target (one partition): one
+// for the first record it copies into a partition after starting or
+// rewinding, and then one every Config.OffsetSyncInterval source offsets
+// (default 100, MirrorMaker 2's offset.lag.max). A sync is written only
+// after the target acknowledged the record it describes; one the target
+// refuses (the topic just created, not yet in the producer's metadata) is
+// kept and written again, since syncs are sparse.
+//
+// Translate is conservative like MirrorMaker 2's OffsetSyncStore: for a
+// group committed at source offset g, it takes the sync with the largest
+// upstream offset u <= g and answers its downstream offset d if u == g,
+// else d+1. Every source record at or after g was written to the target
+// after d (a re-send only ever writes later), so a consumer starting at the
+// translated offset skips nothing, and re-reads fewer than
+// OffsetSyncInterval records of each partition. With Config.SyncGroups set,
+// the mirror translates the matching source groups every
+// Config.SyncGroupsInterval and commits the results into the same-named
+// target groups when those have no members and would move forward, so
+// consumers can fail over (MirrorMaker 2's sync.group.offsets.enabled).
+//
+// # Exactly once (not built yet)
+//
+// The target side is shaped for it: records and the mirror's source offsets
+// both go to the target. The step is a transactional producer
+// (kgo.TransactionalID) instead of the idempotent one, and per commit
+// interval: BeginTransaction; produce; Flush; AddOffsetsToTxn(Name) and
+// TxnOffsetCommit(Name, producer id and epoch from Client.ProducerID,
+// the trackers' positions) sent with kmsg on the transaction's
+// coordinator; EndTransaction(commit). On a failure the transaction is
+// aborted and every partition rewinds to its committed position, and a
+// restarted mirror reads its offsets with read_committed semantics (Kafka
+// only exposes committed transactional offsets). The target broker must
+// serve InitProducerId with a transactional id, AddPartitionsToTxn,
+// AddOffsetsToTxn, TxnOffsetCommit and EndTxn.
+//
+// # Observability
+//
+// Status returns, per partition, the records and bytes copied, the lag in
+// records (source high watermark minus the committable position) and in
+// seconds (age of the oldest record sent but not acknowledged; when the
+// mirror has nothing in flight but is behind, time since its last
+// acknowledgement), and the last error. Collector exports the same in
+// Prometheus form, with a histogram of the end-to-end delay (target
+// acknowledgement time minus the source record's timestamp). The CLI
+// (cmd/weir: `weir mirror`, `weir mirror status`) adds a progress line in a
+// terminal and a /metrics endpoint.
+package mirror
