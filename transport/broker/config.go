@@ -100,6 +100,9 @@ type Config struct {
 	// TransactionMaxTimeout and TransactionalIDExpiration: see node.Config
 	// (DefaultTransactionMaxTimeout, DefaultTransactionalIDExpiration).
 	TransactionMaxTimeout, TransactionalIDExpiration time.Duration
+	// NoTransactionVerification: see node.Config (Kafka's
+	// transaction.partition.verification.enable=false). Default false.
+	NoTransactionVerification bool
 	// GroupMinSessionTimeout and GroupMaxSessionTimeout bound the session
 	// timeouts that consumer group members may ask for. Defaults
 	// DefaultGroupMinSessionTimeout and DefaultGroupMaxSessionTimeout.
@@ -267,6 +270,7 @@ func (c Config) nodeConfig(advertised string) node.Config {
 		OffsetsRetention:             c.OffsetsRetention,
 		TransactionMaxTimeout:        c.TransactionMaxTimeout,
 		TransactionalIDExpiration:    c.TransactionalIDExpiration,
+		NoTransactionVerification:    c.NoTransactionVerification,
 		CleanerBackoff:               c.CleanerBackoff,
 		CleanerIOMaxBytesPerSecond:   c.CleanerIOMaxBytesPerSecond,
 		Coord:                        c.Coord,

@@ -3,6 +3,7 @@ package e2e_test
 import (
 	"context"
 	"fmt"
+	"github.com/weir-broker/weir/transport/broker"
 	"slices"
 	"strings"
 	"testing"
@@ -88,7 +89,8 @@ func txnTopic(t *testing.T, addr, topic string) {
 // broker's Fetch gives; read_uncommitted reads them all. (franz-go is
 // transport's TestReadCommitted.)
 func TestReadCommittedClients(t *testing.T) {
-	b := startBroker(t, t.TempDir())
+	// The test plays the coordinator: no KIP-890 verification.
+	b := startBroker(t, t.TempDir(), func(c *broker.Config) { c.NoTransactionVerification = true })
 	txnTopic(t, b.Addr(), "txn-rc")
 	const committed, all = "b1 p", "a1 a2 b1 p a3"
 
