@@ -3,7 +3,6 @@ package e2e_test
 import (
 	"context"
 	"fmt"
-	"github.com/weir-broker/weir/transport/broker"
 	"slices"
 	"strings"
 	"testing"
@@ -15,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/weir-broker/weir/core/record"
+	"github.com/weir-broker/weir/transport/broker"
 )
 
 // txnTopic fills partition 0 of a new topic with two transactions and a
