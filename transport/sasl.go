@@ -2,12 +2,11 @@ package transport
 
 import (
 	"bytes"
+	"crypto/rand"
 	"crypto/subtle"
 	"errors"
 	"fmt"
 	"slices"
-
-	"github.com/xdg-go/scram"
 
 	"github.com/weir-broker/weir/core/credentials"
 )
@@ -146,25 +145,23 @@ func newConversation(cfg SASLConfig, mech string) (saslConversation, error) {
 		if err != nil || cfg.Scram == nil {
 			return nil, errUnsupportedMechanism
 		}
-		lookup := func(user string) (scram.StoredCredentials, error) {
-			c, ok := cfg.Scram.Lookup(m, user)
-			if !ok {
-				return scram.StoredCredentials{}, fmt.Errorf("unknown user %q", user)
-			}
-			return scram.StoredCredentials{KeyFactors: scram.KeyFactors{Salt: string(c.Salt), Iters: c.Iterations},
-				StoredKey: c.StoredKey, ServerKey: c.ServerKey}, nil
-		}
-		gen := scram.SHA256
-		if m == credentials.SHA512 {
-			gen = scram.SHA512
-		}
-		srv, err := gen.NewServer(lookup)
-		if err != nil {
-			return nil, err
-		}
-		return &scramConv{c: srv.NewConversation()}, nil
+		return &scramConv{m: m, store: cfg.Scram}, nil
 	}
 	return nil, errUnsupportedMechanism
+}
+
+// scramNonce is the server's part of the SCRAM nonce: 32 random letters and
+// digits, as Kafka's ScramFormatter makes it.
+func scramNonce() string {
+	const alphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		panic(err) // crypto/rand never fails on Linux
+	}
+	for i := range b {
+		b[i] = alphabet[int(b[i])%len(alphabet)]
+	}
+	return string(b)
 }
 
 // plainConv is PLAIN (RFC 4616): one message, authzid NUL user NUL
@@ -189,26 +186,4 @@ func (p *plainConv) step(msg []byte) ([]byte, bool, string, error) {
 		return nil, false, "", fmt.Errorf("invalid credentials for user %q", user)
 	}
 	return nil, true, user, nil
-}
-
-// scramConv is SCRAM-SHA-256/512 (RFC 5802, RFC 7677) through
-// github.com/xdg-go/scram's server conversation: client-first, then
-// client-final; done when the proof is valid.
-type scramConv struct{ c *scram.ServerConversation }
-
-func (s *scramConv) step(msg []byte) ([]byte, bool, string, error) {
-	resp, err := s.c.Step(string(msg))
-	if err != nil {
-		return []byte(resp), false, "", err
-	}
-	if !s.c.Done() {
-		return []byte(resp), false, "", nil
-	}
-	if !s.c.Valid() {
-		return []byte(resp), false, "", errors.New("invalid proof")
-	}
-	if a := s.c.AuthzID(); a != "" && a != s.c.Username() {
-		return []byte(resp), false, "", fmt.Errorf("authorization id %q is not the user %q", a, s.c.Username())
-	}
-	return []byte(resp), true, s.c.Username(), nil
 }

@@ -36,7 +36,7 @@ var apis = []api{
 	{key: 14, min: 0, max: 5, handle: handleSyncGroup},                    // api_sync_group.go
 	{key: 15, min: 0, max: 5, handle: handleDescribeGroups},               // api_describe_groups.go
 	{key: 16, min: 0, max: 5, handle: handleListGroups},                   // api_list_groups.go
-	{key: 17, min: 1, max: 1, handle: handleSaslHandshake},                // api_sasl_handshake.go
+	{key: 17, min: 0, max: 1, handle: handleSaslHandshake},                // api_sasl_handshake.go
 	{key: 18, min: 0, max: 4, handle: handleApiVersions},                  // api_api_versions.go
 	{key: 19, min: 0, max: 7, handle: handleCreateTopics},                 // api_create_topics.go
 	{key: 20, min: 0, max: 6, handle: handleDeleteTopics},                 // api_delete_topics.go
