@@ -70,3 +70,16 @@ func (k *KeyLog) Len() int {
 	defer k.mu.Unlock()
 	return len(k.secrets)
 }
+
+// TakeAny returns and forgets the secrets of some connection (tests with a
+// single connection in flight).
+func (k *KeyLog) TakeAny() (Secrets, bool) {
+	k.mu.Lock()
+	var random string
+	for r := range k.secrets {
+		random = r
+		break
+	}
+	k.mu.Unlock()
+	return k.Take(random)
+}
