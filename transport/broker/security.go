@@ -302,7 +302,8 @@ func (b *Broker) listen(cfg *Config) (string, error) {
 	}
 	ib := b.sec.all[cfg.Security.interBroker(specs)]
 	b.listener = ib.l
-	if ib.spec.protocol != transport.Plaintext {
+	single := cfg.ZooKeeper == "" && cfg.Coord == nil // no other broker to replicate from
+	if ib.spec.protocol != transport.Plaintext && !(single && cfg.Security.InterBrokerSASLMechanism == "") {
 		d, err := cfg.Security.interBrokerDialer(ib.spec.protocol, secdial.Dialer(cfg.ReplicaDialer))
 		if err != nil {
 			return "", err
