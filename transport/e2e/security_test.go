@@ -12,6 +12,8 @@ import (
 	"github.com/IBM/sarama"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
 
 	"github.com/weir-broker/weir/transport/broker"
 	"github.com/weir-broker/weir/transport/broker/brokertest"
@@ -148,3 +150,40 @@ func TestSecuritySaramaPlainTLS(t *testing.T) {
 		t.Errorf("sarama with a wrong password: %v, want a SASL failure", err)
 	}
 }
+
+// Three brokers whose inter-broker listener is SASL_SSL: followers
+// replicate over TLS with PLAIN credentials, so acks=all with
+// min.insync.replicas=3 succeeds; clients use that listener too.
+func TestSecurityInterBrokerSASLSSL(t *testing.T) {
+	ca := tlstest.NewCA(t, "weir cluster CA")
+	srv := ca.Issue("broker", pkix.Name{CommonName: "localhost"}, tlstest.Options{})
+	users := writeFile(t, "jaas.conf", []byte(`user_broker="broker-pass" user_app="app-pass"`))
+	c := brokertest.StartMemCluster(t, 3, func(cfg *broker.Config) {
+		cfg.Security = broker.Security{
+			Listeners:   "INTERNAL://127.0.0.1:0,PLAINTEXT://127.0.0.1:0",
+			ProtocolMap: "INTERNAL:SASL_SSL,PLAINTEXT:PLAINTEXT", InterBrokerListener: "INTERNAL",
+			CertFile: srv.CertFile, KeyFile: srv.KeyFile, CAFile: ca.File, PlainUsersFile: users,
+			InterBrokerSASLMechanism: "PLAIN", InterBrokerUser: "broker", InterBrokerPass: "broker-pass",
+		}
+	})
+	tcfg, err := tlsfiles.ClientConfig(tlsfiles.Client{CAFile: ca.File})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := secClient(t, c.Addrs()[0], kgo.DialTLSConfig(tcfg), kgo.SASL(plainAuth("app", "app-pass")),
+		kgo.RequiredAcks(kgo.AllISRAcks()))
+	adm := kadm.NewClient(cl)
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	min3 := "3"
+	if _, err := adm.CreateTopic(ctx, 1, 3, map[string]*string{"min.insync.replicas": &min3}, "replicated"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "acks=all with three in-sync replicas", func() bool {
+		pctx, pcancel := context.WithTimeout(ctx, 5*time.Second)
+		defer pcancel()
+		return cl.ProduceSync(pctx, &kgo.Record{Topic: "replicated", Value: []byte("x")}).FirstErr() == nil
+	})
+}
+
+func plainAuth(user, pass string) sasl.Mechanism { return plain.Auth{User: user, Pass: pass}.AsMechanism() }
