@@ -186,4 +186,6 @@ func TestSecurityInterBrokerSASLSSL(t *testing.T) {
 	})
 }
 
-func plainAuth(user, pass string) sasl.Mechanism { return plain.Auth{User: user, Pass: pass}.AsMechanism() }
+func plainAuth(user, pass string) sasl.Mechanism {
+	return plain.Auth{User: user, Pass: pass}.AsMechanism()
+}
