@@ -29,7 +29,7 @@ import (
 
 var errNoCredentialStore = errors.New("transport: SCRAM is not enabled on this broker (no credential store)")
 
-func handleDescribeUserScramCredentials(_ context.Context, s *Server, r *request) (kmsg.Response, error) {
+func handleDescribeUserScram(_ context.Context, s *Server, r *request) (kmsg.Response, error) {
 	req := r.body.(*kmsg.DescribeUserSCRAMCredentialsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeUserSCRAMCredentialsResponse)
 	st := s.cfg.SASL.Scram
@@ -67,7 +67,7 @@ func handleDescribeUserScramCredentials(_ context.Context, s *Server, r *request
 	return resp, nil
 }
 
-func handleAlterUserScramCredentials(ctx context.Context, s *Server, r *request) (kmsg.Response, error) {
+func handleAlterUserScram(ctx context.Context, s *Server, r *request) (kmsg.Response, error) {
 	req := r.body.(*kmsg.AlterUserSCRAMCredentialsRequest)
 	resp := req.ResponseKind().(*kmsg.AlterUserSCRAMCredentialsResponse)
 	st := s.cfg.SASL.Scram
