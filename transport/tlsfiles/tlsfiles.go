@@ -61,9 +61,7 @@ func ServerConfig(s Server) (*tls.Config, error) {
 	if s.CertFile == "" || s.KeyFile == "" {
 		return nil, fmt.Errorf("%w: a TLS listener needs a certificate and a key file", ErrConfig)
 	}
-	if s.Logger == nil {
-		s.Logger = slog.New(slog.DiscardHandler)
-	}
+	s.Logger = orDiscard(s.Logger)
 	r := &reloader{cert: s.CertFile, key: s.KeyFile, log: s.Logger, now: time.Now}
 	if err := r.load(); err != nil {
 		return nil, err
@@ -139,6 +137,14 @@ func ClientConfig(c Client) (*tls.Config, error) {
 		cfg.Certificates = []tls.Certificate{cert}
 	}
 	return cfg, nil
+}
+
+// orDiscard returns l, or a logger that discards when l is nil.
+func orDiscard(l *slog.Logger) *slog.Logger {
+	if l == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return l
 }
 
 // reloader serves a certificate and key pair, reloading them when their
