@@ -238,9 +238,9 @@ func (s *brokerSettings) merge(flags *pflag.FlagSet, configFile string, topicCon
 		set("plugin-call-timeout", func() { s.PluginCallTimeout = file.PluginCallTimeout })
 		set("log-level", func() { s.LogLevel = file.LogLevel })
 		set("log-format", func() { s.LogFormat = file.LogFormat })
-		s.securitySettings.mergeFile(file, set)
 		s.TopicConfig = file.TopicConfig
 		s.ReplicaRoutes = file.ReplicaRoutes
+		s.securitySettings.mergeFile(file, set) // broker_security.go
 	}
 	for _, kv := range topicConfig {
 		k, v, ok := strings.Cut(kv, "=")
