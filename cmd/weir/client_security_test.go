@@ -36,3 +36,22 @@ func TestProduceConsumeSASLSSL(t *testing.T) {
 		t.Errorf("wrong password: %v %s, want SASL_AUTHENTICATION_FAILED", err, stderr)
 	}
 }
+
+// The security settings come from flags and from the config file, flags
+// winning, as every broker setting.
+func TestBrokerSecuritySettings(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "weir.yaml")
+	if err := os.WriteFile(file, []byte("listeners: PLAINTEXT://:9092,SASL_SSL://:9093\nssl-client-auth: required\n"+
+		"sasl-enabled-mechanisms: [SCRAM-SHA-512]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, err := resolve(t, "--config", file, "--ssl-client-auth", "requested", "--ssl-cert-file", "c.pem")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sec := s.securitySettings.config()
+	if sec.Listeners != "PLAINTEXT://:9092,SASL_SSL://:9093" || sec.ClientAuth != "requested" || sec.CertFile != "c.pem" ||
+		len(sec.SASLMechanisms) != 1 || sec.SASLMechanisms[0] != "SCRAM-SHA-512" {
+		t.Errorf("security settings %+v", sec)
+	}
+}
