@@ -103,6 +103,7 @@ var authRules = map[int16]authRule{
 		func(resp kmsg.Response) { resp.(*kmsg.SyncGroupResponse).ErrorCode = errGroupAuth }),
 	15: authDescribeGroups,
 	16: authListGroups,
+	17: nil, // SaslHandshake: everyone
 	18: nil, // ApiVersions: everyone
 	19: authCreateTopics,
 	20: authDeleteTopics,
@@ -125,10 +126,13 @@ var authRules = map[int16]authRule{
 	35: clusterOnly(acl.OpDescribe, func(resp kmsg.Response) {
 		resp.(*kmsg.DescribeLogDirsResponse).ErrorCode = errClusterAuth
 	}),
+	36: nil, // SaslAuthenticate: everyone
 	37: authCreatePartitions,
 	42: authDeleteGroups,
 	44: authIncrementalAlterConfigs,
 	47: authOffsetDelete,
+	50: authDescribeUserScram,
+	51: authAlterUserScram,
 	60: authDescribeCluster,
 	61: authDescribeProducers,
 	65: authDescribeTransactions,

@@ -152,6 +152,10 @@ type Config struct {
 	// Metrics receives request, byte and connection counts. Default nil:
 	// nothing is counted.
 	Metrics *Metrics
+	// SASL configures authentication on the SASL listeners
+	// (ServeListener); the zero value offers no mechanism, which only
+	// listeners without SASL accept.
+	SASL SASLConfig
 
 	// Authorizer turns on ACL checks (authorize.go) with these super users
 	// and allow.everyone.if.no.acl.found; the ACLs are read from and
@@ -216,6 +220,9 @@ func (c *Config) validate() error {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if err := c.SASL.validate(); err != nil {
+		return err
 	}
 	return nil
 }

@@ -87,6 +87,9 @@ type conn struct {
 	// loggedUnserved (serving goroutine only): a request for an API or
 	// version not served was logged (logUnserved).
 	loggedUnserved bool
+
+	lst *Listener    // the listener that accepted the connection (nil: PLAINTEXT); listener.go
+	sec connSecurity // who the client is: TLS, SASL (security.go)
 }
 
 // ConnStats is what one connection holds; see Server.ConnStats.
@@ -475,6 +478,9 @@ func (c *conn) handle(frame []byte) (err error) {
 		c.logUnserved(r, frame, fmt.Sprintf("weir serves v%d-v%d", a.min, a.max))
 		return fmt.Errorf("%w: %s v%d not served (v%d-v%d)", errClose, kmsg.NameForKey(r.key), r.version, a.min, a.max)
 	}
+	if err := c.gate(r.key); err != nil {
+		return err
+	}
 	if err := r.decodeBody(frame); err != nil {
 		return err
 	}
@@ -494,7 +500,11 @@ func (c *conn) handle(frame []byte) (err error) {
 	if err != nil || resp == nil {
 		return err
 	}
-	return c.writeResponse(r.corr, resp)
+	resp = c.advertise(resp)
+	if err := c.writeResponse(r.corr, resp); err != nil {
+		return err
+	}
+	return c.afterResponse()
 }
 
 // logUnserved says, at INFO and once per connection, that a client asked

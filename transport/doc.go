@@ -124,4 +124,18 @@
 // open connections, and Fetch requests by session kind with the session
 // cache's size and evictions, in the registry it is given (the node's, whose own
 // collectors report every partition).
+//
+// # Security
+//
+// Each listener has a security protocol (ServeListener, listener.go):
+// PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL. TLS connections finish their
+// handshake on the connection's goroutine within the listener's
+// HandshakeTimeout before any frame is read; on SSL a verified client
+// certificate's subject is the principal. On SASL listeners a connection
+// is gated (security.go): only ApiVersions, SaslHandshake and
+// SaslAuthenticate are served until its SASL exchange (a value driven by
+// those two requests, sasl.go and sasl_scram.go) succeeds; a failure is
+// answered, logged and the connection closed. conn.principal() is who the
+// client is, for authorization. Fetch on TLS connections uses the copy
+// path (package ktls says why sendfile is not kept).
 package transport

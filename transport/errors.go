@@ -7,6 +7,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/weir-broker/weir/core/credentials"
 	"github.com/weir-broker/weir/core/filecache"
 	"github.com/weir-broker/weir/core/groups"
 	"github.com/weir-broker/weir/core/groups/consumer"
@@ -151,6 +152,17 @@ var errorTable = []struct {
 	{errDuplicateTopic, kerr.InvalidRequest},
 	{errUnsupportedResource, kerr.InvalidRequest},
 	{node.ErrInvalidConfigRequest, kerr.InvalidRequest},
+
+	// Security: SASL and SCRAM credentials (sasl.go, core/credentials).
+	{errAuthFailed, kerr.SaslAuthenticationFailed},
+	{errIllegalSaslState, kerr.IllegalSaslState},
+	{errUnsupportedMechanism, kerr.UnsupportedSaslMechanism},
+	{errNoCredentialStore, kerr.UnsupportedSaslMechanism},
+	{credentials.ErrUnknownMechanism, kerr.UnsupportedSaslMechanism},
+	{credentials.ErrUnacceptable, kerr.UnacceptableCredential},
+	{credentials.ErrNotFound, kerr.ResourceNotFound},
+	{credentials.ErrDuplicate, kerr.DuplicateResource},
+	{credentials.ErrMalformed, kerr.UnknownServerError},
 
 	// Fetch sessions.
 	{fetchsession.ErrSessionNotFound, kerr.FetchSessionIDNotFound},

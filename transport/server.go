@@ -126,7 +126,7 @@ func (s *Server) Serve(l net.Listener) error {
 			continue
 		}
 		backoff = 0
-		s.startConn(nc)
+		s.startConn(nc, listenerOf(l))
 	}
 }
 
@@ -159,7 +159,7 @@ func (s *Server) isClosed() bool {
 	return s.closed
 }
 
-func (s *Server) startConn(nc net.Conn) {
+func (s *Server) startConn(nc net.Conn, lst *Listener) {
 	s.mu.Lock()
 	if s.closed || (s.cfg.MaxConnections > 0 && len(s.conns) >= s.cfg.MaxConnections) {
 		full := !s.closed
@@ -171,14 +171,17 @@ func (s *Server) startConn(nc net.Conn) {
 		nc.Close()
 		return
 	}
-	c := newConn(s, nc)
+	c := newConn(s, wrapTLS(nc, lst))
+	c.lst = lst
 	s.conns[c] = struct{}{}
 	s.wg.Add(1)
 	s.mu.Unlock()
 	s.m.connOpened()
 	go func() {
 		defer s.wg.Done()
-		c.serve()
+		if c.handshake() {
+			c.serve()
+		}
 		s.mu.Lock()
 		delete(s.conns, c)
 		s.mu.Unlock()

@@ -36,6 +36,7 @@ var apis = []api{
 	{key: 14, min: 0, max: 5, handle: handleSyncGroup},               // api_sync_group.go
 	{key: 15, min: 0, max: 5, handle: handleDescribeGroups},          // api_describe_groups.go
 	{key: 16, min: 0, max: 5, handle: handleListGroups},              // api_list_groups.go
+	{key: 17, min: 0, max: 1, handle: handleSaslHandshake},           // api_sasl_handshake.go
 	{key: 18, min: 0, max: 4, handle: handleApiVersions},             // api_api_versions.go
 	{key: 19, min: 0, max: 7, handle: handleCreateTopics},            // api_create_topics.go
 	{key: 20, min: 0, max: 6, handle: handleDeleteTopics},            // api_delete_topics.go
@@ -53,10 +54,13 @@ var apis = []api{
 	{key: 32, min: 0, max: 4, handle: handleDescribeConfigs},         // api_describe_configs.go
 	{key: 33, min: 0, max: 2, handle: handleAlterConfigs},            // api_alter_configs.go
 	{key: 35, min: 0, max: 4, handle: handleDescribeLogDirs},         // api_describe_log_dirs.go
+	{key: 36, min: 0, max: 2, handle: handleSaslAuthenticate},        // api_sasl_authenticate.go
 	{key: 37, min: 0, max: 3, handle: handleCreatePartitions},        // api_create_partitions.go
 	{key: 42, min: 0, max: 2, handle: handleDeleteGroups},            // api_delete_groups.go
 	{key: 44, min: 0, max: 1, handle: handleIncrementalAlterConfigs}, // api_incremental_alter_configs.go
 	{key: 47, min: 0, max: 0, handle: handleOffsetDelete},            // api_offset_delete.go
+	{key: 50, min: 0, max: 0, handle: handleDescribeUserScram},       // api_user_scram_credentials.go
+	{key: 51, min: 0, max: 0, handle: handleAlterUserScram},          // api_user_scram_credentials.go
 	{key: 60, min: 0, max: 1, handle: handleDescribeCluster},         // api_describe_cluster.go
 	{key: 61, min: 0, max: 0, handle: handleDescribeProducers},       // api_describe_producers.go
 	{key: 65, min: 0, max: 0, handle: handleDescribeTransactions},    // api_describe_transactions.go

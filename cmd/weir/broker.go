@@ -71,6 +71,8 @@ type brokerSettings struct {
 	// PowerCutFS is the hidden lab flag --power-cut-fs (powercut.go); no
 	// config file key.
 	PowerCutFS bool `yaml:"-"`
+
+	securitySettings `yaml:",inline"` // broker_security.go
 }
 
 const brokerLong = `Run a broker that speaks the Kafka protocol: point a Kafka client at --listen
@@ -195,6 +197,7 @@ func newBrokerCmdWith(run func(context.Context, brokerSettings, io.Writer) error
 	f.StringVar(&s.LogFormat, "log-format", s.LogFormat, "log `format`: text or json")
 	f.BoolVar(&s.PowerCutFS, "power-cut-fs", s.PowerCutFS, fmt.Sprintf("lab: run on an in-memory copy of --data-dir that knows what was fsynced, every change made on the directory too; SIGUSR1 cuts the power (the directory keeps what was fsynced) and exits with status %d", brokerproc.PowerCutStatus))
 	_ = f.MarkHidden("power-cut-fs") // the cluster fault lab's (README: The cluster fault lab)
+	addSecurityFlags(f, &s.securitySettings)
 	return cmd
 }
 
@@ -254,6 +257,7 @@ func (s *brokerSettings) merge(flags *pflag.FlagSet, configFile string, topicCon
 		set("transactional-id-expiration", func() { s.TransactionalIDExpiration = file.TransactionalIDExpiration })
 		s.TopicConfig = file.TopicConfig
 		s.ReplicaRoutes = file.ReplicaRoutes
+		s.securitySettings.mergeFile(file, set) // broker_security.go
 	}
 	for _, kv := range topicConfig {
 		k, v, ok := strings.Cut(kv, "=")
@@ -418,6 +422,7 @@ func runBroker(ctx context.Context, s brokerSettings, stderr io.Writer) error {
 		PluginCallTimeout:            s.PluginCallTimeout,
 		FS:                           pc.fsys(),
 		Logger:                       logger,
+		Security:                     s.securitySettings.config(),
 	})
 	if err != nil {
 		pc.hold()

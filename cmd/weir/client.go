@@ -60,6 +60,7 @@ type clientFlags struct {
 	topic     string
 	pluginDir string
 	timeout   time.Duration
+	security  clientSecurity // client_security.go
 }
 
 func (c *clientFlags) add(f *pflag.FlagSet) {
@@ -67,6 +68,7 @@ func (c *clientFlags) add(f *pflag.FlagSet) {
 	f.StringVarP(&c.topic, "topic", "t", "", "`topic` name (required)")
 	f.StringVar(&c.pluginDir, "plugin-dir", "", "`dir`ectory holding weir-<kind>-<name> plugin executables (default: $"+pluginDirEnv+")")
 	f.DurationVar(&c.timeout, "timeout", defaultClientTimeout, "give up when the broker does not answer, or a record is not delivered, within this long")
+	c.security.add(f)
 }
 
 // validate checks the flags without connecting and returns the broker list.
@@ -96,6 +98,9 @@ func (c *clientFlags) validate() ([]string, error) {
 	}
 	if c.pluginDir == "" {
 		c.pluginDir = os.Getenv(pluginDirEnv)
+	}
+	if err := c.security.build(); err != nil {
+		return nil, err
 	}
 	return seeds, nil
 }

@@ -349,7 +349,7 @@ func runConsume(ctx context.Context, f consumeFlags, cfg consumeConfig, stdout, 
 			)
 		}
 	}
-	c, err = newConn(cfg.seeds, f.client.timeout, opts...)
+	c, err = newConn(cfg.seeds, f.client.timeout, append(opts, f.client.security.opts...)...)
 	if err != nil {
 		return err
 	}

@@ -268,7 +268,7 @@ func runProduce(ctx context.Context, f produceFlags, cfg produceConfig, stdin io
 	if f.acks != "all" && f.acks != "-1" {
 		opts = append(opts, kgo.DisableIdempotentWrite()) // idempotence needs acks=all
 	}
-	cl, err := newConn(cfg.seeds, f.client.timeout, opts...)
+	cl, err := newConn(cfg.seeds, f.client.timeout, append(opts, f.client.security.opts...)...)
 	if err != nil {
 		return err
 	}

@@ -441,6 +441,9 @@ func (r *runner) runPoint(ctx context.Context, section string, p spec.Point) (pt
 	if cfg.TopicConfigs == nil {
 		cfg.TopicConfigs = map[string]string{}
 	}
+	if cfg.ClientOpts, err = securityOpts(r.spec.Target.Security); err != nil { // security.go
+		return pt, err
+	}
 	if path := r.spec.PayloadPath(w); path != "" {
 		if cfg.PayloadFile, err = os.ReadFile(path); err != nil {
 			return pt, fmt.Errorf("runner: payload_file: %w", err)

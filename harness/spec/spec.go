@@ -96,6 +96,9 @@ type Target struct {
 	// Cluster starts a cluster of `weir broker` subprocesses on a
 	// ZooKeeper for each matrix point.
 	Cluster *Cluster `yaml:"cluster"`
+	// Security is how the load's clients connect (TLS, SASL), for a
+	// bootstrap target whose listener asks for it (security.go).
+	Security *Security `yaml:"security"`
 }
 
 // IsEmbedded reports whether the target is an embedded broker.

@@ -31,6 +31,8 @@ type Broker struct {
 	serveDone chan struct{} // closed when server.Serve returned
 	serveErr  error         // what it returned, read after serveDone
 
+	sec listenerSet // listeners beyond the default one, credentials (security.go)
+
 	closeOnce sync.Once
 	crash     bool // Crash: stop without a controlled shutdown
 	closing   chan struct{}
@@ -62,15 +64,26 @@ func StartContext(ctx context.Context, cfg Config) (*Broker, error) {
 func (b *Broker) start(ctx context.Context) error {
 	cfg := b.cfg
 	var err error
-	b.listener, err = net.Listen("tcp", cfg.Listen)
-	if err != nil {
-		return fmt.Errorf("broker: listen: %w", err)
-	}
-	advertised := cfg.Advertised
-	if advertised == "" {
-		advertised = advertise(b.listener.Addr().String())
+	var advertised string
+	if cfg.Security.Listeners != "" {
+		if advertised, err = b.listen(&cfg); err != nil {
+			return err
+		}
+	} else {
+		b.listener, err = net.Listen("tcp", cfg.Listen)
+		if err != nil {
+			return fmt.Errorf("broker: listen: %w", err)
+		}
+		advertised = cfg.Advertised
+		if advertised == "" {
+			advertised = advertise(b.listener.Addr().String())
+		}
 	}
 	b.node, err = node.OpenContext(ctx, cfg.nodeConfig(advertised))
+	if err != nil {
+		return err
+	}
+	sasl, err := b.openCredentials()
 	if err != nil {
 		return err
 	}
@@ -93,6 +106,8 @@ func (b *Broker) start(ctx context.Context) error {
 
 		// Broker-wide (zero: transport's default).
 		MaxQueuedRequestBytes: cfg.MaxQueuedRequestBytes,
+
+		SASL: sasl, // security.go
 	}, b.node)
 	if err != nil {
 		return fmt.Errorf("broker: %w", err)
@@ -118,7 +133,7 @@ func (b *Broker) start(ctx context.Context) error {
 	b.serving = true
 	go func() {
 		defer close(b.serveDone)
-		b.serveErr = b.server.Serve(b.listener)
+		b.serveErr = b.serveListeners()
 		select {
 		case <-b.closing:
 		default:
@@ -214,12 +229,16 @@ func (b *Broker) stop() error {
 	} else if b.listener != nil {
 		b.listener.Close()
 	}
+	b.closeListeners()
 	if b.metricsHTTP != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		if err := b.metricsHTTP.Shutdown(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("broker: close metrics endpoint: %w", err))
 		}
 		cancel()
+	}
+	if b.sec.creds != nil {
+		b.sec.creds.Close()
 	}
 	if b.node != nil {
 		if err := b.node.Close(); err != nil {

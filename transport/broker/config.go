@@ -52,6 +52,9 @@ type Config struct {
 	// MetricsListen is the TCP address of the HTTP endpoint serving
 	// Prometheus metrics at /metrics. Empty disables it.
 	MetricsListen string
+	// Security: listeners with their security protocols, TLS, SASL
+	// (security.go). The zero value is one PLAINTEXT listener on Listen.
+	Security Security
 
 	// TopicDefaults are broker-wide topic configs (Kafka names, such as
 	// retention.ms or weir.durable.acks) that every topic inherits unless it
@@ -209,6 +212,9 @@ func (c Config) validate() (Config, error) {
 		if _, _, err := node.SplitHostPort(c.Advertised); err != nil {
 			return bad("Advertised %q: %v", c.Advertised, err)
 		}
+	}
+	if err := c.Security.validate(); err != nil {
+		return Config{}, err
 	}
 	if c.MetricsListen != "" {
 		if _, _, err := net.SplitHostPort(c.MetricsListen); err != nil {

@@ -1,6 +1,7 @@
 package transport
 
-// The authorizer's checks of the transaction coordinator's APIs (Kafka's
+// The authorizer's checks of the transaction coordinator's and the SCRAM
+// credentials' APIs (Kafka's
 // KafkaApis handleAddPartitionsToTxnRequest, handleAddOffsetsToTxnRequest,
 // handleEndTxnRequest, handleDescribeTransactionsRequest,
 // handleListTransactionsRequest).
@@ -140,4 +141,45 @@ func authListTransactions(c authCheck, r kmsg.Request) (kmsg.Response, patch) {
 		}
 		rr.TransactionStates = kept
 	}
+}
+
+// The SASL exchange is open to everyone: it is how a principal comes to be
+// (Kafka authorizes neither SaslHandshake nor SaslAuthenticate).
+
+// authDescribeUserScram: Describe on the cluster.
+func authDescribeUserScram(c authCheck, r kmsg.Request) (kmsg.Response, patch) {
+	req := r.(*kmsg.DescribeUserSCRAMCredentialsRequest)
+	if c.cluster(acl.OpDescribe) {
+		return nil, nil
+	}
+	resp := req.ResponseKind().(*kmsg.DescribeUserSCRAMCredentialsResponse)
+	resp.ErrorCode = errClusterAuth
+	return resp, nil
+}
+
+// authAlterUserScram: Alter on the cluster; every user's result answers
+// CLUSTER_AUTHORIZATION_FAILED otherwise.
+func authAlterUserScram(c authCheck, r kmsg.Request) (kmsg.Response, patch) {
+	req := r.(*kmsg.AlterUserSCRAMCredentialsRequest)
+	if c.cluster(acl.OpAlter) {
+		return nil, nil
+	}
+	resp := req.ResponseKind().(*kmsg.AlterUserSCRAMCredentialsResponse)
+	seen := map[string]bool{}
+	add := func(user string) {
+		if seen[user] {
+			return
+		}
+		seen[user] = true
+		rr := kmsg.NewAlterUserSCRAMCredentialsResponseResult()
+		rr.User, rr.ErrorCode = user, errClusterAuth
+		resp.Results = append(resp.Results, rr)
+	}
+	for _, d := range req.Deletions {
+		add(d.Name)
+	}
+	for _, u := range req.Upsertions {
+		add(u.Name)
+	}
+	return resp, nil
 }

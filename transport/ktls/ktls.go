@@ -1,0 +1,92 @@
+// Package ktls hands a TLS 1.3 connection's transmit keys to the Linux
+// kernel (kTLS, TLS_TX), so that a TLS listener can keep sending Fetch
+// record bytes from the page cache with sendfile: the kernel encrypts what
+// sendfile passes through the socket. Kafka gives sendfile up on TLS
+// connections; this is the way to keep it.
+//
+// How the keys get here: crypto/tls does not export traffic keys, but its
+// Config.KeyLogWriter receives the TLS 1.3 traffic secrets in the NSS key
+// log format ("SERVER_TRAFFIC_SECRET_0 <client random> <secret>"). KeyLog
+// collects them per connection (keyed by the client random, which
+// tls.ConnectionState does not expose either, so the caller matches them
+// through the only secret of a given connection it sees). TrafficKeys then
+// derives the record key and IV with HKDF-Expand-Label (RFC 8446 7.3), and
+// EnableTX installs them on the socket: setsockopt(TCP_ULP, "tls"), then
+// setsockopt(SOL_TLS, TLS_TX, tls12_crypto_info_*) with the record
+// sequence number. The sequence starts at zero only if crypto/tls sent no
+// record with the application keys before: the server must disable session
+// tickets (tls.Config.SessionTicketsDisabled), which TLS 1.3 otherwise
+// sends right after the handshake. From then on every byte the server
+// sends must go through the socket (the kernel), never through tls.Conn's
+// Write: a KeyUpdate or close_notify from crypto/tls would reuse a sequence
+// number. Reads stay in crypto/tls (TLS_RX is not used).
+//
+// Availability: Available tries TCP_ULP "tls" on a loopback socket once and
+// says why not when the kernel refuses (no tls module: ENOENT). The
+// machines weir is developed on have no kTLS (their tcp_available_ulp
+// lists only mptcp), so the transport uses the copy path on TLS listeners
+// and says so in its log; the speed of the kTLS path has not been measured.
+package ktls
+
+import (
+	"crypto/hkdf"
+	"crypto/sha256"
+	"crypto/sha512"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"hash"
+)
+
+// ErrUnsupported: the kernel, the TLS version or the cipher suite does not
+// allow kTLS.
+var ErrUnsupported = errors.New("ktls: not supported")
+
+// Keys are one direction's record protection keys.
+type Keys struct {
+	Suite uint16 // tls.TLS_AES_128_GCM_SHA256, ...
+	Key   []byte
+	IV    []byte // 12 bytes: the static part of the per-record nonce
+}
+
+// TrafficKeys derives the record key and IV of a TLS 1.3 traffic secret
+// for suite (RFC 8446 7.3): key = HKDF-Expand-Label(secret, "key", "",
+// key_length), iv = HKDF-Expand-Label(secret, "iv", "", 12).
+func TrafficKeys(suite uint16, secret []byte) (Keys, error) {
+	var h func() hash.Hash
+	var keyLen int
+	switch suite {
+	case tls.TLS_AES_128_GCM_SHA256:
+		h, keyLen = sha256.New, 16
+	case tls.TLS_AES_256_GCM_SHA384:
+		h, keyLen = sha512.New384, 32
+	case tls.TLS_CHACHA20_POLY1305_SHA256:
+		h, keyLen = sha256.New, 32
+	default:
+		return Keys{}, fmt.Errorf("%w: cipher suite %s", ErrUnsupported, tls.CipherSuiteName(suite))
+	}
+	key, err := expandLabel(h, secret, "key", keyLen)
+	if err != nil {
+		return Keys{}, err
+	}
+	iv, err := expandLabel(h, secret, "iv", 12)
+	if err != nil {
+		return Keys{}, err
+	}
+	return Keys{Suite: suite, Key: key, IV: iv}, nil
+}
+
+// expandLabel is HKDF-Expand-Label with an empty context:
+// struct { uint16 length; opaque label<7..255> = "tls13 " + label;
+// opaque context<0..255>; }.
+func expandLabel(h func() hash.Hash, secret []byte, label string, n int) ([]byte, error) {
+	full := "tls13 " + label
+	info := []byte{byte(n >> 8), byte(n), byte(len(full))}
+	info = append(info, full...)
+	info = append(info, 0) // empty context
+	out, err := hkdf.Expand(h, secret, string(info), n)
+	if err != nil {
+		return nil, fmt.Errorf("ktls: HKDF-Expand-Label %q: %w", label, err)
+	}
+	return out, nil
+}

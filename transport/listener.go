@@ -1,0 +1,140 @@
+package transport
+
+import (
+	"crypto/tls"
+	"fmt"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/weir-broker/weir/transport/ktls"
+)
+
+// SecurityProtocol is a listener's security protocol, Kafka's names.
+type SecurityProtocol string
+
+// The four security protocols of Kafka (security.protocol,
+// listener.security.protocol.map).
+const (
+	Plaintext     SecurityProtocol = "PLAINTEXT"
+	SSL           SecurityProtocol = "SSL"
+	SASLPlaintext SecurityProtocol = "SASL_PLAINTEXT"
+	SASLSSL       SecurityProtocol = "SASL_SSL"
+)
+
+// ParseSecurityProtocol accepts Kafka's names, in any case.
+func ParseSecurityProtocol(s string) (SecurityProtocol, error) {
+	switch p := SecurityProtocol(strings.ToUpper(strings.TrimSpace(s))); p {
+	case Plaintext, SSL, SASLPlaintext, SASLSSL:
+		return p, nil
+	}
+	return "", fmt.Errorf("%w: security protocol %q: want PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL", ErrConfig, s)
+}
+
+// TLS reports whether the protocol runs over TLS.
+func (p SecurityProtocol) TLS() bool { return p == SSL || p == SASLSSL }
+
+// SASL reports whether the protocol authenticates clients with SASL.
+func (p SecurityProtocol) SASL() bool { return p == SASLPlaintext || p == SASLSSL }
+
+// DefaultHandshakeTimeout bounds a TLS handshake: a client that stops in the
+// middle of one is closed after it.
+const DefaultHandshakeTimeout = 10 * time.Second
+
+// Listener describes how connections accepted on one listening socket are
+// secured (Server.ServeListener). The zero value is Kafka's default
+// listener: PLAINTEXT, named "PLAINTEXT".
+type Listener struct {
+	// Name is the listener's name (Kafka's listener name, such as
+	// "INTERNAL"); it appears in logs. Default: the protocol's name.
+	Name string
+	// Protocol is the listener's security protocol. Default Plaintext.
+	Protocol SecurityProtocol
+	// TLS configures the server side of TLS; required for SSL and
+	// SASL_SSL. Its ClientAuth decides mTLS: a verified client
+	// certificate's subject becomes the connection's principal on SSL
+	// listeners (see principalFromCert).
+	TLS *tls.Config
+	// HandshakeTimeout bounds the TLS handshake. Default
+	// DefaultHandshakeTimeout; negative: none.
+	HandshakeTimeout time.Duration
+	// Advertised is the host:port Metadata, FindCoordinator and
+	// DescribeCluster give clients of this listener for this broker
+	// (Kafka answers each listener with its own advertised address).
+	// Empty: the address the node advertises.
+	Advertised string
+}
+
+func (l *Listener) validate() error {
+	if l.Protocol == "" {
+		l.Protocol = Plaintext
+	}
+	if _, err := ParseSecurityProtocol(string(l.Protocol)); err != nil {
+		return err
+	}
+	if l.Name == "" {
+		l.Name = string(l.Protocol)
+	}
+	if l.Protocol.TLS() && l.TLS == nil {
+		return fmt.Errorf("%w: listener %s (%s) needs a TLS config", ErrConfig, l.Name, l.Protocol)
+	}
+	if l.HandshakeTimeout == 0 {
+		l.HandshakeTimeout = DefaultHandshakeTimeout
+	}
+	if l.Advertised != "" {
+		if _, _, err := net.SplitHostPort(l.Advertised); err != nil {
+			return fmt.Errorf("%w: listener %s: advertised %q: %v", ErrConfig, l.Name, l.Advertised, err)
+		}
+	}
+	return nil
+}
+
+// ServeListener is Serve for a listener secured as lc says: TLS listeners
+// wrap each accepted connection in crypto/tls (the handshake runs on the
+// connection's goroutine, bounded by lc.HandshakeTimeout), and SASL
+// listeners serve nothing but ApiVersions, SaslHandshake and
+// SaslAuthenticate until the client has authenticated. Serve(l) is
+// ServeListener(l, Listener{}).
+func (s *Server) ServeListener(l net.Listener, lc Listener) error {
+	if err := lc.validate(); err != nil {
+		l.Close()
+		return err
+	}
+	if lc.Protocol.SASL() && s.cfg.SASL.mechanisms() == nil {
+		l.Close()
+		return fmt.Errorf("%w: listener %s (%s) has no SASL mechanism (Config.SASL)", ErrConfig, lc.Name, lc.Protocol)
+	}
+	if lc.Protocol.TLS() {
+		s.log.Info("transport: TLS listener", "listener", lc.Name, "addr", l.Addr(), "fetch_path", fetchPathTLS())
+	}
+	return s.Serve(&securedListener{Listener: l, lc: lc})
+}
+
+// securedListener carries a listener's settings to the connections it
+// accepts.
+type securedListener struct {
+	net.Listener
+	lc Listener
+}
+
+// listenerOf returns the settings of the listener l (Serve's plain
+// listeners are PLAINTEXT).
+func listenerOf(l net.Listener) *Listener {
+	if sl, ok := l.(*securedListener); ok {
+		return &sl.lc
+	}
+	return &plaintextListener
+}
+
+var plaintextListener = Listener{Name: string(Plaintext), Protocol: Plaintext}
+
+// fetchPathTLS says how Fetch sends record bytes on TLS listeners: with
+// the copy path (records read into a buffer and written through
+// crypto/tls), because the kernel's TLS offload that would keep sendfile
+// (package ktls) is not wired in, and says why where the kernel lacks it.
+func fetchPathTLS() string {
+	if err := ktls.Available(); err != nil {
+		return "copy (kTLS unavailable: " + err.Error() + ")"
+	}
+	return "copy (kTLS available in the kernel, not used by this broker yet)"
+}
