@@ -19,6 +19,7 @@ func TestCleanerStopsAtFirstUnstableOffset(t *testing.T) {
 	c := newTestCluster(t, 1)
 	c.await("a controller", func(im *meta.Image) bool { return im.Controller != -1 })
 	n := c.nodes[1]
+	n.txnVerifier = nil // the test plays the coordinator
 	ctx := context.Background()
 	if _, err := n.CreateTopic(ctx, CreateTopic{Name: "c", Partitions: 1, ReplicationFactor: 1, Configs: map[string]string{
 		"cleanup.policy": "compact", "segment.bytes": "1024", "min.cleanable.dirty.ratio": "0.01"}}); err != nil {

@@ -22,6 +22,7 @@ func TestWriteTxnMarkersLocal(t *testing.T) {
 	c := newTestCluster(t, 1)
 	c.await("a controller", func(im *meta.Image) bool { return im.Controller != -1 })
 	n := c.nodes[1]
+	n.txnVerifier = nil // the test plays the coordinator
 	ctx := context.Background()
 	if _, err := n.CreateTopic(ctx, CreateTopic{Name: "t", Partitions: 2, ReplicationFactor: 1}); err != nil {
 		t.Fatal(err)
