@@ -83,6 +83,25 @@ type patch func(resp any)
 // (nil: nothing to add) after it, the request having been filtered in place.
 type authRule func(c authCheck, req kmsg.Request) (deny kmsg.Response, p patch)
 
+// finish ends a rule that split a request's items into kept and denied
+// ones: nothing denied, nothing to do; everything denied, an answer of the
+// denied items instead of the handler; otherwise the request keeps the
+// allowed items (*field = kept) and add puts the denied ones into the
+// handler's response.
+func finish[I, D any](req kmsg.Request, field *[]I, kept []I, denied []D, add func(resp any, denied []D)) (kmsg.Response, patch) {
+	if len(denied) == 0 {
+		return nil, nil
+	}
+	p := func(resp any) { add(resp, denied) }
+	if len(kept) == 0 {
+		resp := req.ResponseKind()
+		p(resp)
+		return resp, nil
+	}
+	*field = kept
+	return nil, p
+}
+
 // authRules are the checks of every API served; an API missing here is
 // refused whole under an authorizer (TestAuthRulesCoverEveryAPI keeps the
 // table complete).
@@ -611,20 +630,10 @@ func authFindCoordinator(c authCheck, r kmsg.Request) (kmsg.Response, patch) {
 		}
 		kept = append(kept, k)
 	}
-	if len(denied) == 0 {
-		return nil, nil
-	}
-	add := func(resp any) {
+	return finish(req, &req.CoordinatorKeys, kept, denied, func(resp any, d []kmsg.FindCoordinatorResponseCoordinator) {
 		r := resp.(*kmsg.FindCoordinatorResponse)
-		r.Coordinators = append(r.Coordinators, denied...)
-	}
-	if len(kept) == 0 {
-		resp := req.ResponseKind()
-		add(resp)
-		return resp, nil
-	}
-	req.CoordinatorKeys = kept
-	return nil, add
+		r.Coordinators = append(r.Coordinators, d...)
+	})
 }
 
 func authDescribeGroups(c authCheck, r kmsg.Request) (kmsg.Response, patch) {
@@ -674,20 +683,10 @@ func authConsumerGroupDescribe(c authCheck, r kmsg.Request) (kmsg.Response, patc
 		rg.Group, rg.ErrorCode = g, errGroupAuth
 		denied = append(denied, rg)
 	}
-	if len(denied) == 0 {
-		return nil, nil
-	}
-	add := func(resp any) {
+	return finish(req, &req.Groups, kept, denied, func(resp any, d []kmsg.ConsumerGroupDescribeResponseGroup) {
 		r := resp.(*kmsg.ConsumerGroupDescribeResponse)
-		r.Groups = append(r.Groups, denied...)
-	}
-	if len(kept) == 0 {
-		resp := req.ResponseKind()
-		add(resp)
-		return resp, nil
-	}
-	req.Groups = kept
-	return nil, add
+		r.Groups = append(r.Groups, d...)
+	})
 }
 
 // authListGroups: Describe on the cluster lists every group; otherwise
@@ -725,20 +724,10 @@ func authCreateTopics(c authCheck, r kmsg.Request) (kmsg.Response, patch) {
 		rt.Topic, rt.ErrorCode, rt.NumPartitions, rt.ReplicationFactor = t.Topic, errTopicAuth, -1, -1
 		denied = append(denied, rt)
 	}
-	if len(denied) == 0 {
-		return nil, nil
-	}
-	add := func(resp any) {
+	return finish(req, &req.Topics, kept, denied, func(resp any, d []kmsg.CreateTopicsResponseTopic) {
 		r := resp.(*kmsg.CreateTopicsResponse)
-		r.Topics = append(r.Topics, denied...)
-	}
-	if len(kept) == 0 {
-		resp := req.ResponseKind()
-		add(resp)
-		return resp, nil
-	}
-	req.Topics = kept
-	return nil, add
+		r.Topics = append(r.Topics, d...)
+	})
 }
 
 // authDeleteTopics: Delete on each topic (named, or by ID in v6+: an ID not
@@ -807,20 +796,10 @@ func authDeleteRecords(c authCheck, r kmsg.Request) (kmsg.Response, patch) {
 		}
 		denied = append(denied, rt)
 	}
-	if len(denied) == 0 {
-		return nil, nil
-	}
-	add := func(resp any) {
+	return finish(req, &req.Topics, kept, denied, func(resp any, d []kmsg.DeleteRecordsResponseTopic) {
 		r := resp.(*kmsg.DeleteRecordsResponse)
-		r.Topics = append(r.Topics, denied...)
-	}
-	if len(kept) == 0 {
-		resp := req.ResponseKind()
-		add(resp)
-		return resp, nil
-	}
-	req.Topics = kept
-	return nil, add
+		r.Topics = append(r.Topics, d...)
+	})
 }
 
 // authInitProducerID: Write on the transactional id; without one,
@@ -872,20 +851,10 @@ func authOffsetForLeaderEpoch(c authCheck, r kmsg.Request) (kmsg.Response, patch
 		}
 		denied = append(denied, rt)
 	}
-	if len(denied) == 0 {
-		return nil, nil
-	}
-	add := func(resp any) {
+	return finish(req, &req.Topics, kept, denied, func(resp any, d []kmsg.OffsetForLeaderEpochResponseTopic) {
 		r := resp.(*kmsg.OffsetForLeaderEpochResponse)
-		r.Topics = append(r.Topics, denied...)
-	}
-	if len(kept) == 0 {
-		resp := req.ResponseKind()
-		add(resp)
-		return resp, nil
-	}
-	req.Topics = kept
-	return nil, add
+		r.Topics = append(r.Topics, d...)
+	})
 }
 
 // configCheck: op on the topic for topic resources (2), on the cluster for
@@ -917,20 +886,10 @@ func authDescribeConfigs(c authCheck, r kmsg.Request) (kmsg.Response, patch) {
 		}
 		kept = append(kept, res)
 	}
-	if len(denied) == 0 {
-		return nil, nil
-	}
-	add := func(resp any) {
+	return finish(req, &req.Resources, kept, denied, func(resp any, d []kmsg.DescribeConfigsResponseResource) {
 		r := resp.(*kmsg.DescribeConfigsResponse)
-		r.Resources = append(r.Resources, denied...)
-	}
-	if len(kept) == 0 {
-		resp := req.ResponseKind()
-		add(resp)
-		return resp, nil
-	}
-	req.Resources = kept
-	return nil, add
+		r.Resources = append(r.Resources, d...)
+	})
 }
 
 func authAlterConfigs(c authCheck, r kmsg.Request) (kmsg.Response, patch) {
@@ -946,20 +905,10 @@ func authAlterConfigs(c authCheck, r kmsg.Request) (kmsg.Response, patch) {
 		}
 		kept = append(kept, res)
 	}
-	if len(denied) == 0 {
-		return nil, nil
-	}
-	add := func(resp any) {
+	return finish(req, &req.Resources, kept, denied, func(resp any, d []kmsg.AlterConfigsResponseResource) {
 		r := resp.(*kmsg.AlterConfigsResponse)
-		r.Resources = append(r.Resources, denied...)
-	}
-	if len(kept) == 0 {
-		resp := req.ResponseKind()
-		add(resp)
-		return resp, nil
-	}
-	req.Resources = kept
-	return nil, add
+		r.Resources = append(r.Resources, d...)
+	})
 }
 
 func authIncrementalAlterConfigs(c authCheck, r kmsg.Request) (kmsg.Response, patch) {
@@ -975,20 +924,10 @@ func authIncrementalAlterConfigs(c authCheck, r kmsg.Request) (kmsg.Response, pa
 		}
 		kept = append(kept, res)
 	}
-	if len(denied) == 0 {
-		return nil, nil
-	}
-	add := func(resp any) {
+	return finish(req, &req.Resources, kept, denied, func(resp any, d []kmsg.IncrementalAlterConfigsResponseResource) {
 		r := resp.(*kmsg.IncrementalAlterConfigsResponse)
-		r.Resources = append(r.Resources, denied...)
-	}
-	if len(kept) == 0 {
-		resp := req.ResponseKind()
-		add(resp)
-		return resp, nil
-	}
-	req.Resources = kept
-	return nil, add
+		r.Resources = append(r.Resources, d...)
+	})
 }
 
 // authCreatePartitions: Alter on each topic.
@@ -1005,20 +944,10 @@ func authCreatePartitions(c authCheck, r kmsg.Request) (kmsg.Response, patch) {
 		rt.Topic, rt.ErrorCode = t.Topic, errTopicAuth
 		denied = append(denied, rt)
 	}
-	if len(denied) == 0 {
-		return nil, nil
-	}
-	add := func(resp any) {
+	return finish(req, &req.Topics, kept, denied, func(resp any, d []kmsg.CreatePartitionsResponseTopic) {
 		r := resp.(*kmsg.CreatePartitionsResponse)
-		r.Topics = append(r.Topics, denied...)
-	}
-	if len(kept) == 0 {
-		resp := req.ResponseKind()
-		add(resp)
-		return resp, nil
-	}
-	req.Topics = kept
-	return nil, add
+		r.Topics = append(r.Topics, d...)
+	})
 }
 
 // authDeleteGroups: Delete on each group.
@@ -1035,20 +964,10 @@ func authDeleteGroups(c authCheck, r kmsg.Request) (kmsg.Response, patch) {
 		rg.Group, rg.ErrorCode = g, errGroupAuth
 		denied = append(denied, rg)
 	}
-	if len(denied) == 0 {
-		return nil, nil
-	}
-	add := func(resp any) {
+	return finish(req, &req.Groups, kept, denied, func(resp any, d []kmsg.DeleteGroupsResponseGroup) {
 		r := resp.(*kmsg.DeleteGroupsResponse)
-		r.Groups = append(r.Groups, denied...)
-	}
-	if len(kept) == 0 {
-		resp := req.ResponseKind()
-		add(resp)
-		return resp, nil
-	}
-	req.Groups = kept
-	return nil, add
+		r.Groups = append(r.Groups, d...)
+	})
 }
 
 // authOffsetDelete: Delete on the group, Read on each topic.
@@ -1075,20 +994,10 @@ func authOffsetDelete(c authCheck, r kmsg.Request) (kmsg.Response, patch) {
 		}
 		denied = append(denied, rt)
 	}
-	if len(denied) == 0 {
-		return nil, nil
-	}
-	add := func(resp any) {
+	return finish(req, &req.Topics, kept, denied, func(resp any, d []kmsg.OffsetDeleteResponseTopic) {
 		r := resp.(*kmsg.OffsetDeleteResponse)
-		r.Topics = append(r.Topics, denied...)
-	}
-	if len(kept) == 0 {
-		resp := req.ResponseKind()
-		add(resp)
-		return resp, nil
-	}
-	req.Topics = kept
-	return nil, add
+		r.Topics = append(r.Topics, d...)
+	})
 }
 
 // authDescribeProducers: Read on each topic.
@@ -1110,20 +1019,10 @@ func authDescribeProducers(c authCheck, r kmsg.Request) (kmsg.Response, patch) {
 		}
 		denied = append(denied, rt)
 	}
-	if len(denied) == 0 {
-		return nil, nil
-	}
-	add := func(resp any) {
+	return finish(req, &req.Topics, kept, denied, func(resp any, d []kmsg.DescribeProducersResponseTopic) {
 		r := resp.(*kmsg.DescribeProducersResponse)
-		r.Topics = append(r.Topics, denied...)
-	}
-	if len(kept) == 0 {
-		resp := req.ResponseKind()
-		add(resp)
-		return resp, nil
-	}
-	req.Topics = kept
-	return nil, add
+		r.Topics = append(r.Topics, d...)
+	})
 }
 
 // authCreateACLs: Alter on the cluster, else every creation fails.
@@ -1215,18 +1114,8 @@ func authTxnOffsetCommit(c authCheck, r kmsg.Request) (kmsg.Response, patch) {
 		}
 		denied = append(denied, rt)
 	}
-	if len(denied) == 0 {
-		return nil, nil
-	}
-	add := func(resp any) {
+	return finish(req, &req.Topics, kept, denied, func(resp any, d []kmsg.TxnOffsetCommitResponseTopic) {
 		r := resp.(*kmsg.TxnOffsetCommitResponse)
-		r.Topics = append(r.Topics, denied...)
-	}
-	if len(kept) == 0 {
-		resp := req.ResponseKind()
-		add(resp)
-		return resp, nil
-	}
-	req.Topics = kept
-	return nil, add
+		r.Topics = append(r.Topics, d...)
+	})
 }

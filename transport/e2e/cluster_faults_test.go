@@ -5,11 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -115,40 +112,15 @@ func consumeSeq(t testing.TB, addr, topic string, n int) []seqRec {
 	return out
 }
 
-// weirBin is cmd/weir, built on first use (weirBinary) for the tests that
-// SIGKILL a real `weir broker` process; TestMain removes it.
-var (
-	weirOnce   sync.Once
-	weirDir    string
-	weirBin    string
-	weirBinErr error
-)
-
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if weirDir != "" {
-		os.RemoveAll(weirDir)
-	}
+	brokertest.RemoveWeirBinary()
 	os.Exit(code)
 }
 
-func weirBinary(t testing.TB) string {
-	t.Helper()
-	weirOnce.Do(func() {
-		if weirDir, weirBinErr = os.MkdirTemp("", "weir-e2e-bin-"); weirBinErr != nil {
-			return
-		}
-		weirBin = filepath.Join(weirDir, "weir")
-		out, err := exec.Command("go", "build", "-o", weirBin, "github.com/weir-broker/weir/cmd/weir").CombinedOutput()
-		if err != nil {
-			weirBinErr = fmt.Errorf("go build cmd/weir: %w\n%s", err, out)
-		}
-	})
-	if weirBinErr != nil {
-		t.Fatal(weirBinErr)
-	}
-	return weirBin
-}
+// weirBinary is cmd/weir, built on first use for the tests that run real
+// processes.
+func weirBinary(t testing.TB) string { return brokertest.WeirBinary(t) }
 
 // procBroker is a `weir broker` subprocess joined to a test cluster, on a
 // data directory and address kept across restarts.

@@ -177,7 +177,13 @@ func writeFile(t testing.TB, name string, data []byte) string {
 // waitFor polls cond until it holds or waitTimeout passes.
 func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.After(waitTimeout)
+	waitWithin(t, waitTimeout, what, cond)
+}
+
+// waitWithin polls cond every 10 ms until it holds, failing t after d.
+func waitWithin(t testing.TB, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.After(d)
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
 	for !cond() {

@@ -319,14 +319,5 @@ func firstDifference(a, b []string) int {
 // and transaction timeouts that follow it.
 func waitForLong(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.After(4 * waitTimeout)
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		select {
-		case <-deadline:
-			t.Fatalf("timed out waiting for %s", what)
-		case <-tick.C:
-		}
-	}
+	waitWithin(t, 4*waitTimeout, what, cond)
 }

@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -21,39 +20,15 @@ import (
 	"github.com/weir-broker/weir/transport/mirror"
 )
 
-var (
-	weirOnce   sync.Once
-	weirDir    string
-	weirBin    string
-	weirBinErr error
-)
-
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if weirDir != "" {
-		os.RemoveAll(weirDir)
-	}
+	brokertest.RemoveWeirBinary()
 	os.Exit(code)
 }
 
-// weirBinary builds cmd/weir once per test binary.
-func weirBinary(t testing.TB) string {
-	t.Helper()
-	weirOnce.Do(func() {
-		if weirDir, weirBinErr = os.MkdirTemp("", "weir-mirror-bin-"); weirBinErr != nil {
-			return
-		}
-		weirBin = filepath.Join(weirDir, "weir")
-		out, err := exec.Command("go", "build", "-o", weirBin, "github.com/weir-broker/weir/cmd/weir").CombinedOutput()
-		if err != nil {
-			weirBinErr = fmt.Errorf("go build cmd/weir: %w\n%s", err, out)
-		}
-	})
-	if weirBinErr != nil {
-		t.Fatal(weirBinErr)
-	}
-	return weirBin
-}
+// weirBinary is cmd/weir, built on first use for the tests that run real
+// processes.
+func weirBinary(t testing.TB) string { return brokertest.WeirBinary(t) }
 
 // envInt is the integer in environment variable name, or def.
 func envInt(t testing.TB, name string, def int) int {
