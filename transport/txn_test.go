@@ -10,6 +10,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/weir-broker/weir/core/record"
 )
 
 // txnClient is a franz-go client of b; its Request sends the transaction
@@ -216,5 +218,62 @@ func TestTxnCoordinatorTimeout(t *testing.T) {
 	}
 	if err := endTxn(t, cl, "slow", r.ProducerID, r.ProducerEpoch, true); !errors.Is(err, kerr.ProducerFenced) {
 		t.Fatalf("EndTxn after the timeout: %v", err)
+	}
+}
+
+// TestTxnProduceVerified: a transactional produce goes through the
+// coordinator's check (KIP-890 part 1) over the wire: to a partition the
+// transaction added it is written; to one it did not add it is refused with
+// INVALID_TXN_STATE, under a transactional id the coordinator does not know
+// with INVALID_PRODUCER_ID_MAPPING, and nothing is written; a control batch
+// from a client is INVALID_RECORD.
+func TestTxnProduceVerified(t *testing.T) {
+	b := startBroker(t)
+	b.createTopic(t, "out", 2, nil)
+	cl, _ := txnClient(t, b)
+	r, err := initTxn(t, cl, "tx", 60_000, -1, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if errs := addPartitions(t, cl, "tx", r.ProducerID, r.ProducerEpoch, "out", 0); errs[0] != nil {
+		t.Fatal(errs[0])
+	}
+	rc := b.dial(t)
+	produce := func(txnID string, partition int32, batch []byte) int16 {
+		t.Helper()
+		req := kmsg.NewPtrProduceRequest()
+		req.Version, req.Acks, req.TimeoutMillis, req.TransactionID = 9, -1, 10_000, &txnID
+		rt := kmsg.NewProduceRequestTopic()
+		rt.Topic = "out"
+		rp := kmsg.NewProduceRequestTopicPartition()
+		rp.Partition, rp.Records = partition, batch
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		return rc.do(req).(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode
+	}
+	if code := produce("tx", 1, txnRecords(t, r.ProducerID, 0, "not added")); code != kerr.InvalidTxnState.Code {
+		t.Errorf("transactional produce to a partition not added: %v, want INVALID_TXN_STATE", kerr.ErrorForCode(code))
+	}
+	// The coordinator's answer passes through, as Kafka's
+	// AddPartitionsToTxnManager passes it.
+	if code := produce("other", 0, txnRecords(t, r.ProducerID, 0, "wrong id")); code != kerr.InvalidProducerIDMapping.Code {
+		t.Errorf("transactional produce under an unknown transactional id: %v, want INVALID_PRODUCER_ID_MAPPING", kerr.ErrorForCode(code))
+	}
+	if code := produce("tx", 0, txnRecords(t, r.ProducerID, 0, "added")); code != 0 {
+		t.Fatalf("transactional produce to the added partition: %v", kerr.ErrorForCode(code))
+	}
+	marker := record.BuildControlBatch(record.ControlBatchOptions{ProducerID: r.ProducerID, ProducerEpoch: r.ProducerEpoch,
+		Commit: true, Timestamp: time.Now().UnixMilli()})
+	if code := produce("tx", 0, marker); code != kerr.InvalidRecord.Code {
+		t.Errorf("a control batch from a client: %v, want INVALID_RECORD", kerr.ErrorForCode(code))
+	}
+	for p, want := range []int64{1, 0} { // partition 0: the added record; 1: nothing
+		np, err := b.node.Partition("out", int32(p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := np.HighWatermark(); got != want {
+			t.Errorf("out/%d ends at %d, want %d", p, got, want)
+		}
 	}
 }
