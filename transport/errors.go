@@ -7,6 +7,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/weir-broker/weir/core/coord"
 	"github.com/weir-broker/weir/core/credentials"
 	"github.com/weir-broker/weir/core/filecache"
 	"github.com/weir-broker/weir/core/groups"
@@ -167,6 +168,11 @@ var errorTable = []struct {
 	// Fetch sessions.
 	{fetchsession.ErrSessionNotFound, kerr.FetchSessionIDNotFound},
 	{fetchsession.ErrInvalidEpoch, kerr.InvalidFetchSessionEpoch},
+
+	// The coordination store (ZooKeeper) could not be reached: the
+	// outcome is unknown, as Kafka's REQUEST_TIMED_OUT for a CreateTopics
+	// says; clients retry.
+	{coord.ErrConnectionLoss, kerr.RequestTimedOut},
 
 	// A request cut short: its timeout passed, or the connection or server
 	// is closing (then nobody reads the answer anyway).

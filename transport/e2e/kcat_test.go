@@ -125,9 +125,18 @@ func TestKcatFileRoundTrip(t *testing.T) {
 				seen[r.Attrs.CompressionType()]++
 			}
 			// librdkafka sends a batch uncompressed when compressing does
-			// not shrink it; these lines compress, so all of them are.
-			if seen[codec.ID] != lines {
-				t.Errorf("records by stored codec %v, want all %d with codec %d (%s)", seen, lines, codec.ID, codec.Name)
+			// not shrink it: these lines compress, except in a batch of a
+			// few of them (a linger cut short on a busy machine: a run
+			// stored 2 of 2001 uncompressed under zstd, whose frame
+			// outweighs two lines). The rest carry the codec.
+			const fewLines = 10
+			plain := seen[0]
+			if codec.ID == 0 {
+				plain = 0
+			}
+			if seen[codec.ID]+plain != lines || plain > fewLines {
+				t.Errorf("records by stored codec %v, want all %d with codec %d (%s), at most %d of them uncompressed",
+					seen, lines, codec.ID, codec.Name, fewLines)
 			}
 		})
 	}

@@ -10,6 +10,7 @@ package brokertest
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"maps"
 	"slices"
@@ -104,14 +105,32 @@ func CreateTopic(t testing.TB, addr, name string, partitions int32, configs map[
 		rt.Configs = append(rt.Configs, c)
 	}
 	req.Topics = append(req.Topics, rt)
-	resp, err := req.RequestWith(Context(t), Client(t, addr))
-	if err != nil {
-		t.Fatalf("CreateTopics %s: %v", name, err)
-	}
-	if len(resp.Topics) != 1 {
-		t.Fatalf("CreateTopics %s: %d topics in response", name, len(resp.Topics))
-	}
-	if err := kerr.ErrorForCode(resp.Topics[0].ErrorCode); err != nil {
+	ctx := Context(t)
+	cl := Client(t, addr)
+	// Retriable errors are retried as a client's admin would (a cluster
+	// whose coordination store is reconnecting answers REQUEST_TIMED_OUT:
+	// the outcome unknown, so a retry finding the topic is a success).
+	retried := false
+	for {
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatalf("CreateTopics %s: %v", name, err)
+		}
+		if len(resp.Topics) != 1 {
+			t.Fatalf("CreateTopics %s: %d topics in response", name, len(resp.Topics))
+		}
+		err = kerr.ErrorForCode(resp.Topics[0].ErrorCode)
+		switch {
+		case err == nil, retried && errors.Is(err, kerr.TopicAlreadyExists):
+			return
+		case kerr.IsRetriable(err) && ctx.Err() == nil:
+			retried = true
+			select {
+			case <-ctx.Done():
+			case <-time.After(100 * time.Millisecond): // a retry's backoff
+			}
+			continue
+		}
 		t.Fatalf("CreateTopics %s: %v", name, err)
 	}
 }
