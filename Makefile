@@ -18,7 +18,7 @@ COUNT ?= 5
 # How long `make fuzz` runs each Fuzz* target; `make test` under CI=true
 # fuzzes each for CI_FUZZTIME.
 FUZZTIME ?= 30s
-CI_FUZZTIME ?= 20s
+CI_FUZZTIME ?= 15s
 
 # Where `make cluster` keeps the local cluster's data and logs, and how many
 # brokers it starts.
