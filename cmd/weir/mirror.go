@@ -153,6 +153,7 @@ func newMirrorCmd() *cobra.Command {
 		progress         string
 		logLevel         string
 		backoffMin, bMax time.Duration
+		exactlyOnce      bool
 	)
 	cmd := &cobra.Command{
 		Use:     "mirror --source ADDRS --target ADDRS --topics REGEX [flags]",
@@ -183,6 +184,7 @@ func newMirrorCmd() *cobra.Command {
 			cfg.Compression = compression
 			cfg.ReplicationFactor = replication
 			cfg.BackoffMin, cfg.BackoffMax = backoffMin, bMax
+			cfg.ExactlyOnce = exactlyOnce
 			cfg.Logger = logger
 			reg := prometheus.NewRegistry()
 			cfg.Registerer = reg
@@ -225,6 +227,7 @@ func newMirrorCmd() *cobra.Command {
 	fs.DurationVar(&refreshInterval, "refresh-interval", mirror.DefaultRefreshInterval, "how often source topics are listed for new topics and partitions")
 	fs.StringVar(&syncGroups, "sync-groups", "", "regular `expression` of source groups whose translated offsets are committed to the same groups on the target (when empty there)")
 	fs.DurationVar(&groupsInterval, "sync-groups-interval", mirror.DefaultSyncGroupsInterval, "how often --sync-groups translates")
+	fs.BoolVar(&exactlyOnce, "exactly-once", false, "one target transaction per --commit-interval holding the records and the positions: none lost, none duplicated for read_committed readers (the target must serve transactions)")
 	fs.StringVar(&compression, "compression", mirror.DefaultCompression, "producer `codec`: none, gzip, snappy, lz4 or zstd")
 	fs.Int16Var(&replication, "replication-factor", -1, "replication `factor` of created target topics; -1: the target's default")
 	fs.DurationVar(&backoffMin, "backoff-min", mirror.DefaultBackoffMin, "first wait before a failed partition is retried; doubles per failure")

@@ -92,6 +92,11 @@ type Config struct {
 	// ReplicationFactor of created target topics; -1 (the default, 0 means
 	// -1) lets the target broker decide.
 	ReplicationFactor int16
+	// ExactlyOnce makes the target producer transactional (transactional
+	// id TransactionalID) and each CommitInterval one transaction holding
+	// the records copied and the positions; see the package doc. The
+	// target must serve transactions.
+	ExactlyOnce bool
 	// Logger gets errors (warn) and topic changes (info). Default: slog's
 	// default logger.
 	Logger *slog.Logger
@@ -216,6 +221,17 @@ func (c *Config) SyncTopic() string {
 		name = DefaultName
 	}
 	return name + ".offset-syncs"
+}
+
+// TransactionalID is the target producer's transactional id in
+// exactly-once mode: derived from Name, so a restarted mirror fences its
+// predecessor (and two mirrors with one Name fence each other).
+func (c *Config) TransactionalID() string {
+	name := c.Name
+	if name == "" {
+		name = DefaultName
+	}
+	return name + ".txn"
 }
 
 // TargetTopic is the target name of source topic t.

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -51,6 +52,9 @@ type Mirror struct {
 	paused      map[*tracker]bool
 	syncTopicOK bool
 	fetchErrs   map[topicPartition]string // last fetch error logged, so a repeat is not
+	inTxn       bool                      // exactly once: a transaction is open
+
+	txnCommits, txnAborts atomic.Int64 // exactly once: transactions ended
 }
 
 // New checks cfg and connects the two clients (kgo connects lazily, so an
@@ -69,7 +73,7 @@ func New(cfg Config) (*Mirror, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w client: %w", ErrSource, err)
 	}
-	tgt, err := kgo.NewClient(append([]kgo.Opt{
+	tgtOpts := []kgo.Opt{
 		kgo.SeedBrokers(cfg.Target...),
 		kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
@@ -77,7 +81,12 @@ func New(cfg Config) (*Mirror, error) {
 		kgo.MaxBufferedRecords(max(200_000, 4*cfg.MaxInFlight)),
 		kgo.MaxBufferedBytes(256 << 20),
 		kgo.RecordRetries(recordRetries),
-	}, cfg.TargetOpts...)...)
+	}
+	if cfg.ExactlyOnce {
+		tgtOpts = append(tgtOpts, kgo.TransactionalID(cfg.TransactionalID()),
+			kgo.TransactionTimeout(max(time.Minute, 10*cfg.CommitInterval)))
+	}
+	tgt, err := kgo.NewClient(append(tgtOpts, cfg.TargetOpts...)...)
 	if err != nil {
 		src.Close()
 		return nil, fmt.Errorf("%w client: %w", ErrTarget, err)
@@ -124,6 +133,12 @@ func (m *Mirror) Close() {
 // logged, counted in Status and retried; Run does not return for them.
 func (m *Mirror) Run(ctx context.Context) error {
 	var nextRefresh, nextCommit, nextGroups time.Time
+	if m.cfg.ExactlyOnce {
+		// Fence a predecessor before reading positions.
+		if err := m.initTxn(ctx); err != nil {
+			return nil
+		}
+	}
 	for ctx.Err() == nil {
 		now := time.Now()
 		if !now.Before(nextRefresh) {
@@ -139,7 +154,11 @@ func (m *Mirror) Run(ctx context.Context) error {
 		}
 		m.housekeep(ctx, now)
 		if !now.Before(nextCommit) {
-			m.commit(ctx)
+			if m.cfg.ExactlyOnce {
+				m.commitTxn(ctx)
+			} else {
+				m.commit(ctx)
+			}
 			nextCommit = now.Add(m.cfg.CommitInterval)
 		}
 		if m.cfg.groups != nil && !now.Before(nextGroups) {
@@ -193,6 +212,13 @@ func (m *Mirror) drain() error {
 	}
 	m.writeSyncs(ctx, nil) // those that failed, once more
 	_ = m.tgt.Flush(ctx)
+	if m.cfg.ExactlyOnce {
+		m.commitTxn(ctx)
+		if m.inTxn {
+			_ = m.tgt.EndTransaction(ctx, kgo.TryAbort) // empty: nothing was produced since
+		}
+		return nil
+	}
 	m.commit(ctx)
 	return nil
 }
@@ -305,6 +331,9 @@ func (m *Mirror) housekeep(ctx context.Context, now time.Time) {
 		tr.mu.Lock()
 		syncs = append(syncs, tr.takeSyncs()...)
 		at, due := tr.rewindDue(now)
+		if m.cfg.ExactlyOnce {
+			due = false // the transaction aborts at the next commit and rewinds every partition
+		}
 		if due {
 			tr.rewound()
 		} else if at, due = tr.refetchDue(); due {

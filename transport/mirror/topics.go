@@ -103,7 +103,13 @@ func (m *Mirror) addPartitions(ctx context.Context, t string, from, to int32) er
 	}
 	// FetchOffsets, not FetchOffsetsForTopics: that one asks the cached
 	// metadata, which may not know the topic just created.
-	committed, err := m.tgtAdm.FetchOffsets(rctx, m.cfg.Name)
+	// In exactly-once mode, RequireStable waits out a transaction being
+	// committed: its positions are the ones to start from.
+	fctx := rctx
+	if m.cfg.ExactlyOnce {
+		fctx = kadm.RequireStable(rctx)
+	}
+	committed, err := m.tgtAdm.FetchOffsets(fctx, m.cfg.Name)
 	if err != nil {
 		return fmt.Errorf("%w: fetch positions of group %s: %w", ErrTarget, m.cfg.Name, err)
 	}

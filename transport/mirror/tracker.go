@@ -43,6 +43,7 @@ type tracker struct {
 	syncs     []OffsetSync
 
 	committed                 int64 // last position committed to the target, -1 for none
+	base                      int64 // exactly once: position at the start of the open transaction
 	hwm                       int64 // source high watermark, as last seen
 	lastAck                   time.Time
 	records                   int64
@@ -62,7 +63,7 @@ type inflight struct {
 
 func newTracker(topic, target string, partition int32, start, syncEvery int64, lo, hi time.Duration) *tracker {
 	return &tracker{topic: topic, target: target, partition: partition, next: start, expect: start,
-		syncEvery: syncEvery, lo: lo, hi: hi, syncUp: -1, committed: -1, hwm: start}
+		syncEvery: syncEvery, lo: lo, hi: hi, syncUp: -1, committed: -1, hwm: start, base: start}
 }
 
 // send records that the record at offset (timestamp ts) is being sent. It
@@ -184,6 +185,20 @@ func (t *tracker) rewound() {
 	t.refetch = false
 	t.expect = t.next
 	t.syncUp = -1
+}
+
+// abortTo records that the transaction was aborted (exactly-once mode)
+// and the consumer moved back to at, the position committed on the
+// target: everything sent since is dropped, and nothing may be in flight.
+func (t *tracker) abortTo(at int64, now time.Time) {
+	clear(t.queue)
+	t.queue, t.head = t.queue[:0], 0
+	t.base, t.next, t.expect = at, at, at
+	t.failed, t.refetch = false, false
+	t.syncUp = -1
+	t.syncs = nil
+	t.retries++
+	t.retryAt = now
 }
 
 // takeSyncs returns and forgets the offset syncs due.
