@@ -120,7 +120,10 @@ partitions are picked up every --refresh-interval.
 Delivery is at least once: the mirror's position in each source partition
 is committed (to the group --name on the target) only after the target
 acknowledged every record before it (acks=all, idempotent producer), so a
-killed mirror restarts without losing a record. A partition whose records
+killed mirror restarts without losing a record. With --exactly-once, each
+--commit-interval is one transaction on the target holding the records and
+the positions: read_committed consumers of the target see every record
+exactly once. A partition whose records
 the target refuses is reported with its topic and partition and retried
 with backoff, while the others go on.
 
@@ -157,7 +160,7 @@ func newMirrorCmd() *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:     "mirror --source ADDRS --target ADDRS --topics REGEX [flags]",
-		Short:   "Copy topics from one cluster to another, at least once",
+		Short:   "Copy topics from one cluster to another, at least or exactly once",
 		Long:    mirrorLong,
 		Example: mirrorExample,
 		Args:    cobra.NoArgs,
