@@ -157,6 +157,7 @@ func newMirrorCmd() *cobra.Command {
 		logLevel         string
 		backoffMin, bMax time.Duration
 		exactlyOnce      bool
+		forward          bool
 	)
 	cmd := &cobra.Command{
 		Use:     "mirror --source ADDRS --target ADDRS --topics REGEX [flags]",
@@ -188,6 +189,7 @@ func newMirrorCmd() *cobra.Command {
 			cfg.ReplicationFactor = replication
 			cfg.BackoffMin, cfg.BackoffMax = backoffMin, bMax
 			cfg.ExactlyOnce = exactlyOnce
+			cfg.Forward = forward
 			cfg.Logger = logger
 			reg := prometheus.NewRegistry()
 			cfg.Registerer = reg
@@ -231,6 +233,7 @@ func newMirrorCmd() *cobra.Command {
 	fs.StringVar(&syncGroups, "sync-groups", "", "regular `expression` of source groups whose translated offsets are committed to the same groups on the target (when empty there)")
 	fs.DurationVar(&groupsInterval, "sync-groups-interval", mirror.DefaultSyncGroupsInterval, "how often --sync-groups translates")
 	fs.BoolVar(&exactlyOnce, "exactly-once", false, "one target transaction per --commit-interval holding the records and the positions: none lost, none duplicated for read_committed readers (the target must serve transactions)")
+	fs.BoolVar(&forward, "forward", false, "send source batches byte for byte, compression kept (faster; not with --exactly-once, not for compacted topics; --compression unused)")
 	fs.StringVar(&compression, "compression", mirror.DefaultCompression, "producer `codec`: none, gzip, snappy, lz4 or zstd")
 	fs.Int16Var(&replication, "replication-factor", -1, "replication `factor` of created target topics; -1: the target's default")
 	fs.DurationVar(&backoffMin, "backoff-min", mirror.DefaultBackoffMin, "first wait before a failed partition is retried; doubles per failure")

@@ -97,6 +97,11 @@ type Config struct {
 	// the records copied and the positions; see the package doc. The
 	// target must serve transactions.
 	ExactlyOnce bool
+	// Forward sends source record batches to the target byte for byte
+	// (their compression kept; Compression is not used) instead of
+	// decoding and producing each record: see forward.go. Not with
+	// ExactlyOnce, and not for compacted source topics.
+	Forward bool
 	// Logger gets errors (warn) and topic changes (info). Default: slog's
 	// default logger.
 	Logger *slog.Logger
@@ -196,6 +201,9 @@ func (c *Config) validate() error {
 		c.codec = kgo.ZstdCompression()
 	default:
 		return fmt.Errorf("%w: compression %q: want none, gzip, snappy, lz4 or zstd", ErrConfig, c.Compression)
+	}
+	if c.Forward && c.ExactlyOnce {
+		return fmt.Errorf("%w: forwarding batches is not built for exactly-once mode", ErrConfig)
 	}
 	if c.ReplicationFactor == 0 {
 		c.ReplicationFactor = -1

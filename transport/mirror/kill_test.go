@@ -113,15 +113,19 @@ func (p *mirrorProc) kill() {
 // mirror that has not committed yet: a restarted mirror re-sends from the
 // last commit in a burst that reaches the next kill's threshold before its
 // first commit (about half a second after it starts).
-func TestMirrorSurvivesKills(t *testing.T) { testMirrorSurvivesKills(t, false) }
+func TestMirrorSurvivesKills(t *testing.T) { testMirrorSurvivesKills(t, false, false) }
+
+// TestMirrorSurvivesKillsForwarded is TestMirrorSurvivesKills with
+// --forward: batches sent byte for byte under the same faults.
+func TestMirrorSurvivesKillsForwarded(t *testing.T) { testMirrorSurvivesKills(t, false, true) }
 
 // TestMirrorSurvivesKillsExactlyOnce is TestMirrorSurvivesKills with
 // --exactly-once, and the stronger promise: read with read_committed, each
 // target partition holds exactly the source partition's records, in order,
 // none lost and none duplicated.
-func TestMirrorSurvivesKillsExactlyOnce(t *testing.T) { testMirrorSurvivesKills(t, true) }
+func TestMirrorSurvivesKillsExactlyOnce(t *testing.T) { testMirrorSurvivesKills(t, true, false) }
 
-func testMirrorSurvivesKills(t *testing.T, exactlyOnce bool) {
+func testMirrorSurvivesKills(t *testing.T, exactlyOnce, forward bool) {
 	total := envInt(t, "WEIR_MIRROR_KILL_RECORDS", 12000)
 	rounds := envInt(t, "WEIR_MIRROR_KILL_ROUNDS", 4)
 	seed := uint64(envInt(t, "WEIR_MIRROR_KILL_SEED", int(time.Now().UnixNano()%1_000_000)))
@@ -154,6 +158,9 @@ func testMirrorSurvivesKills(t *testing.T, exactlyOnce bool) {
 		"--progress", "never", "--log-level", "info"}
 	if exactlyOnce {
 		mirrorArgs = append(mirrorArgs, "--exactly-once")
+	}
+	if forward {
+		mirrorArgs = append(mirrorArgs, "--forward")
 	}
 	mp := startMirrorProc(t, weir, logPath, mirrorArgs...)
 	defer func() {

@@ -53,6 +53,7 @@ type Mirror struct {
 	syncTopicOK bool
 	fetchErrs   map[topicPartition]string // last fetch error logged, so a repeat is not
 	inTxn       bool                      // exactly once: a transaction is open
+	fw          *forwarder                // Config.Forward
 
 	txnCommits, txnAborts atomic.Int64 // exactly once: transactions ended
 }
@@ -105,6 +106,9 @@ func New(cfg Config) (*Mirror, error) {
 		paused:    make(map[*tracker]bool),
 		fetchErrs: make(map[topicPartition]string),
 	}
+	if cfg.Forward {
+		m.fw = newForwarder(m)
+	}
 	m.srcAdm.SetTimeoutMillis(int32(requestTimeout / time.Millisecond))
 	m.tgtAdm.SetTimeoutMillis(int32(requestTimeout / time.Millisecond))
 	if cfg.Registerer != nil {
@@ -139,6 +143,18 @@ func (m *Mirror) Run(ctx context.Context) error {
 			return nil
 		}
 	}
+	sendCtx, stopSend := context.WithCancel(context.Background())
+	defer stopSend()
+	sendDone := make(chan struct{})
+	if m.fw != nil {
+		go func() {
+			defer close(sendDone)
+			m.fw.send(sendCtx)
+		}()
+	} else {
+		close(sendDone)
+	}
+	defer func() { stopSend(); <-sendDone }()
 	for ctx.Err() == nil {
 		now := time.Now()
 		if !now.Before(nextRefresh) {
@@ -166,6 +182,10 @@ func (m *Mirror) Run(ctx context.Context) error {
 				m.log.Warn("mirror: group offset sync failed", "err", err)
 			}
 			nextGroups = now.Add(m.cfg.SyncGroupsInterval)
+		}
+		if m.fw != nil {
+			m.fw.fetchOnce(ctx)
+			continue
 		}
 		fs := m.poll(ctx)
 		if fs.IsClientClosed() {
@@ -203,6 +223,9 @@ func (m *Mirror) drain() error {
 	ctx, cancel := context.WithTimeout(context.Background(), flushTimeout)
 	defer cancel()
 	m.src.PauseFetchTopics(m.src.GetConsumeTopics()...)
+	if m.fw != nil && !m.fw.idle(ctx) {
+		m.log.Warn("mirror: batches still in flight at shutdown; their positions are not committed")
+	}
 	if err := m.tgt.Flush(ctx); err != nil {
 		m.log.Warn("mirror: records still in flight at shutdown; their positions are not committed", "err", err)
 	}
@@ -370,6 +393,9 @@ func (m *Mirror) housekeep(ctx context.Context, now time.Time) {
 	}
 	if len(rewind) > 0 {
 		m.src.SetOffsets(rewind)
+		if m.fw != nil {
+			m.fw.setOffsets(rewind)
+		}
 	}
 	if len(resume) > 0 {
 		m.src.ResumeFetchPartitions(resume)

@@ -126,6 +126,7 @@ func (m *Mirror) addPartitions(ctx context.Context, t string, from, to int32) er
 		return fmt.Errorf("%w: list offsets of %s: %w", ErrSource, t, err)
 	}
 	assign := make(map[int32]kgo.Offset, to-from)
+	fwdTrs, fwdAt := map[int32]*tracker{}, map[int32]int64{}
 	m.mu.Lock()
 	for p := from; p < to; p++ {
 		start := int64(0)
@@ -140,10 +141,15 @@ func (m *Mirror) addPartitions(ctx context.Context, t string, from, to int32) er
 		}
 		m.parts[topicPartition{t, p}] = tr
 		assign[p] = kgo.NewOffset().At(start)
+		fwdTrs[p], fwdAt[p] = tr, start
 	}
 	m.topics[t] = to
 	m.mu.Unlock()
-	m.src.AddConsumePartitions(map[string]map[int32]kgo.Offset{t: assign})
+	if m.fw != nil {
+		m.fw.add(t, fwdTrs, fwdAt)
+	} else {
+		m.src.AddConsumePartitions(map[string]map[int32]kgo.Offset{t: assign})
+	}
 	m.log.Info("mirror: mirroring partitions", "topic", t, "target_topic", target, "from_partition", from, "partitions", to)
 	return nil
 }
@@ -166,6 +172,9 @@ func (m *Mirror) dropTopic(t string) {
 		parts = append(parts, p)
 	}
 	m.mu.Unlock()
+	if m.fw != nil {
+		m.fw.drop(t)
+	}
 	m.src.RemoveConsumePartitions(map[string][]int32{t: parts})
 	m.src.PurgeTopicsFromClient(t)
 	m.log.Warn("mirror: source topic deleted; stopped mirroring it (the target topic stays)", "topic", t)

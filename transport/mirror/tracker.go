@@ -83,6 +83,26 @@ func (t *tracker) send(offset int64, ts time.Time) bool {
 	return true
 }
 
+// sendBatch is send for a whole batch of source offsets base..last, sent
+// as one (forwarding): its acknowledgement is that of last.
+func (t *tracker) sendBatch(base, last int64, ts time.Time) bool {
+	if t.failed || t.refetch || base < t.expect && last < t.expect {
+		return false
+	}
+	t.expect = last + 1
+	t.queue = append(t.queue, inflight{last, ts})
+	return true
+}
+
+// ackNoSync is ack for a record whose target offset is unknown (the
+// target answered that it was a duplicate): no offset sync is written.
+func (t *tracker) ackNoSync(offset int64, size int, now time.Time) {
+	up := t.syncUp
+	t.syncUp = offset // no sync due now
+	t.ack(offset, -1, size, now)
+	t.syncUp = up
+}
+
 // inFlight is how many records wait for the target.
 func (t *tracker) inFlight() int { return len(t.queue) - t.head }
 
