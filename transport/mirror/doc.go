@@ -56,11 +56,44 @@
 // Config.TargetAlias "B" skips source topics named "B.*", which came from
 // the target in the first place, so two-way mirroring A<->B cannot loop.
 //
-// Records keep their key, value, headers and timestamp. The producer
-// batches them again and compresses with Config.Compression (the consumer
-// has decompressed them), so batches are not forwarded byte for byte; a
-// target topic that asks for a codec (compression.type, copied from the
-// source) gets it from the target broker.
+// Records keep their key, value, headers and timestamp. On the record path
+// (the default) the producer batches them again and compresses with
+// Config.Compression (the consumer has decompressed them); a target topic
+// that asks for a codec (compression.type, copied from the source) gets it
+// from the target broker.
+//
+// # Forwarding batches byte for byte (Config.Forward)
+//
+// With Config.Forward the mirror does not decode at all (forward.go): it
+// sends raw kmsg Fetch requests (read_committed, no fetch session) to each
+// source partition's leader and produces every source batch as it came,
+// compression included, in raw kmsg Produce requests (acks=all) to the
+// target partition's leader. Each batch's base offset is reset to 0 and its
+// producer id, epoch and base sequence are rewritten for the mirror's own
+// idempotent producer id (InitProducerId); the CRC covers those fields, so
+// it is computed again (record.PutHeader). A partition has at most one batch
+// in flight, and a request carries one batch of every ready partition led
+// by that broker. The trackers see one entry per batch (its last offset), so
+// the delivery rule is the record path's: positions are committed only
+// after the target acknowledged every batch before them, a refused batch
+// freezes its partition, which rewinds to a batch boundary after the
+// backoff and sends the same batches again, with the same sequence numbers,
+// so that a batch the target had written before the failure is answered as
+// a duplicate instead of written twice. A sequence error (the target lost
+// the producer's state) moves the partition to a fresh producer id.
+// Aborted transactional batches and control batches are skipped (committed
+// transactional batches are forwarded with the transactional bit cleared).
+// Offset syncs are written per batch, so a translated group may re-read up
+// to a batch more than OffsetSyncInterval.
+//
+// Not forwarded, so not built yet: exactly-once mode (kgo's transactional
+// producer cannot carry raw batches; ExactlyOnce keeps the record path, and
+// Config refuses both), batches with gaps in their offsets (a compacted
+// source: a producer's batch may not have them, so the target refuses
+// them; such a partition fails with an error saying so, and compacted
+// topics need the record path), and a batch larger than the target's
+// max.message.bytes (the record path re-sends record by record; here the
+// partition keeps failing). That is why forwarding is not the default.
 //
 // # Offset syncs and group offset translation
 //

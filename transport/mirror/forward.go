@@ -46,6 +46,7 @@ const (
 	fwdFetchMax    = 64 << 20
 	fwdPartFetch   = 4 << 20
 	fwdFetchWaitMs = 250
+	metadataPause  = 50 * time.Millisecond
 )
 
 var errForwardGap = errors.New("batch has gaps in its offsets (a compacted source): cannot be forwarded, run the mirror without forwarding")
@@ -80,6 +81,9 @@ type forwarder struct {
 	parts    map[topicPartition]*fwdPart
 	srcStale bool
 	tgtStale bool
+	// srcAsked, tgtAsked: when leaders were last asked, so that a
+	// partition without a leader does not make a busy loop of metadata.
+	srcAsked, tgtAsked time.Time
 	pid      int64
 	epoch    int16
 	// aborted: per partition, producer ids of aborted transactions seen in
@@ -130,9 +134,15 @@ func (f *forwarder) setOffsets(rewind map[string]map[int32]kgo.EpochOffset) {
 // leaders refreshes the source and target leaders when stale.
 func (f *forwarder) leaders(ctx context.Context, source bool) error {
 	f.mu.Lock()
-	stale := f.srcStale
+	stale, last := f.srcStale, &f.srcAsked
 	if !source {
-		stale = f.tgtStale
+		stale, last = f.tgtStale, &f.tgtAsked
+	}
+	if stale && time.Since(*last) < metadataPause {
+		stale = false // asked a moment ago
+	}
+	if stale {
+		*last = time.Now()
 	}
 	topics := map[string]bool{}
 	for _, fp := range f.parts {
@@ -146,40 +156,60 @@ func (f *forwarder) leaders(ctx context.Context, source bool) error {
 	if !stale || len(topics) == 0 {
 		return nil
 	}
-	adm := f.m.srcAdm
+	cl := f.m.src
 	if !source {
-		adm = f.m.tgtAdm
+		cl = f.m.tgt
 	}
-	names := make([]string, 0, len(topics))
+	req := kmsg.NewPtrMetadataRequest()
 	for t := range topics {
-		names = append(names, t)
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr(t)
+		req.Topics = append(req.Topics, rt)
 	}
 	rctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
-	md, err := adm.Metadata(rctx, names...)
+	// Not kadm's Metadata: it answers from kgo's cache, which may not know
+	// a topic the mirror just created.
+	resp, err := req.RequestWith(rctx, cl)
 	if err != nil {
 		return err
 	}
+	type leader struct {
+		id    int32
+		topic [16]byte
+	}
+	leaders := map[topicPartition]leader{}
+	for _, t := range resp.Topics {
+		if t.Topic == nil || t.ErrorCode != 0 {
+			continue
+		}
+		for _, p := range t.Partitions {
+			if p.ErrorCode == 0 && p.Leader >= 0 {
+				leaders[topicPartition{*t.Topic, p.Partition}] = leader{p.Leader, t.TopicID}
+			}
+		}
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	all := true
 	for _, fp := range f.parts {
 		name := fp.tr.topic
 		if !source {
 			name = fp.tr.target
 		}
-		td, ok := md.Topics[name]
+		l, ok := leaders[topicPartition{name, fp.tr.partition}]
 		if !ok {
-			continue
-		}
-		pd, ok := td.Partitions[fp.tr.partition]
-		if !ok || pd.Err != nil {
+			all = false
 			continue
 		}
 		if source {
-			fp.srcLeader, fp.topicID = pd.Leader, td.ID
+			fp.srcLeader, fp.topicID = l.id, l.topic
 		} else {
-			fp.tgtLeader = pd.Leader
+			fp.tgtLeader = l.id
 		}
+	}
+	if !all {
+		return nil // stays stale: asked again after a pause
 	}
 	if source {
 		f.srcStale = false
@@ -356,10 +386,12 @@ func (f *forwarder) partition(ctx context.Context, topic string, rp *kmsg.FetchR
 			if mk, err := record.ParseControlBatch(batch); err == nil && mk.Type == record.ControlAbort {
 				delete(ab, h.ProducerID)
 			}
+			tr.skipped(h.BaseOffset, h.LastOffset())
 			fp.fetchAt = h.LastOffset() + 1
 			continue
 		case h.Transactional():
 			if first, ok := ab[h.ProducerID]; ok && first <= h.LastOffset() {
+				tr.skipped(h.BaseOffset, h.LastOffset())
 				fp.fetchAt = h.LastOffset() + 1
 				continue // aborted
 			}
@@ -418,7 +450,9 @@ func (f *forwarder) send(ctx context.Context) {
 			waitCtx(ctx, f.m.cfg.BackoffMin)
 			continue
 		}
-		f.round(ctx)
+		if !f.round(ctx) {
+			waitCtx(ctx, metadataPause) // nothing sendable yet: partitions without a leader
+		}
 	}
 }
 
@@ -468,7 +502,7 @@ type sent struct {
 	bt fwdBatch
 }
 
-func (f *forwarder) round(ctx context.Context) {
+func (f *forwarder) round(ctx context.Context) bool {
 	byLeader := map[int32]*kmsg.ProduceRequest{}
 	batches := map[int32][]sent{}
 	f.mu.Lock()
@@ -524,6 +558,7 @@ func (f *forwarder) round(ctx context.Context) {
 		}()
 	}
 	wg.Wait()
+	return len(byLeader) > 0
 }
 
 // resolve applies a produce response (or its error) to the batches sent.

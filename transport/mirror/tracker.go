@@ -44,6 +44,7 @@ type tracker struct {
 
 	committed                 int64 // last position committed to the target, -1 for none
 	base                      int64 // exactly once: position at the start of the open transaction
+	skipTo                    int64 // forwarding: next moves here once nothing is in flight (a skipped marker)
 	hwm                       int64 // source high watermark, as last seen
 	lastAck                   time.Time
 	records                   int64
@@ -94,6 +95,23 @@ func (t *tracker) sendBatch(base, last int64, ts time.Time) bool {
 	return true
 }
 
+// skipped records that source offsets base..last hold nothing to copy (a
+// transaction marker, an aborted batch). With nothing in flight before
+// them, the position moves past them.
+func (t *tracker) skipped(base, last int64) {
+	if t.failed || t.refetch {
+		return
+	}
+	t.expect = max(t.expect, last+1)
+	if t.inFlight() > 0 {
+		t.skipTo = last + 1 // once what is in flight is acknowledged
+		return
+	}
+	if t.next >= base {
+		t.next = max(t.next, last+1)
+	}
+}
+
 // ackNoSync is ack for a record whose target offset is unknown (the
 // target answered that it was a duplicate): no offset sync is written.
 func (t *tracker) ackNoSync(offset int64, size int, now time.Time) {
@@ -142,6 +160,9 @@ func (t *tracker) ack(offset, dst int64, size int, now time.Time) {
 		return // written after a failure: sent again after the rewind
 	}
 	t.next = offset + 1
+	if t.skipTo > t.next && t.inFlight() == 0 {
+		t.next = t.skipTo
+	}
 	t.retries = 0
 	if t.syncUp < 0 || offset-t.syncUp >= t.syncEvery {
 		t.syncUp = offset
@@ -176,6 +197,7 @@ func (t *tracker) failPopped(offset int64, err error, now time.Time) bool {
 	t.errors++
 	t.lastErr = fmt.Errorf("%s/%d offset %d: %w", t.topic, t.partition, offset, err)
 	t.lastErrAt = now
+	t.skipTo = 0
 	if t.failed {
 		return false
 	}
