@@ -47,6 +47,8 @@ const (
 	fwdPartFetch   = 4 << 20
 	fwdFetchWaitMs = 250
 	metadataPause  = 50 * time.Millisecond
+	fwdMaxReqs     = 8       // produce requests in flight, over all target brokers
+	fwdReqBytes    = 4 << 20 // a request takes no more partitions once this large
 )
 
 var errForwardGap = errors.New("batch has gaps in its offsets (a compacted source): cannot be forwarded, run the mirror without forwarding")
@@ -84,8 +86,9 @@ type forwarder struct {
 	// srcAsked, tgtAsked: when leaders were last asked, so that a
 	// partition without a leader does not make a busy loop of metadata.
 	srcAsked, tgtAsked time.Time
-	pid      int64
-	epoch    int16
+	reqs               int // produce requests in flight
+	pid                int64
+	epoch              int16
 	// aborted: per partition, producer ids of aborted transactions seen in
 	// fetch responses and not yet ended by their marker.
 	aborted map[topicPartition]map[int64]int64
@@ -429,7 +432,7 @@ func (f *forwarder) send(ctx context.Context) {
 	defer stop()
 	for {
 		f.mu.Lock()
-		for ctx.Err() == nil && !f.ready() {
+		for ctx.Err() == nil && (!f.ready() || f.reqs >= fwdMaxReqs) {
 			f.cond.Wait()
 		}
 		f.mu.Unlock()
@@ -503,8 +506,14 @@ type sent struct {
 }
 
 func (f *forwarder) round(ctx context.Context) bool {
-	byLeader := map[int32]*kmsg.ProduceRequest{}
-	batches := map[int32][]sent{}
+	type request struct {
+		leader int32
+		req    *kmsg.ProduceRequest
+		ss     []sent
+		bytes  int
+	}
+	var reqs []*request
+	open := map[int32]*request{}
 	f.mu.Lock()
 	for _, fp := range f.parts {
 		if len(fp.queue) == 0 || fp.busy {
@@ -513,6 +522,16 @@ func (f *forwarder) round(ctx context.Context) bool {
 		if fp.tgtLeader < 0 {
 			f.tgtStale = true
 			continue
+		}
+		r := open[fp.tgtLeader]
+		if r == nil || r.bytes >= fwdReqBytes {
+			if f.reqs+len(reqs) >= fwdMaxReqs {
+				continue
+			}
+			r = &request{leader: fp.tgtLeader, req: kmsg.NewPtrProduceRequest()}
+			r.req.Acks, r.req.TimeoutMillis = -1, int32(requestTimeout/time.Millisecond)
+			open[fp.tgtLeader] = r
+			reqs = append(reqs, r)
 		}
 		if fp.pid != f.pid {
 			fp.pid, fp.epoch, fp.seq, fp.needPid = f.pid, f.epoch, 0, false
@@ -523,42 +542,38 @@ func (f *forwarder) round(ctx context.Context) bool {
 		h.ProducerID, h.ProducerEpoch, h.BaseSequence = fp.pid, fp.epoch, fp.seq
 		h.Attributes &^= 0x10 // transactional: the copy is not
 		record.PutHeader(bt.b, h)
-		req := byLeader[fp.tgtLeader]
-		if req == nil {
-			req = kmsg.NewPtrProduceRequest()
-			req.Acks, req.TimeoutMillis = -1, int32(requestTimeout/time.Millisecond)
-			byLeader[fp.tgtLeader] = req
-		}
 		var rt *kmsg.ProduceRequestTopic
-		for i := range req.Topics {
-			if req.Topics[i].Topic == fp.tr.target {
-				rt = &req.Topics[i]
+		for i := range r.req.Topics {
+			if r.req.Topics[i].Topic == fp.tr.target {
+				rt = &r.req.Topics[i]
 			}
 		}
 		if rt == nil {
-			req.Topics = append(req.Topics, kmsg.NewProduceRequestTopic())
-			rt = &req.Topics[len(req.Topics)-1]
+			r.req.Topics = append(r.req.Topics, kmsg.NewProduceRequestTopic())
+			rt = &r.req.Topics[len(r.req.Topics)-1]
 			rt.Topic = fp.tr.target
 		}
 		rp := kmsg.NewProduceRequestTopicPartition()
 		rp.Partition, rp.Records = fp.tr.partition, bt.b
 		rt.Partitions = append(rt.Partitions, rp)
 		fp.busy = true
-		batches[fp.tgtLeader] = append(batches[fp.tgtLeader], sent{fp, bt})
+		r.ss = append(r.ss, sent{fp, bt})
+		r.bytes += len(bt.b)
 	}
+	f.reqs += len(reqs)
 	f.mu.Unlock()
-	var wg sync.WaitGroup
-	for leader, req := range byLeader {
-		wg.Add(1)
+	for _, r := range reqs {
 		go func() {
-			defer wg.Done()
-			resp, err := f.m.tgt.Broker(int(leader)).Request(ctx, req)
+			resp, err := f.m.tgt.Broker(int(r.leader)).Request(ctx, r.req)
 			pr, _ := resp.(*kmsg.ProduceResponse)
-			f.resolve(batches[leader], pr, err)
+			f.resolve(r.ss, pr, err)
+			f.mu.Lock()
+			f.reqs--
+			f.cond.Broadcast()
+			f.mu.Unlock()
 		}()
 	}
-	wg.Wait()
-	return len(byLeader) > 0
+	return len(reqs) > 0
 }
 
 // resolve applies a produce response (or its error) to the batches sent.
