@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -91,12 +92,12 @@ type forwarder struct {
 	epoch              int16
 	// aborted: per partition, producer ids of aborted transactions seen in
 	// fetch responses and not yet ended by their marker.
-	aborted map[topicPartition]map[int64]int64
+	aborted map[topicPartition]map[int64][]int64
 }
 
 func newForwarder(m *Mirror) *forwarder {
 	f := &forwarder{m: m, parts: map[topicPartition]*fwdPart{}, srcStale: true, tgtStale: true, pid: -1,
-		aborted: map[topicPartition]map[int64]int64{}}
+		aborted: map[topicPartition]map[int64][]int64{}}
 	f.cond = sync.NewCond(&f.mu)
 	return f
 }
@@ -358,11 +359,12 @@ func (f *forwarder) partition(ctx context.Context, topic string, rp *kmsg.FetchR
 	ab := f.aborted[tp]
 	for _, a := range rp.AbortedTransactions {
 		if ab == nil {
-			ab = map[int64]int64{}
+			ab = map[int64][]int64{}
 			f.aborted[tp] = ab
 		}
-		if _, ok := ab[a.ProducerID]; !ok {
-			ab[a.ProducerID] = a.FirstOffset
+		if !slices.Contains(ab[a.ProducerID], a.FirstOffset) {
+			ab[a.ProducerID] = append(ab[a.ProducerID], a.FirstOffset)
+			slices.Sort(ab[a.ProducerID])
 		}
 	}
 	b := rp.RecordBatches
@@ -387,13 +389,23 @@ func (f *forwarder) partition(ctx context.Context, topic string, rp *kmsg.FetchR
 		switch {
 		case h.Control():
 			if mk, err := record.ParseControlBatch(batch); err == nil && mk.Type == record.ControlAbort {
-				delete(ab, h.ProducerID)
+				// The marker ends the producer's aborted transactions
+				// that began before it.
+				l := ab[h.ProducerID]
+				for len(l) > 0 && l[0] < h.BaseOffset {
+					l = l[1:]
+				}
+				if len(l) == 0 {
+					delete(ab, h.ProducerID)
+				} else {
+					ab[h.ProducerID] = l
+				}
 			}
 			tr.skipped(h.BaseOffset, h.LastOffset())
 			fp.fetchAt = h.LastOffset() + 1
 			continue
 		case h.Transactional():
-			if first, ok := ab[h.ProducerID]; ok && first <= h.LastOffset() {
+			if l := ab[h.ProducerID]; len(l) > 0 && l[0] <= h.LastOffset() {
 				tr.skipped(h.BaseOffset, h.LastOffset())
 				fp.fetchAt = h.LastOffset() + 1
 				continue // aborted
