@@ -120,7 +120,10 @@ partitions are picked up every --refresh-interval.
 Delivery is at least once: the mirror's position in each source partition
 is committed (to the group --name on the target) only after the target
 acknowledged every record before it (acks=all, idempotent producer), so a
-killed mirror restarts without losing a record. A partition whose records
+killed mirror restarts without losing a record. With --exactly-once, each
+--commit-interval is one transaction on the target holding the records and
+the positions: read_committed consumers of the target see every record
+exactly once. A partition whose records
 the target refuses is reported with its topic and partition and retried
 with backoff, while the others go on.
 
@@ -153,10 +156,12 @@ func newMirrorCmd() *cobra.Command {
 		progress         string
 		logLevel         string
 		backoffMin, bMax time.Duration
+		exactlyOnce      bool
+		forward          bool
 	)
 	cmd := &cobra.Command{
 		Use:     "mirror --source ADDRS --target ADDRS --topics REGEX [flags]",
-		Short:   "Copy topics from one cluster to another, at least once",
+		Short:   "Copy topics from one cluster to another, at least or exactly once",
 		Long:    mirrorLong,
 		Example: mirrorExample,
 		Args:    cobra.NoArgs,
@@ -183,6 +188,8 @@ func newMirrorCmd() *cobra.Command {
 			cfg.Compression = compression
 			cfg.ReplicationFactor = replication
 			cfg.BackoffMin, cfg.BackoffMax = backoffMin, bMax
+			cfg.ExactlyOnce = exactlyOnce
+			cfg.Forward = forward
 			cfg.Logger = logger
 			reg := prometheus.NewRegistry()
 			cfg.Registerer = reg
@@ -225,6 +232,8 @@ func newMirrorCmd() *cobra.Command {
 	fs.DurationVar(&refreshInterval, "refresh-interval", mirror.DefaultRefreshInterval, "how often source topics are listed for new topics and partitions")
 	fs.StringVar(&syncGroups, "sync-groups", "", "regular `expression` of source groups whose translated offsets are committed to the same groups on the target (when empty there)")
 	fs.DurationVar(&groupsInterval, "sync-groups-interval", mirror.DefaultSyncGroupsInterval, "how often --sync-groups translates")
+	fs.BoolVar(&exactlyOnce, "exactly-once", false, "one target transaction per --commit-interval holding the records and the positions: none lost, none duplicated for read_committed readers (the target must serve transactions)")
+	fs.BoolVar(&forward, "forward", false, "send source batches byte for byte, compression kept (faster; not with --exactly-once, not for compacted topics; --compression unused)")
 	fs.StringVar(&compression, "compression", mirror.DefaultCompression, "producer `codec`: none, gzip, snappy, lz4 or zstd")
 	fs.Int16Var(&replication, "replication-factor", -1, "replication `factor` of created target topics; -1: the target's default")
 	fs.DurationVar(&backoffMin, "backoff-min", mirror.DefaultBackoffMin, "first wait before a failed partition is retried; doubles per failure")

@@ -25,6 +25,8 @@ var (
 	benchMB    = flag.Int("mirror-mb", 64, "BenchmarkMirrorThroughput: MiB of record values in the source topic")
 	benchRate  = flag.Int("mirror-rate", 5000, "BenchmarkMirrorLag: records per second produced")
 	benchTime  = flag.Duration("mirror-lag-time", 10*time.Second, "BenchmarkMirrorLag: how long the paced load runs per op")
+	benchFwd   = flag.Bool("mirror-forward", true, "BenchmarkMirrorThroughput: forward batches byte for byte (Config.Forward); false: the record path")
+	benchEOS   = flag.Bool("mirror-exactly-once", false, "BenchmarkMirrorThroughput: Config.ExactlyOnce (the record path; -mirror-forward is ignored)")
 	benchParts = flag.Int("mirror-partitions", 8, "partitions of the benchmark topic")
 )
 
@@ -117,7 +119,7 @@ func consumePass(b testing.TB, addr, topic string, ends []int64) {
 func mirrorPass(b testing.TB, src, dst, topic, alias string, ends []int64, setUp func()) {
 	b.Helper()
 	cfg := mirror.Config{Source: []string{src}, Target: []string{dst}, Topics: topic, SourceAlias: alias,
-		Name: "bench-" + alias, Logger: quietLogger(b)}
+		Name: "bench-" + alias, Logger: quietLogger(b), Forward: *benchFwd && !*benchEOS, ExactlyOnce: *benchEOS}
 	m, err := mirror.New(cfg)
 	if err != nil {
 		b.Fatal(err)

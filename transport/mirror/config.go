@@ -92,6 +92,16 @@ type Config struct {
 	// ReplicationFactor of created target topics; -1 (the default, 0 means
 	// -1) lets the target broker decide.
 	ReplicationFactor int16
+	// ExactlyOnce makes the target producer transactional (transactional
+	// id TransactionalID) and each CommitInterval one transaction holding
+	// the records copied and the positions; see the package doc. The
+	// target must serve transactions.
+	ExactlyOnce bool
+	// Forward sends source record batches to the target byte for byte
+	// (their compression kept; Compression is not used) instead of
+	// decoding and producing each record: see forward.go. Not with
+	// ExactlyOnce, and not for compacted source topics.
+	Forward bool
 	// Logger gets errors (warn) and topic changes (info). Default: slog's
 	// default logger.
 	Logger *slog.Logger
@@ -192,6 +202,9 @@ func (c *Config) validate() error {
 	default:
 		return fmt.Errorf("%w: compression %q: want none, gzip, snappy, lz4 or zstd", ErrConfig, c.Compression)
 	}
+	if c.Forward && c.ExactlyOnce {
+		return fmt.Errorf("%w: forwarding batches is not built for exactly-once mode", ErrConfig)
+	}
 	if c.ReplicationFactor == 0 {
 		c.ReplicationFactor = -1
 	}
@@ -216,6 +229,17 @@ func (c *Config) SyncTopic() string {
 		name = DefaultName
 	}
 	return name + ".offset-syncs"
+}
+
+// TransactionalID is the target producer's transactional id in
+// exactly-once mode: derived from Name, so a restarted mirror fences its
+// predecessor (and two mirrors with one Name fence each other).
+func (c *Config) TransactionalID() string {
+	name := c.Name
+	if name == "" {
+		name = DefaultName
+	}
+	return name + ".txn"
 }
 
 // TargetTopic is the target name of source topic t.

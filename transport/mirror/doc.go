@@ -56,11 +56,44 @@
 // Config.TargetAlias "B" skips source topics named "B.*", which came from
 // the target in the first place, so two-way mirroring A<->B cannot loop.
 //
-// Records keep their key, value, headers and timestamp. The producer
-// batches them again and compresses with Config.Compression (the consumer
-// has decompressed them), so batches are not forwarded byte for byte; a
-// target topic that asks for a codec (compression.type, copied from the
-// source) gets it from the target broker.
+// Records keep their key, value, headers and timestamp. On the record path
+// (the default) the producer batches them again and compresses with
+// Config.Compression (the consumer has decompressed them); a target topic
+// that asks for a codec (compression.type, copied from the source) gets it
+// from the target broker.
+//
+// # Forwarding batches byte for byte (Config.Forward)
+//
+// With Config.Forward the mirror does not decode at all (forward.go): it
+// sends raw kmsg Fetch requests (read_committed, no fetch session) to each
+// source partition's leader and produces every source batch as it came,
+// compression included, in raw kmsg Produce requests (acks=all) to the
+// target partition's leader. Each batch's base offset is reset to 0 and its
+// producer id, epoch and base sequence are rewritten for the mirror's own
+// idempotent producer id (InitProducerId); the CRC covers those fields, so
+// it is computed again (record.PutHeader). A partition has at most one batch
+// in flight, and a request carries one batch of every ready partition led
+// by that broker. The trackers see one entry per batch (its last offset), so
+// the delivery rule is the record path's: positions are committed only
+// after the target acknowledged every batch before them, a refused batch
+// freezes its partition, which rewinds to a batch boundary after the
+// backoff and sends the same batches again, with the same sequence numbers,
+// so that a batch the target had written before the failure is answered as
+// a duplicate instead of written twice. A sequence error (the target lost
+// the producer's state) moves the partition to a fresh producer id.
+// Aborted transactional batches and control batches are skipped (committed
+// transactional batches are forwarded with the transactional bit cleared).
+// Offset syncs are written per batch, so a translated group may re-read up
+// to a batch more than OffsetSyncInterval.
+//
+// Not forwarded, so not built yet: exactly-once mode (kgo's transactional
+// producer cannot carry raw batches; ExactlyOnce keeps the record path, and
+// Config refuses both), batches with gaps in their offsets (a compacted
+// source: a producer's batch may not have them, so the target refuses
+// them; such a partition fails with an error saying so, and compacted
+// topics need the record path), and a batch larger than the target's
+// max.message.bytes (the record path re-sends record by record; here the
+// partition keeps failing). That is why forwarding is not the default.
 //
 // # Offset syncs and group offset translation
 //
@@ -87,20 +120,42 @@
 // target groups when those have no members and would move forward, so
 // consumers can fail over (MirrorMaker 2's sync.group.offsets.enabled).
 //
-// # Exactly once (not built yet)
+// # Exactly once (Config.ExactlyOnce)
 //
-// The target side is shaped for it: records and the mirror's source offsets
-// both go to the target. The step is a transactional producer
-// (kgo.TransactionalID) instead of the idempotent one, and per commit
-// interval: BeginTransaction; produce; Flush; AddOffsetsToTxn(Name) and
-// TxnOffsetCommit(Name, producer id and epoch from Client.ProducerID,
-// the trackers' positions) sent with kmsg on the transaction's
-// coordinator; EndTransaction(commit). On a failure the transaction is
-// aborted and every partition rewinds to its committed position, and a
-// restarted mirror reads its offsets with read_committed semantics (Kafka
-// only exposes committed transactional offsets). The target broker must
-// serve InitProducerId with a transactional id, AddPartitionsToTxn,
-// AddOffsetsToTxn, TxnOffsetCommit and EndTxn.
+// The target side is shaped for it: records and the mirror's source
+// offsets both go to the target. The producer is transactional
+// (kgo.TransactionalID, Config.TransactionalID: Name+".txn", so a
+// restarted mirror's InitProducerId fences its predecessor and aborts the
+// transaction it left open), and each commit interval is one transaction
+// (txn.go): the records copied, the offset syncs written, and the
+// positions. At the commit tick the loop flushes; if every record was
+// acknowledged it sends AddOffsetsToTxn(Name) to the transaction
+// coordinator and TxnOffsetCommit(Name, the producer id and epoch of
+// Client.ProducerID, generation -1, the trackers' positions) to the group
+// coordinator with kmsg (kgo's GroupTransactSession commits the group it
+// consumes in, on the cluster it consumes from; here the group is on the
+// target), then EndTransaction(commit). Anything failing on the way (a
+// refused record, a flush timeout, a refused offset commit or EndTxn)
+// aborts the transaction and rewinds every partition to its position
+// committed on the target, read again with RequireStable: an EndTxn whose
+// answer was lost may have committed, and then its positions are the ones
+// to go on from. A per-partition failure therefore holds back all
+// partitions until the next commit tick, and per-partition backoff does
+// not apply (the commit interval spaces the retries). On start, the
+// producer id is initialized (fencing) before the positions are read,
+// also with RequireStable. The source is read with read_committed (as in
+// every mode), so aborted source transactions are not copied.
+//
+// The guarantee, for a reader of the target with read_committed: each
+// target partition holds exactly the source partition's committed records,
+// in order, none lost and none duplicated, across kills of the mirror and
+// of the target. A read_uncommitted reader sees the aborted copies too. The
+// cost: records become visible to read_committed readers only when their
+// transaction commits (up to CommitInterval plus a flush later), the
+// producer waits for every record at each tick instead of streaming, every
+// interval costs AddOffsetsToTxn, TxnOffsetCommit, EndTxn and a marker per
+// partition written, and an abort re-sends up to an interval's records of
+// every partition.
 //
 // # Observability
 //

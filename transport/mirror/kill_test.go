@@ -88,7 +88,19 @@ func (p *mirrorProc) kill() {
 // mirror that has not committed yet: a restarted mirror re-sends from the
 // last commit in a burst that reaches the next kill's threshold before its
 // first commit (about half a second after it starts).
-func TestMirrorSurvivesKills(t *testing.T) {
+func TestMirrorSurvivesKills(t *testing.T) { testMirrorSurvivesKills(t, false, false) }
+
+// TestMirrorSurvivesKillsForwarded is TestMirrorSurvivesKills with
+// --forward: batches sent byte for byte under the same faults.
+func TestMirrorSurvivesKillsForwarded(t *testing.T) { testMirrorSurvivesKills(t, false, true) }
+
+// TestMirrorSurvivesKillsExactlyOnce is TestMirrorSurvivesKills with
+// --exactly-once, and the stronger promise: read with read_committed, each
+// target partition holds exactly the source partition's records, in order,
+// none lost and none duplicated.
+func TestMirrorSurvivesKillsExactlyOnce(t *testing.T) { testMirrorSurvivesKills(t, true, false) }
+
+func testMirrorSurvivesKills(t *testing.T, exactlyOnce, forward bool) {
 	total := envInt(t, "WEIR_MIRROR_KILL_RECORDS", 12000)
 	rounds := envInt(t, "WEIR_MIRROR_KILL_ROUNDS", 4)
 	seed := uint64(envInt(t, "WEIR_MIRROR_KILL_SEED", int(time.Now().UnixNano()%1_000_000)))
@@ -119,6 +131,12 @@ func TestMirrorSurvivesKills(t *testing.T) {
 	mirrorArgs := []string{"--source", src, "--target", tgtAddr, "--topics", "load",
 		"--commit-interval", "100ms", "--refresh-interval", "200ms", "--backoff-min", "50ms", "--backoff-max", "500ms",
 		"--progress", "never", "--log-level", "info"}
+	if exactlyOnce {
+		mirrorArgs = append(mirrorArgs, "--exactly-once")
+	}
+	if forward {
+		mirrorArgs = append(mirrorArgs, "--forward")
+	}
 	mp := startMirrorProc(t, weir, logPath, mirrorArgs...)
 	defer func() {
 		if t.Failed() || os.Getenv("WEIR_MIRROR_KILL_LOG") != "" {
@@ -205,6 +223,24 @@ func TestMirrorSurvivesKills(t *testing.T) {
 	<-mp.exited
 
 	want := readAll(t, src, "load", parts)
+	if exactlyOnce {
+		got := readCommitted(t, tgtAddr, "load", parts)
+		for p := range int32(parts) {
+			n := min(len(got[p]), len(want[p]))
+			for i := range n {
+				if string(got[p][i].Value) != string(want[p][i].Value) {
+					t.Fatalf("partition %d: committed record %d of the target is %s, want source record %s (offset %d)",
+						p, i, got[p][i].Value, want[p][i].Value, want[p][i].Offset)
+				}
+			}
+			if len(got[p]) != len(want[p]) {
+				t.Errorf("partition %d: %d source records, %d committed in the target", p, len(want[p]), len(got[p]))
+			}
+			t.Logf("partition %d: %d source records, %d committed in the target, target end offset %d (aborted records and markers)",
+				p, len(want[p]), len(got[p]), brokertest.ListOffsets(t, tgtAddr, "load", parts, -1)[p])
+		}
+		return
+	}
 	got := readAll(t, tgtAddr, "load", parts)
 	for p := range int32(parts) {
 		i := 0
@@ -226,6 +262,56 @@ func TestMirrorSurvivesKills(t *testing.T) {
 		}
 		t.Logf("partition %d: %d source records, %d in the target (%d sent again)", p, len(want[p]), len(got[p]), len(got[p])-len(want[p]))
 	}
+}
+
+// readCommitted reads topic's partitions with read_committed up to their
+// last stable offset, control records (transaction markers) included so
+// that the end is seen, and returns the data records.
+func readCommitted(t testing.TB, addr, topic string, parts int32) map[int32][]*kgo.Record {
+	t.Helper()
+	ctx := brokertest.Context(t)
+	adm := kadm.NewClient(brokertest.Client(t, addr))
+	lso, err := adm.ListCommittedOffsets(ctx, topic)
+	if err == nil {
+		err = lso.Error()
+	}
+	if err != nil {
+		t.Fatalf("list last stable offsets of %s: %v", topic, err)
+	}
+	out := make(map[int32][]*kgo.Record)
+	at := map[int32]kgo.Offset{}
+	ends := map[int32]int64{}
+	for p := range parts {
+		if o, ok := lso.Lookup(topic, p); ok && o.Offset > 0 {
+			at[p], ends[p] = kgo.NewOffset().AtStart(), o.Offset
+		}
+	}
+	if len(at) == 0 {
+		return out
+	}
+	cl := brokertest.Client(t, addr, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: at}),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords(), kgo.FetchMaxWait(100*time.Millisecond))
+	defer cl.Close()
+	left := len(at)
+	for left > 0 {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("read %s committed: %d partitions short of their last stable offset", topic, left)
+		}
+		fs.EachError(func(_ string, p int32, err error) { t.Fatalf("read %s/%d: %v", topic, p, err) })
+		fs.EachRecord(func(r *kgo.Record) {
+			if r.Offset >= ends[r.Partition] {
+				return
+			}
+			if !r.Attrs.IsControl() {
+				out[r.Partition] = append(out[r.Partition], r)
+			}
+			if r.Offset == ends[r.Partition]-1 {
+				left--
+			}
+		})
+	}
+	return out
 }
 
 // endsOr0 sums topic's end offsets, 0 when the topic does not exist yet.

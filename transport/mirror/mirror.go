@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -51,6 +52,10 @@ type Mirror struct {
 	paused      map[*tracker]bool
 	syncTopicOK bool
 	fetchErrs   map[topicPartition]string // last fetch error logged, so a repeat is not
+	inTxn       bool                      // exactly once: a transaction is open
+	fw          *forwarder                // Config.Forward
+
+	txnCommits, txnAborts atomic.Int64 // exactly once: transactions ended
 }
 
 // New checks cfg and connects the two clients (kgo connects lazily, so an
@@ -69,7 +74,7 @@ func New(cfg Config) (*Mirror, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w client: %w", ErrSource, err)
 	}
-	tgt, err := kgo.NewClient(append([]kgo.Opt{
+	tgtOpts := []kgo.Opt{
 		kgo.SeedBrokers(cfg.Target...),
 		kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
@@ -77,7 +82,12 @@ func New(cfg Config) (*Mirror, error) {
 		kgo.MaxBufferedRecords(max(200_000, 4*cfg.MaxInFlight)),
 		kgo.MaxBufferedBytes(256 << 20),
 		kgo.RecordRetries(recordRetries),
-	}, cfg.TargetOpts...)...)
+	}
+	if cfg.ExactlyOnce {
+		tgtOpts = append(tgtOpts, kgo.TransactionalID(cfg.TransactionalID()),
+			kgo.TransactionTimeout(max(time.Minute, 10*cfg.CommitInterval)))
+	}
+	tgt, err := kgo.NewClient(append(tgtOpts, cfg.TargetOpts...)...)
 	if err != nil {
 		src.Close()
 		return nil, fmt.Errorf("%w client: %w", ErrTarget, err)
@@ -95,6 +105,9 @@ func New(cfg Config) (*Mirror, error) {
 		topics:    make(map[string]int32),
 		paused:    make(map[*tracker]bool),
 		fetchErrs: make(map[topicPartition]string),
+	}
+	if cfg.Forward {
+		m.fw = newForwarder(m)
 	}
 	m.srcAdm.SetTimeoutMillis(int32(requestTimeout / time.Millisecond))
 	m.tgtAdm.SetTimeoutMillis(int32(requestTimeout / time.Millisecond))
@@ -124,6 +137,24 @@ func (m *Mirror) Close() {
 // logged, counted in Status and retried; Run does not return for them.
 func (m *Mirror) Run(ctx context.Context) error {
 	var nextRefresh, nextCommit, nextGroups time.Time
+	if m.cfg.ExactlyOnce {
+		// Fence a predecessor before reading positions.
+		if err := m.initTxn(ctx); err != nil {
+			return nil
+		}
+	}
+	sendCtx, stopSend := context.WithCancel(context.Background())
+	defer stopSend()
+	sendDone := make(chan struct{})
+	if m.fw != nil {
+		go func() {
+			defer close(sendDone)
+			m.fw.send(sendCtx)
+		}()
+	} else {
+		close(sendDone)
+	}
+	defer func() { stopSend(); <-sendDone }()
 	for ctx.Err() == nil {
 		now := time.Now()
 		if !now.Before(nextRefresh) {
@@ -139,7 +170,11 @@ func (m *Mirror) Run(ctx context.Context) error {
 		}
 		m.housekeep(ctx, now)
 		if !now.Before(nextCommit) {
-			m.commit(ctx)
+			if m.cfg.ExactlyOnce {
+				m.commitTxn(ctx)
+			} else {
+				m.commit(ctx)
+			}
 			nextCommit = now.Add(m.cfg.CommitInterval)
 		}
 		if m.cfg.groups != nil && !now.Before(nextGroups) {
@@ -147,6 +182,10 @@ func (m *Mirror) Run(ctx context.Context) error {
 				m.log.Warn("mirror: group offset sync failed", "err", err)
 			}
 			nextGroups = now.Add(m.cfg.SyncGroupsInterval)
+		}
+		if m.fw != nil {
+			m.fw.fetchOnce(ctx)
+			continue
 		}
 		fs := m.poll(ctx)
 		if fs.IsClientClosed() {
@@ -184,6 +223,9 @@ func (m *Mirror) drain() error {
 	ctx, cancel := context.WithTimeout(context.Background(), flushTimeout)
 	defer cancel()
 	m.src.PauseFetchTopics(m.src.GetConsumeTopics()...)
+	if m.fw != nil && !m.fw.idle(ctx) {
+		m.log.Warn("mirror: batches still in flight at shutdown; their positions are not committed")
+	}
 	if err := m.tgt.Flush(ctx); err != nil {
 		m.log.Warn("mirror: records still in flight at shutdown; their positions are not committed", "err", err)
 	}
@@ -193,6 +235,13 @@ func (m *Mirror) drain() error {
 	}
 	m.writeSyncs(ctx, nil) // those that failed, once more
 	_ = m.tgt.Flush(ctx)
+	if m.cfg.ExactlyOnce {
+		m.commitTxn(ctx)
+		if m.inTxn {
+			_ = m.tgt.EndTransaction(ctx, kgo.TryAbort) // empty: nothing was produced since
+		}
+		return nil
+	}
 	m.commit(ctx)
 	return nil
 }
@@ -305,6 +354,9 @@ func (m *Mirror) housekeep(ctx context.Context, now time.Time) {
 		tr.mu.Lock()
 		syncs = append(syncs, tr.takeSyncs()...)
 		at, due := tr.rewindDue(now)
+		if m.cfg.ExactlyOnce {
+			due = false // the transaction aborts at the next commit and rewinds every partition
+		}
 		if due {
 			tr.rewound()
 		} else if at, due = tr.refetchDue(); due {
@@ -341,6 +393,9 @@ func (m *Mirror) housekeep(ctx context.Context, now time.Time) {
 	}
 	if len(rewind) > 0 {
 		m.src.SetOffsets(rewind)
+		if m.fw != nil {
+			m.fw.setOffsets(rewind)
+		}
 	}
 	if len(resume) > 0 {
 		m.src.ResumeFetchPartitions(resume)

@@ -148,7 +148,14 @@ func sum(xs []int64) int64 {
 // keys, headers and timestamps; picks up a new topic and added partitions
 // while running; commits its positions; and after a restart copies only
 // what is new.
-func TestMirrorCopiesTopics(t *testing.T) {
+func TestMirrorCopiesTopics(t *testing.T) { testMirrorCopiesTopics(t, false) }
+
+// TestMirrorCopiesTopicsForwarded is TestMirrorCopiesTopics with
+// Config.Forward: the batches go byte for byte, the records come out the
+// same.
+func TestMirrorCopiesTopicsForwarded(t *testing.T) { testMirrorCopiesTopics(t, true) }
+
+func testMirrorCopiesTopics(t *testing.T, forward bool) {
 	src := brokertest.Start(t, "").Addr()
 	dst := brokertest.Start(t, "").Addr()
 	brokertest.CreateTopic(t, src, "events", 3, map[string]string{"retention.ms": "123456789"})
@@ -158,6 +165,7 @@ func TestMirrorCopiesTopics(t *testing.T) {
 
 	cfg := testConfig(t, src, dst, "events|added")
 	cfg.SourceAlias = "dc1"
+	cfg.Forward = forward
 	reg := prometheus.NewRegistry()
 	cfg.Registerer = reg
 	_, stop := runMirror(t, cfg)

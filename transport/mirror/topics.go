@@ -103,7 +103,13 @@ func (m *Mirror) addPartitions(ctx context.Context, t string, from, to int32) er
 	}
 	// FetchOffsets, not FetchOffsetsForTopics: that one asks the cached
 	// metadata, which may not know the topic just created.
-	committed, err := m.tgtAdm.FetchOffsets(rctx, m.cfg.Name)
+	// In exactly-once mode, RequireStable waits out a transaction being
+	// committed: its positions are the ones to start from.
+	fctx := rctx
+	if m.cfg.ExactlyOnce {
+		fctx = kadm.RequireStable(rctx)
+	}
+	committed, err := m.tgtAdm.FetchOffsets(fctx, m.cfg.Name)
 	if err != nil {
 		return fmt.Errorf("%w: fetch positions of group %s: %w", ErrTarget, m.cfg.Name, err)
 	}
@@ -120,6 +126,7 @@ func (m *Mirror) addPartitions(ctx context.Context, t string, from, to int32) er
 		return fmt.Errorf("%w: list offsets of %s: %w", ErrSource, t, err)
 	}
 	assign := make(map[int32]kgo.Offset, to-from)
+	fwdTrs, fwdAt := map[int32]*tracker{}, map[int32]int64{}
 	m.mu.Lock()
 	for p := from; p < to; p++ {
 		start := int64(0)
@@ -134,10 +141,15 @@ func (m *Mirror) addPartitions(ctx context.Context, t string, from, to int32) er
 		}
 		m.parts[topicPartition{t, p}] = tr
 		assign[p] = kgo.NewOffset().At(start)
+		fwdTrs[p], fwdAt[p] = tr, start
 	}
 	m.topics[t] = to
 	m.mu.Unlock()
-	m.src.AddConsumePartitions(map[string]map[int32]kgo.Offset{t: assign})
+	if m.fw != nil {
+		m.fw.add(t, fwdTrs, fwdAt)
+	} else {
+		m.src.AddConsumePartitions(map[string]map[int32]kgo.Offset{t: assign})
+	}
 	m.log.Info("mirror: mirroring partitions", "topic", t, "target_topic", target, "from_partition", from, "partitions", to)
 	return nil
 }
@@ -160,6 +172,9 @@ func (m *Mirror) dropTopic(t string) {
 		parts = append(parts, p)
 	}
 	m.mu.Unlock()
+	if m.fw != nil {
+		m.fw.drop(t)
+	}
 	m.src.RemoveConsumePartitions(map[string][]int32{t: parts})
 	m.src.PurgeTopicsFromClient(t)
 	m.log.Warn("mirror: source topic deleted; stopped mirroring it (the target topic stays)", "topic", t)

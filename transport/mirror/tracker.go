@@ -43,6 +43,8 @@ type tracker struct {
 	syncs     []OffsetSync
 
 	committed                 int64 // last position committed to the target, -1 for none
+	base                      int64 // exactly once: position at the start of the open transaction
+	skipTo                    int64 // forwarding: next moves here once nothing is in flight (a skipped marker)
 	hwm                       int64 // source high watermark, as last seen
 	lastAck                   time.Time
 	records                   int64
@@ -62,7 +64,7 @@ type inflight struct {
 
 func newTracker(topic, target string, partition int32, start, syncEvery int64, lo, hi time.Duration) *tracker {
 	return &tracker{topic: topic, target: target, partition: partition, next: start, expect: start,
-		syncEvery: syncEvery, lo: lo, hi: hi, syncUp: -1, committed: -1, hwm: start}
+		syncEvery: syncEvery, lo: lo, hi: hi, syncUp: -1, committed: -1, hwm: start, base: start}
 }
 
 // send records that the record at offset (timestamp ts) is being sent. It
@@ -80,6 +82,43 @@ func (t *tracker) send(offset int64, ts time.Time) bool {
 	t.expect = offset + 1
 	t.queue = append(t.queue, inflight{offset, ts})
 	return true
+}
+
+// sendBatch is send for a whole batch of source offsets base..last, sent
+// as one (forwarding): its acknowledgement is that of last.
+func (t *tracker) sendBatch(base, last int64, ts time.Time) bool {
+	if t.failed || t.refetch || base < t.expect && last < t.expect {
+		return false
+	}
+	t.expect = last + 1
+	t.queue = append(t.queue, inflight{last, ts})
+	return true
+}
+
+// skipped records that source offsets base..last hold nothing to copy (a
+// transaction marker, an aborted batch). With nothing in flight before
+// them, the position moves past them.
+func (t *tracker) skipped(base, last int64) {
+	if t.failed || t.refetch {
+		return
+	}
+	t.expect = max(t.expect, last+1)
+	if t.inFlight() > 0 {
+		t.skipTo = last + 1 // once what is in flight is acknowledged
+		return
+	}
+	if t.next >= base {
+		t.next = max(t.next, last+1)
+	}
+}
+
+// ackNoSync is ack for a record whose target offset is unknown (the
+// target answered that it was a duplicate): no offset sync is written.
+func (t *tracker) ackNoSync(offset int64, size int, now time.Time) {
+	up := t.syncUp
+	t.syncUp = offset // no sync due now
+	t.ack(offset, -1, size, now)
+	t.syncUp = up
 }
 
 // inFlight is how many records wait for the target.
@@ -121,6 +160,9 @@ func (t *tracker) ack(offset, dst int64, size int, now time.Time) {
 		return // written after a failure: sent again after the rewind
 	}
 	t.next = offset + 1
+	if t.skipTo > t.next && t.inFlight() == 0 {
+		t.next = t.skipTo
+	}
 	t.retries = 0
 	if t.syncUp < 0 || offset-t.syncUp >= t.syncEvery {
 		t.syncUp = offset
@@ -155,6 +197,7 @@ func (t *tracker) failPopped(offset int64, err error, now time.Time) bool {
 	t.errors++
 	t.lastErr = fmt.Errorf("%s/%d offset %d: %w", t.topic, t.partition, offset, err)
 	t.lastErrAt = now
+	t.skipTo = 0
 	if t.failed {
 		return false
 	}
@@ -184,6 +227,20 @@ func (t *tracker) rewound() {
 	t.refetch = false
 	t.expect = t.next
 	t.syncUp = -1
+}
+
+// abortTo records that the transaction was aborted (exactly-once mode)
+// and the consumer moved back to at, the position committed on the
+// target: everything sent since is dropped, and nothing may be in flight.
+func (t *tracker) abortTo(at int64, now time.Time) {
+	clear(t.queue)
+	t.queue, t.head = t.queue[:0], 0
+	t.base, t.next, t.expect = at, at, at
+	t.failed, t.refetch = false, false
+	t.syncUp = -1
+	t.syncs = nil
+	t.retries++
+	t.retryAt = now
 }
 
 // takeSyncs returns and forgets the offset syncs due.

@@ -275,3 +275,56 @@ func equal(a, b []int64) bool {
 	}
 	return true
 }
+
+// TestTrackerBatchesAndSkips: forwarding sends whole batches (one entry
+// per batch, its last offset); a skipped marker moves the position only
+// once nothing is in flight before it; a duplicate ack writes no sync.
+func TestTrackerBatchesAndSkips(t *testing.T) {
+	tr := newTracker("s", "t", 0, 0, 1, time.Second, 8*time.Second)
+	if !tr.sendBatch(0, 4, t0) || !tr.sendBatch(5, 9, t0) {
+		t.Fatal("sendBatch refused")
+	}
+	if tr.sendBatch(3, 7, t0) {
+		t.Error("a batch wholly below the expected offset was accepted")
+	}
+	tr.skipped(10, 10) // a marker after the batches in flight
+	if tr.next != 0 {
+		t.Fatalf("a marker moved next to %d with batches in flight", tr.next)
+	}
+	tr.ack(4, 104, 50, t0)
+	if tr.next != 5 {
+		t.Fatalf("after the first batch: next %d, want 5", tr.next)
+	}
+	tr.ackNoSync(9, 50, t0) // the target answered "duplicate"
+	if tr.next != 11 {
+		t.Fatalf("after the last batch, past the marker: next %d, want 11", tr.next)
+	}
+	for _, s := range tr.takeSyncs() {
+		if s.Downstream < 0 {
+			t.Errorf("a sync without a target offset: %+v", s)
+		}
+	}
+	tr.skipped(11, 12) // nothing in flight: at once
+	if tr.next != 13 || tr.expect != 13 {
+		t.Errorf("after a marker with nothing in flight: next %d expect %d, want 13 and 13", tr.next, tr.expect)
+	}
+}
+
+// TestTrackerAbortTo: an aborted transaction (exactly once) drops what was
+// in flight and acknowledged since, and goes back to the committed position.
+func TestTrackerAbortTo(t *testing.T) {
+	tr := newTracker("s", "t", 0, 10, 100, time.Second, 8*time.Second)
+	for off := int64(10); off < 15; off++ {
+		tr.send(off, t0)
+	}
+	tr.ack(10, 0, 1, t0)
+	tr.ack(11, 1, 1, t0)
+	tr.fail(12, errTest, t0)
+	tr.abortTo(10, t0)
+	if tr.next != 10 || tr.expect != 10 || tr.base != 10 || tr.inFlight() != 0 || tr.failed {
+		t.Fatalf("after abortTo(10): next %d expect %d base %d in flight %d failed %v", tr.next, tr.expect, tr.base, tr.inFlight(), tr.failed)
+	}
+	if !tr.send(10, t0) {
+		t.Error("the committed position's record is refused after the abort")
+	}
+}

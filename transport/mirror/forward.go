@@ -1,0 +1,691 @@
+package mirror
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/weir-broker/weir/core/record"
+)
+
+// Forwarding (Config.Forward): source record batches go to the target byte
+// for byte, compression included, instead of being decoded by the consumer
+// and encoded again by the producer. The mirror fetches with raw kmsg Fetch
+// requests from each source partition's leader, and produces each batch as
+// it came in a raw kmsg Produce request (acks=all) to the target partition's
+// leader, with its base offset reset to 0 and its producer id, epoch and
+// base sequence rewritten for the mirror's own idempotent producer id
+// (InitProducerId), the CRC computed again (it covers those fields). The
+// trackers see one entry per batch (its last offset), so the rules of the
+// record path hold: a position is committed only after the target
+// acknowledged everything before it, a failure freezes it and rewinds.
+//
+// Each partition has at most one batch in flight; a request carries one
+// batch of every ready partition led by that broker. A batch's sequence is
+// the partition's acknowledged sequence, so a batch sent again after a
+// failure (the same source batch: rewinds land on batch boundaries) is
+// recognised by the target as a duplicate if it had been written. A
+// sequence error (the target lost the producer's state, e.g. a restart
+// before the log was flushed) moves the partition to a fresh producer id.
+//
+// What is not forwarded: transactional source batches that aborted
+// (skipped, as read_committed readers skip them; committed ones are
+// forwarded with the transactional bit cleared), control batches
+// (skipped), and batches with gaps in their offsets (a compacted source: the
+// target refuses them as a producer's batch; such a partition fails with
+// an error naming it, so compacted topics need the record path).
+
+const (
+	fwdMaxQueued   = 16 << 20 // bytes fetched and not acknowledged per partition before its fetching pauses
+	fwdFetchMax    = 64 << 20
+	fwdPartFetch   = 4 << 20
+	fwdFetchWaitMs = 250
+	metadataPause  = 50 * time.Millisecond
+	fwdMaxReqs     = 8       // produce requests in flight, over all target brokers
+	fwdReqBytes    = 4 << 20 // a request takes no more partitions once this large
+)
+
+var errForwardGap = errors.New("batch has gaps in its offsets (a compacted source): cannot be forwarded, run the mirror without forwarding")
+
+type fwdBatch struct {
+	b          []byte
+	base, last int64
+	count      int32
+	ts         time.Time
+}
+
+type fwdPart struct {
+	tr        *tracker
+	topicID   [16]byte
+	fetchAt   int64
+	srcLeader int32
+	tgtLeader int32
+	queue     []fwdBatch
+	queued    int
+	busy      bool
+	pid       int64
+	epoch     int16
+	seq       int32
+	needPid   bool
+}
+
+type forwarder struct {
+	m *Mirror
+
+	mu       sync.Mutex
+	cond     *sync.Cond
+	parts    map[topicPartition]*fwdPart
+	srcStale bool
+	tgtStale bool
+	// srcAsked, tgtAsked: when leaders were last asked, so that a
+	// partition without a leader does not make a busy loop of metadata.
+	srcAsked, tgtAsked time.Time
+	reqs               int // produce requests in flight
+	pid                int64
+	epoch              int16
+	// aborted: per partition, producer ids of aborted transactions seen in
+	// fetch responses and not yet ended by their marker.
+	aborted map[topicPartition]map[int64][]int64
+}
+
+func newForwarder(m *Mirror) *forwarder {
+	f := &forwarder{m: m, parts: map[topicPartition]*fwdPart{}, srcStale: true, tgtStale: true, pid: -1,
+		aborted: map[topicPartition]map[int64][]int64{}}
+	f.cond = sync.NewCond(&f.mu)
+	return f
+}
+
+// add starts forwarding partitions of source topic t from the given offsets.
+func (f *forwarder) add(t string, trs map[int32]*tracker, at map[int32]int64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for p, tr := range trs {
+		f.parts[topicPartition{t, p}] = &fwdPart{tr: tr, fetchAt: at[p], srcLeader: -1, tgtLeader: -1, pid: -1}
+	}
+	f.srcStale, f.tgtStale = true, true
+}
+
+func (f *forwarder) drop(t string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for tp, fp := range f.parts {
+		if tp.topic == t && !fp.busy && len(fp.queue) == 0 {
+			delete(f.parts, tp)
+		}
+	}
+}
+
+func (f *forwarder) setOffsets(rewind map[string]map[int32]kgo.EpochOffset) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for t, ps := range rewind {
+		for p, o := range ps {
+			if fp := f.parts[topicPartition{t, p}]; fp != nil {
+				fp.fetchAt = o.Offset
+				delete(f.aborted, topicPartition{t, p})
+			}
+		}
+	}
+}
+
+// leaders refreshes the source and target leaders when stale.
+func (f *forwarder) leaders(ctx context.Context, source bool) error {
+	f.mu.Lock()
+	stale, last := f.srcStale, &f.srcAsked
+	if !source {
+		stale, last = f.tgtStale, &f.tgtAsked
+	}
+	if stale && time.Since(*last) < metadataPause {
+		stale = false // asked a moment ago
+	}
+	if stale {
+		*last = time.Now()
+	}
+	topics := map[string]bool{}
+	for _, fp := range f.parts {
+		if source {
+			topics[fp.tr.topic] = true
+		} else {
+			topics[fp.tr.target] = true
+		}
+	}
+	f.mu.Unlock()
+	if !stale || len(topics) == 0 {
+		return nil
+	}
+	cl := f.m.src
+	if !source {
+		cl = f.m.tgt
+	}
+	req := kmsg.NewPtrMetadataRequest()
+	for t := range topics {
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr(t)
+		req.Topics = append(req.Topics, rt)
+	}
+	rctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	// Not kadm's Metadata: it answers from kgo's cache, which may not know
+	// a topic the mirror just created.
+	resp, err := req.RequestWith(rctx, cl)
+	if err != nil {
+		return err
+	}
+	type leader struct {
+		id    int32
+		topic [16]byte
+	}
+	leaders := map[topicPartition]leader{}
+	for _, t := range resp.Topics {
+		if t.Topic == nil || t.ErrorCode != 0 {
+			continue
+		}
+		for _, p := range t.Partitions {
+			if p.ErrorCode == 0 && p.Leader >= 0 {
+				leaders[topicPartition{*t.Topic, p.Partition}] = leader{p.Leader, t.TopicID}
+			}
+		}
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	all := true
+	for _, fp := range f.parts {
+		name := fp.tr.topic
+		if !source {
+			name = fp.tr.target
+		}
+		l, ok := leaders[topicPartition{name, fp.tr.partition}]
+		if !ok {
+			all = false
+			continue
+		}
+		if source {
+			fp.srcLeader, fp.topicID = l.id, l.topic
+		} else {
+			fp.tgtLeader = l.id
+		}
+	}
+	if !all {
+		return nil // stays stale: asked again after a pause
+	}
+	if source {
+		f.srcStale = false
+	} else {
+		f.tgtStale = false
+	}
+	return nil
+}
+
+// fetchOnce sends one Fetch to each source leader of the partitions that
+// may fetch (not failed, not paused, not too much queued) and queues what
+// came back. It runs in the mirror's loop.
+func (f *forwarder) fetchOnce(ctx context.Context) {
+	if err := f.leaders(ctx, true); err != nil {
+		if ctx.Err() == nil {
+			f.m.log.Warn("mirror: source metadata failed, retrying", "err", err)
+		}
+		waitCtx(ctx, f.m.cfg.BackoffMin)
+		return
+	}
+	byLeader := map[int32]*kmsg.FetchRequest{}
+	f.mu.Lock()
+	for tp, fp := range f.parts {
+		if fp.srcLeader < 0 || fp.queued >= fwdMaxQueued || f.m.paused[fp.tr] {
+			continue
+		}
+		fp.tr.mu.Lock()
+		failed := fp.tr.failed
+		fp.tr.mu.Unlock()
+		if failed {
+			continue
+		}
+		req := byLeader[fp.srcLeader]
+		if req == nil {
+			req = kmsg.NewPtrFetchRequest()
+			req.ReplicaID, req.MaxWaitMillis, req.MinBytes, req.MaxBytes = -1, fwdFetchWaitMs, 1, fwdFetchMax
+			req.IsolationLevel, req.SessionEpoch = 1, -1
+			byLeader[fp.srcLeader] = req
+		}
+		var rt *kmsg.FetchRequestTopic
+		for i := range req.Topics {
+			if req.Topics[i].Topic == tp.topic {
+				rt = &req.Topics[i]
+			}
+		}
+		if rt == nil {
+			req.Topics = append(req.Topics, kmsg.NewFetchRequestTopic())
+			rt = &req.Topics[len(req.Topics)-1]
+			rt.Topic, rt.TopicID = tp.topic, fp.topicID
+		}
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = tp.partition, fp.fetchAt, fwdPartFetch
+		rp.CurrentLeaderEpoch, rp.LastFetchedEpoch, rp.LogStartOffset = -1, -1, -1
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	f.mu.Unlock()
+	if len(byLeader) == 0 {
+		waitCtx(ctx, pollWait/5)
+		return
+	}
+	type result struct {
+		req  *kmsg.FetchRequest
+		resp *kmsg.FetchResponse
+		err  error
+	}
+	results := make(chan result, len(byLeader))
+	for leader, req := range byLeader {
+		go func() {
+			resp, err := f.m.src.Broker(int(leader)).Request(ctx, req)
+			r, _ := resp.(*kmsg.FetchResponse)
+			results <- result{req, r, err}
+		}()
+	}
+	for range byLeader {
+		res := <-results
+		if res.err == nil && res.resp.ErrorCode != 0 {
+			res.err = kerr.ErrorForCode(res.resp.ErrorCode)
+		}
+		if res.err != nil {
+			if ctx.Err() == nil {
+				f.m.log.Warn("mirror: fetch from source failed, retrying", "err", res.err)
+			}
+			f.mu.Lock()
+			f.srcStale = true
+			f.mu.Unlock()
+			continue
+		}
+		names := map[[16]byte]string{}
+		for _, t := range res.req.Topics {
+			names[t.TopicID] = t.Topic
+		}
+		for _, rt := range res.resp.Topics {
+			name := rt.Topic
+			if name == "" {
+				name = names[rt.TopicID]
+			}
+			for i := range rt.Partitions {
+				f.partition(ctx, name, &rt.Partitions[i])
+			}
+		}
+	}
+	f.cond.Broadcast()
+}
+
+func waitCtx(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+// partition queues the batches of one partition's fetch response.
+func (f *forwarder) partition(ctx context.Context, topic string, rp *kmsg.FetchResponseTopicPartition) {
+	tp := topicPartition{topic, rp.Partition}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	fp := f.parts[tp]
+	if fp == nil {
+		return
+	}
+	tr := fp.tr
+	if err := kerr.ErrorForCode(rp.ErrorCode); err != nil {
+		if errors.Is(err, kerr.OffsetOutOfRange) && rp.LogStartOffset >= 0 && fp.fetchAt < rp.LogStartOffset {
+			fp.fetchAt = rp.LogStartOffset
+			return
+		}
+		f.srcStale = true
+		msg := err.Error()
+		if f.m.fetchErrs[tp] != msg {
+			f.m.fetchErrs[tp] = msg
+			f.m.log.Warn("mirror: fetch from source failed, retrying", "topic", topic, "partition", rp.Partition, "err", err)
+		}
+		tr.mu.Lock()
+		tr.fetchErrors++
+		tr.lastErr = fmt.Errorf("%s/%d: fetch: %w", topic, rp.Partition, err)
+		tr.lastErrAt = time.Now()
+		tr.mu.Unlock()
+		return
+	}
+	delete(f.m.fetchErrs, tp)
+	ab := f.aborted[tp]
+	for _, a := range rp.AbortedTransactions {
+		if ab == nil {
+			ab = map[int64][]int64{}
+			f.aborted[tp] = ab
+		}
+		if !slices.Contains(ab[a.ProducerID], a.FirstOffset) {
+			ab[a.ProducerID] = append(ab[a.ProducerID], a.FirstOffset)
+			slices.Sort(ab[a.ProducerID])
+		}
+	}
+	b := rp.RecordBatches
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	tr.hwm = max(tr.hwm, rp.HighWatermark)
+	for len(b) > 0 {
+		h, n, err := record.Next(b, 0)
+		if err != nil {
+			if !errors.Is(err, record.ErrShort) {
+				tr.fetchErrors++
+				tr.lastErr = fmt.Errorf("%s/%d: fetch at %d: %w", topic, rp.Partition, fp.fetchAt, err)
+				tr.lastErrAt = time.Now()
+			}
+			break // a partial batch at the end: fetched again next time
+		}
+		batch := b[:n]
+		b = b[n:]
+		if h.LastOffset() < fp.fetchAt {
+			continue
+		}
+		switch {
+		case h.Control():
+			if mk, err := record.ParseControlBatch(batch); err == nil && mk.Type == record.ControlAbort {
+				// The marker ends the producer's aborted transactions
+				// that began before it.
+				l := ab[h.ProducerID]
+				for len(l) > 0 && l[0] < h.BaseOffset {
+					l = l[1:]
+				}
+				if len(l) == 0 {
+					delete(ab, h.ProducerID)
+				} else {
+					ab[h.ProducerID] = l
+				}
+			}
+			tr.skipped(h.BaseOffset, h.LastOffset())
+			fp.fetchAt = h.LastOffset() + 1
+			continue
+		case h.Transactional():
+			if l := ab[h.ProducerID]; len(l) > 0 && l[0] <= h.LastOffset() {
+				tr.skipped(h.BaseOffset, h.LastOffset())
+				fp.fetchAt = h.LastOffset() + 1
+				continue // aborted
+			}
+		}
+		var ts time.Time
+		if h.MaxTimestamp > 0 {
+			ts = time.UnixMilli(h.MaxTimestamp)
+		}
+		if !tr.sendBatch(h.BaseOffset, h.LastOffset(), ts) {
+			break
+		}
+		fp.fetchAt = h.LastOffset() + 1
+		if h.RecordCount != h.LastOffsetDelta+1 {
+			first := tr.fail(h.LastOffset(), fmt.Errorf("%w", errForwardGap), time.Now())
+			if first {
+				f.m.log.Warn("mirror: cannot forward a batch; partition paused and retried",
+					"topic", topic, "partition", rp.Partition, "offset", h.BaseOffset, "err", errForwardGap)
+			}
+			break
+		}
+		fp.queue = append(fp.queue, fwdBatch{b: batch, base: h.BaseOffset, last: h.LastOffset(), count: h.RecordCount, ts: ts})
+		fp.queued += len(batch)
+	}
+}
+
+// send runs until ctx ends: it produces the head batch of every partition
+// with nothing in flight, one request per target leader, and resolves
+// them in the trackers.
+func (f *forwarder) send(ctx context.Context) {
+	stop := context.AfterFunc(ctx, func() {
+		f.mu.Lock()
+		f.cond.Broadcast()
+		f.mu.Unlock()
+	})
+	defer stop()
+	for {
+		f.mu.Lock()
+		for ctx.Err() == nil && (!f.ready() || f.reqs >= fwdMaxReqs) {
+			f.cond.Wait()
+		}
+		f.mu.Unlock()
+		if ctx.Err() != nil {
+			return
+		}
+		if err := f.leaders(ctx, false); err != nil {
+			if ctx.Err() == nil {
+				f.m.log.Warn("mirror: target metadata failed, retrying", "err", err)
+			}
+			waitCtx(ctx, f.m.cfg.BackoffMin)
+			continue
+		}
+		if err := f.producerID(ctx); err != nil {
+			if ctx.Err() == nil {
+				f.m.log.Warn("mirror: target producer id failed, retrying", "err", err)
+			}
+			waitCtx(ctx, f.m.cfg.BackoffMin)
+			continue
+		}
+		if !f.round(ctx) {
+			waitCtx(ctx, metadataPause) // nothing sendable yet: partitions without a leader
+		}
+	}
+}
+
+// ready reports whether some partition has a batch to send. f.mu held.
+func (f *forwarder) ready() bool {
+	for _, fp := range f.parts {
+		if len(fp.queue) > 0 && !fp.busy {
+			return true
+		}
+	}
+	return false
+}
+
+// producerID gets the first producer id, and a fresh one when a partition
+// needs one (a sequence error) and still has the latest.
+func (f *forwarder) producerID(ctx context.Context) error {
+	f.mu.Lock()
+	need := f.pid < 0
+	for _, fp := range f.parts {
+		if fp.needPid && fp.pid == f.pid {
+			need = true
+		}
+	}
+	f.mu.Unlock()
+	if !need {
+		return nil
+	}
+	rctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	req := kmsg.NewPtrInitProducerIDRequest()
+	req.TransactionTimeoutMillis, req.ProducerID, req.ProducerEpoch = -1, -1, -1
+	resp, err := req.RequestWith(rctx, f.m.tgt)
+	if err != nil {
+		return err
+	}
+	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+		return fmt.Errorf("InitProducerId: %w", err)
+	}
+	f.mu.Lock()
+	f.pid, f.epoch = resp.ProducerID, resp.ProducerEpoch
+	f.mu.Unlock()
+	return nil
+}
+
+type sent struct {
+	fp *fwdPart
+	bt fwdBatch
+}
+
+func (f *forwarder) round(ctx context.Context) bool {
+	type request struct {
+		leader int32
+		req    *kmsg.ProduceRequest
+		ss     []sent
+		bytes  int
+	}
+	var reqs []*request
+	open := map[int32]*request{}
+	f.mu.Lock()
+	for _, fp := range f.parts {
+		if len(fp.queue) == 0 || fp.busy {
+			continue
+		}
+		if fp.tgtLeader < 0 {
+			f.tgtStale = true
+			continue
+		}
+		r := open[fp.tgtLeader]
+		if r == nil || r.bytes >= fwdReqBytes {
+			if f.reqs+len(reqs) >= fwdMaxReqs {
+				continue
+			}
+			r = &request{leader: fp.tgtLeader, req: kmsg.NewPtrProduceRequest()}
+			r.req.Acks, r.req.TimeoutMillis = -1, int32(requestTimeout/time.Millisecond)
+			open[fp.tgtLeader] = r
+			reqs = append(reqs, r)
+		}
+		if fp.pid != f.pid {
+			fp.pid, fp.epoch, fp.seq, fp.needPid = f.pid, f.epoch, 0, false
+		}
+		bt := fp.queue[0]
+		h, _ := record.ParseHeader(bt.b)
+		h.BaseOffset, h.PartitionLeaderEpoch = 0, -1
+		h.ProducerID, h.ProducerEpoch, h.BaseSequence = fp.pid, fp.epoch, fp.seq
+		h.Attributes &^= 0x10 // transactional: the copy is not
+		record.PutHeader(bt.b, h)
+		var rt *kmsg.ProduceRequestTopic
+		for i := range r.req.Topics {
+			if r.req.Topics[i].Topic == fp.tr.target {
+				rt = &r.req.Topics[i]
+			}
+		}
+		if rt == nil {
+			r.req.Topics = append(r.req.Topics, kmsg.NewProduceRequestTopic())
+			rt = &r.req.Topics[len(r.req.Topics)-1]
+			rt.Topic = fp.tr.target
+		}
+		rp := kmsg.NewProduceRequestTopicPartition()
+		rp.Partition, rp.Records = fp.tr.partition, bt.b
+		rt.Partitions = append(rt.Partitions, rp)
+		fp.busy = true
+		r.ss = append(r.ss, sent{fp, bt})
+		r.bytes += len(bt.b)
+	}
+	f.reqs += len(reqs)
+	f.mu.Unlock()
+	for _, r := range reqs {
+		go func() {
+			resp, err := f.m.tgt.Broker(int(r.leader)).Request(ctx, r.req)
+			pr, _ := resp.(*kmsg.ProduceResponse)
+			f.resolve(r.ss, pr, err)
+			f.mu.Lock()
+			f.reqs--
+			f.cond.Broadcast()
+			f.mu.Unlock()
+		}()
+	}
+	return len(reqs) > 0
+}
+
+// resolve applies a produce response (or its error) to the batches sent.
+func (f *forwarder) resolve(ss []sent, resp *kmsg.ProduceResponse, reqErr error) {
+	codes := map[topicPartition]*kmsg.ProduceResponseTopicPartition{}
+	if resp != nil {
+		for i := range resp.Topics {
+			for j := range resp.Topics[i].Partitions {
+				p := &resp.Topics[i].Partitions[j]
+				codes[topicPartition{resp.Topics[i].Topic, p.Partition}] = p
+			}
+		}
+	}
+	now := time.Now()
+	wake := false
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, s := range ss {
+		fp, bt, tr := s.fp, s.bt, s.fp.tr
+		fp.busy = false
+		err := reqErr
+		dst := int64(-1)
+		if err == nil {
+			if p := codes[topicPartition{tr.target, tr.partition}]; p == nil {
+				err = fmt.Errorf("produce response without %s/%d", tr.target, tr.partition)
+			} else if err = kerr.ErrorForCode(p.ErrorCode); err == nil {
+				dst = p.BaseOffset + (bt.last - bt.base)
+			} else if errors.Is(err, kerr.DuplicateSequenceNumber) {
+				err = nil
+			}
+		}
+		tr.mu.Lock()
+		if err == nil && len(fp.queue) > 0 && fp.queue[0].last == bt.last {
+			fp.queue = fp.queue[1:]
+			fp.queued -= len(bt.b)
+			fp.seq += bt.count
+			if dst >= 0 {
+				tr.ack(bt.last, dst, len(bt.b), now)
+			} else {
+				tr.ackNoSync(bt.last, len(bt.b), now)
+			}
+			tr.records += int64(bt.count) - 1 // ack counted one
+			if !bt.ts.IsZero() {
+				f.m.e2e.Observe(now.Sub(bt.ts).Seconds())
+			}
+			tr.mu.Unlock()
+			continue
+		}
+		if err == nil {
+			err = errors.New("forward: resolved batch is not the partition's oldest")
+		}
+		var ke *kerr.Error
+		if errors.As(err, &ke) {
+			switch ke.Code {
+			case kerr.OutOfOrderSequenceNumber.Code, kerr.UnknownProducerID.Code, kerr.InvalidProducerEpoch.Code:
+				fp.needPid = true
+			case kerr.NotLeaderForPartition.Code, kerr.UnknownTopicOrPartition.Code, kerr.LeaderNotAvailable.Code:
+				f.tgtStale = true
+			}
+		} else {
+			f.tgtStale = true
+		}
+		first := false
+		for _, q := range fp.queue {
+			if tr.fail(q.last, err, now) && !first {
+				first = true
+				{
+					f.m.log.Warn("mirror: target refused a batch; partition paused, retrying from its last acknowledged position",
+						"topic", tr.topic, "partition", tr.partition, "target_topic", tr.target, "offset", q.base, "err", err)
+				}
+			}
+		}
+		fp.queue, fp.queued = nil, 0
+		tr.mu.Unlock()
+		wake = true
+	}
+	if wake {
+		f.m.wakeLoop()
+	}
+}
+
+// idle waits (until ctx ends) for every queued batch to be resolved, and
+// reports whether they were.
+func (f *forwarder) idle(ctx context.Context) bool {
+	for {
+		f.mu.Lock()
+		busy := false
+		for _, fp := range f.parts {
+			if fp.busy || len(fp.queue) > 0 {
+				busy = true
+				break
+			}
+		}
+		f.mu.Unlock()
+		if !busy {
+			return true
+		}
+		if ctx.Err() != nil {
+			return false
+		}
+		waitCtx(ctx, 10*time.Millisecond)
+	}
+}
