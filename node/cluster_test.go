@@ -543,7 +543,7 @@ func TestProducerIDsWhileStoreAway(t *testing.T) {
 		store := n.store.(*memstore.Store)
 		c.srv.Disconnect(store)
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		pid, epoch, err := n.InitProducerID(ctx, nil)
+		pid, epoch, err := n.InitProducerID(ctx)
 		cancel()
 		c.srv.Reconnect(store)
 		if err != nil || pid < 0 || epoch != 0 {

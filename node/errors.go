@@ -28,10 +28,9 @@ var (
 	// ErrReplicaOffline: the partition's log failed on this broker, which
 	// resigned from its ISR; it serves the partition again once the
 	// controller moved it and the log recovered (KAFKA_STORAGE_ERROR).
-	ErrReplicaOffline           = replica.ErrLogFailed
-	ErrFencedLeaderEpoch        = errors.New("node: fenced leader epoch")
-	ErrUnknownLeaderEpoch       = errors.New("node: unknown leader epoch")
-	ErrTransactionsNotSupported = errors.New("node: transactions are not supported")
+	ErrReplicaOffline     = replica.ErrLogFailed
+	ErrFencedLeaderEpoch  = errors.New("node: fenced leader epoch")
+	ErrUnknownLeaderEpoch = errors.New("node: unknown leader epoch")
 	// ErrPartitionStorage: a partition of a topic being created could not
 	// be opened on this broker (out of descriptors, space, ...), so the
 	// topic was deleted again (KAFKA_STORAGE_ERROR; the cause is wrapped).

@@ -84,7 +84,7 @@ func TestMigrateLegacyMetadata(t *testing.T) {
 	if ok, _ := n.logs.Exists("old", 0); ok {
 		t.Error("the pending deletion of old left its directory")
 	}
-	if id, _, err := n.InitProducerID(ctx, nil); err != nil || id < 2000 {
+	if id, _, err := n.InitProducerID(ctx); err != nil || id < 2000 {
 		t.Errorf("InitProducerID after migration: %d, %v; want >= 2000 (ids below may be in use)", id, err)
 	}
 	if _, err := mem.Stat("/data/" + legacyMetaMigrated); err != nil {

@@ -267,12 +267,10 @@ const producerIDBlock = 1000
 // the coordination store (Kafka's /latest_producer_id_block). The first
 // block is reserved when the node opens (as Kafka's ProducerIdManager
 // does), so producers can start while the store is unreachable; the next
-// when a block runs out. A transactional id is refused
-// (ErrTransactionsNotSupported).
-func (n *Node) InitProducerID(ctx context.Context, transactionalID *string) (int64, int16, error) {
-	if transactionalID != nil {
-		return -1, -1, ErrTransactionsNotSupported
-	}
+// when a block runs out. Transactional producers get theirs from the
+// transaction coordinator (InitTransactionalProducerID), which takes them
+// from the same blocks.
+func (n *Node) InitProducerID(ctx context.Context) (int64, int16, error) {
 	n.pidMu.Lock()
 	defer n.pidMu.Unlock()
 	if n.pidNext >= n.pidEnd {

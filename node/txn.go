@@ -88,7 +88,7 @@ func (n *Node) closeTxn() error {
 func (n *Node) newProducerID() (int64, error) {
 	ctx, cancel := context.WithTimeout(n.ctx, storeTimeout)
 	defer cancel()
-	id, _, err := n.InitProducerID(ctx, nil)
+	id, _, err := n.InitProducerID(ctx)
 	return id, err
 }
 

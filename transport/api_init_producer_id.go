@@ -35,7 +35,7 @@ func handleInitProducerID(ctx context.Context, s *Server, r *request) (kmsg.Resp
 		err   error
 	)
 	if req.TransactionalID == nil {
-		id, epoch, err = s.node.InitProducerID(ctx, nil)
+		id, epoch, err = s.node.InitProducerID(ctx)
 	} else {
 		pid, pepoch := int64(-1), int16(-1)
 		if req.Version >= 3 {

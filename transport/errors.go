@@ -127,7 +127,6 @@ var errorTable = []struct {
 	{node.ErrOperationNotAttempted, kerr.OperationNotAttempted},
 
 	// The node's decisions.
-	{node.ErrTransactionsNotSupported, kerr.InvalidRequest},
 	{node.ErrNotEnoughReplicas, kerr.NotEnoughReplicas},
 	{node.ErrNotEnoughReplicasAfterAppend, kerr.NotEnoughReplicasAfterAppend},
 	{node.ErrFencedLeaderEpoch, kerr.FencedLeaderEpoch},

@@ -63,7 +63,6 @@ func TestErrorTable(t *testing.T) {
 		{groups.ErrCoordinatorNotAvailable, kerr.CoordinatorNotAvailable},
 		{groups.ErrOffsetMetadataTooLarge, kerr.OffsetMetadataTooLarge},
 		{groups.ErrInvalidCommitSize, kerr.InvalidCommitOffsetSize},
-		{node.ErrTransactionsNotSupported, kerr.InvalidRequest},
 		{node.ErrInvalidAcks, kerr.InvalidRequiredAcks},
 		{node.ErrNotEnoughReplicas, kerr.NotEnoughReplicas},
 		{node.ErrInvalidReplicationFactor, kerr.InvalidReplicationFactor},
