@@ -217,8 +217,9 @@ func crashTransaction(t *testing.T, kill, step string) {
 	// No stuck LSO: every partition's last stable offset reaches its high
 	// watermark.
 	check := brokertest.Client(t, addr)
-	waitForLong(t, "every partition's last stable offset at its high watermark", func() bool {
-		hw, lso := listEnds(ctx, check, topic, 0), listEnds(ctx, check, topic, 1)
+	var hw, lso []int64
+	stable := func() bool {
+		hw, lso = listEnds(ctx, check, topic, 0), listEnds(ctx, check, topic, 1)
 		if hw == nil || lso == nil {
 			return false
 		}
@@ -228,7 +229,17 @@ func crashTransaction(t *testing.T, kill, step string) {
 			}
 		}
 		return true
-	})
+	}
+	deadline := time.Now().Add(4 * waitTimeout)
+	for !stable() {
+		if time.Now().After(deadline) {
+			// What the broker said is what tells why: the coordinator logs
+			// a marker write that keeps failing.
+			t.Fatalf("the last stable offsets %v stayed behind the high watermarks %v; the broker's output:\n%s",
+				lso, hw, proc.Output())
+		}
+		<-time.After(20 * time.Millisecond) // polling, as waitFor does
+	}
 
 	t.Logf("last stable offsets at the high watermarks %v after the restart", time.Since(restarted))
 
