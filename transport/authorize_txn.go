@@ -1,6 +1,7 @@
 package transport
 
-// The authorizer's checks of the transaction coordinator's and the SCRAM
+// The authorizer's checks of the transactional APIs (InitProducerId,
+// the coordinator's, the markers', TxnOffsetCommit) and of the SCRAM
 // credentials' APIs (Kafka's
 // KafkaApis handleAddPartitionsToTxnRequest, handleAddOffsetsToTxnRequest,
 // handleEndTxnRequest, handleDescribeTransactionsRequest,
@@ -182,4 +183,90 @@ func authAlterUserScram(c authCheck, r kmsg.Request) (kmsg.Response, patch) {
 		add(u.Name)
 	}
 	return resp, nil
+}
+
+// authInitProducerID: Write on the transactional id; without one,
+// IdempotentWrite on the cluster or Write on some topic (KIP-679).
+func authInitProducerID(c authCheck, r kmsg.Request) (kmsg.Response, patch) {
+	req := r.(*kmsg.InitProducerIDRequest)
+	code := int16(0)
+	switch {
+	case req.TransactionalID != nil:
+		if !c.txn(acl.OpWrite, *req.TransactionalID) {
+			code = errTxnAuth
+		}
+	case !c.cluster(acl.OpIdempotentWrite) && !c.a.AuthorizeAny(c.principal, c.host, acl.OpWrite, acl.ResourceTopic):
+		code = errClusterAuth
+	}
+	if code == 0 {
+		return nil, nil
+	}
+	resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
+	resp.ErrorCode, resp.ProducerID, resp.ProducerEpoch = code, -1, -1
+	return resp, nil
+}
+
+// authWriteTxnMarkers: ClusterAction on the cluster (an inter-broker API);
+// denied, every partition answers CLUSTER_AUTHORIZATION_FAILED.
+func authWriteTxnMarkers(c authCheck, r kmsg.Request) (kmsg.Response, patch) {
+	req := r.(*kmsg.WriteTxnMarkersRequest)
+	if c.cluster(acl.OpClusterAction) {
+		return nil, nil
+	}
+	resp := req.ResponseKind().(*kmsg.WriteTxnMarkersResponse)
+	for _, m := range req.Markers {
+		rm := kmsg.NewWriteTxnMarkersResponseMarker()
+		rm.ProducerID = m.ProducerID
+		for _, t := range m.Topics {
+			rt := kmsg.NewWriteTxnMarkersResponseMarkerTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rp := kmsg.NewWriteTxnMarkersResponseMarkerTopicPartition()
+				rp.Partition, rp.ErrorCode = p, errClusterAuth
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			rm.Topics = append(rm.Topics, rt)
+		}
+		resp.Markers = append(resp.Markers, rm)
+	}
+	return resp, nil
+}
+
+// authTxnOffsetCommit: Write on the transactional id, then Read on the
+// group (else every partition answers TRANSACTIONAL_ID_ or
+// GROUP_AUTHORIZATION_FAILED), then Read on each topic (per partition
+// TOPIC_AUTHORIZATION_FAILED), as Kafka checks them.
+func authTxnOffsetCommit(c authCheck, r kmsg.Request) (kmsg.Response, patch) {
+	req := r.(*kmsg.TxnOffsetCommitRequest)
+	all := int16(0)
+	switch {
+	case !c.txn(acl.OpWrite, req.TransactionalID):
+		all = errTxnAuth
+	case !c.group(acl.OpRead, req.Group):
+		all = errGroupAuth
+	}
+	var denied []kmsg.TxnOffsetCommitResponseTopic
+	kept := req.Topics[:0:0]
+	for _, t := range req.Topics {
+		code := all
+		if code == 0 && !c.topic(acl.OpRead, t.Topic) {
+			code = errTopicAuth
+		}
+		if code == 0 {
+			kept = append(kept, t)
+			continue
+		}
+		rt := kmsg.NewTxnOffsetCommitResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
+			rp.Partition, rp.ErrorCode = p.Partition, code
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		denied = append(denied, rt)
+	}
+	return finish(req, &req.Topics, kept, denied, func(resp any, d []kmsg.TxnOffsetCommitResponseTopic) {
+		r := resp.(*kmsg.TxnOffsetCommitResponse)
+		r.Topics = append(r.Topics, d...)
+	})
 }
