@@ -181,9 +181,11 @@ func TestOutage(t *testing.T) {
 	c := zktest.Start(t, zktest.Options{})
 	// A restarted server gives every session a fresh timeout; the client must
 	// reconnect within it, which on a loaded machine (1 s redial pauses, a
-	// server still loading its database) can take seconds: this session's
-	// timeout is twice the usual.
-	timeout := 2 * sessionTimeout
+	// server still loading its database) can take seconds: go-zookeeper
+	// whose first try met a server bound but not yet serving came back 5 to
+	// 9 s later in full test runs, so this session's timeout is four times
+	// the usual (ZooKeeper's maxSessionTimeout here is 20 s).
+	timeout := 4 * sessionTimeout
 	s := open(t, c, func(cfg *zk.Config) { cfg.SessionTimeout = timeout })
 	observer := open(t, c, func(cfg *zk.Config) { cfg.Chroot = s.Chroot() })
 	ctx := ctxT(t)
@@ -234,6 +236,7 @@ func TestOutage(t *testing.T) {
 	// tested here, not a guess at how long something takes.
 	<-time.After(time.Until(stopped.Add(timeout + 500*time.Millisecond)))
 	c.Servers[0].Start()
+	ctx = ctxT(t) // a fresh deadline: the outage outlasts the first
 	t.Logf("ZooKeeper was down %v (session timeout %v)", time.Since(stopped), timeout)
 	after := waitSession(t, s, 10*time.Second, "connected again", func(sess coord.Session) bool { return sess.State == coord.Connected })
 	if after.ID != before.ID {
