@@ -209,9 +209,8 @@ func TestTxnCoordinatorTimeout(t *testing.T) {
 	if errs := addPartitions(t, cl, "slow", r.ProducerID, r.ProducerEpoch, "out", 0); errs[0] != nil {
 		t.Fatal(errs[0])
 	}
-	pollUntil(t, "the timed-out transaction aborted", func() bool {
-		st := describeTxn(t, adm, "slow").State
-		return st == "PrepareAbort" || st == "CompleteAbort"
+	pollUntil(t, "the timed-out transaction aborted and completed", func() bool {
+		return describeTxn(t, adm, "slow").State == "CompleteAbort"
 	})
 	if dt := describeTxn(t, adm, "slow"); dt.ProducerEpoch != r.ProducerEpoch+1 {
 		t.Fatalf("after the timeout: epoch %d; want %d", dt.ProducerEpoch, r.ProducerEpoch+1)
