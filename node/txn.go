@@ -94,8 +94,21 @@ func (n *Node) newProducerID() (int64, error) {
 
 // coordinatorMarkers is the coordinator's MarkerWriter: writeTxnMarkers, a
 // partition that no longer exists counting as done (its topic was deleted:
-// there is nothing left to mark).
+// there is nothing left to mark). Only an image that has
+// TransactionStateTopic tells which topics exist: the coordinator's
+// partitions come from such an image, and one without it (the empty image a
+// restarted node starts from, until its loop publishes the first) has none
+// of the transaction's topics either; against it every marker fails,
+// retriably, rather than count as done.
 func (n *Node) coordinatorMarkers(ctx context.Context, m txn.Marker, parts []txn.TopicPartition) []error {
+	if im, _ := n.image.load(); im.Topics[TransactionStateTopic] == nil {
+		errs := make([]error, len(parts))
+		for i := range errs {
+			errs[i] = fmt.Errorf("%w: the picture of the cluster this broker answers from predates %s",
+				ErrLeaderNotAvailable, TransactionStateTopic)
+		}
+		return errs
+	}
 	tps := make([]TopicPartition, len(parts))
 	for i, p := range parts {
 		tps[i] = TopicPartition{Topic: p.Topic, Partition: p.Partition}
@@ -207,11 +220,18 @@ type txnLoad struct {
 // syncTxnCoordinator hands the transaction coordinator the partitions of
 // TransactionStateTopic im names this broker leader of, and takes back those
 // it no longer leads (a new leader epoch reloads: the markers carry it).
-// Called by the loop before it publishes im, as syncCoordinator.
+// Called by the loop before it publishes im, as syncCoordinator. The
+// replays start once im (or a later image) is published: a replay resumes
+// the markers of the transactions it finds prepared, and the marker writer
+// looks their partitions up in the published image, where the one before
+// im (at a restart the empty one) has no such topic: it would take the
+// markers for a deleted topic's, done, and complete the transaction with
+// its partitions' last stable offsets stuck (TestTransactionCrash).
 func (n *Node) syncTxnCoordinator(ctx context.Context, im *meta.Image) {
 	if n.txn == nil {
 		return
 	}
+	_, published := n.image.load() // closed when the loop publishes im
 	self := n.cfg.NodeID
 	want := map[int32]txnLoad{}
 	if t := im.Topics[TransactionStateTopic]; t != nil && !t.Deleting {
@@ -246,6 +266,11 @@ func (n *Node) syncTxnCoordinator(ctx context.Context, im *meta.Image) {
 		o.replays.Add(1)
 		go func() {
 			defer o.replays.Done()
+			select {
+			case <-published:
+			case <-ctx.Done():
+				return
+			}
 			err := replay(ctx)
 			switch {
 			case err == nil, errors.Is(err, txn.ErrNotCoordinator), ctx.Err() != nil:

@@ -10,6 +10,7 @@ import (
 	"github.com/weir-broker/weir/core/meta"
 	"github.com/weir-broker/weir/core/producers"
 	"github.com/weir-broker/weir/core/record"
+	"github.com/weir-broker/weir/core/txn"
 )
 
 // TestWriteTxnMarkersLocal: one broker leading every partition of a
@@ -113,6 +114,34 @@ func TestWriteTxnMarkersLocal(t *testing.T) {
 		n.Produce(ctx, &req)
 		if err := req.Partitions[0].Err; !errors.Is(err, tc.want) && !(tc.want == nil && err == nil) {
 			t.Errorf("transactional produce to %d (id %v): %v, want %v", tc.p, tc.id, err, tc.want)
+		}
+	}
+}
+
+// TestCoordinatorMarkersBeforeTheImage: the coordinator's marker writer
+// takes a partition whose topic the image lacks for a deleted topic's, done;
+// but only an image that has TransactionStateTopic says which topics exist.
+// Against the empty image a restarted node answers from until its loop
+// publishes the first, every marker fails, retriably, instead of counting as
+// written (the coordinator, resuming a prepared abort there, completed it
+// with the partitions' last stable offsets stuck: TestTransactionCrash).
+func TestCoordinatorMarkersBeforeTheImage(t *testing.T) {
+	n := &Node{cfg: Config{NodeID: 1}, image: newImageCell(meta.Empty("c"))}
+	m := txn.Marker{ProducerID: 7, ProducerEpoch: 0, CoordinatorEpoch: 1}
+	parts := []txn.TopicPartition{{Topic: "out", Partition: 0}, {Topic: "out", Partition: 1}}
+	for i, err := range n.coordinatorMarkers(context.Background(), m, parts) {
+		if !errors.Is(err, ErrLeaderNotAvailable) {
+			t.Errorf("%v against the empty image: %v, want ErrLeaderNotAvailable (not written, retried)", parts[i], err)
+		}
+	}
+	// Once the image has the transaction log, a topic it lacks was
+	// deleted: nothing left to mark.
+	im := meta.Empty("c")
+	im.Topics[TransactionStateTopic] = &meta.Topic{Name: TransactionStateTopic}
+	n.image.publish(im)
+	for i, err := range n.coordinatorMarkers(context.Background(), m, parts) {
+		if err != nil {
+			t.Errorf("%v of a deleted topic: %v, want done", parts[i], err)
 		}
 	}
 }
