@@ -217,12 +217,13 @@ func crashTransaction(t *testing.T, kill, step string) {
 	// No stuck LSO: every partition's last stable offset reaches its high
 	// watermark.
 	check := brokertest.Client(t, addr)
-	var hw, lso []int64
+	var hw, lso []int64 // the latest answers (a failed ListOffsets keeps the one before)
 	stable := func() bool {
-		hw, lso = listEnds(ctx, check, topic, 0), listEnds(ctx, check, topic, 1)
-		if hw == nil || lso == nil {
+		h, l := listEnds(ctx, check, topic, 0), listEnds(ctx, check, topic, 1)
+		if h == nil || l == nil {
 			return false
 		}
+		hw, lso = h, l
 		for p := range hw {
 			if lso[p] != hw[p] {
 				return false
