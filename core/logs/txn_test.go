@@ -358,3 +358,73 @@ func TestTxnIndexWriteFails(t *testing.T) {
 		t.Fatalf("after the crash: AbortedTxns = %v", got)
 	}
 }
+
+// TestTxnAbortAfterRestart: TestTransactionCrash's after-abort, one
+// partition's view. A transaction open when the broker stops (cleanly: the
+// snapshot holds it open; or in a crash: replayed from the log) is still
+// open after the restart; the abort marker its coordinator then writes,
+// under the bumped epoch of a timeout's abort, closes it, and so does its
+// retry (the coordinator writes the markers of a prepared transaction again
+// after its own restart, to partitions that may have them): the first
+// unstable offset goes, the index holds the abort once, the old epoch's
+// marker is refused, and a crash after all of it changes none of it.
+func TestTxnAbortAfterRestart(t *testing.T) {
+	for _, mode := range []string{"clean", "crash"} {
+		t.Run(mode, func(t *testing.T) {
+			mem := vfs.NewMem()
+			clk := newClock()
+			pc := topicConfig(t, clk, nil, nil, false)
+			p := openPartition(t, newManager(t, mem, clk), "t", pc)
+			mustAppend(t, p, plainBatch(t, 1))        // 0
+			mustAppend(t, p, txnBatch(t, 5, 0, 0, 2)) // 1-2
+			wantFUO(t, p, 1, true)
+			crash := func() {
+				t.Helper()
+				if err := p.Log().Flush(p.Log().EndOffset()); err != nil {
+					t.Fatal(err)
+				}
+				clone := mem.CrashClone()
+				p.Close()
+				mem = clone
+			}
+			if mode == "clean" {
+				dir := p.Log().Dir()
+				if err := p.Close(); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := vfs.ReadFile(mem, snapshotName(dir, 3)); err != nil {
+					t.Fatalf("the snapshot at close, holding the transaction open: %v", err)
+				}
+			} else {
+				crash()
+			}
+			p = openPartition(t, newManager(t, mem, clk), "t", pc)
+			wantFUO(t, p, 1, true)
+			abort := Marker{ProducerID: 5, ProducerEpoch: 1, Commit: false, CoordinatorEpoch: 0}
+			if off := mustMarker(t, p, abort); off != 3 {
+				t.Fatalf("abort marker at %d, want 3", off)
+			}
+			wantFUO(t, p, 0, false)
+			mustMarker(t, p, abort) // 4: the coordinator's retry
+			wantFUO(t, p, 0, false)
+			if _, err := p.AppendMarker(ctx, Marker{ProducerID: 5, ProducerEpoch: 0, CoordinatorEpoch: 0}, 0); !errors.Is(err, producers.ErrInvalidProducerEpoch) {
+				t.Fatalf("marker of the epoch the abort fenced: %v", err)
+			}
+			check := func() {
+				t.Helper()
+				wantFUO(t, p, 0, false)
+				if got := p.AbortedTxns(0, 5); !slices.Equal(got, []AbortedTxn{{ProducerID: 5, FirstOffset: 1}}) {
+					t.Fatalf("AbortedTxns(0, 5) = %v, want producer 5's from 1", got)
+				}
+			}
+			check()
+			crash()
+			p = openPartition(t, newManager(t, mem, clk), "t", pc)
+			check()
+			// The producer, fenced, comes back with the epoch after the
+			// abort's, from sequence 0.
+			mustAppend(t, p, txnBatch(t, 5, 2, 0, 1))
+			wantFUO(t, p, 5, true)
+		})
+	}
+}
