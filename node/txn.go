@@ -92,6 +92,13 @@ func (n *Node) newProducerID() (int64, error) {
 	return id, err
 }
 
+// txnMarkerTimeout bounds one write of a transaction's markers (the
+// requests to the other leaders, the waits for the in-sync replicas): the
+// partitions not done by then fail, and the coordinator writes them again
+// after its backoff. Kafka's marker channel times its requests out after
+// request.timeout.ms, 30 s. A variable for the tests.
+var txnMarkerTimeout = 30 * time.Second
+
 // coordinatorMarkers is the coordinator's MarkerWriter: writeTxnMarkers, a
 // partition that no longer exists counting as done (its topic was deleted:
 // there is nothing left to mark). Only an image that has
@@ -101,6 +108,11 @@ func (n *Node) newProducerID() (int64, error) {
 // of the transaction's topics either; against it every marker fails,
 // retriably, rather than count as done.
 func (n *Node) coordinatorMarkers(ctx context.Context, m txn.Marker, parts []txn.TopicPartition) []error {
+	// writeTxnMarkers waits as long as ctx lets it, and the coordinator's
+	// has no deadline: a leader that never answers would hold the
+	// transaction's markers, never retried, for good.
+	ctx, cancel := context.WithTimeout(ctx, txnMarkerTimeout)
+	defer cancel()
 	if im, _ := n.image.load(); im.Topics[TransactionStateTopic] == nil {
 		errs := make([]error, len(parts))
 		for i := range errs {

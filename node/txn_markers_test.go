@@ -3,8 +3,12 @@ package node
 import (
 	"context"
 	"errors"
+	"io"
+	"net"
+	"strconv"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/weir-broker/weir/core/logs"
 	"github.com/weir-broker/weir/core/meta"
@@ -143,5 +147,61 @@ func TestCoordinatorMarkersBeforeTheImage(t *testing.T) {
 		if err != nil {
 			t.Errorf("%v of a deleted topic: %v, want done", parts[i], err)
 		}
+	}
+}
+
+// TestCoordinatorMarkersTimeOut: a leader that takes the WriteTxnMarkers
+// request and never answers fails the coordinator's marker write once
+// txnMarkerTimeout passes (the coordinator retries it), instead of holding
+// the transaction's markers, and its partitions' last stable offsets, for
+// good: the coordinator gives its writer a context without a deadline.
+func TestCoordinatorMarkersTimeOut(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var conns sync.WaitGroup
+	conns.Add(1)
+	go func() {
+		defer conns.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			conns.Add(1)
+			go func() { // read, never answer
+				defer conns.Done()
+				defer c.Close()
+				io.Copy(io.Discard, c)
+			}()
+		}
+	}()
+	defer conns.Wait()
+	defer ln.Close()
+	old := txnMarkerTimeout
+	txnMarkerTimeout = 100 * time.Millisecond
+	defer func() { txnMarkerTimeout = old }()
+
+	host, port, _ := net.SplitHostPort(ln.Addr().String())
+	p, _ := strconv.Atoi(port)
+	im := meta.Empty("c")
+	im.Brokers[1] = meta.Broker{ID: 1, Host: "127.0.0.1", Port: 1}
+	im.Brokers[2] = meta.Broker{ID: 2, Host: host, Port: int32(p)}
+	im.Topics[TransactionStateTopic] = &meta.Topic{Name: TransactionStateTopic}
+	im.Topics["out"] = &meta.Topic{Name: "out", Assignment: [][]int32{{2}},
+		States: []*meta.PartitionState{{Leader: 2, LeaderEpoch: 1, ISR: []int32{2}}}}
+	n := &Node{cfg: Config{NodeID: 1}, image: newImageCell(im)}
+	defer n.markerClients.close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second) // the test's bound, not the writer's
+	defer cancel()
+	began := time.Now()
+	errs := n.coordinatorMarkers(ctx, txn.Marker{ProducerID: 7, CoordinatorEpoch: 1}, []txn.TopicPartition{{Topic: "out", Partition: 0}})
+	if took := time.Since(began); took > 10*time.Second {
+		t.Fatalf("the marker write took %v (the test's bound: 20 s), want about txnMarkerTimeout: %v", took, errs)
+	}
+	if len(errs) != 1 || errs[0] == nil {
+		t.Fatalf("marker to a leader that never answers: %v, want an error (retried)", errs)
 	}
 }
