@@ -87,6 +87,20 @@ func TestTxnVerifyAtAnotherBroker(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Nor the other broker the leaders of __transaction_state (the ids
+	// below map to two of its partitions), nor load those it leads.
+	for _, id := range []string{"etl", "nobody"} {
+		for {
+			_, err := leader.FindCoordinator(ctx, node.CoordinatorTransaction, id)
+			if !errors.Is(err, node.ErrCoordinatorNotAvailable) || ctx.Err() != nil {
+				break
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	if err := leader.AwaitTxnLoaded(ctx); err != nil {
+		t.Fatal(err)
+	}
 	if err := leader.TxnVerify(ctx, "etl", pid, epoch, "out", 0); err != nil {
 		t.Fatalf("verify of a partition in the transaction: %v", err)
 	}
