@@ -47,21 +47,31 @@ func (n *Node) offsetsPartitionFor(group string) int32 {
 // to its log. Comparable: the same partition is the same Log.
 type offsetsLog struct{ p *replicated }
 
-// Append appends as the leader; its wait returns once the records are
-// replicated to the ISR, as Kafka's coordinator appends with acks=all
-// (offsets.commit.required.acks), or after offsetsCommitTimeout.
+// Append appends as the leader and returns at once: its wait returns once
+// the records are on disk (with durable acks: the coordinators append
+// holding their lock, which must not wait for an fsync, and appends made
+// meanwhile share it) and replicated to the ISR, as Kafka's coordinator
+// appends with acks=all (offsets.commit.required.acks), or after
+// offsetsCommitTimeout.
 func (l offsetsLog) Append(ctx context.Context, b []byte) (func(context.Context) error, error) {
 	if err := l.p.checkAppend(l.p.Settings().MinInsyncReplicas); err != nil {
 		return nil, err
 	}
-	res, err := l.p.AppendEpoch(ctx, b, l.p.epoch.Load())
-	l.p.appended()
+	res, durable, err := l.p.AppendDeferred(ctx, b, l.p.epoch.Load())
 	if err != nil {
+		l.p.appended()
 		return nil, err
 	}
 	return func(ctx context.Context) error {
 		actx, cancel := context.WithTimeout(ctx, offsetsCommitTimeout)
 		defer cancel()
+		// The leader counts its records toward the ISR's acks once they
+		// are durable, as a produce with durable acks does.
+		err := durable(actx)
+		l.p.appended()
+		if err != nil {
+			return err
+		}
 		return l.p.waitAcksAll(actx, res.NextOffset, l.p.Settings().MinInsyncReplicas)
 	}, nil
 }

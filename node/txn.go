@@ -153,8 +153,10 @@ func (n *Node) txnPartitionFor(id string) int32 {
 // forgot a PrepareCommit after some of its markers landed would abort the
 // rest, leaving the transaction half visible, and on one node nothing but
 // the fsync keeps it (TestTransactionCrash's power cuts). The records are
-// few and small (three per transaction), and concurrent ones share an
-// fsync.
+// few and small (three per transaction, of which the coordinator waits for
+// two: it applies a Complete state once appended, see core/txn), concurrent
+// ones share an fsync, and the coordinator waits for it without its lock
+// (offsetsLog.Append).
 func (n *Node) txnTopicConfigs(rf int16) map[string]string {
 	return map[string]string{
 		topicconfig.DurableAcks:       "true",

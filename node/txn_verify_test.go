@@ -101,7 +101,14 @@ func TestTxnVerifyAtAnotherBroker(t *testing.T) {
 	if err := leader.AwaitTxnLoaded(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := leader.TxnVerify(ctx, "etl", pid, epoch, "out", 0); err != nil {
+	for { // the leader may not see the transaction log's leaders at once
+		err = leader.TxnVerify(ctx, "etl", pid, epoch, "out", 0)
+		if !errors.Is(err, node.ErrCoordinatorNotAvailable) || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if err != nil {
 		t.Fatalf("verify of a partition in the transaction: %v", err)
 	}
 	if err := leader.TxnVerify(ctx, "etl", pid, epoch, "out", 1); !errors.Is(err, txn.ErrInvalidTxnState) {

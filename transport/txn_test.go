@@ -121,8 +121,12 @@ func TestTxnCoordinatorFencing(t *testing.T) {
 	if !errors.Is(err, kerr.ConcurrentTransactions) {
 		t.Fatalf("InitProducerId of the second producer: %v; want CONCURRENT_TRANSACTIONS", err)
 	}
-	// The abort under the bumped epoch writes its markers, then completes.
-	dt = describeTxn(t, adm, "etl")
+	// The abort under the bumped epoch is written (its record's commit, an
+	// fsync, may come after the answer), writes its markers, then completes.
+	pollUntil(t, "the fence's abort", func() bool {
+		dt = describeTxn(t, adm, "etl")
+		return dt.State != "Ongoing"
+	})
 	if (dt.State != "PrepareAbort" && dt.State != "CompleteAbort") || dt.ProducerEpoch != 1 {
 		t.Fatalf("after the fence: %s at epoch %d; want PrepareAbort or CompleteAbort at 1", dt.State, dt.ProducerEpoch)
 	}

@@ -166,10 +166,52 @@ func (p *Partition) Append(ctx context.Context, records []byte) (AppendResult, e
 // Log().AssignEpoch); one below is partlog.ErrStaleEpoch, nothing appended.
 func (p *Partition) AppendEpoch(ctx context.Context, records []byte, epoch int32) (AppendResult, error) {
 	defer p.maybeSnapshot()
+	res, r, err := p.appendEpoch(ctx, records, epoch)
+	if err != nil {
+		return AppendResult{}, err
+	}
+	if p.Settings().DurableAcks && !r.Flushed {
+		// The wait ends with the request's timeout (REQUEST_TIMED_OUT); the
+		// fsync goes on.
+		if err := p.log.FlushAppended(ctx, r); err != nil {
+			return AppendResult{}, p.wrap(err)
+		}
+	}
+	return p.result(res), nil
+}
+
+// AppendDeferred is AppendEpoch without its wait for the disk: it returns
+// once the records are in the log, in order, with a wait that returns once
+// they are durable as DurableAcks asks (at once without DurableAcks, or when
+// the append's own fsync already covered them). A caller that appends
+// holding a lock (the transaction coordinator, which must put its records
+// in the order it decided them) waits without it, and appends made
+// meanwhile share the fsync.
+func (p *Partition) AppendDeferred(ctx context.Context, records []byte, epoch int32) (AppendResult, func(context.Context) error, error) {
+	defer p.maybeSnapshot()
+	res, r, err := p.appendEpoch(ctx, records, epoch)
+	if err != nil {
+		return AppendResult{}, nil, err
+	}
+	wait := func(context.Context) error { return nil }
+	if p.Settings().DurableAcks && !r.Flushed {
+		wait = func(ctx context.Context) error {
+			if err := p.log.FlushAppended(ctx, r); err != nil {
+				return p.wrap(err)
+			}
+			return nil
+		}
+	}
+	return p.result(res), wait, nil
+}
+
+// appendEpoch is AppendEpoch without the wait for durable acks; r is what
+// that wait is for (the append, or a duplicate's original).
+func (p *Partition) appendEpoch(ctx context.Context, records []byte, epoch int32) (AppendResult, partlog.AppendResult, error) {
 	if rc := p.Settings().recompress; rc != nil {
 		var err error
 		if records, err = rc.Apply(ctx, records); err != nil {
-			return AppendResult{}, p.wrap(err)
+			return AppendResult{}, partlog.AppendResult{}, p.wrap(err)
 		}
 	}
 	var buf [4]record.Header
@@ -177,9 +219,9 @@ func (p *Partition) AppendEpoch(ctx context.Context, records []byte, epoch int32
 	for i, h := range hs {
 		switch {
 		case h.Control():
-			return AppendResult{}, p.wrap(fmt.Errorf("batch %d: %w", i, ErrControlBatch))
+			return AppendResult{}, partlog.AppendResult{}, p.wrap(fmt.Errorf("batch %d: %w", i, ErrControlBatch))
 		case h.Transactional() && h.ProducerID < 0:
-			return AppendResult{}, p.wrap(fmt.Errorf("batch %d: %w", i, ErrTransactionalWithoutProducer))
+			return AppendResult{}, partlog.AppendResult{}, p.wrap(fmt.Errorf("batch %d: %w", i, ErrTransactionalWithoutProducer))
 		}
 	}
 	var res AppendResult
@@ -192,16 +234,9 @@ func (p *Partition) AppendEpoch(ctx context.Context, records []byte, epoch int32
 		res = AppendResult{BaseOffset: r.BaseOffset, NextOffset: r.NextOffset}
 	}
 	if err != nil {
-		return AppendResult{}, p.wrap(err)
+		return AppendResult{}, partlog.AppendResult{}, p.wrap(err)
 	}
-	if p.Settings().DurableAcks && !r.Flushed {
-		// The wait ends with the request's timeout (REQUEST_TIMED_OUT); the
-		// fsync goes on.
-		if err := p.log.FlushAppended(ctx, r); err != nil {
-			return AppendResult{}, p.wrap(err)
-		}
-	}
-	return p.result(res), nil
+	return res, r, nil
 }
 
 func (p *Partition) result(r AppendResult) AppendResult {

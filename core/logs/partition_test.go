@@ -2,6 +2,7 @@ package logs
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"sync"
@@ -120,6 +121,49 @@ func TestDurableAcks(t *testing.T) {
 				t.Errorf("every non-durable append was already flushed: the test proves nothing")
 			}
 			t.Logf("%d appends, %d fsyncs", workers*each, p.Log().Syncs())
+		})
+	}
+}
+
+// TestAppendDeferred: AppendDeferred returns with the records in the log but
+// not yet on disk; with durable acks its wait returns once an fsync covers
+// them, without them it returns at once (nothing to wait for).
+func TestAppendDeferred(t *testing.T) {
+	for _, durable := range []bool{false, true} {
+		t.Run(fmt.Sprint("durable=", durable), func(t *testing.T) {
+			p := topicPartition(t, nil, newClock(), map[string]string{topicconfig.DurableAcks: fmt.Sprint(durable)})
+			var last AppendResult
+			var waits []func(context.Context) error
+			for i := range 3 {
+				res, wait, err := p.AppendDeferred(ctx, testbatch.Tagged(fmt.Sprint("r", i), 2), 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if res.BaseOffset != int64(2*i) || p.Log().EndOffset() != res.NextOffset {
+					t.Fatalf("append %d: %+v, log end %d", i, res, p.Log().EndOffset())
+				}
+				last, waits = res, append(waits, wait)
+			}
+			if f := p.Log().FlushedOffset(); f >= last.NextOffset {
+				t.Fatalf("flushed to %d before any wait: the appends waited for the disk", f)
+			}
+			if err := waits[0](ctx); err != nil {
+				t.Fatal(err)
+			}
+			switch f := p.Log().FlushedOffset(); {
+			case durable && f < 2:
+				t.Errorf("the first append's wait returned with the log flushed to %d", f)
+			case !durable && f >= last.NextOffset:
+				t.Errorf("a non-durable wait flushed the log (to %d)", f)
+			}
+			for _, w := range waits[1:] {
+				if err := w(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if f := p.Log().FlushedOffset(); durable && f < last.NextOffset {
+				t.Errorf("every wait returned with the log flushed to %d of %d", f, last.NextOffset)
+			}
 		})
 	}
 }

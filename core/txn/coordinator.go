@@ -17,9 +17,11 @@ import (
 
 // Log is one partition of __transaction_state as the coordinator uses it
 // (the same contract as the group coordinator's Log): Append returns a wait
-// that returns once the records are committed (on a cluster, replicated as
-// acks=all requires); the coordinator appends holding its lock, so records
-// reach the log in the order it decided them, and waits without it.
+// that returns once the records are committed (on disk when the topic's
+// acks wait for it; on a cluster, replicated as acks=all requires); the
+// coordinator appends holding its lock, so records reach the log in the
+// order it decided them, and waits without it: Append itself should not
+// wait for an fsync.
 type Log interface {
 	Append(ctx context.Context, batches []byte) (wait func(context.Context) error, err error)
 	StartOffset() int64
@@ -63,13 +65,22 @@ type Options struct {
 	// that failed, and before a tick retries a log write that failed.
 	// Default 100ms (Kafka's retry.backoff.ms).
 	MarkerBackoff time.Duration
+	// CompletionWait bounds how long EndTxn's answer waits, once the
+	// decision is written, for the markers and the Complete state: a client
+	// answered before its transaction completes meets
+	// CONCURRENT_TRANSACTIONS on its next transaction's first request and
+	// backs off (franz-go: 20 ms), usually longer than the markers take.
+	// Default 100ms; negative: answer once the decision is written, as
+	// Kafka does.
+	CompletionWait time.Duration
 }
 
 // Defaults of Options.
 const (
-	DefaultMaxTimeout    = 15 * time.Minute
-	DefaultExpiration    = 7 * 24 * time.Hour
-	DefaultMarkerBackoff = 100 * time.Millisecond
+	DefaultMaxTimeout     = 15 * time.Minute
+	DefaultExpiration     = 7 * 24 * time.Hour
+	DefaultMarkerBackoff  = 100 * time.Millisecond
+	DefaultCompletionWait = 100 * time.Millisecond
 )
 
 func (o Options) validate() (Options, error) {
@@ -93,6 +104,9 @@ func (o Options) validate() (Options, error) {
 	}
 	if o.MarkerBackoff == 0 {
 		o.MarkerBackoff = DefaultMarkerBackoff
+	}
+	if o.CompletionWait == 0 {
+		o.CompletionWait = DefaultCompletionWait
 	}
 	if o.MaxTimeout < 0 || o.MarkerBackoff < 0 {
 		return o, fmt.Errorf("txn: MaxTimeout %v and MarkerBackoff %v must be positive", o.MaxTimeout, o.MarkerBackoff)
@@ -143,7 +157,8 @@ func New(o Options) (*Coordinator, error) {
 		return nil, err
 	}
 	c := &Coordinator{o: o, cfg: config{maxTimeout: o.MaxTimeout, expiration: max(o.Expiration, 0),
-		markerBackoff: o.MarkerBackoff}, shards: map[int32]*shard{}, waiters: map[uint64]waiter{}}
+		markerBackoff: o.MarkerBackoff, completionWait: max(o.CompletionWait, 0)},
+		shards: map[int32]*shard{}, waiters: map[uint64]waiter{}}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	return c, nil
 }
@@ -364,7 +379,9 @@ func (c *Coordinator) AddPartitions(ctx context.Context, r AddRequest) error {
 }
 
 // EndTxn commits or aborts the producer's open transaction: it returns once
-// the decision is in the log; the markers follow.
+// the transaction is complete (its markers written), or once
+// Options.CompletionWait has passed since the decision was committed to the
+// log, whichever comes first; the markers then follow.
 func (c *Coordinator) EndTxn(ctx context.Context, r EndRequest) error {
 	_, err := c.do(ctx, r.ID, func(sh *shard, now time.Time, w uint64) (bool, error) {
 		return sh.m.endTxn(now, r, w)
@@ -450,7 +467,9 @@ func (c *Coordinator) process(sh *shard) {
 }
 
 // write appends one record and, on a goroutine, waits for it to commit and
-// steps the machine with the outcome. Called with mu held.
+// steps the machine with the outcome; a write the machine applies once
+// appended (Write.ApplyOnAppend) steps it at once, and a failure of its
+// commit is only logged (see machine.written). Called with mu held.
 func (c *Coordinator) write(sh *shard, now time.Time, wr Write) {
 	batch, err := record.Build(record.DefaultBuildOptions(),
 		[]record.Record{{Key: wr.Key, Value: wr.Value, Timestamp: now.UnixMilli()}})
@@ -462,10 +481,20 @@ func (c *Coordinator) write(sh *shard, now time.Time, wr Write) {
 		sh.m.written(now, wr.ID, logError(sh.partition, err))
 		return
 	}
+	if wr.ApplyOnAppend {
+		sh.m.written(now, wr.ID, nil)
+	}
 	c.work.Add(1)
 	go func() {
 		defer c.work.Done()
 		err := wait(c.ctx)
+		if wr.ApplyOnAppend {
+			if err != nil && c.ctx.Err() == nil {
+				c.o.Logger.Warn("transaction log write not committed (a reload writes the markers again)",
+					"transactional_id", wr.ID, "partition", sh.partition, "err", err)
+			}
+			return
+		}
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		if c.shards[sh.partition] != sh || sh.m == nil {

@@ -3,9 +3,11 @@ package txn
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"runtime"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -144,7 +146,10 @@ func TestCoordinatorCommitAndRestart(t *testing.T) {
 	if err := c.EndTxn(ctx, EndRequest{ID: "tx", ProducerID: pid, Epoch: epoch, Commit: true}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "CompleteCommit", func() bool { return stateOf(c, "tx") == CompleteCommit })
+	// Answered once complete: the markers written.
+	if s := stateOf(c, "tx"); s != CompleteCommit {
+		t.Fatalf("EndTxn answered in %v, want CompleteCommit", s)
+	}
 	if n := env.markers.count(); n != 2 {
 		t.Fatalf("%d markers written, want 2", n)
 	}
@@ -188,8 +193,18 @@ func TestCoordinatorCommitAndRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	env.markers.setFailing(true)
-	if err := c.EndTxn(ctx, EndRequest{ID: "tx", ProducerID: pid, Epoch: epoch, Commit: true}); err != nil {
-		t.Fatal(err)
+	ended := make(chan error, 1)
+	go func() { ended <- c.EndTxn(ctx, EndRequest{ID: "tx", ProducerID: pid, Epoch: epoch, Commit: true}) }()
+	// The answer waits for the markers, up to CompletionWait.
+	eventually(t, "PrepareCommit", func() bool { return stateOf(c, "tx") == PrepareCommit })
+	select {
+	case err := <-ended:
+		t.Fatalf("EndTxn answered (%v) with its markers failing, before CompletionWait", err)
+	default:
+	}
+	env.clk.Advance(DefaultCompletionWait)
+	if err := <-ended; err != nil {
+		t.Fatalf("EndTxn after CompletionWait: %v", err)
 	}
 	env.clk.Advance(time.Second) // retries, failing
 	if s := stateOf(c, "tx"); s != PrepareCommit {
@@ -279,4 +294,97 @@ func TestLoud(t *testing.T) {
 			t.Errorf("loud(%d) = %v, want %v", n, got, want)
 		}
 	}
+}
+
+// heldLog is a testLog whose commits of Complete states wait until release
+// is closed.
+type heldLog struct {
+	testLog
+	release chan struct{}
+}
+
+func (l heldLog) Append(ctx context.Context, b []byte) (func(context.Context) error, error) {
+	wait, err := l.testLog.Append(ctx, b)
+	if err != nil {
+		return nil, err
+	}
+	recs, err := record.Records(b, nil)
+	if err != nil || len(recs) != 1 {
+		return nil, fmt.Errorf("heldLog: %d records, %v", len(recs), err)
+	}
+	if m, err := decodeValue(recs[0].Value); err == nil && (m.State == CompleteCommit || m.State == CompleteAbort) {
+		return func(ctx context.Context) error {
+			select {
+			case <-l.release:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			return wait(ctx)
+		}, nil
+	}
+	return wait, nil
+}
+
+// TestCoordinatorCompleteOnAppend: a Complete state is applied once its
+// record is appended, without waiting for its commit, so EndTxn is answered
+// and the next transaction opens while it is not yet committed; the next
+// transaction's record comes after it in the log.
+func TestCoordinatorCompleteOnAppend(t *testing.T) {
+	env := newCoordEnv(t)
+	ctx := context.Background()
+	c, err := New(Options{Clock: env.clk, Logger: quiet(), WriteMarkers: env.markers.write,
+		ProducerIDs: func() (int64, error) { return 77, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := heldLog{openTestLog(t, env.fs), make(chan struct{})}
+	if err := c.Load(ctx, 0, l, 1); err != nil {
+		t.Fatal(err)
+	}
+	pid, epoch, err := c.InitProducerID(ctx, InitRequest{ID: "tx", Timeout: time.Minute, ProducerID: -1, Epoch: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	add := AddRequest{ID: "tx", ProducerID: pid, Epoch: epoch, Partitions: []TopicPartition{tp("out", 0)}}
+	if err := c.AddPartitions(ctx, add); err != nil {
+		t.Fatal(err)
+	}
+	// The clock stands still: CompletionWait never passes, and without the
+	// completion EndTxn would only end with its context.
+	ectx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := c.EndTxn(ectx, EndRequest{ID: "tx", ProducerID: pid, Epoch: epoch, Commit: true}); err != nil {
+		t.Fatalf("EndTxn with the CompleteCommit record not committed: %v", err)
+	}
+	if s := stateOf(c, "tx"); s != CompleteCommit {
+		t.Fatalf("EndTxn answered in %v with the CompleteCommit record not committed; want CompleteCommit", s)
+	}
+	if err := c.AddPartitions(ctx, add); err != nil {
+		t.Fatalf("the next transaction: %v", err)
+	}
+	close(l.release)
+	states, _, err := readLog(ctx, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []Status
+	for off := int64(0); off < l.EndOffset(); off++ {
+		sl, err := l.Read(off, 1<<20, off+1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := sl.Bytes()
+		sl.Release()
+		recs, err := record.Records(b, nil)
+		if err != nil || len(recs) != 1 {
+			t.Fatalf("offset %d: %d records, %v", off, len(recs), err)
+		}
+		m, _ := decodeValue(recs[0].Value)
+		got = append(got, m.State)
+	}
+	want := []Status{Empty, Ongoing, PrepareCommit, CompleteCommit, Ongoing}
+	if !slices.Equal(got, want) || states["tx"].State != Ongoing {
+		t.Fatalf("the log holds %v (last %v); want %v", got, states["tx"].State, want)
+	}
+	c.Close()
 }

@@ -39,6 +39,10 @@
 //   - A change of state is decided, written to the log, and applied only
 //     once the write is committed; meanwhile the id is pending and every
 //     request for it gets ErrConcurrentTransactions (the client retries).
+//     The Complete states alone are applied once appended: any later
+//     record of the id goes after theirs in the same partition, so none is
+//     committed without it, and one lost alone leaves the Prepare record
+//     last, whose markers a load writes again (a marker is idempotent).
 //     A failed write is dropped, and its request answered
 //     ErrCoordinatorNotAvailable; what a tick decided (an abort, a
 //     completion, an expiration) is decided again after MarkerBackoff.
@@ -55,11 +59,16 @@
 //   - AddPartitions opens a transaction (its start time is the timeout's
 //     origin) or adds to the open one; partitions already in it are
 //     answered at once, without a write.
-//   - EndTxn writes PrepareCommit or PrepareAbort and answers; then the
-//     markers are written to every partition of the transaction (retried
-//     after MarkerBackoff for those that failed), and then CompleteCommit or
-//     CompleteAbort. A retried EndTxn of a completed transaction is
-//     answered at once; one of a completing transaction gets
+//   - EndTxn writes PrepareCommit or PrepareAbort; then the markers are
+//     written to every partition of the transaction (retried after
+//     MarkerBackoff for those that failed), and then CompleteCommit or
+//     CompleteAbort. EndTxn is answered once the transaction is complete,
+//     or CompletionWait after the Prepare record committed if that comes
+//     first (Kafka answers once the Prepare record is committed, and the
+//     client's next transaction then meets ErrConcurrentTransactions while
+//     the markers are written, and backs off). A retried EndTxn of a
+//     completed transaction is answered at once; one while the answer is
+//     held waits with it; one of a completing transaction past that gets
 //     ErrConcurrentTransactions; the other outcome ErrInvalidTxnState.
 //   - A transaction open longer than its timeout is aborted under a bumped
 //     epoch (the abandoned producer is fenced).
@@ -99,5 +108,7 @@
 // retry, an expiration), and a goroutine per log write in flight (waiting
 // for its commit) and per marker write (Options.WriteMarkers), each
 // stepping the machine with its outcome. Appends are made holding the
-// mutex, so records reach the log in the order decided.
+// mutex, so records reach the log in the order decided; Log.Append must
+// therefore return without waiting for the disk or the replicas (its wait
+// does that), or every request would queue behind each fsync.
 package txn

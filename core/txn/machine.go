@@ -21,10 +21,14 @@ type Ready struct {
 func (r *Ready) empty() bool { return len(r.Writes)+len(r.Markers)+len(r.Replies) == 0 }
 
 // Write is one record of the transaction log: the id's new state (Value nil:
-// a tombstone, the id expired).
+// a tombstone, the id expired). ApplyOnAppend says that the caller may
+// answer it with written as soon as the record is appended to the log, in
+// order, without waiting for it to be committed: so are the Complete
+// states (see written).
 type Write struct {
-	ID         string
-	Key, Value []byte
+	ID            string
+	Key, Value    []byte
+	ApplyOnAppend bool
 }
 
 // MarkerWrite asks for the markers of id's transaction on Partitions;
@@ -50,6 +54,9 @@ type config struct {
 	maxTimeout    time.Duration
 	expiration    time.Duration
 	markerBackoff time.Duration
+	// completionWait is how long EndTxn's answer waits for the transaction
+	// to complete (zero: it is answered once the Prepare state is written).
+	completionWait time.Duration
 }
 
 // machine is the transaction coordinator of one partition of
@@ -82,6 +89,10 @@ type entry struct {
 	marking  bool
 	retryAt  time.Time
 	attempts int
+	// ending are the answers to the EndTxn of a Prepare* transaction, held
+	// until it completes or until endBy (config.completionWait).
+	ending []Reply
+	endBy  time.Time
 }
 
 func newMachine(cfg *config, coordEpoch int32) *machine {
@@ -193,7 +204,8 @@ func (m *machine) abort(now time.Time, e *entry) {
 func (m *machine) transit(e *entry, next meta, waiters ...Reply) {
 	e.pending = &next
 	e.waiters = waiters
-	w := Write{ID: e.id, Key: encodeKey(e.id)}
+	w := Write{ID: e.id, Key: encodeKey(e.id),
+		ApplyOnAppend: next.State == CompleteCommit || next.State == CompleteAbort}
 	if next.State != Dead {
 		w.Value = encodeValue(&next)
 	}
@@ -294,9 +306,14 @@ type EndRequest struct {
 }
 
 // endTxn begins the commit or abort of the id's open transaction (Kafka's
-// handleEndTransaction): the Prepare state is written, then the client is
-// answered and the markers written; a retry of a completed end is answered
-// at once (parked false, err nil).
+// handleEndTransaction): the Prepare state is written, then the markers,
+// then the Complete state; the client is answered once the transaction is
+// complete, or once completionWait has passed since the Prepare state was
+// written, whichever comes first (Kafka answers once the Prepare state is
+// written, and the client's next request meets ErrConcurrentTransactions
+// and backs off while the markers are written; here it usually finds the
+// transaction complete). A retry of a completed end is answered at once
+// (parked false, err nil); one while its answer is held waits with it.
 func (m *machine) endTxn(now time.Time, r EndRequest, w uint64) (parked bool, err error) {
 	e, err := m.check(r.ID, r.ProducerID, r.Epoch)
 	if err != nil {
@@ -313,6 +330,10 @@ func (m *machine) endTxn(now time.Time, r EndRequest, w uint64) (parked bool, er
 	case want:
 		return false, nil
 	case prep:
+		if len(e.ending) > 0 {
+			e.ending = append(e.ending, Reply{Waiter: w})
+			return true, nil
+		}
 		return false, fmt.Errorf("%w: %q: the %v is being completed", ErrConcurrentTransactions, r.ID, e.State)
 	}
 	return false, fmt.Errorf("%w: %q is %v, cannot %s", ErrInvalidTxnState, r.ID, e.State,
@@ -320,8 +341,20 @@ func (m *machine) endTxn(now time.Time, r EndRequest, w uint64) (parked bool, er
 }
 
 // written applies the outcome of id's pending write: err nil applies the
-// new state (a Prepare state then asks for its markers, a tombstone
-// forgets the id), an error drops it; the parked requests are answered.
+// new state (a Prepare state then asks for its markers, a Complete state
+// answers the EndTxn held for it, a tombstone forgets the id), an error
+// drops it; the parked requests are answered, but for the EndTxn of a
+// Prepare state, which is held until the transaction completes or
+// completionWait passes.
+//
+// A Complete state may be applied once its record is appended, before it is
+// committed (Write.ApplyOnAppend): every later record of the id goes after
+// it in the same partition, so none can be committed (survive a power cut,
+// reach the in-sync replicas) without it; and if it is lost alone, the
+// Prepare record before it is what a new coordinator loads, and it writes
+// the markers again (a marker is appended even where the transaction is
+// no longer open) and completes. What cannot be lost is the Prepare state:
+// it waits for its commit, and EndTxn is answered only after it.
 func (m *machine) written(now time.Time, id string, err error) {
 	e := m.txns[id]
 	if e == nil || e.pending == nil {
@@ -329,9 +362,15 @@ func (m *machine) written(now time.Time, id string, err error) {
 	}
 	next, waiters := *e.pending, e.waiters
 	e.pending, e.waiters = nil, nil
+	hold := err == nil && m.cfg.completionWait > 0 && (next.State == PrepareCommit || next.State == PrepareAbort)
 	for _, r := range waiters {
 		if err != nil {
 			r = Reply{Waiter: r.Waiter, Err: err}
+		}
+		if hold {
+			e.ending = append(e.ending, r)
+			e.endBy = now.Add(m.cfg.completionWait)
+			continue
 		}
 		m.out.Replies = append(m.out.Replies, r)
 	}
@@ -348,6 +387,8 @@ func (m *machine) written(now time.Time, id string, err error) {
 	switch next.State {
 	case Dead:
 		delete(m.txns, id)
+	case CompleteCommit, CompleteAbort:
+		m.endAnswered(e)
 	case PrepareCommit, PrepareAbort:
 		e.unmarked = make(map[TopicPartition]struct{}, len(next.Partitions))
 		for tp := range next.Partitions {
@@ -356,6 +397,12 @@ func (m *machine) written(now time.Time, id string, err error) {
 		e.retryAt, e.attempts = now, 0
 		m.markers(now, e)
 	}
+}
+
+// endAnswered gives the EndTxn answers held for e's transaction.
+func (m *machine) endAnswered(e *entry) {
+	m.out.Replies = append(m.out.Replies, e.ending...)
+	e.ending, e.endBy = nil, time.Time{}
 }
 
 // markers asks for e's remaining markers when none are being written and
@@ -406,10 +453,17 @@ func (m *machine) marked(now time.Time, id string, done []TopicPartition) {
 // tick aborts transactions open longer than their timeout (fencing their
 // producer, as Kafka's abortTimedOutTransactions does), expires ids idle
 // between transactions for longer than the expiration (a tombstone, as
-// transactional.id.expiration.ms), and retries marker writes due.
+// transactional.id.expiration.ms), retries marker writes due, and gives
+// the EndTxn answers held past completionWait.
 func (m *machine) tick(now time.Time) {
 	for _, id := range m.sortedIDs() {
 		e := m.txns[id]
+		if len(e.ending) > 0 && !now.Before(e.endBy) {
+			// Completing takes longer (a partition's leader is away):
+			// the commit is decided, the client may go on, and meets
+			// ErrConcurrentTransactions until it completes.
+			m.endAnswered(e)
+		}
 		if e.pending != nil || now.Before(e.retryAt) {
 			continue
 		}
@@ -445,6 +499,9 @@ func (m *machine) deadline() time.Time {
 		return t
 	}
 	for _, e := range m.txns {
+		if len(e.ending) > 0 {
+			earlier(e.endBy)
+		}
 		if e.pending != nil {
 			continue
 		}

@@ -23,7 +23,8 @@ func TestRandomized(t *testing.T) {
 func runRandom(t *testing.T, seed uint64, steps int) {
 	rng := rand.New(rand.NewPCG(seed, seed*7919))
 	h := newHarness(t)
-	h.m.cfg = &config{maxTimeout: DefaultMaxTimeout, expiration: time.Hour, markerBackoff: time.Second}
+	h.m.cfg = &config{maxTimeout: DefaultMaxTimeout, expiration: time.Hour, markerBackoff: time.Second,
+		completionWait: 2 * time.Second}
 	ids := []string{"a", "b", "c"}
 	parts := []TopicPartition{tp("t", 0), tp("t", 1), tp("u", 0)}
 	// What each id's producers know: the latest answer of InitProducerId.
@@ -33,7 +34,8 @@ func runRandom(t *testing.T, seed uint64, steps int) {
 	}
 	known := map[string]producer{}
 	parked := map[uint64]bool{}
-	prev := map[string]meta{} // the committed state after the last step
+	ends := map[uint64]string{} // the parked EndTxn requests: their ids
+	prev := map[string]meta{}   // the committed state after the last step
 	// marked are the partitions whose marker landed for the current
 	// Prepare state of each id.
 	marked := map[string]map[TopicPartition]bool{}
@@ -68,6 +70,10 @@ func runRandom(t *testing.T, seed uint64, steps int) {
 		}
 		pending := map[string]int{}
 		for _, w := range h.writes {
+			if e := h.m.txns[w.ID]; e != nil && e.pending != nil &&
+				w.ApplyOnAppend != (e.pending.State == CompleteCommit || e.pending.State == CompleteAbort) {
+				t.Fatalf("step %d (%s): a write of %q to %v applied once appended: %v", step, what, w.ID, e.pending.State, w.ApplyOnAppend)
+			}
 			pending[w.ID]++
 			if pending[w.ID] > 1 {
 				t.Fatalf("step %d (%s): two writes of %q outstanding", step, what, w.ID)
@@ -90,8 +96,27 @@ func runRandom(t *testing.T, seed uint64, steps int) {
 			}
 		}
 		for w := range parked {
-			if _, ok := h.replies[w]; ok {
-				delete(parked, w)
+			r, ok := h.replies[w]
+			if !ok {
+				continue
+			}
+			delete(parked, w)
+			id, end := ends[w]
+			delete(ends, w)
+			if !end || r.Err != nil {
+				continue
+			}
+			// A parked EndTxn succeeds once its transaction completes,
+			// or at a tick past the completion wait.
+			e := h.m.txns[id]
+			switch {
+			case e == nil:
+				t.Fatalf("step %d (%s): EndTxn of %q answered, the id forgotten", step, what, id)
+			case e.State == CompleteCommit || e.State == CompleteAbort:
+			case (e.State == PrepareCommit || e.State == PrepareAbort) && (what == "tick" || what == "settle"):
+				// (Settling ticks too.)
+			default:
+				t.Fatalf("step %d (%s): EndTxn of %q answered in %v", step, what, id, e.State)
 			}
 		}
 		clear(prev)
@@ -132,6 +157,7 @@ func runRandom(t *testing.T, seed uint64, steps int) {
 			w := h.waiter()
 			if ok, _ := h.m.endTxn(h.now, EndRequest{ID: id, ProducerID: p.pid, Epoch: p.epoch, Commit: rng.IntN(2) == 0}, w); ok {
 				parked[w] = true
+				ends[w] = id
 			}
 		case 5:
 			what = "tick"

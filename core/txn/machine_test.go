@@ -2,6 +2,7 @@ package txn
 
 import (
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"testing"
@@ -114,6 +115,111 @@ func TestCommit(t *testing.T) {
 	}
 	if s := h.state("a"); len(s.Partitions) != 1 || !s.Start.Equal(h.now) {
 		t.Fatalf("next transaction: %+v", s)
+	}
+}
+
+// TestEndTxnAnsweredOnCompletion: with a completion wait, EndTxn is
+// answered once the transaction is complete (its Complete state applied
+// once appended), not once its Prepare state is written; only the Complete
+// states may be applied before they are committed.
+func TestEndTxnAnsweredOnCompletion(t *testing.T) {
+	for _, commit := range []bool{true, false} {
+		t.Run(fmt.Sprint("commit=", commit), func(t *testing.T) {
+			h := newHarness(t)
+			h.m.cfg.completionWait = time.Second
+			pid, epoch, _ := h.init("a", minute, -1, -1)
+			h.add("a", pid, epoch, tp("t", 0), tp("t", 1))
+			w := h.waiter()
+			if parked, err := h.m.endTxn(h.now, EndRequest{ID: "a", ProducerID: pid, Epoch: epoch, Commit: commit}, w); !parked || err != nil {
+				t.Fatalf("EndTxn: parked %v, %v", parked, err)
+			}
+			h.collect()
+			prep := h.commit(nil)
+			if _, ok := h.replies[w]; ok {
+				t.Fatal("EndTxn answered once its Prepare state was written, before the markers")
+			}
+			if d := h.m.deadline(); !d.Equal(h.now.Add(time.Second)) {
+				t.Fatalf("deadline %v; want the completion wait's end", d)
+			}
+			// A retry while the answer is held waits with it.
+			w2 := h.waiter()
+			if parked, err := h.m.endTxn(h.now, EndRequest{ID: "a", ProducerID: pid, Epoch: epoch, Commit: commit}, w2); !parked || err != nil {
+				t.Fatalf("EndTxn retried while held: parked %v, %v", parked, err)
+			}
+			h.now = h.now.Add(time.Millisecond)
+			h.mark(all)
+			if len(h.writes) != 1 || !h.writes[0].ApplyOnAppend {
+				t.Fatalf("after the markers: %+v; want the Complete state, applied once appended", h.writes)
+			}
+			if prep.ApplyOnAppend {
+				t.Fatal("the Prepare state may be applied before it is committed")
+			}
+			for i, wr := range h.log {
+				if wr.ApplyOnAppend {
+					t.Fatalf("record %d of the log (not a Complete state) may be applied before it is committed", i)
+				}
+			}
+			h.commit(nil)
+			want := map[bool]Status{true: CompleteCommit, false: CompleteAbort}[commit]
+			if s := h.state("a"); s.State != want {
+				t.Fatalf("after completing: %v", s.State)
+			}
+			for _, w := range []uint64{w, w2} {
+				if r, ok := h.replies[w]; !ok || r.Err != nil {
+					t.Fatalf("EndTxn (waiter %d) after completing: %+v, answered %v", w, r, ok)
+				}
+			}
+			if d := h.m.deadline(); !d.Equal(h.state("a").Updated.Add(DefaultExpiration)) {
+				t.Fatalf("deadline %v after completing; want the expiration only", d)
+			}
+		})
+	}
+}
+
+// TestEndTxnAnsweredAfterCompletionWait: markers that keep failing hold
+// EndTxn's answer back for the completion wait only; the transaction then
+// completes on its own.
+func TestEndTxnAnsweredAfterCompletionWait(t *testing.T) {
+	h := newHarness(t)
+	h.m.cfg.completionWait = 50 * time.Millisecond
+	pid, epoch, _ := h.init("a", minute, -1, -1)
+	h.add("a", pid, epoch, tp("t", 0))
+	w := h.waiter()
+	h.m.endTxn(h.now, EndRequest{ID: "a", ProducerID: pid, Epoch: epoch, Commit: true}, w)
+	h.collect()
+	h.commit(nil)
+	decided := h.now
+	h.mark(func(TopicPartition) bool { return false })
+	if d := h.m.deadline(); !d.Equal(decided.Add(50 * time.Millisecond)) {
+		t.Fatalf("deadline %v; want the completion wait's end before the marker backoff's", d)
+	}
+	h.now = decided.Add(50*time.Millisecond - time.Nanosecond)
+	h.m.tick(h.now)
+	h.collect()
+	if _, ok := h.replies[w]; ok {
+		t.Fatal("answered before the completion wait passed")
+	}
+	h.now = decided.Add(50 * time.Millisecond)
+	h.m.tick(h.now)
+	h.collect()
+	if r, ok := h.replies[w]; !ok || r.Err != nil {
+		t.Fatalf("after the completion wait: %+v, answered %v; want success", r, ok)
+	}
+	if s := h.state("a"); s.State != PrepareCommit {
+		t.Fatalf("state %v; still completing", s.State)
+	}
+	wantErr(t, "AddPartitions while completing", h.add("a", pid, epoch, tp("t", 0)), ErrConcurrentTransactions)
+	wantErr(t, "EndTxn retried once answered", h.end("a", pid, epoch, true), ErrConcurrentTransactions)
+	if d := h.m.deadline(); !d.Equal(decided.Add(DefaultMarkerBackoff)) {
+		t.Fatalf("deadline %v; want the marker retry", d)
+	}
+	h.now = decided.Add(DefaultMarkerBackoff)
+	h.m.tick(h.now)
+	h.collect()
+	h.mark(all)
+	h.commitAll()
+	if s := h.state("a"); s.State != CompleteCommit {
+		t.Fatalf("after the retry: %v", s.State)
 	}
 }
 
