@@ -92,6 +92,9 @@ type Node struct {
 	local       map[string]*localTopic // partitions this broker holds, by topic; written by the loop only
 
 	freshIdentity bool // meta.properties is not written yet
+	// started: Open has returned; a partition directory created from then
+	// on is a new replica, not one a crash lost (uncleanLog).
+	started atomic.Bool
 
 	pidMu           sync.Mutex
 	pidNext, pidEnd int64 // the producer-id block in use: [pidNext, pidEnd)
@@ -267,6 +270,7 @@ func (n *Node) open(parent context.Context) error {
 	n.cleaner = startRetentionLoop(cfg.Clock, cfg.CleanerBackoff, n.cleanLogs, n.logger.With("component", "cleaner"))
 	n.isrTicks = startRetentionLoop(cfg.Clock, cfg.ReplicaLagTimeMax/2, n.tickReplicas, n.logger.With("component", "isr"))
 	n.hwWrites = startRetentionLoop(cfg.Clock, hwCheckpointInterval, n.writeHWCheckpoint, n.logger.With("component", "checkpoint"))
+	n.started.Store(true)
 	im, _ := n.image.load()
 	n.logger.Info("node opened", "data_dir", cfg.DataDir, "cluster_id", n.id.ClusterID, "node_id", cfg.NodeID,
 		"advertised", cfg.Advertised, "coordination", n.storeName(), "brokers", len(im.Brokers), "topics", len(im.Topics),
