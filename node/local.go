@@ -179,11 +179,18 @@ func (n *Node) openPartitions(opens []toOpen) []error {
 				n.openFailed = map[[16]byte]error{}
 			}
 			n.openFailed[o.t.ID] = errs[i]
+			if !n.started.Load() {
+				if n.failedAtStart == nil {
+					n.failedAtStart = map[string]bool{}
+				}
+				n.failedAtStart[logs.DirName(o.t.Name, o.p)] = true
+			}
 			continue
 		}
 		delete(n.openFailed, o.t.ID)
-		rp := newReplicated(n, parts[i], o.t.ID, n.hwAtOpen[logs.DirName(o.t.Name, o.p)])
-		if n.uncleanLog(parts[i]) {
+		dir := logs.DirName(o.t.Name, o.p)
+		rp := newReplicated(n, parts[i], o.t.ID, n.hwAtOpen[dir])
+		if n.uncleanLog(parts[i], n.failedAtStart[dir]) {
 			rp.r.Unclean() // before its first state: no one can reach it yet
 			unclean++
 		}
@@ -206,15 +213,16 @@ func (n *Node) openPartitions(opens []toOpen) []error {
 // uncleanLog reports whether p's log may have lost records this broker
 // had (replica.Unclean): it was not closed cleanly, or its directory was
 // missing when the broker started (a lost disk, or a power cut that took
-// the directory's entry). A directory created after start-up is a new
-// replica (a new topic, or partitions assigned here), which no ISR counts
-// on for anything yet.
-func (n *Node) uncleanLog(p *logs.Partition) bool {
+// the directory's entry; atStart: its first open failed at start-up). A
+// directory created after start-up is a new replica (a new topic, or
+// partitions assigned here), which no ISR counts on for anything yet.
+// localMu held.
+func (n *Node) uncleanLog(p *logs.Partition, atStart bool) bool {
 	switch p.OpenedAs() {
 	case logs.OpenedUnclean:
 		return true
 	case logs.OpenedNew:
-		return !n.started.Load()
+		return atStart || !n.started.Load()
 	}
 	return false
 }

@@ -83,6 +83,10 @@ type Node struct {
 	// openFailed holds, per topic id, why one of its partitions could
 	// not be opened at the last try (CreateTopic waits for it); localMu.
 	openFailed map[[16]byte]error
+	// failedAtStart are the partitions (directory names) whose open failed
+	// before Open returned: opened later, they still count as found at
+	// start-up (uncleanLog); localMu.
+	failedAtStart map[string]bool
 	// topicsCache is Topics' answer for the image it was computed from.
 	topicsCache atomic.Pointer[topicsCache]
 	// layersCache are the broker layers of topic configs for an image

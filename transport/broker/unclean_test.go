@@ -46,17 +46,27 @@ func createAssigned(t *testing.T, addr, topic string, replicas []int32, configs 
 }
 
 // The durability lab's acks=all loss (README, "The cluster fault lab"): a
-// leader comes back from a power cut with a shortened log while no
-// controller can react (the controller is cut off from the store, so its
-// session, and its controllership, live on), finds the partition's state
-// still naming it leader in the epoch it led before, and must not take
-// that leadership up: the follower that holds every acknowledged record
-// would truncate to its log. It resigns from the ISR instead; the new
-// controller (the old one's session expires) reads the resignation and
-// hands the leadership to the follower in a new epoch. No acknowledged
-// record is lost, the follower never truncated below the high watermark,
-// and the replicas end identical.
+// leader comes back from a power cut with a shortened log (or with its
+// partition directory gone, a lost disk) while no controller can react (the
+// controller is cut off from the store, so its session, and its
+// controllership, live on), finds the partition's state still naming it
+// leader in the epoch it led before, and must not take that leadership up:
+// the follower that holds every acknowledged record would truncate to its
+// log. It resigns from the ISR instead, and serves nothing. Then either a
+// new controller takes over (the old one's session expires: it knows only
+// the new registration, and acts on the resignation), or the old one comes
+// back (it sees the bounce); both hand the leadership to the follower in a
+// new epoch. No acknowledged record is lost, the follower never truncated
+// below the high watermark, and the replicas end identical.
 func TestLeaderBackFromUncleanShutdownDoesNotLead(t *testing.T) {
+	for _, fault := range []string{"power cut", "partition directory lost"} {
+		for _, heal := range []string{"new controller", "controller returns"} {
+			t.Run(fault+", "+heal, func(t *testing.T) { uncleanLeaderBack(t, fault, heal) })
+		}
+	}
+}
+
+func uncleanLeaderBack(t *testing.T, fault, heal string) {
 	// Each broker's debug lines too, to see the follower's epoch queries.
 	debug := map[int32]*brokertest.LogBuffer{1: {}, 2: {}, 3: {}}
 	c := brokertest.StartMemCluster(t, 3, func(cfg *broker.Config) {
@@ -103,9 +113,14 @@ func TestLeaderBackFromUncleanShutdownDoesNotLead(t *testing.T) {
 	// (and so its controllership) lives on, and no other is elected.
 	c.Store.Disconnect(c.Member(ctl).Coord)
 	c.PowerCut(leader)
+	if fault == "partition directory lost" {
+		if err := c.Member(leader).FS.RemoveAll("/data/u-0"); err != nil {
+			t.Fatal(err)
+		}
+	}
 	c.Start(leader)
 	if end := replicaLog(t, c.Member(leader).Broker(), "u", 0).EndOffset(); end >= n {
-		t.Fatalf("the power cut left the leader's log at %d: it should have lost what was not fsynced", end)
+		t.Fatalf("the %s left the leader's log at %d: it should have lost what was not fsynced", fault, end)
 	}
 	fn := c.Member(follower).Broker().Node()
 	eventually(t, fmt.Sprintf("broker %d to see broker %d back as the recorded leader", follower, leader), func() (bool, string) {
@@ -131,16 +146,17 @@ func TestLeaderBackFromUncleanShutdownDoesNotLead(t *testing.T) {
 		return end < hw || (refused && resigned()), fmt.Sprintf("follower's log end %d, refused %v, resigned %v", end, refused, resigned())
 	})
 	if end := replicaLog(t, c.Member(follower).Broker(), "u", 0).EndOffset(); end < hw {
-		t.Fatalf("broker %d truncated u-0 to %d, below the high watermark %d, following broker %d back from a power cut",
-			follower, end, hw, leader)
+		t.Fatalf("broker %d truncated u-0 to %d, below the high watermark %d, following broker %d back from a %s",
+			follower, end, hw, leader, fault)
 	}
 
-	// A new controller: the old one's session expires, and it comes back
-	// with a new one. It must move the leadership to the follower.
 	m := c.Member(ctl)
-	c.Store.Expire(m.Coord)
-	c.Store.Reconnect(m.Coord) // it learns of the expiry
-	c.Store.Reconnect(m.Coord) // and opens a new session
+	if heal == "new controller" {
+		// The old one's session expires, and it comes back with a new one.
+		c.Store.Expire(m.Coord)
+		c.Store.Reconnect(m.Coord) // it learns of the expiry
+	}
+	c.Store.Reconnect(m.Coord) // connected again (after an expiry: a new session)
 	eventually(t, "the leadership to move off the broker back from the power cut", func() (bool, string) {
 		l := fn.LeaderOf("u", 0)
 		return l != leader && l >= 0, fmt.Sprint("leader ", l)
