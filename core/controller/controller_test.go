@@ -211,6 +211,13 @@ var scripts = []struct {
 			"update t/0@7 leader=3 epoch=5 isr=[3] ce=6"}},
 		{all(apply, settled("t")), nil},
 	}},
+	{name: "a resignation read with the death of the only other in-sync replica: the partition waits for the dead one, not the resigned", steps: []step{
+		{all(live(1, 2, 3), stored("t", [][]int32{{2, 3, 1}}, st(2, 4, 4, 7, 2, 3))), nil},
+		{all(resigned(resignation(2, "t", 0, 4)), live(1, 2)), []string{"update t/0@7 leader=-1 epoch=5 isr=[3] ce=5"}},
+		{apply, nil},
+		{live(1, 2, 3), []string{"update t/0@8 leader=3 epoch=6 isr=[3] ce=5"}},
+		{all(apply, resigned(), settled("t")), nil},
+	}},
 	{name: "a sole in-sync replica back from an unclean shutdown, with unclean election: another live replica leads (Kafka's offline election)", unclean: true, steps: []step{
 		{all(live(1, 2, 3), stored("t", [][]int32{{1, 2, 3}}, st(1, 2, 4, 5, 1))), nil},
 		{all(failover(6), resigned(resignation(1, "t", 0, 2))), []string{"update t/0@5 leader=2 epoch=3 isr=[2] ce=6"}},

@@ -142,7 +142,13 @@
 //     until the controller has moved the partition. KRaft's controller
 //     does the same at registration (KIP-966, KAFKA-15586); Kafka's
 //     ZooKeeper mode does not, and loses what the other replicas held
-//     when they truncate to the shortened leader.
+//     when they truncate to the shortened leader. When a bounced or
+//     resigned broker is the only live member of an ISR that also names a
+//     dead broker (read in the same picture), the ISR keeps the dead one
+//     and the partition waits for it (leader -1), rather than giving the
+//     bounced broker the leadership alone: its log may lack what the dead
+//     one holds (KIP-966's eligible leader replicas, in spirit). Kafka
+//     keeps whichever it processes last.
 //   - Preferred-leader election (PreferredElection; Kafka's
 //     auto.leader.rebalance.enable, run every
 //     leader.imbalance.check.interval.seconds by the loop): a partition
