@@ -170,6 +170,7 @@ func (n *Node) openPartitions(opens []toOpen) []error {
 	close(next)
 	wg.Wait()
 	var failed []error
+	unclean := 0
 	n.localMu.Lock()
 	for i, o := range opens {
 		if errs[i] != nil {
@@ -178,12 +179,28 @@ func (n *Node) openPartitions(opens []toOpen) []error {
 				n.openFailed = map[[16]byte]error{}
 			}
 			n.openFailed[o.t.ID] = errs[i]
+			if !n.started.Load() {
+				if n.failedAtStart == nil {
+					n.failedAtStart = map[string]bool{}
+				}
+				n.failedAtStart[logs.DirName(o.t.Name, o.p)] = true
+			}
 			continue
 		}
 		delete(n.openFailed, o.t.ID)
-		o.lt.parts[o.p] = newReplicated(n, parts[i], o.t.ID, n.hwAtOpen[logs.DirName(o.t.Name, o.p)])
+		dir := logs.DirName(o.t.Name, o.p)
+		rp := newReplicated(n, parts[i], o.t.ID, n.hwAtOpen[dir])
+		if n.uncleanLog(parts[i], n.failedAtStart[dir]) {
+			rp.r.Unclean() // before its first state: no one can reach it yet
+			unclean++
+		}
+		o.lt.parts[o.p] = rp
 	}
 	n.localMu.Unlock()
+	if unclean > 0 {
+		n.logger.Warn("partition logs back from an unclean shutdown: each resigns from an ISR that names this broker, "+
+			"and leads nothing it led before, until the controller has moved it", "partitions", unclean)
+	}
 	if len(failed) > 0 {
 		// Wake CreateTopic waiting for these partitions: it gives up on
 		// the topic rather than time out.
@@ -191,6 +208,23 @@ func (n *Node) openPartitions(opens []toOpen) []error {
 		n.image.publish(im)
 	}
 	return failed
+}
+
+// uncleanLog reports whether p's log may have lost records this broker
+// had (replica.Unclean): it was not closed cleanly, or its directory was
+// missing when the broker started (a lost disk, or a power cut that took
+// the directory's entry; atStart: its first open failed at start-up). A
+// directory created after start-up is a new replica (a new topic, or
+// partitions assigned here), which no ISR counts on for anything yet.
+// localMu held.
+func (n *Node) uncleanLog(p *logs.Partition, atStart bool) bool {
+	switch p.OpenedAs() {
+	case logs.OpenedUnclean:
+		return true
+	case logs.OpenedNew:
+		return atStart || !n.started.Load()
+	}
+	return false
 }
 
 // openFailure is why a partition of the topic could not be opened at the

@@ -123,7 +123,7 @@ func newReplicationCounters(reg prometheus.Registerer) *replicationCounters {
 	c := &replicationCounters{
 		shrinks:      prometheus.NewCounter(prometheus.CounterOpts{Name: "weir_isr_shrinks_total", Help: "ISR shrinks this broker wrote as a leader."}),
 		expands:      prometheus.NewCounter(prometheus.CounterOpts{Name: "weir_isr_expands_total", Help: "ISR expansions this broker wrote as a leader."}),
-		resignations: prometheus.NewCounter(prometheus.CounterOpts{Name: "weir_replica_resignations_total", Help: "Times a log of this broker failed while it was in the partition's ISR, and it resigned."}),
+		resignations: prometheus.NewCounter(prometheus.CounterOpts{Name: "weir_replica_resignations_total", Help: "Times this broker resigned from a partition's ISR: its log failed while it was in the ISR, or came back from an unclean shutdown with the ISR still naming it."}),
 	}
 	reg.MustRegister(c.shrinks, c.expands, c.resignations)
 	return c

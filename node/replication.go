@@ -98,7 +98,7 @@ func (rp *replicated) setState(now time.Time, replicas []int32, st *meta.Partiti
 	rp.mu.Lock()
 	defer rp.mu.Unlock()
 	rp.r.SetBarred(barred)
-	was := rp.r.Role()
+	was, unclean := rp.r.Role(), rp.r.IsUnclean()
 	l := rp.Log()
 	if l.Err() != nil {
 		latest, ok := l.LatestEpoch()
@@ -123,6 +123,16 @@ func (rp *replicated) setState(now time.Time, replicas []int32, st *meta.Partiti
 	}
 	rp.applyLocked()
 	role := rp.r.Role()
+	if unclean && !rp.r.IsUnclean() {
+		if role == replica.Leader {
+			// The controller kept it: no other in-sync replica was left.
+			rp.n.logger.Warn("back from an unclean shutdown, leading alone in a new epoch: what its log lost, no in-sync replica has",
+				"partition", logs.DirName(rp.Topic, rp.Index), "epoch", rp.r.Epoch(), "log_end", rp.r.LogEnd())
+		} else {
+			rp.n.logger.Info("back from an unclean shutdown: out of the ISR now",
+				"partition", logs.DirName(rp.Topic, rp.Index), "epoch", rp.r.Epoch(), "leader", rp.r.Leader())
+		}
+	}
 	rp.leading.Store(role == replica.Leader)
 	if role == replica.None {
 		rp.epoch.Store(-1)
@@ -240,15 +250,22 @@ func (rp *replicated) execute(rd replica.Ready) {
 }
 
 // resignReplica writes this broker's resignation from the partition's ISR
-// in leader epoch epoch (its log failed; see replica.LogFailed), on a
+// in leader epoch epoch (its log failed, see replica.LogFailed; or it came
+// back from an unclean shutdown, see replica.Unclean), on a
 // goroutine of its own (mu held), trying again every loopRetry while the replica is
 // still resigned in that epoch. The controller's answer arrives as a new
 // state record (setState), and the resignation is withdrawn once stale
 // (withdrawResignations).
 func (n *Node) resignReplica(rp *replicated, epoch int32) {
 	r := meta.Resignation{Broker: n.cfg.NodeID, Topic: rp.Topic, Partition: rp.Index, LeaderEpoch: epoch}
-	n.logger.Warn("replica log failed: resigning from the ISR", "partition", logs.DirName(rp.Topic, rp.Index),
-		"epoch", epoch, "err", rp.Log().Err())
+	if err := rp.Log().Err(); err != nil {
+		n.logger.Warn("replica log failed: resigning from the ISR", "partition", logs.DirName(rp.Topic, rp.Index),
+			"epoch", epoch, "err", err)
+	} else {
+		n.logger.Warn("back from an unclean shutdown: resigning from the ISR until the controller moves the partition",
+			"partition", logs.DirName(rp.Topic, rp.Index), "epoch", epoch, "role", rp.r.Role().String(),
+			"log_end", rp.r.LogEnd())
+	}
 	n.replCounters.resignations.Inc()
 	l, alone := rp.Log(), len(rp.r.ISR()) <= 1 // mu held
 	go func() {

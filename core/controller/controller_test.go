@@ -178,6 +178,51 @@ var scripts = []struct {
 		{apply, nil},
 		{all(live(1, 2, 3), bounce(3)), nil}, // not in the ISR, not the leader: nothing to do
 	}},
+	{name: "a new controller finds a broker back from an unclean shutdown still recorded in place: its resignations move its leaderships and take it out of the ISRs", steps: []step{
+		// Broker 1 led t/0, followed in t/1's ISR, led t/2 alone, and
+		// was out of t/3's ISR. It restarted while the controller was cut
+		// off, and the new controller cannot see the bounce: it knows only
+		// the new registration.
+		{all(live(1, 2, 3), stored("t", [][]int32{{1, 2, 3}, {2, 1, 3}, {1, 2, 3}, {3, 2, 1}},
+			st(1, 4, 4, 7, 1, 2, 3), st(2, 3, 4, 2, 2, 1, 3), st(1, 2, 4, 5, 1), st(3, 1, 4, 3, 3, 2))), nil},
+		{all(reregister(1), failover(6)), nil},
+		{resigned(resignation(1, "t", 0, 4), resignation(1, "t", 1, 3), resignation(1, "t", 2, 2)), []string{
+			"update t/0@7 leader=2 epoch=5 isr=[2 3] ce=6",
+			"update t/1@2 leader=2 epoch=4 isr=[2 3] ce=6",
+			"update t/2@5 leader=1 epoch=3 isr=[1] ce=6"}}, // no one else in sync: it leads again, in a new epoch
+		{apply, nil},
+		{resigned(resignation(1, "t", 0, 4), resignation(1, "t", 1, 3), resignation(1, "t", 2, 2)), nil}, // stale now
+		{all(resigned(), settled("t")), nil},
+	}},
+	{name: "a controller that saw the bounce and reads the resignations too writes once per partition", steps: []step{
+		{all(live(1, 2, 3), stored("t", [][]int32{{1, 2, 3}, {1, 2, 3}}, st(1, 4, 4, 7, 1, 2, 3), st(1, 2, 4, 5, 1))), nil},
+		// The controller reads the new registration (a bounce) and the
+		// resignations together.
+		{all(reregister(1), resigned(resignation(1, "t", 0, 4), resignation(1, "t", 1, 2)), live(1, 2, 3)), []string{
+			"update t/0@7 leader=2 epoch=5 isr=[2 3] ce=5",
+			"update t/1@5 leader=1 epoch=3 isr=[1] ce=5"}},
+		{apply, nil},
+		{resigned(resignation(1, "t", 0, 4), resignation(1, "t", 1, 2)), nil},
+		{all(resigned(), settled("t")), nil},
+	}},
+	{name: "a resignation with the leader dead: the next live ISR member leads, never the resigned broker", steps: []step{
+		{all(live(1, 2, 3), stored("t", [][]int32{{2, 1, 3}}, st(2, 4, 4, 7, 2, 1, 3))), nil},
+		{all(failover(6), resigned(resignation(1, "t", 0, 4)), live(1, 3)), []string{
+			"update t/0@7 leader=3 epoch=5 isr=[3] ce=6"}},
+		{all(apply, settled("t")), nil},
+	}},
+	{name: "a resignation read with the death of the only other in-sync replica: the partition waits for the dead one, not the resigned", steps: []step{
+		{all(live(1, 2, 3), stored("t", [][]int32{{2, 3, 1}}, st(2, 4, 4, 7, 2, 3))), nil},
+		{all(resigned(resignation(2, "t", 0, 4)), live(1, 2)), []string{"update t/0@7 leader=-1 epoch=5 isr=[3] ce=5"}},
+		{apply, nil},
+		{live(1, 2, 3), []string{"update t/0@8 leader=3 epoch=6 isr=[3] ce=5"}},
+		{all(apply, resigned(), settled("t")), nil},
+	}},
+	{name: "a sole in-sync replica back from an unclean shutdown, with unclean election: another live replica leads (Kafka's offline election)", unclean: true, steps: []step{
+		{all(live(1, 2, 3), stored("t", [][]int32{{1, 2, 3}}, st(1, 2, 4, 5, 1))), nil},
+		{all(failover(6), resigned(resignation(1, "t", 0, 2))), []string{"update t/0@5 leader=2 epoch=3 isr=[2] ce=6"}},
+		{all(apply, settled("t")), nil},
+	}},
 	{name: "a controller that starts while brokers are down treats them as failed", steps: []step{
 		{all(live(2, 3), stored("t", [][]int32{{1, 2, 3}, {2, 3, 1}, {1}, {3, 2}},
 			st(1, 4, 2, 7, 1, 2, 3), st(2, 1, 2, 3, 2, 1), st(1, 0, 2, 0, 1), st(3, 2, 2, 5, 3, 2))), []string{

@@ -130,6 +130,25 @@
 //     live ISR member in assignment order, or, with none, leads again alone
 //     in a new epoch, after its log's recovery. The new epoch makes the
 //     resignation stale.
+//   - A broker back from an unclean shutdown (a crash or a power cut: its
+//     logs lack their clean-shutdown markers) resigns the same way every
+//     partition whose state still names it in the ISR (core/replica's
+//     Unclean), since its log may have lost what it had acknowledged. A
+//     controller that saw its old registration handles it as a bounce
+//     anyway; the resignations matter when none did (the controller was
+//     down or cut off while the broker restarted, so a new controller
+//     knows only the new registration): it must not keep a leadership or
+//     an ISR membership it held before, and it serves nothing as leader
+//     until the controller has moved the partition. KRaft's controller
+//     does the same at registration (KIP-966, KAFKA-15586); Kafka's
+//     ZooKeeper mode does not, and loses what the other replicas held
+//     when they truncate to the shortened leader. When a bounced or
+//     resigned broker is the only live member of an ISR that also names a
+//     dead broker (read in the same picture), the ISR keeps the dead one
+//     and the partition waits for it (leader -1), rather than giving the
+//     bounced broker the leadership alone: its log may lack what the dead
+//     one holds (KIP-966's eligible leader replicas, in spirit). Kafka
+//     keeps whichever it processes last.
 //   - Preferred-leader election (PreferredElection; Kafka's
 //     auto.leader.rebalance.enable, run every
 //     leader.imbalance.check.interval.seconds by the loop): a partition

@@ -147,6 +147,21 @@ func bounce(id int32) func(*harness) {
 	}
 }
 
+// reregister gives broker id a new registration (a larger epoch) that the
+// controller is not told of: it restarted while the controller was cut off
+// from the store. A later SetBrokers (live, or failover) reads it.
+func reregister(id int32) func(*harness) {
+	return func(h *harness) {
+		b, ok := h.brokers[id]
+		if !ok {
+			h.t.Fatalf("re-registration of broker %d, which is not live", id)
+		}
+		h.zxid++
+		b.Epoch = h.zxid
+		h.brokers[id] = b
+	}
+}
+
 // newTopic creates a topic (no states) with one assignment per partition.
 func newTopic(name string, assignment ...[]int32) func(*harness) {
 	return stored(name, assignment)

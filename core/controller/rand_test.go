@@ -60,6 +60,20 @@ type sim struct {
 	faults   bool            // writes may fail; off while settling
 	unclean  bool            // of the write being executed
 	log      []string        // the steps so far, for failures
+	// restarted are the replicas of brokers back from an unclean shutdown
+	// that still resign (replica.Unclean's rule, which the sim plays for
+	// the brokers), with the leader epoch of the first state each saw (-1
+	// before one); resigns are the resignations as last fed.
+	restarted map[restartKey]int32
+	resigns   []meta.Resignation
+}
+
+// restartKey is a broker's replica of a partition of a topic incarnation.
+type restartKey struct {
+	broker int32
+	id     [16]byte
+	name   string
+	p      int32
 }
 
 // topicNames are few, so that names are reused by new incarnations.
@@ -69,7 +83,8 @@ const brokerCount = 5
 
 func newSim(t *testing.T, seed uint64) *sim {
 	s := &sim{t: t, seed: seed, rng: rand.New(rand.NewPCG(seed, 7)), live: map[int32]meta.Broker{},
-		store: map[string]*meta.Topic{}, epochs: map[pkey]int32{}, busy: map[string]bool{}, faults: true}
+		store: map[string]*meta.Topic{}, epochs: map[pkey]int32{}, busy: map[string]bool{}, faults: true,
+		restarted: map[restartKey]int32{}}
 	s.cfg = Config{ControllerEpoch: 1, UncleanLeaderElection: seed%3 == 0}
 	for id := int32(1); id <= brokerCount; id++ {
 		if s.rng.IntN(4) != 0 {
@@ -114,11 +129,84 @@ func (s *sim) failover() {
 	for _, name := range slices.Sorted(maps.Keys(s.store)) {
 		s.must(c.SetTopic(s.store[name].Clone()))
 	}
+	c.SetResignations(slices.Clone(s.resigns))
+}
+
+// restartUnclean is a broker back from an unclean shutdown: a new
+// registration, and every replica it has resigns while the rule says so
+// (see resign). The controller sees the bounce, or (the scenario that
+// needs the resignations) it was cut off meanwhile and a new one starts.
+func (s *sim) restartUnclean() {
+	ids := s.liveIDs()
+	if len(ids) == 0 {
+		return
+	}
+	id := ids[s.rng.IntN(len(ids))]
+	s.start(id)
+	for _, name := range s.topics(nil) {
+		t := s.store[name]
+		for p, replicas := range t.Assignment {
+			if slices.Contains(replicas, id) {
+				s.restarted[restartKey{id, t.ID, name, int32(p)}] = -1
+			}
+		}
+	}
+	if s.rng.IntN(2) == 0 {
+		s.logf("broker %d restarts uncleanly; the controller sees the bounce", id)
+		s.must(s.c.SetBrokers(maps.Clone(s.live)))
+		return
+	}
+	s.logf("broker %d restarts uncleanly while the controller is cut off; a new one starts", id)
+	s.failover()
+}
+
+// resign plays the brokers' side of replica.Unclean on the store: a
+// replica back from an unclean shutdown resigns in every term whose state
+// names it in the ISR (of a partition with other replicas) under a live
+// leader, until it is out of the ISR or leads alone in an epoch after the
+// first it saw. The resignations go to the controller when they change.
+func (s *sim) resign() {
+	var rs []meta.Resignation
+	for _, k := range slices.SortedFunc(maps.Keys(s.restarted), func(a, b restartKey) int {
+		return strings.Compare(fmt.Sprint(a), fmt.Sprint(b))
+	}) {
+		t := s.store[k.name]
+		_, live := s.live[k.broker]
+		if t == nil || t.ID != k.id || !live {
+			delete(s.restarted, k) // gone; a broker that died again restarts anew
+			continue
+		}
+		st := t.States[k.p]
+		if st == nil {
+			continue
+		}
+		first := s.restarted[k]
+		if first < 0 {
+			first = st.LeaderEpoch
+			s.restarted[k] = first
+		}
+		_, leaderLive := s.live[st.Leader]
+		switch {
+		case len(t.Assignment[k.p]) <= 1 || !slices.Contains(st.ISR, k.broker):
+			delete(s.restarted, k)
+		case st.Leader == k.broker && len(st.ISR) == 1 && st.LeaderEpoch > first:
+			delete(s.restarted, k)
+		case st.Leader != meta.NoLeader && leaderLive:
+			rs = append(rs, meta.Resignation{Broker: k.broker, Topic: k.name, Partition: k.p, LeaderEpoch: st.LeaderEpoch})
+		}
+	}
+	slices.SortFunc(rs, meta.Resignation.Compare)
+	if !slices.Equal(rs, s.resigns) {
+		s.logf("resignations %v", rs)
+		s.resigns = rs
+		s.c.SetResignations(slices.Clone(rs))
+	}
 }
 
 func (s *sim) run(steps int) {
 	for range steps {
 		s.step()
+		s.resign()
 		s.ready()
 		s.checkStore()
 	}
@@ -152,6 +240,8 @@ func (s *sim) step() {
 			s.logf("broker %d bounces", id)
 			s.must(s.c.SetBrokers(maps.Clone(s.live)))
 		}
+	case n < 17:
+		s.restartUnclean()
 	case n < 20:
 		s.createTopic()
 	case n < 23:
@@ -426,6 +516,31 @@ func (s *sim) checkIssued(a Action) {
 			s.fatalf("%v over the controller's own %+v", a, old)
 		}
 		s.checkStep(uncleanFor(view.Configs, s.cfg.UncleanLeaderElection), old, &st, a)
+		s.checkResigned(name, p, old, &st, a)
+	}
+}
+
+// checkResigned asserts that a write over old answers a resignation of
+// old's epoch by an in-sync replica: it leaves the ISR, unless it is left
+// alone in it, and it leads only when no other in-sync replica that did
+// not resign too was live.
+func (s *sim) checkResigned(name string, p int32, old, st *meta.PartitionState, a Action) {
+	s.t.Helper()
+	for _, r := range s.resigns {
+		if r.Topic != name || r.Partition != p || r.LeaderEpoch != old.LeaderEpoch || !slices.Contains(old.ISR, r.Broker) {
+			continue
+		}
+		if slices.Contains(st.ISR, r.Broker) && len(st.ISR) > 1 {
+			s.fatalf("%v: broker %d resigned in epoch %d and stays in the ISR with others", a, r.Broker, r.LeaderEpoch)
+		}
+		other := slices.ContainsFunc(old.ISR, func(id int32) bool {
+			_, ok := s.live[id]
+			return id != r.Broker && ok && !slices.Contains(s.resigns,
+				meta.Resignation{Broker: id, Topic: name, Partition: p, LeaderEpoch: old.LeaderEpoch})
+		})
+		if st.Leader == r.Broker && other {
+			s.fatalf("%v: broker %d resigned in epoch %d and leads, with another in-sync replica live", a, r.Broker, r.LeaderEpoch)
+		}
 	}
 }
 
@@ -631,6 +746,7 @@ func (s *sim) settle() {
 			}
 		}
 		s.c.Tick()
+		s.resign()
 		s.ready()
 		if len(s.inflight) == 0 && len(s.reports) == 0 {
 			break
@@ -655,6 +771,10 @@ func (s *sim) settle() {
 				s.fatalf("%s/%d: the controller has %+v, the store %+v", name, p, v, st)
 			}
 		}
+	}
+	for k := range s.restarted {
+		s.fatalf("broker %d back from an unclean shutdown still resigns %s/%d: %+v", k.broker, k.name, k.p,
+			s.store[k.name].States[k.p])
 	}
 	s.logf("a new controller starts on the settled cluster")
 	s.failover()

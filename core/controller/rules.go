@@ -44,10 +44,14 @@ func initialState(assignment []int32, live liveFunc, controllerEpoch int32) (met
 //     no leader, and dead brokers leave the ISR.
 //   - Dead brokers leave the ISR except the last one: an ISR with no live
 //     member keeps one (the old leader if it was in the ISR, else its first
-//     member), so that a clean election later waits for it.
-func settle(assignment []int32, s meta.PartitionState, live liveFunc, unclean bool) (leader int32, isr []int32, changed bool) {
+//     member; either way one not in avoid when there is such a member), so
+//     that a clean election later waits for it.
+//
+// avoid are brokers whose logs may have lost what the other in-sync
+// replicas hold (bounced or resigned: see nextState).
+func settle(assignment []int32, s meta.PartitionState, live liveFunc, unclean bool, avoid []int32) (leader int32, isr []int32, changed bool) {
 	if s.Leader != meta.NoLeader && live(s.Leader) {
-		isr = shrink(s.ISR, live, s.Leader)
+		isr = shrink(s.ISR, live, s.Leader, avoid)
 		return s.Leader, isr, !slices.Equal(isr, s.ISR)
 	}
 	for _, r := range assignment {
@@ -63,16 +67,21 @@ func settle(assignment []int32, s meta.PartitionState, live liveFunc, unclean bo
 			}
 		}
 	}
-	isr = shrink(s.ISR, live, s.Leader)
+	isr = shrink(s.ISR, live, s.Leader, avoid)
 	return meta.NoLeader, isr, s.Leader != meta.NoLeader || !slices.Equal(isr, s.ISR)
 }
 
 // nextState is the state the controller writes over s, and whether there is
 // anything to write. bounced are brokers that re-registered (their broker
-// epoch grew) since s was settled: they are handled as Kafka's
-// processBrokerChange does, a failure (settle without them) and then a
-// startup (settle with them), folded into one write. Every write bumps the
-// leader epoch by one and carries the controller's epoch.
+// epoch grew) since s was settled, or resigned s's epoch: they are handled
+// as Kafka's processBrokerChange does, a failure (settle without them) and
+// then a startup (settle with them), folded into one write. One difference:
+// when no other in-sync replica is live, the ISR kept for a later clean
+// election is a dead member that did not bounce, if there is one, rather
+// than the bounced broker (which may have come back from an unclean
+// shutdown without what the dead one holds): the partition waits for it,
+// as KRaft's eligible leader replicas (KIP-966) would. Every write bumps
+// the leader epoch by one and carries the controller's epoch.
 //
 // shutting are brokers in controlled shutdown (Kafka's
 // ControlledShutdownPartitionLeaderElectionStrategy): one that leads hands
@@ -87,9 +96,9 @@ func nextState(assignment []int32, s meta.PartitionState, live liveFunc, bounced
 	cur, changed := s, false
 	if len(bounced) > 0 {
 		down := func(id int32) bool { return live(id) && !slices.Contains(bounced, id) }
-		cur.Leader, cur.ISR, changed = settle(assignment, s, down, unclean)
+		cur.Leader, cur.ISR, changed = settle(assignment, s, down, unclean, bounced)
 	}
-	leader, isr, again := settle(assignment, cur, live, unclean)
+	leader, isr, again := settle(assignment, cur, live, unclean, nil)
 	changed = changed || again
 	eligible := func(id int32) bool { return live(id) && !slices.Contains(shutting, id) }
 	if len(shutting) > 0 && leader != meta.NoLeader {
@@ -149,17 +158,20 @@ func filter(isr []int32, live liveFunc) []int32 {
 }
 
 // shrink is filter, except that an ISR without a live member keeps one:
-// keep if it is a member, else the first.
-func shrink(isr []int32, live liveFunc, keep int32) []int32 {
+// keep if it is a member, else the first; members not in avoid first.
+func shrink(isr []int32, live liveFunc, keep int32, avoid []int32) []int32 {
 	out := filter(isr, live)
-	switch {
-	case len(out) > 0 || len(isr) == 0:
+	if len(out) > 0 || len(isr) == 0 {
 		return out
-	case slices.Contains(isr, keep):
-		return []int32{keep}
-	default:
-		return []int32{isr[0]}
 	}
+	cands := filter(isr, func(id int32) bool { return !slices.Contains(avoid, id) })
+	if len(cands) == 0 {
+		cands = isr
+	}
+	if slices.Contains(cands, keep) {
+		return []int32{keep}
+	}
+	return []int32{cands[0]}
 }
 
 // UncleanConfig is the topic config that overrides

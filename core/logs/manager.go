@@ -126,10 +126,12 @@ func (m *Manager) Open(topic string, index int32, topicID [16]byte, pc Partition
 		return nil, err
 	}
 	id, ok, err := ReadMarker(fsys, dir)
+	opened := OpenedUnclean
 	switch {
 	case err != nil:
 		return nil, err
 	case !ok:
+		opened = OpenedNew
 		// New, or a crash came before the marker was durable; in both
 		// cases no log data can be here yet (the marker is written first).
 		if err := WriteMarker(fsys, dir, topicID); err != nil {
@@ -162,6 +164,10 @@ func (m *Manager) Open(topic string, index int32, topicID [16]byte, pc Partition
 		return nil, err
 	}
 	p := newPartition(topic, index, l, pc, m.o.Clock, snaps, idx)
+	if rep.Clean && opened != OpenedNew {
+		opened = OpenedClean
+	}
+	p.opened = opened
 	batches, used, err := p.rebuildProducers(rep.Clean)
 	if err != nil {
 		_ = l.Close()

@@ -118,3 +118,44 @@ func TestManagerSetAside(t *testing.T) {
 		t.Errorf("%s parses as a partition directory", stray)
 	}
 }
+
+// OpenedAs tells a new directory, a log closed cleanly and one that was
+// not (a crash: its clean-shutdown marker never written) apart.
+func TestManagerOpenedAs(t *testing.T) {
+	mem := vfs.NewMem()
+	m := newManager(t, mem, nil)
+	id := [16]byte{7}
+	p, err := m.Open("t", 0, id, PartitionConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := p.OpenedAs(); got != OpenedNew {
+		t.Fatalf("a new partition opened as %v", got)
+	}
+	if _, err := p.Append(ctx, testbatch.Tagged("t", 2)); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if p, err = m.Open("t", 0, id, PartitionConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := p.OpenedAs(); got != OpenedClean {
+		t.Fatalf("a partition closed cleanly opened as %v", got)
+	}
+	if _, err := p.Append(ctx, testbatch.Tagged("t", 2)); err != nil {
+		t.Fatal(err)
+	}
+	crashed := mem.CrashClone() // the process dies here, the log open
+	p.Close()
+	m2 := newManager(t, crashed, nil)
+	p2, err := m2.Open("t", 0, id, PartitionConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p2.Close()
+	if got := p2.OpenedAs(); got != OpenedUnclean {
+		t.Fatalf("a partition after a crash opened as %v", got)
+	}
+}

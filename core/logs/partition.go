@@ -33,6 +33,8 @@ type Partition struct {
 	// Reconfigure (reconfigure.go).
 	settings atomic.Pointer[Settings]
 	clock    clock.Clock
+	// opened is how Open found the partition (OpenedAs).
+	opened Opened
 
 	// prod is rebuilt from the log when the log's generation moves on (a
 	// recovery, Truncate or Reset cut records it remembers). Idempotent
@@ -75,6 +77,37 @@ func newPartition(topic string, i int32, l *partlog.Log, pc PartitionConfig, clk
 	p.snapAt.Store(-1)
 	return p
 }
+
+// Opened is how Open found a partition's directory.
+type Opened uint8
+
+const (
+	// OpenedClean: the log had been closed cleanly (its clean-shutdown
+	// marker was there): it holds everything it ever acknowledged.
+	OpenedClean Opened = iota
+	// OpenedUnclean: the log had not been closed cleanly (a crash, a power
+	// cut): what was not fsynced may be gone, with no trace of the cut.
+	OpenedUnclean
+	// OpenedNew: there was no partition directory (or no durable marker in
+	// it): the log was created empty.
+	OpenedNew
+)
+
+func (o Opened) String() string {
+	switch o {
+	case OpenedClean:
+		return "clean"
+	case OpenedUnclean:
+		return "unclean"
+	}
+	return "new"
+}
+
+// OpenedAs says how Open found the partition: closed cleanly, not, or not
+// there at all. A broker back from an unclean shutdown must not take up a
+// leadership or an ISR membership it held before on a log that may have
+// lost records (see node's use).
+func (p *Partition) OpenedAs() Opened { return p.opened }
 
 // Log is the partition's log, for reads, offsets, waits, the epoch cache
 // (Epochs, AssignEpoch, EndOffsetForEpoch), Truncate and Reset (appends go

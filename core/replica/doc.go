@@ -94,4 +94,19 @@
 // state record says that is safe (MayRecover), and the replica then follows
 // (truncating by epochs) and rejoins the ISR when it has caught up. A
 // truncation that fails is asked for again (TruncateFailed), never skipped.
+//
+// # Back from an unclean shutdown (KIP-966 in spirit)
+//
+// A log that was not closed cleanly (a crash or a power cut; or a
+// partition directory that is gone) may have lost what the page cache
+// held, while the state record, if no controller reacted in time, still
+// names this broker in the ISR, even as leader in the epoch it led. Led
+// in that epoch, its followers would truncate to its shortened log, and
+// acknowledged records only they still hold would be gone. So the loop
+// calls Unclean before the first SetState, and in every term whose record
+// names the broker in the ISR (with other replicas) it resigns as for a
+// failed log, serving nothing as leader, until a record takes it out of
+// the ISR or makes it leader alone in a new epoch. Kafka in ZooKeeper mode
+// has the same exposure; KRaft closes it at broker registration
+// (KAFKA-15586, KAFKA-18106).
 package replica

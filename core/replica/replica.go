@@ -194,6 +194,14 @@ type Replica struct {
 	// barred are brokers that may not join the ISR now (SetBarred).
 	barred []int32
 
+	// unclean: the log came back from an unclean shutdown (Unclean), and
+	// no state record has yet taken this broker out of the ISR or made it
+	// leader alone in an epoch after uncleanEpoch, the leader epoch of the
+	// first record applied since (uncleanSeen).
+	unclean      bool
+	uncleanSeen  bool
+	uncleanEpoch int32
+
 	ready Ready
 }
 
@@ -279,6 +287,56 @@ func (r *Replica) MayRecover(replicas []int32, st *meta.PartitionState, latestEp
 	return st.Leader == self && len(st.ISR) == 1 && st.LeaderEpoch > latestEpoch
 }
 
+// Unclean tells a replica, before its first SetState, that its log came
+// back from an unclean shutdown (a crash or a power cut: no clean-shutdown
+// marker, or a partition directory that was gone): it may have lost
+// records it had acknowledged to its leader, or that it acknowledged as
+// the leader, with no trace of the cut. Taking up the ISR membership or
+// the leadership it held before would let the others count on what it no
+// longer has: as a leader in the same epoch its followers would truncate
+// to its shortened log (the acknowledged records only they still hold
+// gone for good), and new records would get the offsets they hold others
+// at; as an in-sync follower it could be elected without them. So, as
+// KRaft's controller does for a broker registering after an unclean
+// shutdown (KIP-966, KAFKA-15586), it leaves the ISR and gives up its
+// leaderships first: in every term whose record names it in the ISR of a
+// partition with other replicas, it resigns (Ready.Resign, as LogFailed
+// does, and a resigned leader serves nothing) until a record takes it out
+// of the ISR, or makes it leader alone in a new epoch (after the first
+// record it applied: no other replica holds more, so the controller keeps
+// it, and its followers truncate by that new epoch). A record that made
+// it leader in a new epoch but kept others in the ISR (written by a
+// controller that had not heard of the restart yet) is resigned as well.
+func (r *Replica) Unclean() {
+	r.unclean, r.uncleanSeen = true, false
+}
+
+// IsUnclean reports whether the log came back from an unclean shutdown and
+// the controller has not yet answered this broker's resignation (Unclean).
+func (r *Replica) IsUnclean() bool { return r.unclean }
+
+// checkUnclean applies the Unclean rule to the record just applied (st
+// nil: none yet).
+func (r *Replica) checkUnclean(st *meta.PartitionState) {
+	if !r.unclean || st == nil {
+		return
+	}
+	self := r.cfg.Self
+	if !r.uncleanSeen {
+		r.uncleanSeen, r.uncleanEpoch = true, st.LeaderEpoch
+	}
+	switch {
+	case len(r.replicas) <= 1 || !slices.Contains(r.replicas, self) || !slices.Contains(st.ISR, self):
+		r.unclean = false // no other replica counts on this log
+	case st.Leader == self && len(st.ISR) == 1 && st.LeaderEpoch > r.uncleanEpoch:
+		r.unclean = false // leader alone in a new epoch: no one holds more
+	case r.role != None && !r.resigned:
+		r.resigned = true
+		epoch := r.epoch
+		r.ready.Resign = &epoch
+	}
+}
+
 // Pending returns the ISR proposal in flight, if any.
 func (r *Replica) Pending() (Proposal, bool) {
 	if r.pending == nil {
@@ -307,11 +365,13 @@ func (r *Replica) SetState(now time.Time, replicas []int32, st *meta.PartitionSt
 			r.isr, r.version, r.epoch, r.stateEpoch = slices.Clone(st.ISR), st.Version, st.LeaderEpoch, st.ControllerEpoch
 		}
 		r.becomeNone()
+		r.checkUnclean(st)
 		return
 	}
 	if st.Version >= 0 && st.Version < r.version {
 		return // an older read than one applied already
 	}
+	defer r.checkUnclean(st)
 	switch {
 	case st.Leader == r.cfg.Self && (r.role != Leader || st.LeaderEpoch != r.epoch):
 		r.becomeLeader(now, st)

@@ -484,3 +484,112 @@ func TestFollowerLogFailed(t *testing.T) {
 		t.Fatalf("a single replica resigned: %+v", rd)
 	}
 }
+
+// resigns returns the epoch Ready asks to resign in, -1 for none.
+func resigns(r *Replica) int32 {
+	if rd := r.Ready(); rd.Resign != nil {
+		return *rd.Resign
+	}
+	return -1
+}
+
+// A leader back from an unclean shutdown finds the record still naming it
+// leader in the epoch it led before (no controller reacted): it resigns,
+// serves no follower (which would truncate to its shortened log), takes no
+// produce, and leads again only alone in a new epoch; an ISR change in the
+// same term changes nothing.
+func TestUncleanLeaderResigns(t *testing.T) {
+	r := New(Config{Self: 1}, 0, 0) // the power cut took the whole log
+	r.Unclean()
+	r.SetState(t0, []int32{1, 2, 3}, state(1, 5, 10, 1, 2, 3), 0)
+	if got := resigns(r); got != 5 || !r.Resigned() || !r.IsUnclean() || r.Role() != Leader {
+		t.Fatalf("back uncleanly as the recorded leader: resign %d, resigned %v, unclean %v, role %v; want a resignation in epoch 5",
+			got, r.Resigned(), r.IsUnclean(), r.Role())
+	}
+	if err := r.FollowerFetch(t0, 2, 300); !errors.Is(err, ErrLogFailed) {
+		t.Fatalf("a follower's fetch: %v, want ErrLogFailed", err)
+	}
+	if err := r.CheckAppend(1); !errors.Is(err, ErrLogFailed) {
+		t.Fatalf("a produce: %v, want ErrLogFailed", err)
+	}
+	r.SetState(t0, []int32{1, 2, 3}, state(1, 5, 11, 1, 2), 0) // the same term, an ISR change
+	if got := resigns(r); got != -1 || !r.Resigned() {
+		t.Fatalf("same term: resign %d, resigned %v; want still resigned, once", got, r.Resigned())
+	}
+	// The controller hands the leadership to broker 2: out of the ISR.
+	r.SetState(t0, []int32{1, 2, 3}, state(2, 6, 12, 2, 3), 0)
+	if got := resigns(r); got != -1 || r.Resigned() || r.IsUnclean() || r.Role() != Follower {
+		t.Fatalf("out of the ISR: resign %d, resigned %v, unclean %v, role %v", got, r.Resigned(), r.IsUnclean(), r.Role())
+	}
+}
+
+// The sole in-sync replica back from an unclean shutdown: it resigns in
+// the epoch it led, and the controller, with no one better, gives it the
+// leadership alone in a new epoch, which it takes.
+func TestUncleanSoleLeader(t *testing.T) {
+	r := New(Config{Self: 1}, 40, 40)
+	r.Unclean()
+	r.SetState(t0, []int32{1, 2, 3}, state(1, 5, 10, 1), 40)
+	if got := resigns(r); got != 5 {
+		t.Fatalf("alone in the ISR, same epoch: resign %d, want 5 (its followers must see a new epoch)", got)
+	}
+	r.SetState(t0, []int32{1, 2, 3}, state(1, 6, 11, 1), 40)
+	if got := resigns(r); got != -1 || r.Resigned() || r.IsUnclean() || r.Role() != Leader {
+		t.Fatalf("alone in a new epoch: resign %d, resigned %v, unclean %v, role %v", got, r.Resigned(), r.IsUnclean(), r.Role())
+	}
+	if err := r.CheckAppend(1); err != nil {
+		t.Fatalf("a produce once led alone in a new epoch: %v", err)
+	}
+}
+
+// A record in a new epoch that still names others in the ISR (a controller
+// that had not heard of the restart) is resigned again; so is a follower's
+// ISR membership. A partition with no leader waits (nothing to resign in),
+// and the first term with one resigns.
+func TestUncleanResignsEveryTermInTheISR(t *testing.T) {
+	r := New(Config{Self: 1}, 0, 0)
+	r.Unclean()
+	r.SetState(t0, []int32{1, 2, 3}, state(meta.NoLeader, 5, 10, 1, 2), 0)
+	if got := resigns(r); got != -1 || !r.IsUnclean() {
+		t.Fatalf("no leader: resign %d, unclean %v", got, r.IsUnclean())
+	}
+	r.SetState(t0, []int32{1, 2, 3}, state(1, 6, 11, 1, 2), 0)
+	if got := resigns(r); got != 6 {
+		t.Fatalf("leader in a new epoch with broker 2 in the ISR: resign %d, want 6", got)
+	}
+	r.SetState(t0, []int32{1, 2, 3}, state(2, 7, 12, 2, 1), 0)
+	if got := resigns(r); got != 7 || r.Role() != Follower {
+		t.Fatalf("follower still in the ISR: resign %d, role %v; want a resignation in epoch 7", got, r.Role())
+	}
+	r.SetState(t0, []int32{1, 2, 3}, state(2, 8, 13, 2), 0)
+	if r.IsUnclean() || resigns(r) != -1 {
+		t.Fatalf("out of the ISR: still unclean")
+	}
+	// Once out, rejoining the ISR later is ordinary.
+	r.SetState(t0, []int32{1, 2, 3}, state(2, 8, 14, 2, 1), 0)
+	if got := resigns(r); got != -1 || r.Resigned() {
+		t.Fatalf("rejoined: resign %d, resigned %v", got, r.Resigned())
+	}
+}
+
+// A single replica, or a record without this broker in the ISR: nothing
+// to resign; a replica never told Unclean never resigns.
+func TestUncleanNothingToResign(t *testing.T) {
+	r := New(Config{Self: 1}, 0, 0)
+	r.Unclean()
+	r.SetState(t0, []int32{1}, state(1, 5, 10, 1), 0)
+	if got := resigns(r); got != -1 || r.IsUnclean() || r.Role() != Leader {
+		t.Fatalf("single replica: resign %d, unclean %v, role %v", got, r.IsUnclean(), r.Role())
+	}
+	r = New(Config{Self: 1}, 0, 0)
+	r.Unclean()
+	r.SetState(t0, []int32{1, 2, 3}, state(2, 5, 10, 2, 3), 0)
+	if got := resigns(r); got != -1 || r.IsUnclean() {
+		t.Fatalf("out of the ISR: resign %d, unclean %v", got, r.IsUnclean())
+	}
+	r = New(Config{Self: 1}, 0, 0)
+	r.SetState(t0, []int32{1, 2, 3}, state(1, 5, 10, 1, 2, 3), 0)
+	if got := resigns(r); got != -1 || r.Resigned() {
+		t.Fatalf("clean: resign %d", got)
+	}
+}

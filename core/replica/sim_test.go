@@ -15,11 +15,16 @@ import (
 // record changed by compare-and-set, the controller elects from the ISR
 // (Kafka's clean election, core/controller's rules), and every event is
 // chosen at random: appends, follower fetches, epoch queries, time passing,
-// brokers dying and coming back (their logs intact: power cuts are the node
-// layer's business), fsyncs, and logs failing: a failed log may lose what
-// its last fsync did not cover, which a follower's recovery cuts at once and
-// a leader's only once its resignation ended the term (LogFailed), as the
-// node does. The invariants checked after every event:
+// brokers dying and coming back (their logs intact), fsyncs, and logs
+// failing: a failed log may lose what its last fsync did not cover, which a
+// follower's recovery cuts at once and a leader's only once its resignation
+// ended the term (LogFailed), as the node does. Power cuts: a broker loses
+// what its last fsync did not cover and comes back unclean (Unclean), often
+// before the controller has reacted to its death, so that the record still
+// names it leader, or in the ISR, in the epoch it held; it is cut only
+// while another live in-sync replica that is not unclean holds every
+// committed record (two copies lost at once are outside the guarantee).
+// The invariants checked after every event:
 //
 //   - a leader is in its maximal ISR, and its high watermark never goes down
 //     within its term and never passes its log end;
@@ -122,9 +127,11 @@ type sim struct {
 	termHW map[int32]int64
 	// resignations wait for the controller: (broker, epoch).
 	resignations [][2]int32
-	// handovers counts leaderships moved by a resignation.
-	handovers int
-	trace     []string
+	// handovers counts leaderships moved by a resignation; uncleanLeads
+	// the leaders back from a power cut that found the record still
+	// naming them leader in their old epoch.
+	handovers, uncleanLeads int
+	trace                   []string
 }
 
 func newSim(t *testing.T, seed uint64) *sim {
@@ -258,10 +265,21 @@ func (s *sim) stillFailed(b *simBroker) {
 	}
 }
 
+// resignAll answers every pending resignation.
+func (s *sim) resignAll() {
+	rs := s.resignations
+	s.resignations = nil
+	for _, r := range rs {
+		s.resign(r[0], r[1])
+	}
+}
+
 // resign is the controller's answer to a resignation (core/controller
 // handles it as a bounce of the broker): it leaves the ISR, and a leader
 // hands the leadership to the first other live ISR member in assignment
-// order; with none, it leads again, alone in the ISR, in a new epoch.
+// order; with none, the partition waits for another member that is dead
+// (no leader, the ISR that member), or with none either, it leads again,
+// alone in the ISR, in a new epoch.
 func (s *sim) resign(id, epoch int32) {
 	st := s.rec
 	if st.LeaderEpoch != epoch || !slices.Contains(st.ISR, id) {
@@ -270,6 +288,9 @@ func (s *sim) resign(id, epoch int32) {
 	leader, isr := s.elect(func(r int32) bool { return r != id && s.brokers[r].alive })
 	if leader == meta.NoLeader {
 		leader, isr = id, []int32{id}
+		if i := slices.IndexFunc(st.ISR, func(r int32) bool { return r != id }); i >= 0 {
+			leader, isr = meta.NoLeader, []int32{st.ISR[i]}
+		}
 	}
 	if st.Leader == id && leader != id {
 		s.handovers++
@@ -307,8 +328,8 @@ func (s *sim) leader() *simBroker {
 		return nil
 	}
 	b := s.brokers[s.rec.Leader]
-	if !b.alive || b.r.Role() != Leader {
-		return nil
+	if !b.alive || b.r.Role() != Leader || b.r.Resigned() {
+		return nil // a resigned leader serves nothing: no produce, fetch or epoch query (the node refuses them)
 	}
 	return b
 }
@@ -372,11 +393,7 @@ func (s *sim) step() {
 		s.logf("b%d's log fails (end %d, flushed %d, %v)", b.id, b.leo(), b.flushed, b.r.Role())
 		s.stillFailed(b)
 	case n < 85: // the controller handles the resignations
-		rs := s.resignations
-		s.resignations = nil
-		for _, r := range rs {
-			s.resign(r[0], r[1])
-		}
+		s.resignAll()
 	case n < 88: // time passes
 		s.now = s.now.Add(time.Duration(s.rnd.IntN(12)) * time.Second)
 		for _, id := range s.replicas {
@@ -389,8 +406,13 @@ func (s *sim) step() {
 		if b.alive {
 			b.alive = false
 			s.logf("b%d dies", b.id)
+			// A death is noticed a session timeout later: the controller
+			// has read the resignations written meanwhile.
+			s.resignAll()
 			s.control()
 		}
+	case n < 97: // a broker's power is cut, and it comes back at once
+		s.powerCut(s.brokers[s.replicas[s.rnd.IntN(3)]])
 	default: // a broker comes back, with its log and checkpointed HW
 		b := s.brokers[s.replicas[s.rnd.IntN(3)]]
 		if !b.alive {
@@ -409,6 +431,35 @@ func (s *sim) step() {
 	s.check()
 }
 
+// powerCut cuts b's power: its log keeps what its last fsync covered, and
+// it comes back unclean (Unclean) before the controller noticed it went
+// (half the time the controller does notice, later). Only while another
+// live in-sync replica, not unclean itself, holds the committed records.
+func (s *sim) powerCut(b *simBroker) {
+	if !b.alive || b.failed {
+		return
+	}
+	other := slices.ContainsFunc(s.rec.ISR, func(id int32) bool {
+		o := s.brokers[id]
+		return id != b.id && o.alive && !o.failed && !o.r.IsUnclean()
+	})
+	if !other {
+		return
+	}
+	b.truncate(b.flushed)
+	b.r = New(Config{Self: b.id, LagTimeMax: 30 * time.Second}, b.leo(), b.hw)
+	b.r.Unclean()
+	st := s.rec.Clone()
+	s.logf("b%d's power is cut; back unclean (end %d, hw %d) with the record %+v", b.id, b.leo(), b.hw, st)
+	if st.Leader == b.id {
+		s.uncleanLeads++
+	}
+	b.r.SetState(s.now, s.replicas, &st, b.leo())
+	if s.rnd.IntN(2) == 0 {
+		s.control() // the controller saw it go and come back: nothing to do for it
+	}
+}
+
 func (s *sim) check() {
 	for _, id := range s.replicas {
 		b := s.brokers[id]
@@ -419,8 +470,8 @@ func (s *sim) check() {
 		if r.HighWatermark() > b.leo() {
 			s.fail("b%d: high watermark %d past its log end %d", id, r.HighWatermark(), b.leo())
 		}
-		if r.Role() != Leader {
-			continue
+		if r.Role() != Leader || r.Resigned() {
+			continue // a resigned leader serves nothing, and no follower copies it
 		}
 		e := r.Epoch()
 		if who, ok := s.epochLeader[e]; ok && who != id {
@@ -456,7 +507,7 @@ func TestRandomizedReplication(t *testing.T) {
 	if testing.Short() {
 		seeds = 50
 	}
-	maxCommitted, handovers := 0, 0
+	maxCommitted, handovers, uncleanLeads := 0, 0, 0
 	for seed := range uint64(seeds) {
 		s := newSim(t, seed)
 		for range 600 {
@@ -464,8 +515,14 @@ func TestRandomizedReplication(t *testing.T) {
 		}
 		maxCommitted = max(maxCommitted, len(s.committed))
 		handovers += s.handovers
+		uncleanLeads += s.uncleanLeads
 	}
-	t.Logf("%d leaderships moved by failed logs in %d runs", handovers, seeds)
+	t.Logf("%d leaderships moved by resignations, %d leaders back from a power cut still recorded as leader, in %d runs",
+		handovers, uncleanLeads, seeds)
+	if uncleanLeads < seeds/10 {
+		t.Fatalf("%d leaders back from a power cut still recorded as leader in %d runs: the simulation does not exercise it",
+			uncleanLeads, seeds)
+	}
 	if handovers < seeds/10 {
 		t.Fatalf("%d leaderships moved by a failed log in %d runs: the simulation does not exercise resignations", handovers, seeds)
 	}
