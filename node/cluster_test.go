@@ -683,3 +683,61 @@ func TestStartWhileStoreDropsRequests(t *testing.T) {
 	}
 	c.await("broker 2 registered", func(im *meta.Image) bool { return im.Live(2) })
 }
+
+// Brokers register every listener; a broker reaches another at its
+// endpoint of the inter-broker listener (not the registration's top-level
+// address, EXTERNAL's here, the PLAINTEXT one). A garbage registration is
+// logged naming its path and the other brokers are kept.
+func TestListenerRegistrations(t *testing.T) {
+	c := newTestCluster(t)
+	var logs syncBuffer
+	for _, id := range []int32{1, 2} {
+		cfg := c.config(id)
+		cfg.Listeners = []Endpoint{
+			{Listener: "EXTERNAL", Protocol: "PLAINTEXT", Host: fmt.Sprintf("ext-%d.test", id), Port: 443},
+			{Listener: "INTERNAL", Protocol: "SASL_SSL", Host: fmt.Sprintf("broker-%d.test", id), Port: 9093},
+		}
+		cfg.InterBrokerListener = "internal"
+		cfg.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
+		n, err := Open(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.nodes[id] = n
+	}
+	c.await("both brokers", func(im *meta.Image) bool { return len(im.Brokers) == 2 })
+	n2 := c.nodes[2]
+	var b1 Broker
+	for _, b := range n2.Brokers() {
+		if b.ID == 1 {
+			b1 = b
+		}
+	}
+	if e, ok := b1.Endpoint("EXTERNAL"); !ok || e.Host != "ext-1.test" || e.Port != 443 || b1.Host != "ext-1.test" {
+		t.Errorf("broker 1 as broker 2 sees it: %+v", b1)
+	}
+	if addr, err := n2.peerAddr(b1); err != nil || addr != "broker-1.test:9093" {
+		t.Errorf("broker 2 reaches broker 1 at %q, %v; want its INTERNAL endpoint broker-1.test:9093", addr, err)
+	}
+	if _, err := c.nodes[1].peerAddr(Broker{ID: 7, Host: "h", Port: 1}); err == nil || !strings.Contains(err.Error(), "no endpoint for the inter-broker listener internal") {
+		t.Errorf("a broker without the inter-broker listener: %v", err)
+	}
+
+	s := c.srv.Connect()
+	defer s.Close()
+	bad := []byte(`{"version":5,"host":null,"port":-1,"endpoints":["REPLICATION://h:9092"],"jmx_port":-1,"listener_security_protocol_map":{"INTERNAL":"SSL"}}`)
+	if err := s.Create(context.Background(), layout.BrokerPath(9), bad, coord.Ephemeral); err != nil {
+		t.Fatal(err)
+	}
+	// The loop logs it when it reads the registrations again (the watch on
+	// /brokers/ids fires); polled, with a deadline.
+	for deadline := time.Now().Add(20 * time.Second); !strings.Contains(logs.String(), "/brokers/ids/9"); {
+		if time.Now().After(deadline) {
+			t.Fatalf("no log of the garbage registration /brokers/ids/9: %s", logs.String())
+		}
+		time.Sleep(10 * time.Millisecond) // polling with a deadline
+	}
+	if !strings.Contains(logs.String(), "listener REPLICATION has no security protocol") || len(n2.Brokers()) != 2 {
+		t.Errorf("after a garbage registration: brokers %+v; log %s", n2.Brokers(), logs.String())
+	}
+}

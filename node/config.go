@@ -9,11 +9,13 @@ import (
 	"maps"
 	"math"
 	"net"
+	"slices"
 	"strconv"
 	"time"
 
 	"github.com/weir-broker/weir/core/clock"
 	"github.com/weir-broker/weir/core/coord"
+	"github.com/weir-broker/weir/core/meta"
 	"github.com/weir-broker/weir/core/replica"
 	"github.com/weir-broker/weir/core/vfs"
 )
@@ -41,6 +43,19 @@ type Config struct {
 	// Advertised is the host:port clients are told to connect to for this
 	// broker (Metadata, FindCoordinator).
 	Advertised string
+	// Listeners are the broker's advertised listeners (Kafka's
+	// advertised.listeners with their security protocols), all registered:
+	// the other brokers reach this one at its InterBrokerListener endpoint,
+	// and clients of each listener are told every broker's endpoint of
+	// that name. Empty: one PLAINTEXT listener named PLAINTEXT at
+	// Advertised.
+	Listeners []Endpoint
+	// InterBrokerListener is the name of the listener brokers reach each
+	// other on (Kafka's inter.broker.listener.name): this broker replicates
+	// from, and sends transaction markers and requests to, the other
+	// brokers at their endpoint of this name. Default: the first of
+	// Listeners (PLAINTEXT without them).
+	InterBrokerListener string
 
 	// TopicDefaults are broker-wide topic configs (Kafka names, such as
 	// retention.ms or weir.durable.acks) that every topic inherits unless it
@@ -191,6 +206,16 @@ func (c Config) Validate() (Config, error) {
 	}
 	if _, _, err := SplitHostPort(c.Advertised); err != nil {
 		return bad("Advertised %q: %v", c.Advertised, err)
+	}
+	c.Listeners = slices.Clone(c.Listeners)
+	switch {
+	case c.InterBrokerListener == "" && len(c.Listeners) > 0:
+		c.InterBrokerListener = c.Listeners[0].Listener
+	case c.InterBrokerListener == "":
+		c.InterBrokerListener = "PLAINTEXT"
+	}
+	if _, ok := (meta.Broker{Endpoints: c.Listeners}).Endpoint(c.InterBrokerListener); !ok {
+		return bad("InterBrokerListener %q is not one of Listeners", c.InterBrokerListener)
 	}
 	c.TopicDefaults = maps.Clone(c.TopicDefaults)
 	switch {

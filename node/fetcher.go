@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"strconv"
 	"sync"
 	"time"
 
@@ -310,18 +308,18 @@ func (f *fetcher) backoff(rp *replicated, err ...error) {
 	f.mu.Unlock()
 }
 
-// clientOf returns a client of the source broker at its address in the
-// image, or at its route in ReplicaRoutes (a new one when the address
-// changed).
+// clientOf returns a client of the source broker at its inter-broker
+// listener's endpoint in the image, or at its route in ReplicaRoutes (a
+// new one when the address changed).
 func (f *fetcher) clientOf() (*peer.Client, error) {
 	im, _ := f.fs.n.image.load()
 	b, ok := im.Brokers[f.source]
 	if !ok {
 		return nil, fmt.Errorf("broker %d is not registered", f.source)
 	}
-	addr, routed := f.fs.n.cfg.ReplicaRoutes[f.source]
-	if !routed {
-		addr = net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port)))
+	addr, err := f.fs.n.peerAddr(brokerOf(b))
+	if err != nil {
+		return nil, err
 	}
 	if f.client != nil && f.addr == addr {
 		return f.client, nil

@@ -87,7 +87,7 @@ func (n *Node) coordinatorOf(ctx context.Context, key string, create bool) (Brok
 	if !ok {
 		return Broker{ID: -1}, fmt.Errorf("%w: %s-%d has no leader", ErrCoordinatorNotAvailable, OffsetsTopic, p)
 	}
-	return Broker{ID: b.ID, Host: b.Host, Port: b.Port}, nil
+	return brokerOf(b), nil
 }
 
 // ensureOffsetsTopic creates OffsetsTopic when it does not exist (a

@@ -124,9 +124,30 @@ type Node struct {
 
 // Broker is a broker as clients see it: its id and where to reach it.
 type Broker struct {
-	ID   int32
+	ID int32
+	// Host and Port are its address for clients of its default listener
+	// (the first PLAINTEXT one of its registration, else its first).
 	Host string
 	Port int32
+	// Endpoints are its advertised listeners, each listener's clients
+	// being told the one of its name (README: Security). Shared: callers
+	// must not modify it.
+	Endpoints []Endpoint
+}
+
+// Endpoint is one advertised listener of a broker: its name, security
+// protocol and address.
+type Endpoint = meta.Endpoint
+
+// Endpoint returns b's endpoint of the listener named listener (case
+// aside); false when b has none.
+func (b Broker) Endpoint(listener string) (Endpoint, bool) {
+	return meta.Broker{Host: b.Host, Port: b.Port, Endpoints: b.Endpoints}.Endpoint(listener)
+}
+
+// brokerOf is the registered broker mb as clients see it.
+func brokerOf(mb meta.Broker) Broker {
+	return Broker{ID: mb.ID, Host: mb.Host, Port: mb.Port, Endpoints: mb.Listeners()}
 }
 
 // Open opens everything the node keeps, in dependency order: its identity
@@ -168,6 +189,7 @@ func (n *Node) open(parent context.Context) error {
 	n.id, n.freshIdentity = id, fresh
 	host, port, _ := SplitHostPort(cfg.Advertised) // checked by Validate
 	n.self = Broker{ID: cfg.NodeID, Host: host, Port: port}
+	n.self.Endpoints = n.selfBroker().Listeners()
 	n.image = newImageCell(meta.Empty(id.ClusterID))
 
 	n.files = filecache.New(max(cfg.MaxOpenFiles, 0))

@@ -4,7 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/weir-broker/weir/cluster/zk"
@@ -124,11 +128,32 @@ func (n *Node) registeredAtSelf(ctx context.Context, store coord.Store) (bool, e
 		return false, fmt.Errorf("node: read %s: %w", path, err)
 	}
 	b, err := layout.DecodeBroker(path, data, st)
-	return err == nil && b.Host == n.self.Host && b.Port == n.self.Port, nil
+	return err == nil && slices.Equal(b.Listeners(), n.selfBroker().Listeners()), nil
 }
 
+// selfBroker is what the broker registers: its advertised listeners
+// (Config.Listeners; without them, one PLAINTEXT listener at Advertised).
 func (n *Node) selfBroker() meta.Broker {
-	return meta.Broker{ID: n.cfg.NodeID, Host: n.self.Host, Port: n.self.Port}
+	return meta.Broker{ID: n.cfg.NodeID, Host: n.self.Host, Port: n.self.Port, Endpoints: n.cfg.Listeners}
+}
+
+// peerAddr is the host:port this broker dials to reach broker b: its route
+// in ReplicaRoutes, else its endpoint of the inter-broker listener
+// (Config.InterBrokerListener), as Kafka's brokers reach each other.
+func (n *Node) peerAddr(b Broker) (string, error) {
+	if addr, routed := n.cfg.ReplicaRoutes[b.ID]; routed {
+		return addr, nil
+	}
+	e, ok := b.Endpoint(n.cfg.InterBrokerListener)
+	if !ok {
+		var names []string
+		for _, e := range b.Endpoints {
+			names = append(names, e.Listener)
+		}
+		return "", fmt.Errorf("broker %d has no endpoint for the inter-broker listener %s (it registered %s)",
+			b.ID, n.cfg.InterBrokerListener, strings.Join(names, ", "))
+	}
+	return net.JoinHostPort(e.Host, strconv.Itoa(int(e.Port))), nil
 }
 
 // sessionTimeout is the coordination session timeout in use.

@@ -58,7 +58,7 @@ func (n *Node) Brokers() []Broker {
 	im, _ := n.image.load()
 	out := make([]Broker, 0, len(im.Brokers))
 	for _, b := range im.SortedBrokers() {
-		out = append(out, Broker{ID: b.ID, Host: b.Host, Port: b.Port})
+		out = append(out, brokerOf(b))
 	}
 	return out
 }

@@ -200,7 +200,7 @@ func (n *Node) txnCoordinatorOf(ctx context.Context, id string, create bool) (Br
 	if !ok {
 		return Broker{ID: -1}, fmt.Errorf("%w: %s-%d has no leader", ErrCoordinatorNotAvailable, TransactionStateTopic, p)
 	}
-	return Broker{ID: b.ID, Host: b.Host, Port: b.Port}, nil
+	return brokerOf(b), nil
 }
 
 // TxnCoordinator returns the transaction coordinator when this broker

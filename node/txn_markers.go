@@ -11,8 +11,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"strconv"
 	"sync"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -199,9 +197,9 @@ func (mc *markerClients) client(n *Node, id int32) (*peer.Client, error) {
 	if !ok {
 		return nil, fmt.Errorf("broker %d is not registered", id)
 	}
-	addr, routed := n.cfg.ReplicaRoutes[id]
-	if !routed {
-		addr = net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port)))
+	addr, err := n.peerAddr(brokerOf(b))
+	if err != nil {
+		return nil, err
 	}
 	mc.mu.Lock()
 	defer mc.mu.Unlock()

@@ -3,8 +3,6 @@ package node
 import (
 	"context"
 	"fmt"
-	"net"
-	"strconv"
 	"sync"
 	"time"
 
@@ -68,7 +66,10 @@ func txnCodeError(code int16) error {
 
 // client returns the connection to b, dialing it (again, when b moved).
 func (tp *txnPeers) client(n *Node, b Broker) (*peer.Client, error) {
-	addr := net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port)))
+	addr, err := n.peerAddr(b)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", txn.ErrCoordinatorNotAvailable, err)
+	}
 	tp.mu.Lock()
 	defer tp.mu.Unlock()
 	if cl := tp.by[b.ID]; cl != nil && tp.addr[b.ID] == addr {

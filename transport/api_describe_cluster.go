@@ -30,7 +30,8 @@ func handleDescribeCluster(_ context.Context, s *Server, r *request) (kmsg.Respo
 	resp.EndpointType = 1
 	resp.ClusterID = s.node.ClusterID()
 	resp.ControllerID = s.node.ControllerID()
-	for _, b := range s.node.Brokers() {
+	brokers, _ := r.c.brokersOn() // listener_advertise.go
+	for _, b := range brokers {
 		rb := kmsg.NewDescribeClusterResponseBroker()
 		rb.NodeID, rb.Host, rb.Port = b.ID, b.Host, b.Port
 		resp.Brokers = append(resp.Brokers, rb)

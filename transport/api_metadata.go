@@ -10,9 +10,14 @@ package transport
 //
 // The brokers, the controller, and each partition's leader, epoch, replicas
 // and ISR come from the node; so does the decision to auto-create a topic.
+// The brokers are those with an endpoint of the connection's listener, at
+// that endpoint (listener_advertise.go); a partition led by a live broker
+// without it has no leader for this listener: LISTENER_NOT_FOUND from v6
+// on, LEADER_NOT_AVAILABLE before, as Kafka answers.
 
 import (
 	"context"
+	"slices"
 	"unsafe"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -25,9 +30,11 @@ func handleMetadata(ctx context.Context, s *Server, r *request) (kmsg.Response, 
 	req := r.body.(*kmsg.MetadataRequest)
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
 
-	for _, b := range s.node.Brokers() {
+	brokers, without := r.c.brokersOn() // listener_advertise.go
+	for _, b := range brokers {
 		resp.Brokers = append(resp.Brokers, kmsg.MetadataResponseBroker{NodeID: b.ID, Host: b.Host, Port: b.Port})
 	}
+	defer func() { resp.Topics = leadersWithout(resp.Topics, without, req.Version) }()
 	cluster := s.node.ClusterID()
 	resp.ClusterID = &cluster
 	resp.ControllerID = s.node.ControllerID()
@@ -110,4 +117,41 @@ func topicMetadata(t node.TopicInfo) kmsg.MetadataResponseTopic {
 		mp.OfflineReplicas = p.Offline
 	}
 	return mt
+}
+
+// leadersWithout returns topics with every partition led by a broker of
+// without answered as leaderless for this listener (copied where changed:
+// topics may be the shared all-topics answer).
+func leadersWithout(topics []kmsg.MetadataResponseTopic, without map[int32]bool, version int16) []kmsg.MetadataResponseTopic {
+	if len(without) == 0 {
+		return topics
+	}
+	code := kerr.ListenerNotFound.Code
+	if version < 6 {
+		code = kerr.LeaderNotAvailable.Code
+	}
+	var out []kmsg.MetadataResponseTopic
+	for i, t := range topics {
+		var parts []kmsg.MetadataResponseTopicPartition
+		for j, p := range t.Partitions {
+			if !without[p.Leader] {
+				continue
+			}
+			if parts == nil {
+				parts = slices.Clone(t.Partitions)
+			}
+			parts[j].Leader, parts[j].ErrorCode = -1, code
+		}
+		if parts == nil {
+			continue
+		}
+		if out == nil {
+			out = slices.Clone(topics)
+		}
+		out[i].Partitions = parts
+	}
+	if out == nil {
+		return topics
+	}
+	return out
 }

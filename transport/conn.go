@@ -500,7 +500,6 @@ func (c *conn) handle(frame []byte) (err error) {
 	if err != nil || resp == nil {
 		return err
 	}
-	resp = c.advertise(resp)
 	if err := c.writeResponse(r.corr, resp); err != nil {
 		return err
 	}

@@ -31,7 +31,7 @@ func addSecurityFlags(f *pflag.FlagSet, s *securitySettings) {
 	f.StringVar(&s.Listeners, "listeners", s.Listeners, "Kafka's listeners: `NAME://host:port,...`, each NAME a security protocol (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL) or mapped by --listener-security-protocol-map (default: none, one PLAINTEXT listener on --listen)")
 	f.StringVar(&s.AdvertisedListeners, "advertised-listeners", s.AdvertisedListeners, "Kafka's advertised.listeners: `NAME://host:port,...` given to each listener's clients (default: each listener's bound address)")
 	f.StringVar(&s.ListenerProtocolMap, "listener-security-protocol-map", s.ListenerProtocolMap, "Kafka's listener.security.protocol.map: `NAME:PROTOCOL,...` (default: a listener named as a protocol uses it)")
-	f.StringVar(&s.InterBrokerListener, "inter-broker-listener-name", s.InterBrokerListener, "the listener other brokers replicate from, whose advertised address the broker registers (default: the first of --listeners)")
+	f.StringVar(&s.InterBrokerListener, "inter-broker-listener-name", s.InterBrokerListener, "the listener brokers replicate over: every listener is registered, and this broker dials the others' endpoint of this name (default: the first of --listeners)")
 	f.StringVar(&s.SSLCertFile, "ssl-cert-file", s.SSLCertFile, "PEM certificate chain of the SSL and SASL_SSL listeners, reloaded when it changes")
 	f.StringVar(&s.SSLKeyFile, "ssl-key-file", s.SSLKeyFile, "PEM private key of --ssl-cert-file, reloaded when it changes")
 	f.StringVar(&s.SSLCAFile, "ssl-ca-file", s.SSLCAFile, "PEM CA bundle verifying client certificates and, on the inter-broker listener, other brokers")

@@ -21,14 +21,54 @@ const NoLeader int32 = -1
 
 // Broker is a registered (live) broker.
 type Broker struct {
-	ID   int32
+	ID int32
+	// Host and Port are the address old readers take: the first PLAINTEXT
+	// endpoint, else the first endpoint (Kafka's registration writes the
+	// first PLAINTEXT one at the top level). With no Endpoints, the broker
+	// has one PLAINTEXT listener named PLAINTEXT at Host:Port.
 	Host string
 	Port int32
-	Rack *string
+	// Endpoints are the broker's advertised listeners, in its order (Kafka's
+	// advertised.listeners): clients of listener X are told each broker's
+	// listener-X endpoint, and brokers replicate over the inter-broker
+	// listener's. Nil means one PLAINTEXT endpoint at Host:Port.
+	Endpoints []Endpoint
+	Rack      *string
 	// Epoch is the czxid of the broker's registration (KIP-380's broker
 	// epoch): it grows each time the broker registers again, so a broker that
 	// bounced is told apart from one that stayed.
 	Epoch int64
+}
+
+// Endpoint is one advertised listener of a broker: "NAME://host:port" in
+// its registration, with its security protocol from the registration's
+// listener_security_protocol_map.
+type Endpoint struct {
+	Listener string // Kafka's listener name, such as "INTERNAL"
+	Protocol string // PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL
+	Host     string
+	Port     int32
+}
+
+// Listeners returns b's endpoints: Endpoints, or one PLAINTEXT endpoint
+// named PLAINTEXT at Host:Port when there are none.
+func (b Broker) Listeners() []Endpoint {
+	if len(b.Endpoints) > 0 {
+		return b.Endpoints
+	}
+	return []Endpoint{{Listener: "PLAINTEXT", Protocol: "PLAINTEXT", Host: b.Host, Port: b.Port}}
+}
+
+// Endpoint returns b's endpoint of the listener named listener (names
+// compare as Kafka's ListenerName does: case-insensitively, upper case
+// being canonical); false when b has no such listener.
+func (b Broker) Endpoint(listener string) (Endpoint, bool) {
+	for _, e := range b.Listeners() {
+		if strings.EqualFold(e.Listener, listener) {
+			return e, true
+		}
+	}
+	return Endpoint{}, false
 }
 
 // PartitionState is one partition's leader and in-sync replicas, as the

@@ -79,7 +79,11 @@ func (b *Broker) start(ctx context.Context) error {
 			advertised = advertise(b.listener.Addr().String())
 		}
 	}
-	b.node, err = node.OpenContext(ctx, cfg.nodeConfig(advertised))
+	nc := cfg.nodeConfig(advertised)
+	if nc.Listeners, nc.InterBrokerListener, err = b.endpoints(cfg.Security); err != nil {
+		return err
+	}
+	b.node, err = node.OpenContext(ctx, nc)
 	if err != nil {
 		return err
 	}

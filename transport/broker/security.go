@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/weir-broker/weir/core/credentials"
+	"github.com/weir-broker/weir/node"
 	"github.com/weir-broker/weir/transport"
 	"github.com/weir-broker/weir/transport/secdial"
 	"github.com/weir-broker/weir/transport/tlsfiles"
@@ -40,8 +41,10 @@ type Security struct {
 	// it.
 	ProtocolMap string
 	// InterBrokerListener is Kafka's inter.broker.listener.name: the
-	// listener whose advertised address the broker registers, which the
-	// other brokers replicate from. Default: the first listener.
+	// listener brokers reach each other on. Every listener's advertised
+	// address is registered; this broker replicates from (and sends
+	// transaction markers to) the other brokers at their endpoint of this
+	// name, authenticating as InterBrokerUser. Default: the first listener.
 	InterBrokerListener string
 
 	// CertFile and KeyFile (PEM) are the TLS listeners' certificate and
@@ -281,10 +284,37 @@ func (b *Broker) ListenerAddr(name string) string {
 	return ""
 }
 
+// endpoints are the advertised listeners the node registers, and the name
+// of the inter-broker one; none without Security.Listeners (the node
+// registers one PLAINTEXT listener).
+func (b *Broker) endpoints(s Security) ([]node.Endpoint, string, error) {
+	if len(b.sec.all) == 0 {
+		return nil, "", nil
+	}
+	var out []node.Endpoint
+	for _, x := range b.sec.all {
+		host, port, err := node.SplitHostPort(x.spec.advertised)
+		if err != nil {
+			return nil, "", fmt.Errorf("%w: listener %s: advertised %q: %v", ErrInvalidConfig, x.spec.name, x.spec.advertised, err)
+		}
+		out = append(out, node.Endpoint{Listener: x.spec.name, Protocol: string(x.spec.protocol), Host: host, Port: port})
+	}
+	return out, b.sec.all[s.interBroker(b.listenerSpecs())].spec.name, nil
+}
+
+// listenerSpecs are the specs of the bound listeners.
+func (b *Broker) listenerSpecs() []listenerSpec {
+	out := make([]listenerSpec, len(b.sec.all))
+	for i, x := range b.sec.all {
+		out[i] = x.spec
+	}
+	return out
+}
+
 // listen binds every listener of cfg.Security; the inter-broker one is
-// b.listener, and its advertised address is returned (the one the node
-// registers). cfg.ReplicaDialer is wrapped to speak the inter-broker
-// listener's protocol.
+// b.listener, and its advertised address is returned (the node's own;
+// every listener is registered: endpoints). cfg.ReplicaDialer is wrapped
+// to speak the inter-broker listener's protocol.
 func (b *Broker) listen(cfg *Config) (string, error) {
 	specs, err := cfg.Security.listeners()
 	if err != nil {

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"math"
 	"net"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/weir-broker/weir/core/coord"
 	"github.com/weir-broker/weir/core/meta"
@@ -22,8 +24,10 @@ import (
 // registered there (a previous incarnation of this broker still within its
 // session timeout, or another broker configured with the same id). A node
 // that vanishes before it can be read (its session expired) is created
-// again. The host must be one Kafka's EndPoint parser reads back
-// ([0-9a-zA-Z-%._:]), the port in [1, 65535]: otherwise ErrInvalid.
+// again. Every endpoint (b.Listeners()) must have a listener name of
+// [A-Za-z0-9_] used once, one of Kafka's four security protocols, a host
+// Kafka's EndPoint parser reads back ([0-9a-zA-Z-%._:]) and a port in
+// [1, 65535]: otherwise ErrInvalid.
 // ErrConnectionLoss means the outcome is still unknown: call again.
 func RegisterBroker(ctx context.Context, s coord.Store, b meta.Broker, nowMs int64) (epoch int64, err error) {
 	path := BrokerPath(b.ID)
@@ -33,9 +37,8 @@ func RegisterBroker(ctx context.Context, s coord.Store, b meta.Broker, nowMs int
 	if b.ID < 0 {
 		return fail(fmt.Errorf("%w: broker id %d < 0", ErrInvalid, b.ID))
 	}
-	if !validHost(b.Host) || b.Port < 1 || b.Port > math.MaxUint16 {
-		return fail(fmt.Errorf("%w: address %q port %d: want a host of [0-9a-zA-Z-%%._:] (Kafka's) and a port in [1, 65535]",
-			ErrInvalid, b.Host, b.Port))
+	if err := checkEndpoints(b); err != nil {
+		return fail(err)
 	}
 	if err := coord.EnsurePath(ctx, s, BrokerIDsPath); err != nil {
 		return fail(err)
@@ -102,4 +105,24 @@ func ReadBrokers(ctx context.Context, s coord.Store) (map[int32]meta.Broker, <-c
 		brokers[b.ID] = b
 	}
 	return brokers, watch, nil
+}
+
+// checkEndpoints checks what RegisterBroker registers of b's endpoints.
+func checkEndpoints(b meta.Broker) error {
+	seen := map[string]bool{}
+	for _, e := range b.Listeners() {
+		switch {
+		case !validListener(e.Listener):
+			return fmt.Errorf("%w: listener name %q: want [A-Za-z0-9_]", ErrInvalid, e.Listener)
+		case seen[strings.ToUpper(e.Listener)]:
+			return fmt.Errorf("%w: listener %s named twice", ErrInvalid, e.Listener)
+		case !slices.Contains(securityProtocols, e.Protocol):
+			return fmt.Errorf("%w: listener %s: security protocol %q: want PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL", ErrInvalid, e.Listener, e.Protocol)
+		case !validHost(e.Host) || e.Port < 1 || e.Port > math.MaxUint16:
+			return fmt.Errorf("%w: listener %s: address %q port %d: want a host of [0-9a-zA-Z-%%._:] (Kafka's) and a port in [1, 65535]",
+				ErrInvalid, e.Listener, e.Host, e.Port)
+		}
+		seen[strings.ToUpper(e.Listener)] = true
+	}
+	return nil
 }

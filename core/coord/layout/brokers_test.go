@@ -1,6 +1,7 @@
 package layout_test
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/weir-broker/weir/core/coord"
@@ -75,6 +76,48 @@ func TestRegisterBrokerInvalid(t *testing.T) {
 		{Host: "[::1]", Port: 1}, {Host: "h", Port: 0}, {Host: "h", Port: 65536}} {
 		_, err := layout.RegisterBroker(ctx(t), ss[0], b, 0)
 		wantErr(t, err, errs(layout.ErrInvalid))
+	}
+	ok := meta.Endpoint{Listener: "INTERNAL", Protocol: "SASL_SSL", Host: "h", Port: 1}
+	for _, tc := range []struct {
+		e    meta.Endpoint
+		want string
+	}{
+		{meta.Endpoint{Listener: "", Protocol: "SSL", Host: "h", Port: 2}, "listener name"},
+		{meta.Endpoint{Listener: "A-B", Protocol: "SSL", Host: "h", Port: 2}, "listener name"},
+		{meta.Endpoint{Listener: "internal", Protocol: "SSL", Host: "h", Port: 2}, "named twice"},
+		{meta.Endpoint{Listener: "EXTERNAL", Protocol: "TLS", Host: "h", Port: 2}, "security protocol"},
+		{meta.Endpoint{Listener: "EXTERNAL", Protocol: "SSL", Host: "a b", Port: 2}, "listener EXTERNAL: address"},
+		{meta.Endpoint{Listener: "EXTERNAL", Protocol: "SSL", Host: "h", Port: 0}, "listener EXTERNAL: address"},
+	} {
+		b := meta.Broker{ID: 1, Host: "h", Port: 1, Endpoints: []meta.Endpoint{ok, tc.e}}
+		_, err := layout.RegisterBroker(ctx(t), ss[0], b, 0)
+		wantErr(t, err, errs(layout.ErrInvalid), tc.want)
+	}
+}
+
+// TestRegisterBrokerListeners: every endpoint goes through the store and
+// comes back from ReadBrokers, with its protocol; the top-level address is
+// the PLAINTEXT listener's.
+func TestRegisterBrokerListeners(t *testing.T) {
+	_, ss := cluster(1)
+	eps := []meta.Endpoint{
+		{Listener: "INTERNAL", Protocol: "SASL_PLAINTEXT", Host: "10.0.0.1", Port: 9091},
+		{Listener: "EXTERNAL", Protocol: "SASL_SSL", Host: "kafka-1.example.com", Port: 9093},
+		{Listener: "LOCAL", Protocol: "PLAINTEXT", Host: "127.0.0.1", Port: 9092},
+	}
+	_, err := layout.RegisterBroker(ctx(t), ss[0], meta.Broker{ID: 1, Host: "10.0.0.1", Port: 9091, Endpoints: eps}, 0)
+	must(t, err)
+	brokers, _, err := layout.ReadBrokers(ctx(t), ss[0])
+	must(t, err)
+	got := brokers[1]
+	if !slices.Equal(got.Endpoints, eps) || got.Host != "127.0.0.1" || got.Port != 9092 {
+		t.Fatalf("read back %+v, want endpoints %+v and the LOCAL address", got, eps)
+	}
+	if e, ok := got.Endpoint("external"); !ok || e.Host != "kafka-1.example.com" || e.Port != 9093 {
+		t.Errorf("Endpoint(external) = %+v, %v", e, ok)
+	}
+	if _, ok := got.Endpoint("REPLICATION"); ok {
+		t.Errorf("Endpoint(REPLICATION) found")
 	}
 }
 

@@ -19,7 +19,7 @@ import (
 // brokerJSON is /brokers/ids/<id>, version 5.
 type brokerJSON struct {
 	Version   int               `json:"version"`
-	Host      string            `json:"host"`
+	Host      *string           `json:"host"`
 	Port      int32             `json:"port"`
 	Endpoints []string          `json:"endpoints"`
 	JMXPort   int               `json:"jmx_port"`
@@ -30,27 +30,44 @@ type brokerJSON struct {
 }
 
 // EncodeBroker encodes b's registration as Kafka 3.x does (version 5), with
-// one PLAINTEXT listener and no JMX port. The rack key is left out when
-// b.Rack is nil, as Kafka leaves it out. b.ID and b.Epoch are not encoded:
-// the ID is the node's name, the epoch its czxid.
+// no JMX port: "endpoints" lists b.Listeners() as NAME://host:port, in
+// order, "listener_security_protocol_map" names each one's protocol, and
+// the top-level "host" and "port" are the first PLAINTEXT endpoint's, for
+// readers older than listeners (null and -1 when there is none, as Kafka
+// writes them). The rack key is left out when b.Rack is nil, as Kafka
+// leaves it out. b.ID and b.Epoch are not encoded: the ID is the node's
+// name, the epoch its czxid.
 func EncodeBroker(b meta.Broker, timestampMs int64) []byte {
-	return marshal(brokerJSON{
+	j := brokerJSON{
 		Version:   5,
-		Host:      b.Host,
-		Port:      b.Port,
-		Endpoints: []string{"PLAINTEXT://" + net.JoinHostPort(b.Host, strconv.FormatInt(int64(b.Port), 10))},
+		Port:      -1,
 		JMXPort:   -1,
 		Timestamp: strconv.FormatInt(timestampMs, 10),
 		Rack:      b.Rack,
-		Protocols: map[string]string{"PLAINTEXT": "PLAINTEXT"},
-	})
+		Protocols: map[string]string{},
+	}
+	for _, e := range b.Listeners() {
+		j.Endpoints = append(j.Endpoints, e.Listener+"://"+net.JoinHostPort(e.Host, strconv.FormatInt(int64(e.Port), 10)))
+		j.Protocols[e.Listener] = e.Protocol
+		if e.Protocol == "PLAINTEXT" && j.Host == nil {
+			j.Host, j.Port = &e.Host, e.Port
+		}
+	}
+	return marshal(j)
 }
 
+// securityProtocols are Kafka's four security protocols.
+var securityProtocols = []string{"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"}
+
 // DecodeBroker decodes a registration at path (/brokers/ids/<id>): the ID
-// comes from the path, Epoch is st.Czxid. It reads versions 1 to 5. Host and
-// Port are the top-level "host" and "port"; where host is null (Kafka's
-// registration of a broker without a PLAINTEXT listener), they come from
-// "endpoints": the first PLAINTEXT one, else the first.
+// comes from the path, Epoch is st.Czxid. It reads versions 1 to 5.
+// Endpoints are every listener of "endpoints", each with its protocol from
+// "listener_security_protocol_map" (a listener named as a protocol needs
+// no entry, as when Kafka's map is absent); version 1 has none, only a
+// PLAINTEXT "host" and "port". Host and Port are the top-level "host" and
+// "port"; where host is null (Kafka's registration of a broker without a
+// PLAINTEXT listener), they come from "endpoints": the first PLAINTEXT
+// one, else the first.
 func DecodeBroker(path string, data []byte, st coord.Stat) (meta.Broker, error) {
 	if coord.Parent(path) != BrokerIDsPath {
 		return meta.Broker{}, malformed(path, "not a broker registration (want %s/<id>)", BrokerIDsPath)
@@ -94,6 +111,10 @@ func DecodeBroker(path string, data []byte, st coord.Stat) (meta.Broker, error) 
 			if protocols[k], err = m.str(k); err != nil {
 				return meta.Broker{}, err
 			}
+			if !slices.Contains(securityProtocols, protocols[k]) {
+				return meta.Broker{}, malformed(path, "%s: want PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL, have %s",
+					m.name(k), show(quote(protocols[k])))
+			}
 		}
 	}
 	var endpoints []string
@@ -119,6 +140,15 @@ func DecodeBroker(path string, data []byte, st coord.Stat) (meta.Broker, error) 
 			return meta.Broker{}, err
 		}
 	}
+	if version == 1 && b.Host == "" {
+		return meta.Broker{}, malformed(path, "no address: \"host\" is empty (version 1)")
+	}
+	if version == 1 {
+		// Kafka reads a version 1 registration as one PLAINTEXT listener,
+		// whatever "endpoints" a later writer may have added.
+		b.Endpoints = []meta.Endpoint{{Listener: "PLAINTEXT", Protocol: "PLAINTEXT", Host: b.Host, Port: b.Port}}
+		return b, nil
+	}
 	// Every endpoint is checked; the address is the first PLAINTEXT one
 	// with a host, else the first with a host, unless "host" gave it.
 	plaintext := false
@@ -127,12 +157,19 @@ func DecodeBroker(path string, data []byte, st coord.Stat) (meta.Broker, error) 
 		if !ok {
 			return meta.Broker{}, malformed(path, "\"endpoints\"[%d]: want LISTENER://host:port, have %s", i, show([]byte(e)))
 		}
-		if h == "" || host != nil && *host != "" || plaintext {
-			continue
-		}
 		proto, ok := protocols[listener]
 		if !ok {
+			if !slices.Contains(securityProtocols, listener) {
+				return meta.Broker{}, malformed(path, "\"endpoints\"[%d]: listener %s has no security protocol in \"listener_security_protocol_map\"", i, listener)
+			}
 			proto = listener // Kafka's rule when the map is absent
+		}
+		if _, dup := b.Endpoint(listener); dup && len(b.Endpoints) > 0 {
+			return meta.Broker{}, malformed(path, "\"endpoints\"[%d]: listener %s appears twice", i, listener)
+		}
+		b.Endpoints = append(b.Endpoints, meta.Endpoint{Listener: listener, Protocol: proto, Host: h, Port: p})
+		if h == "" || host != nil && *host != "" || plaintext {
+			continue
 		}
 		if proto == "PLAINTEXT" || b.Host == "" {
 			b.Host, b.Port, plaintext = h, p, proto == "PLAINTEXT"
@@ -141,6 +178,11 @@ func DecodeBroker(path string, data []byte, st coord.Stat) (meta.Broker, error) 
 	if b.Host == "" {
 		return meta.Broker{}, malformed(path, "no address: \"host\" is null or empty and no endpoint has a host")
 	}
+	if len(b.Endpoints) == 0 {
+		// A version 2-5 registration with "host" and no endpoints: its
+		// top-level address is a PLAINTEXT listener.
+		b.Endpoints = []meta.Endpoint{{Listener: "PLAINTEXT", Protocol: "PLAINTEXT", Host: b.Host, Port: b.Port}}
+	}
 	return b, nil
 }
 
@@ -148,7 +190,7 @@ func DecodeBroker(path string, data []byte, st coord.Stat) (meta.Broker, error) 
 // when it is an IPv6 address).
 func parseEndpoint(s string) (listener, host string, port int32, ok bool) {
 	listener, hostport, found := strings.Cut(s, "://")
-	if !found || listener == "" {
+	if !found || !validListener(listener) {
 		return "", "", 0, false
 	}
 	host, ps, err := net.SplitHostPort(hostport)
@@ -160,6 +202,21 @@ func parseEndpoint(s string) (listener, host string, port int32, ok bool) {
 		return "", "", 0, false
 	}
 	return listener, host, int32(p), true
+}
+
+// validListener reports whether name is a listener name: letters, digits
+// and '_' (what Kafka's listener settings can carry through a
+// comma-separated NAME://host:port list and a NAME:PROTOCOL map).
+func validListener(name string) bool {
+	if name == "" {
+		return false
+	}
+	for _, c := range []byte(name) {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_') {
+			return false
+		}
+	}
+	return true
 }
 
 // validHost reports whether h is a host Kafka can read back from an

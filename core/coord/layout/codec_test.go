@@ -33,6 +33,16 @@ func TestGolden(t *testing.T) {
 			`{"version":5,"host":"h2","port":9093,"endpoints":["PLAINTEXT://h2:9093"],"jmx_port":-1,"timestamp":"5","rack":"r1","listener_security_protocol_map":{"PLAINTEXT":"PLAINTEXT"},"features":{}}`},
 		{"broker ipv6", layout.EncodeBroker(meta.Broker{Host: "::1", Port: 9092}, 0),
 			`{"version":5,"host":"::1","port":9092,"endpoints":["PLAINTEXT://[::1]:9092"],"jmx_port":-1,"timestamp":"0","listener_security_protocol_map":{"PLAINTEXT":"PLAINTEXT"},"features":{}}`},
+		{"broker with listeners", layout.EncodeBroker(meta.Broker{ID: 3, Host: "10.0.0.3", Port: 9092, Endpoints: []meta.Endpoint{
+			{Listener: "INTERNAL", Protocol: "SASL_PLAINTEXT", Host: "10.0.0.3", Port: 9092},
+			{Listener: "EXTERNAL", Protocol: "SASL_SSL", Host: "kafka-3.example.com", Port: 9093},
+			{Listener: "PLAIN", Protocol: "PLAINTEXT", Host: "127.0.0.1", Port: 9094},
+		}}, 7),
+			`{"version":5,"host":"127.0.0.1","port":9094,"endpoints":["INTERNAL://10.0.0.3:9092","EXTERNAL://kafka-3.example.com:9093","PLAIN://127.0.0.1:9094"],"jmx_port":-1,"timestamp":"7","listener_security_protocol_map":{"EXTERNAL":"SASL_SSL","INTERNAL":"SASL_PLAINTEXT","PLAIN":"PLAINTEXT"},"features":{}}`},
+		{"broker without a PLAINTEXT listener: host null, port -1", layout.EncodeBroker(meta.Broker{ID: 3, Endpoints: []meta.Endpoint{
+			{Listener: "SSL", Protocol: "SSL", Host: "h", Port: 9093},
+		}}, 7),
+			`{"version":5,"host":null,"port":-1,"endpoints":["SSL://h:9093"],"jmx_port":-1,"timestamp":"7","listener_security_protocol_map":{"SSL":"SSL"},"features":{}}`},
 		{"assignment", layout.EncodeAssignment(idBytes, [][]int32{{1, 2}, {2, 3}}),
 			`{"version":3,"partitions":{"0":[1,2],"1":[2,3]},"adding_replicas":{},"removing_replicas":{},"topic_id":"` + idString + `"}`},
 		{"assignment, 11 partitions in numeric order", layout.EncodeAssignment(idBytes, slices.Repeat([][]int32{{0}}, 11)),
@@ -65,6 +75,16 @@ func TestRoundTrips(t *testing.T) {
 		{ID: 0, Host: "h", Port: 1, Epoch: 1},
 		{ID: 7, Host: "kafka-7.example.com", Port: 9092, Rack: ptr("us-east-1a"), Epoch: 1 << 40},
 		{ID: 2147483647, Host: "fe80::1%eth0", Port: 65535, Rack: ptr(""), Epoch: 3},
+		{ID: 4, Host: "10.0.0.4", Port: 9092, Epoch: 5, Endpoints: []meta.Endpoint{
+			{Listener: "INTERNAL", Protocol: "SASL_SSL", Host: "10.0.0.4", Port: 9092},
+			{Listener: "EXTERNAL", Protocol: "SASL_SSL", Host: "kafka-4.example.com", Port: 443},
+			{Listener: "REPLICATION_2", Protocol: "SSL", Host: "::1", Port: 9095},
+			{Listener: "CLIENTS", Protocol: "SASL_PLAINTEXT", Host: "h", Port: 1},
+		}},
+		{ID: 5, Host: "h", Port: 2, Endpoints: []meta.Endpoint{ // PLAINTEXT second: it is the top-level address
+			{Listener: "TLS", Protocol: "SSL", Host: "g", Port: 1},
+			{Listener: "PLAINTEXT", Protocol: "PLAINTEXT", Host: "h", Port: 2},
+		}},
 	} {
 		got, err := layout.DecodeBroker(layout.BrokerPath(b.ID), layout.EncodeBroker(b, 12), coord.Stat{Czxid: b.Epoch})
 		if err != nil || !brokerEqual(got, b) {
@@ -106,7 +126,13 @@ func TestRoundTrips(t *testing.T) {
 
 func brokerEqual(a, b meta.Broker) bool {
 	return a.ID == b.ID && a.Host == b.Host && a.Port == b.Port && a.Epoch == b.Epoch &&
-		(a.Rack == nil) == (b.Rack == nil) && (a.Rack == nil || *a.Rack == *b.Rack)
+		(a.Rack == nil) == (b.Rack == nil) && (a.Rack == nil || *a.Rack == *b.Rack) &&
+		slices.Equal(a.Listeners(), b.Listeners())
+}
+
+// plaintext is the one endpoint of a broker registered without listeners.
+func plaintext(host string, port int32) []meta.Endpoint {
+	return []meta.Endpoint{{Listener: "PLAINTEXT", Protocol: "PLAINTEXT", Host: host, Port: port}}
 }
 
 // TestDecodeKafkaWritten decodes nodes in the forms Kafka writes them, keys
@@ -126,9 +152,19 @@ func TestDecodeKafkaWritten(t *testing.T) {
 		{"v4", `{"listener_security_protocol_map":{"PLAINTEXT":"PLAINTEXT"},"endpoints":["PLAINTEXT://kafka-1:9092"],"jmx_port":-1,"host":"kafka-1","timestamp":"1614570663881","port":9092,"version":4}`,
 			meta.Broker{ID: 5, Host: "kafka-1", Port: 9092}},
 		{"v4 SSL only: host null", `{"listener_security_protocol_map":{"SSL":"SSL"},"endpoints":["SSL://kafka-2:9093"],"jmx_port":-1,"host":null,"timestamp":"1548146237164","port":-1,"version":4}`,
-			meta.Broker{ID: 5, Host: "kafka-2", Port: 9093}},
+			meta.Broker{ID: 5, Host: "kafka-2", Port: 9093, Endpoints: []meta.Endpoint{{Listener: "SSL", Protocol: "SSL", Host: "kafka-2", Port: 9093}}}},
 		{"v5 two listeners, PLAINTEXT second", `{"features":{},"listener_security_protocol_map":{"EXTERNAL":"SSL","INTERNAL":"PLAINTEXT"},"endpoints":["EXTERNAL://ext.example.com:9093","INTERNAL://10.0.0.5:9092"],"jmx_port":9999,"port":-1,"host":null,"version":5,"timestamp":"1700000000000","rack":null}`,
-			meta.Broker{ID: 5, Host: "10.0.0.5", Port: 9092}},
+			meta.Broker{ID: 5, Host: "10.0.0.5", Port: 9092, Endpoints: []meta.Endpoint{
+				{Listener: "EXTERNAL", Protocol: "SSL", Host: "ext.example.com", Port: 9093},
+				{Listener: "INTERNAL", Protocol: "PLAINTEXT", Host: "10.0.0.5", Port: 9092}}}},
+		{"v3 two listeners named as protocols, no map", `{"jmx_port":-1,"timestamp":"1","endpoints":["SSL://a:9093","PLAINTEXT://a:9092"],"host":"a","version":3,"port":9092}`,
+			meta.Broker{ID: 5, Host: "a", Port: 9092, Endpoints: []meta.Endpoint{
+				{Listener: "SSL", Protocol: "SSL", Host: "a", Port: 9093},
+				{Listener: "PLAINTEXT", Protocol: "PLAINTEXT", Host: "a", Port: 9092}}}},
+		{"v5 SASL_SSL and SASL_PLAINTEXT listeners", `{"features":{},"listener_security_protocol_map":{"CLIENT":"SASL_SSL","BROKER":"SASL_PLAINTEXT"},"endpoints":["BROKER://b-1.internal:9091","CLIENT://b-1.example.com:9094"],"jmx_port":-1,"port":-1,"host":null,"version":5,"timestamp":"1"}`,
+			meta.Broker{ID: 5, Host: "b-1.internal", Port: 9091, Endpoints: []meta.Endpoint{
+				{Listener: "BROKER", Protocol: "SASL_PLAINTEXT", Host: "b-1.internal", Port: 9091},
+				{Listener: "CLIENT", Protocol: "SASL_SSL", Host: "b-1.example.com", Port: 9094}}}},
 		{"v5 ipv6", `{"features":{"metadata.version":{"min_version":1,"max_version":7}},"listener_security_protocol_map":{"PLAINTEXT":"PLAINTEXT"},"endpoints":["PLAINTEXT://[2001:db8::5]:9092"],"jmx_port":-1,"port":9092,"host":"2001:db8::5","version":5,"timestamp":"1"}`,
 			meta.Broker{ID: 5, Host: "2001:db8::5", Port: 9092}},
 		{"v5 a newer key", `{"version":5,"host":"h","port":1,"endpoints":["PLAINTEXT://h:1"],"jmx_port":-1,"timestamp":"1","some_future_key":[1,{"x":null}]}`,
@@ -237,6 +273,14 @@ var malformedCases = []struct {
 	{"broker", `{` + okBroker + `,"rack":5}`, `"rack": want a string or null`, ""},
 	{"broker", `{` + okBroker + `,"features":[]}`, `"features": want an object`, ""},
 	{"broker", `{` + okBroker + `,"listener_security_protocol_map":{"PLAINTEXT":1}}`, `"listener_security_protocol_map"."PLAINTEXT": want a string`, ""},
+	{"broker", `{` + okBroker + `,"listener_security_protocol_map":{"PLAINTEXT":"TLS"}}`, `"listener_security_protocol_map"."PLAINTEXT": want PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL, have "TLS"`, ""},
+	{"broker", `{"version":5,"host":null,"port":-1,"endpoints":["INTERNAL://h:9092"],"jmx_port":-1,"listener_security_protocol_map":{"EXTERNAL":"SSL"}}`,
+		`"endpoints"[0]: listener INTERNAL has no security protocol in "listener_security_protocol_map"`, ""},
+	{"broker", `{"version":5,"host":null,"port":-1,"endpoints":["INTERNAL://h:9092"],"jmx_port":-1}`,
+		`"endpoints"[0]: listener INTERNAL has no security protocol`, ""},
+	{"broker", `{"version":5,"host":"h","port":9092,"endpoints":["PLAINTEXT://h:9092","PLAINTEXT://h:9093"],"jmx_port":-1}`,
+		`"endpoints"[1]: listener PLAINTEXT appears twice`, ""},
+	{"broker", `{"version":5,"host":"h","port":9092,"endpoints":["A B://h:9092"],"jmx_port":-1}`, "LISTENER://host:port", ""},
 	{"broker", `{` + okBroker + `}`, "not a broker id", "/brokers/ids/-1"},
 	{"broker", `{` + okBroker + `}`, "not a broker id", "/brokers/ids/01"},
 	{"broker", `{` + okBroker + `}`, "not a broker registration", "/brokers/topics/1"},

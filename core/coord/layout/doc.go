@@ -14,7 +14,11 @@
 //	  {"version":5,"host":"h","port":9092,"endpoints":["PLAINTEXT://h:9092"],"jmx_port":-1,
 //	   "timestamp":"<ms>","rack":"r","listener_security_protocol_map":{"PLAINTEXT":"PLAINTEXT"},"features":{}}
 //	  "rack" only when the broker has one. The node's czxid is the broker epoch (KIP-380).
-//	  Versions 1-4 are read too; where "host" is null, the address comes from "endpoints".
+//	  "endpoints" lists every advertised listener, NAME://host:port, with its protocol in the
+//	  map ({"INTERNAL":"SASL_PLAINTEXT","EXTERNAL":"SASL_SSL"}); "host" and "port" are the first
+//	  PLAINTEXT one's, null and -1 without one (as Kafka writes them, for older readers).
+//	  Versions 1-4 are read too (version 1: one PLAINTEXT listener at "host":"port"); where
+//	  "host" is null, the address comes from "endpoints".
 //	/controller                   ephemeral; the elected controller (Elect), deleted by Resign
 //	  {"version":2,"brokerid":1,"timestamp":"<ms>","kraftControllerEpoch":-1}   (version 1 read too)
 //	/controller_epoch             persistent; created "0" by the first Elect, +1 by each winner
