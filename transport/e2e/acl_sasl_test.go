@@ -179,6 +179,46 @@ func TestACLsWithSASLPrincipals(t *testing.T) {
 		}
 	})
 
+	// KIP-848's ConsumerGroupHeartbeat needs, besides Read on the group,
+	// Describe on every topic it subscribes to.
+	t.Run("alice-848", func(t *testing.T) {
+		ab.create(t, kadm.NewACLs().Allow("User:alice").AllowHosts().Groups("alice-848").Operations(kadm.OpRead).
+			ResourcePatternType(kadm.ACLPatternLiteral))
+		// franz-go's member would stop at Metadata for b first: the
+		// heartbeat itself, through alice's client.
+		raw := ab.scramClient(t, "alice", "alice-pass", true)
+		heartbeat := func(epoch int32, topics ...string) int16 {
+			req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+			req.Group, req.RebalanceTimeoutMillis, req.SubscribedTopicNames = "alice-848", 5000, topics
+			req.MemberID, req.MemberEpoch = "alice-raw-member", epoch // v1: the client names itself (KIP-1082)
+			if epoch == 0 {
+				req.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+			}
+			resp, err := req.RequestWith(ctx, raw)
+			if err != nil {
+				t.Fatalf("ConsumerGroupHeartbeat %v: %v", topics, err)
+			}
+			return resp.ErrorCode
+		}
+		if code := heartbeat(0, "a", "b"); code != kerr.TopicAuthorizationFailed.Code {
+			t.Errorf("alice's ConsumerGroupHeartbeat subscribing to a and b (b not describable): error %d, want TOPIC_AUTHORIZATION_FAILED", code)
+		}
+		if code := heartbeat(0, "a"); code != 0 {
+			t.Errorf("alice's ConsumerGroupHeartbeat subscribing to a: error %d", code)
+		}
+		if code := heartbeat(-1); code != 0 { // leaves, so franz-go's member gets a
+			t.Errorf("alice's ConsumerGroupHeartbeat leaving: error %d", code)
+		}
+		joined := ab.scramClient(t, "alice", "alice-pass", true, kgo.ConsumerGroup("alice-848"), kgo.ConsumeTopics("a"),
+			kgo.ServerSideBalancer(), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(200*time.Millisecond))
+		pctx, pcancel := context.WithTimeout(ctx, waitTimeout)
+		defer pcancel()
+		fs := joined.PollFetches(pctx)
+		if err := fs.Err(); err != nil || len(fs.Records()) == 0 || string(fs.Records()[0].Value) != "v-a" {
+			t.Errorf("alice's KIP-848 member (franz-go) subscribing to a: records %v, error %v; want admin's v-a", fs.Records(), err)
+		}
+	})
+
 	t.Run("bob", func(t *testing.T) {
 		bob := ab.scramClient(t, "bob", "bob-pass", false)
 		if err := produceErr(bob, "logs-app"); err != nil {
