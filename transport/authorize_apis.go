@@ -156,8 +156,7 @@ var authRules = map[int16]authRule{
 	61: authDescribeProducers,
 	65: authDescribeTransactions,
 	66: authListTransactions,
-	68: groupOnly(acl.OpRead, func(r kmsg.Request) string { return r.(*kmsg.ConsumerGroupHeartbeatRequest).Group },
-		func(resp kmsg.Response) { resp.(*kmsg.ConsumerGroupHeartbeatResponse).ErrorCode = errGroupAuth }),
+	68: authConsumerGroupHeartbeat,
 	69: authConsumerGroupDescribe,
 }
 

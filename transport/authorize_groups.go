@@ -9,6 +9,32 @@ import (
 	"github.com/weir-broker/weir/core/acl"
 )
 
+// authConsumerGroupHeartbeat: Read on the group, and Describe on every
+// topic the member subscribes to (a heartbeat that names them); as Kafka's
+// KafkaApis, one topic not describable refuses the whole heartbeat with
+// TOPIC_AUTHORIZATION_FAILED, so a member cannot learn of topics it may
+// not see through its assignment.
+func authConsumerGroupHeartbeat(c authCheck, r kmsg.Request) (kmsg.Response, patch) {
+	req := r.(*kmsg.ConsumerGroupHeartbeatRequest)
+	code := int16(0)
+	if !c.group(acl.OpRead, req.Group) {
+		code = errGroupAuth
+	} else {
+		for _, t := range req.SubscribedTopicNames {
+			if !c.topic(acl.OpDescribe, t) {
+				code = errTopicAuth
+				break
+			}
+		}
+	}
+	if code == 0 {
+		return nil, nil
+	}
+	resp := req.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
+	resp.ErrorCode = code
+	return resp, nil
+}
+
 func authOffsetCommit(c authCheck, r kmsg.Request) (kmsg.Response, patch) {
 	req := r.(*kmsg.OffsetCommitRequest)
 	groupOK := c.group(acl.OpRead, req.Group)

@@ -191,6 +191,28 @@ func TestAuthGroupsAndCluster(t *testing.T) {
 		t.Fatalf("JoinGroup of g denied")
 	}
 
+	hb := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	for _, c2 := range []struct {
+		group  string
+		topics []string
+		want   int16
+	}{
+		{"g", []string{"t"}, 0}, // Read on t implies Describe
+		{"g", nil, 0},           // a heartbeat that does not repeat the subscription
+		{"g", []string{"t", "u"}, errTopicAuth},
+		{"other", []string{"t"}, errGroupAuth},
+	} {
+		hb.Group, hb.SubscribedTopicNames = c2.group, c2.topics
+		deny, _ := authRules[68](c, hb)
+		got := int16(0)
+		if deny != nil {
+			got = deny.(*kmsg.ConsumerGroupHeartbeatResponse).ErrorCode
+		}
+		if got != c2.want {
+			t.Errorf("ConsumerGroupHeartbeat of %s subscribing to %v: error %d, want %d", c2.group, c2.topics, got, c2.want)
+		}
+	}
+
 	commit := kmsg.NewPtrOffsetCommitRequest()
 	commit.Group = "g"
 	commit.Topics = []kmsg.OffsetCommitRequestTopic{{Topic: "t"}, {Topic: "u", Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: 1}}}}

@@ -135,7 +135,8 @@
 // is gated (security.go): only ApiVersions, SaslHandshake and
 // SaslAuthenticate are served until its SASL exchange (a value driven by
 // those two requests, sasl.go and sasl_scram.go) succeeds; a failure is
-// answered, logged and the connection closed. conn.principal() is who the
+// answered, logged and the connection closed, and so is a client that has
+// not authenticated within the listener's AuthTimeout. conn.principal() is who the
 // client is, for authorization. Fetch on TLS connections uses the copy
 // path (package ktls says why sendfile is not kept).
 package transport

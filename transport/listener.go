@@ -41,6 +41,12 @@ func (p SecurityProtocol) SASL() bool { return p == SASLPlaintext || p == SASLSS
 // middle of one is closed after it.
 const DefaultHandshakeTimeout = 10 * time.Second
 
+// DefaultAuthTimeout bounds SASL authentication on a SASL listener: a client
+// that has not authenticated this long after its connection was set up (the
+// TLS handshake done) is closed, so one that stops halfway through the
+// exchange does not hold its connection until MaxIdle.
+const DefaultAuthTimeout = 10 * time.Second
+
 // Listener describes how connections accepted on one listening socket are
 // secured (Server.ServeListener). The zero value is Kafka's default
 // listener: PLAINTEXT, named "PLAINTEXT".
@@ -58,6 +64,10 @@ type Listener struct {
 	// HandshakeTimeout bounds the TLS handshake. Default
 	// DefaultHandshakeTimeout; negative: none.
 	HandshakeTimeout time.Duration
+	// AuthTimeout bounds, on SASL listeners, the time from the end of the
+	// TLS handshake (or the accept) to the end of SASL authentication.
+	// Default DefaultAuthTimeout; negative: none.
+	AuthTimeout time.Duration
 	// Advertised is the host:port Metadata, FindCoordinator and
 	// DescribeCluster give clients of this listener for this broker
 	// (Kafka answers each listener with its own advertised address).
@@ -80,6 +90,9 @@ func (l *Listener) validate() error {
 	}
 	if l.HandshakeTimeout == 0 {
 		l.HandshakeTimeout = DefaultHandshakeTimeout
+	}
+	if l.AuthTimeout == 0 {
+		l.AuthTimeout = DefaultAuthTimeout
 	}
 	if l.Advertised != "" {
 		if _, _, err := net.SplitHostPort(l.Advertised); err != nil {

@@ -96,6 +96,26 @@ func (c *conn) handshake() bool {
 	return true
 }
 
+// armAuthTimeout closes the connection, on a SASL listener, if its client
+// has not authenticated within the listener's AuthTimeout (a client that
+// stopped halfway through the exchange, or never began it). It returns what
+// stops the timer, for when the connection ends.
+func (c *conn) armAuthTimeout() (stop func() bool) {
+	l := c.listener()
+	if !l.Protocol.SASL() || l.AuthTimeout <= 0 {
+		return func() bool { return false }
+	}
+	return time.AfterFunc(l.AuthTimeout, func() {
+		if c.sec.who.Load() != nil { // authenticated
+			return
+		}
+		c.s.warns.warn("transport: SASL authentication not done in time, closing connection",
+			"listener", l.Name, "remote", c.nc.RemoteAddr(), "timeout", l.AuthTimeout)
+		c.cancel()
+		c.nc.Close()
+	}).Stop
+}
+
 // preAuthKeys are the APIs a SASL listener serves before authentication,
 // as Kafka's SaslServerAuthenticator: ApiVersions, SaslHandshake and
 // SaslAuthenticate.

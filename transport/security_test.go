@@ -410,3 +410,44 @@ func TestTLSHandshakeTimeout(t *testing.T) {
 	}
 	pollUntil(t, "the stalled handshake logged", func() bool { return len(b.logs.find("TLS handshake failed")) > 0 })
 }
+
+// A client that stops halfway through a SASL exchange (SCRAM's first
+// message sent, the final never), or never starts one, is closed after the
+// listener's AuthTimeout and logged; an authenticated connection older
+// than that is still served.
+func TestSASLAuthTimeout(t *testing.T) {
+	b := startSecureBroker(t, func(l *Listener) { l.AuthTimeout = time.Second })
+	addScramUser(t, b, "bob", "bob-pass", kadm.ScramSha256)
+	tb := &testBroker{s: b.s, node: b.node, addr: b.addrs["SASL_PLAINTEXT"], logs: b.logs}
+
+	authed := tb.dial(t)
+	authed.do(&kmsg.SASLHandshakeRequest{Version: 1, Mechanism: "PLAIN"})
+	if au := authed.do(&kmsg.SASLAuthenticateRequest{Version: 2, SASLAuthBytes: []byte("\x00alice\x00alice-secret")}).(*kmsg.SASLAuthenticateResponse); au.ErrorCode != 0 {
+		t.Fatalf("authenticate: error %d", au.ErrorCode)
+	}
+
+	halfway := tb.dial(t)
+	if hs := halfway.do(&kmsg.SASLHandshakeRequest{Version: 1, Mechanism: "SCRAM-SHA-256"}).(*kmsg.SASLHandshakeResponse); hs.ErrorCode != 0 {
+		t.Fatalf("handshake: error %d", hs.ErrorCode)
+	}
+	first := halfway.do(&kmsg.SASLAuthenticateRequest{Version: 2, SASLAuthBytes: []byte("n,,n=bob,r=clientnonce")}).(*kmsg.SASLAuthenticateResponse)
+	if first.ErrorCode != 0 || !strings.HasPrefix(string(first.SASLAuthBytes), "r=clientnonce") {
+		t.Fatalf("client-first: error %d, server-first %q", first.ErrorCode, first.SASLAuthBytes)
+	}
+	silent := tb.dial(t) // ApiVersions only, then nothing
+	silent.do(&kmsg.ApiVersionsRequest{Version: 3, ClientSoftwareName: "t", ClientSoftwareVersion: "1"})
+
+	start := time.Now()
+	halfway.expectClosed()
+	silent.expectClosed()
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("stalled exchanges closed after %s, want about the 1s AuthTimeout", d)
+	}
+	if got := b.logs.find("SASL authentication not done in time"); len(got) == 0 || !strings.Contains(got[0], "127.0.0.1") {
+		t.Errorf("logged %q, want the stalled client's address (warnings are rate-limited: one is enough)", got)
+	}
+	// Opened before both, authenticated: still served.
+	if md := authed.do(&kmsg.MetadataRequest{Version: 9}).(*kmsg.MetadataResponse); len(md.Brokers) != 1 {
+		t.Errorf("authenticated connection after the timeout: metadata %+v", md.Brokers)
+	}
+}

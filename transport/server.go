@@ -180,7 +180,9 @@ func (s *Server) startConn(nc net.Conn, lst *Listener) {
 	go func() {
 		defer s.wg.Done()
 		if c.handshake() {
+			stop := c.armAuthTimeout()
 			c.serve()
+			stop()
 		}
 		s.mu.Lock()
 		delete(s.conns, c)

@@ -40,6 +40,14 @@
 //	restart        after the broker restarts (same data, same address), the groups operation's group,
 //	               now empty, still lists and describes as a consumer group, with its committed offset
 //
+// security_test.go runs two more operations, for KafkaJS and confluent-kafka,
+// against a broker with a SASL_SSL listener (its certificate signed by a
+// test CA the client is given) and SCRAM users: scram (five records
+// produced to partition 0 and read back as a group, once with
+// SCRAM-SHA-256 and once with SCRAM-SHA-512) and scram-refused (a wrong
+// password: the client's own SASL authentication error, after which the
+// broker serves the next client).
+//
 // The clients (versions pinned; README.md, "Interoperability", has the table
 // of the operations each one lacks, which the tests skip naming why, and
 // readme_test.go keeps that table and lacks in helpers_test.go the same):

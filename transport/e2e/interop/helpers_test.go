@@ -121,10 +121,19 @@ func missing(t testing.TB, what, install string) {
 // opTimeout.
 func run(t testing.TB, dir string, name string, args ...string) {
 	t.Helper()
+	runEnv(t, dir, nil, name, args...)
+}
+
+// runEnv is run with env added to the program's environment.
+func runEnv(t testing.TB, dir string, env []string, name string, args ...string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Dir = dir
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	cmd.WaitDelay = 5 * time.Second
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out

@@ -3,6 +3,11 @@
 //
 // Usage: node ops.js BOOTSTRAP OPERATION TOPIC
 //
+// With WEIR_SASL_MECHANISM (scram-sha-256, scram-sha-512), WEIR_SASL_USER and
+// WEIR_SASL_PASSWORD set, the client authenticates with SASL; with
+// WEIR_SSL_CA (a PEM file) set, it connects with TLS trusting that CA
+// (security_test.go's SASL_SSL operations, scram and scram-refused).
+//
 // Runs one operation of transport/e2e/interop (doc.go there says what each
 // does) on TOPIC (its group is TOPIC-g) and asserts what KafkaJS sees; exits
 // non-zero naming what failed. The operations KafkaJS has no API for
@@ -24,11 +29,22 @@ const FILLER = 'filler'
 // below the Go test's bound on one operation (opTimeout, 90 s).
 const DEADLINE_MS = 60000
 
+const security = {}
+if (process.env.WEIR_SSL_CA) security.ssl = { ca: [require('fs').readFileSync(process.env.WEIR_SSL_CA)] }
+if (process.env.WEIR_SASL_MECHANISM) {
+  security.sasl = {
+    mechanism: process.env.WEIR_SASL_MECHANISM,
+    username: process.env.WEIR_SASL_USER,
+    password: process.env.WEIR_SASL_PASSWORD,
+  }
+}
+
 const kafka = new Kafka({
   clientId: 'interop-kafkajs',
   brokers: [BOOTSTRAP],
   logLevel: logLevel.WARN,
   retry: { retries: 3 },
+  ...security,
 })
 
 const log = msg => console.log(msg)
@@ -134,6 +150,32 @@ async function describeConfig (name) {
 }
 
 const operations = {
+  // Over SASL (security_test.go): produce five records, read them back as
+  // a group.
+  async scram () {
+    const want = [0, 1, 2, 3, 4].map(i => `${process.env.WEIR_SASL_MECHANISM}-${i}`)
+    await produce(want.map(value => ({ value, partition: 0 })))
+    const got = await consume(GROUP, msgs => msgs.length >= want.length)
+    const values = got.sort((a, b) => a.offset - b.offset).map(m => m.value)
+    check(JSON.stringify(values) === JSON.stringify(want), `consumed ${values}, want ${want}`)
+  },
+
+  // With a wrong password: connecting fails with KafkaJS's SASL
+  // authentication error (the broker's SASL_AUTHENTICATION_FAILED).
+  async 'scram-refused' () {
+    const producer = kafka.producer()
+    try {
+      await producer.connect()
+    } catch (err) {
+      log(`connect refused: ${err.name}: ${err.message}`)
+      check(err.name === 'KafkaJSSASLAuthenticationError', `connect failed with ${err.name} (${err.message}), want KafkaJSSASLAuthenticationError`)
+      return
+    } finally {
+      await producer.disconnect()
+    }
+    throw new CheckFailed('connected with a wrong password')
+  },
+
   async smoke () {
     await create(3)
     const want = []
