@@ -33,9 +33,12 @@ import (
 	"crypto/sha256"
 	"crypto/sha512"
 	"crypto/tls"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash"
+	"net"
+	"syscall"
 )
 
 // ErrUnsupported: the kernel, the TLS version or the cipher suite does not
@@ -89,4 +92,85 @@ func expandLabel(h func() hash.Hash, secret []byte, label string, n int) ([]byte
 		return nil, fmt.Errorf("ktls: HKDF-Expand-Label %q: %w", label, err)
 	}
 	return out, nil
+}
+
+// Linux's kTLS crypto info constants (include/uapi/linux/tls.h).
+const (
+	tls13Version       = 0x0304
+	cipherAESGCM128    = 51
+	cipherAESGCM256    = 52
+	cipherChaCha20Poly = 54
+)
+
+// CryptoInfo is the struct tls12_crypto_info_<cipher> that
+// setsockopt(SOL_TLS, TLS_TX) takes, in the machine's byte order (little
+// endian on every machine weir runs on): version, cipher type, then iv
+// (the nonce's last 8 bytes), key, salt (its first 4), rec_seq (big
+// endian: the next record's sequence number); ChaCha20-Poly1305 has a
+// 12-byte iv and no salt.
+func CryptoInfo(k Keys, seq uint64) ([]byte, error) {
+	var cipher uint16
+	switch k.Suite {
+	case tls.TLS_AES_128_GCM_SHA256:
+		cipher = cipherAESGCM128
+	case tls.TLS_AES_256_GCM_SHA384:
+		cipher = cipherAESGCM256
+	case tls.TLS_CHACHA20_POLY1305_SHA256:
+		cipher = cipherChaCha20Poly
+	default:
+		return nil, fmt.Errorf("%w: cipher suite %s", ErrUnsupported, tls.CipherSuiteName(k.Suite))
+	}
+	if len(k.IV) != 12 {
+		return nil, fmt.Errorf("%w: IV of %d bytes", ErrUnsupported, len(k.IV))
+	}
+	b := binary.LittleEndian.AppendUint16(nil, tls13Version)
+	b = binary.LittleEndian.AppendUint16(b, cipher)
+	if cipher == cipherChaCha20Poly {
+		b = append(b, k.IV...)
+		b = append(b, k.Key...)
+	} else {
+		b = append(b, k.IV[4:]...)
+		b = append(b, k.Key...)
+		b = append(b, k.IV[:4]...)
+	}
+	return binary.BigEndian.AppendUint64(b, seq), nil
+}
+
+// ULP is the kernel's TLS upper layer protocol as a connection uses it:
+// the seam between the user-space half (keys, sequence number, the switch
+// of a connection's writes) and setsockopt. Kernel is the real one; tests
+// use an emulation (package ktlstest) that encrypts in user space what the
+// kernel would.
+type ULP interface {
+	// Probe reports whether the ULP can be used at all, and why not.
+	Probe() error
+	// EnableTX hands info (CryptoInfo's bytes, as setsockopt(SOL_TLS,
+	// TLS_TX) takes them) to the socket under c and returns the
+	// connection that plaintext is written to from then on: c itself for
+	// the kernel, whose socket then frames and encrypts what write and
+	// sendfile pass it.
+	EnableTX(c net.Conn, info []byte) (net.Conn, error)
+}
+
+// Kernel is the running kernel's kTLS: Probe is Available, EnableTX
+// setsockopt(TCP_ULP, "tls") then setsockopt(SOL_TLS, TLS_TX).
+var Kernel ULP = kernel{}
+
+type kernel struct{}
+
+func (kernel) Probe() error { return Available() }
+
+func (kernel) EnableTX(c net.Conn, info []byte) (net.Conn, error) {
+	sc, ok := c.(syscall.Conn)
+	if !ok {
+		return nil, fmt.Errorf("%w: %T is not a socket", ErrUnsupported, c)
+	}
+	raw, err := sc.SyscallConn()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrUnsupported, err)
+	}
+	if err := enableTX(raw, info); err != nil {
+		return nil, err
+	}
+	return c, nil
 }
