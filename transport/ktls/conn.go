@@ -59,7 +59,9 @@ func ServerConfig(base *tls.Config) *tls.Config {
 	return cfg
 }
 
-type teeWriter struct{ a, b interface{ Write([]byte) (int, error) } }
+type teeWriter struct {
+	a, b interface{ Write([]byte) (int, error) }
+}
 
 func (t teeWriter) Write(p []byte) (int, error) {
 	t.a.Write(p)
