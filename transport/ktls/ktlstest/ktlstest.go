@@ -78,14 +78,33 @@ func ParseInfo(b []byte) (Info, error) {
 type Kernel struct {
 	// ProbeErr, when set, is what Probe says (a kernel without the ULP).
 	ProbeErr error
-	// EnableErr, when set, makes EnableTX fail (setsockopt refused).
+	// EnableErr, when set, makes EnableTX fail (setsockopt refused); see
+	// also RefuseFrom.
 	EnableErr error
 	// SeqSkew is added to the sequence number given (a wrong one, for the
 	// self-test's mismatch).
 	SeqSkew uint64
 
-	mu    sync.Mutex
-	infos []Info
+	mu     sync.Mutex
+	infos  []Info
+	refuse error
+	sent   int64 // plaintext bytes encrypted, all connections
+}
+
+// Encrypted is the count of plaintext bytes the connections sent as
+// records.
+func (k *Kernel) Encrypted() int64 {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.sent
+}
+
+// RefuseFrom makes EnableTX fail with err from now on (a kernel refusing
+// a connection's keys after the self-test passed).
+func (k *Kernel) RefuseFrom(err error) {
+	k.mu.Lock()
+	k.refuse = err
+	k.mu.Unlock()
 }
 
 // Probe is ProbeErr.
@@ -103,6 +122,12 @@ func (k *Kernel) Infos() []Info {
 func (k *Kernel) EnableTX(c net.Conn, info []byte) (net.Conn, error) {
 	if k.EnableErr != nil {
 		return nil, k.EnableErr
+	}
+	k.mu.Lock()
+	refuse := k.refuse
+	k.mu.Unlock()
+	if refuse != nil {
+		return nil, refuse
 	}
 	in, err := ParseInfo(info)
 	if err != nil {
@@ -126,7 +151,7 @@ func (k *Kernel) EnableTX(c net.Conn, info []byte) (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Conn{Conn: c, aead: aead, iv: nonce, seq: in.RecSeq + k.SeqSkew}, nil
+	return &Conn{Conn: c, k: k, aead: aead, iv: nonce, seq: in.RecSeq + k.SeqSkew}, nil
 }
 
 // Conn is a socket with TLS_TX set: plaintext written is sent as records.
@@ -134,6 +159,7 @@ func (k *Kernel) EnableTX(c net.Conn, info []byte) (net.Conn, error) {
 // transport writes through it.
 type Conn struct {
 	net.Conn
+	k    *Kernel
 	aead cipher.AEAD
 	iv   []byte
 	mu   sync.Mutex
@@ -168,6 +194,9 @@ func (c *Conn) Write(p []byte) (int, error) {
 		c.seq++
 		c.Records++
 		done += len(chunk)
+		c.k.mu.Lock()
+		c.k.sent += int64(len(chunk))
+		c.k.mu.Unlock()
 	}
 	return done, nil
 }
