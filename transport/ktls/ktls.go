@@ -6,26 +6,38 @@
 //
 // How the keys get here: crypto/tls does not export traffic keys, but its
 // Config.KeyLogWriter receives the TLS 1.3 traffic secrets in the NSS key
-// log format ("SERVER_TRAFFIC_SECRET_0 <client random> <secret>"). KeyLog
-// collects them per connection (keyed by the client random, which
-// tls.ConnectionState does not expose either, so the caller matches them
-// through the only secret of a given connection it sees). TrafficKeys then
-// derives the record key and IV with HKDF-Expand-Label (RFC 8446 7.3), and
-// EnableTX installs them on the socket: setsockopt(TCP_ULP, "tls"), then
-// setsockopt(SOL_TLS, TLS_TX, tls12_crypto_info_*) with the record
-// sequence number. The sequence starts at zero only if crypto/tls sent no
-// record with the application keys before: the server must disable session
-// tickets (tls.Config.SessionTicketsDisabled), which TLS 1.3 otherwise
-// sends right after the handshake. From then on every byte the server
-// sends must go through the socket (the kernel), never through tls.Conn's
-// Write: a KeyUpdate or close_notify from crypto/tls would reuse a sequence
-// number. Reads stay in crypto/tls (TLS_RX is not used).
+// log format ("SERVER_TRAFFIC_SECRET_0 <client random> <secret>").
+// ServerConfig gives each handshake its own KeyLogWriter (through
+// GetConfigForClient, whose ClientHelloInfo carries the connection), and
+// Server wraps the accepted socket so that it also keeps what crypto/tls
+// writes during the handshake. Conn.EnableTX then derives the record key
+// and IV with HKDF-Expand-Label (RFC 8446 7.3, TrafficKeys), finds the
+// record sequence number crypto/tls has reached (Go's TLS 1.3 server sends
+// its NewSessionTicket messages within the handshake, with the application
+// keys, one sequence number each: the handshake's records are opened with
+// those keys and counted, so tickets, and resumption, stay on), and hands
+// CryptoInfo's struct to the ULP: setsockopt(TCP_ULP, "tls"), then
+// setsockopt(SOL_TLS, TLS_TX, tls12_crypto_info_*). From then on Conn's
+// writes go as plaintext to the socket (write or sendfile), the kernel
+// framing and encrypting them; reads stay in crypto/tls (TLS_RX is not
+// used). crypto/tls must never write again: its next record would reuse a
+// sequence number. Its writes are refused and the connection closed
+// (ErrWriteAfterSwitch): a client KeyUpdate with update_requested (which
+// crypto/tls answers) ends the connection and the client reconnects;
+// Close sends no close_notify.
+//
+// The ULP interface is the seam: Kernel is the real one; package ktlstest
+// emulates it in user space, parsing the struct back by the kernel's
+// layout and encrypting writes into records with it, which is how the
+// user-space half is tested on kernels without kTLS. SelfTest runs a
+// loopback connection through a ULP (write and sendfile, decrypted by a
+// crypto/tls client) before a listener trusts it.
 //
 // Availability: Available tries TCP_ULP "tls" on a loopback socket once and
 // says why not when the kernel refuses (no tls module: ENOENT). The
 // machines weir is developed on have no kTLS (their tcp_available_ulp
-// lists only mptcp), so the transport uses the copy path on TLS listeners
-// and says so in its log; the speed of the kTLS path has not been measured.
+// lists only mptcp), so there the self-test fails, TLS listeners use the
+// copy path and say so; the speed of the kTLS path has not been measured.
 package ktls
 
 import (
