@@ -55,4 +55,3 @@ func TestBrokerSecuritySettings(t *testing.T) {
 		t.Errorf("security settings %+v", sec)
 	}
 }
-
