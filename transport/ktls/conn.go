@@ -206,9 +206,13 @@ func (c *Conn) SetWriteDeadline(t time.Time) error { return c.raw.SetWriteDeadli
 // error says the socket was left half set up (ErrUnsupported then too:
 // the caller falls back or closes, as it must for any error).
 func (c *Conn) EnableTX(ulp ULP) error {
+	c.rec.mu.Lock()
+	defer c.rec.mu.Unlock()
+	out, stopped := c.rec.out, c.rec.stopped
+	c.rec.out = nil // whatever happens: the connection keeps no copy of its handshake
 	st := c.tc.ConnectionState()
-	if !st.HandshakeComplete {
-		return errors.New("ktls: EnableTX before the handshake")
+	if !st.HandshakeComplete || !stopped {
+		return errors.New("ktls: EnableTX before the handshake returned")
 	}
 	if st.Version != tls.VersionTLS13 {
 		return fmt.Errorf("%w: %s (kTLS is wired for TLS 1.3 only)", ErrUnsupported, tls.VersionName(st.Version))
@@ -220,13 +224,6 @@ func (c *Conn) EnableTX(ulp ULP) error {
 	keys, err := TrafficKeys(st.CipherSuite, secrets.Server)
 	if err != nil {
 		return err
-	}
-	c.rec.mu.Lock()
-	defer c.rec.mu.Unlock()
-	out := c.rec.out
-	c.rec.out = nil
-	if !c.rec.stopped {
-		return errors.New("ktls: EnableTX before HandshakeContext returned")
 	}
 	seq, err := countAppRecords(keys, out)
 	if err != nil {

@@ -93,9 +93,10 @@ func TestSelfTestKernel(t *testing.T) {
 	}
 }
 
-// serve runs one connection: the server switches to k after the
-// handshake and writes payload; a crypto/tls client reads it back.
-func serve(t *testing.T, scfg *tls.Config, ccfg *tls.Config, k ktls.ULP, payload []byte) (got []byte, srvErr error) {
+// serve runs one connection: the server (scfg from ServerConfig) switches
+// to k after the handshake and writes payload; a crypto/tls client reads
+// it back.
+func serve(t *testing.T, scfg *tls.Config, ccfg *tls.Config, k ktls.ULP, payload []byte) (got []byte, resumed bool, srvErr error) {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -109,7 +110,7 @@ func serve(t *testing.T, scfg *tls.Config, ccfg *tls.Config, k ktls.ULP, payload
 			if err != nil {
 				return err
 			}
-			c := ktls.Server(nc, ktls.ServerConfig(scfg))
+			c := ktls.Server(nc, scfg)
 			defer c.Close()
 			if err := c.HandshakeContext(context.Background()); err != nil {
 				return err
@@ -130,14 +131,15 @@ func serve(t *testing.T, scfg *tls.Config, ccfg *tls.Config, k ktls.ULP, payload
 	}
 	got = make([]byte, len(payload))
 	_, rerr := io.ReadFull(cc, got)
+	resumed = cc.ConnectionState().DidResume
 	cc.Close()
 	if err := <-done; err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if rerr != nil {
 		t.Fatalf("client read: %v", rerr)
 	}
-	return got, nil
+	return got, resumed, nil
 }
 
 // The records crypto/tls sent with the application keys before the
@@ -183,14 +185,18 @@ func TestEnableTXSequence(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			k := &ktlstest.Kernel{}
+			scfg := ktls.ServerConfig(tc.scfg) // one per listener
 			rounds := 1
 			if tc.ccfg.ClientSessionCache != nil {
 				rounds = 2 // the second connection resumes with the first's ticket
 			}
-			for range rounds {
-				got, err := serve(t, tc.scfg, tc.ccfg, k, payload)
+			for round := range rounds {
+				got, resumed, err := serve(t, scfg, tc.ccfg, k, payload)
 				if err != nil {
 					t.Fatal(err)
+				}
+				if want := round == 1 && !tc.scfg.SessionTicketsDisabled; resumed != want {
+					t.Errorf("round %d: resumed %v", round, resumed)
 				}
 				if !bytes.Equal(got, payload) {
 					t.Fatal("client read other bytes than the server wrote")
