@@ -24,12 +24,18 @@ func withULP(k ktls.ULP) func(*Listener) {
 	}
 }
 
-// fetchPaths waits for the TLS listeners of sb to have decided their
-// Fetch path (ServeListener runs the self-test before serving), and
-// returns them.
+// fetchPaths returns the Fetch paths of sb's TLS listeners once decided:
+// ServeListener runs the self-test before it serves, so a handshake
+// answered on each means its path is decided.
 func fetchPaths(t *testing.T, sb *secureBroker) map[string]string {
 	t.Helper()
-	pollUntil(t, "the TLS listeners' self-tests", func() bool { return len(sb.s.FetchPaths()) == 2 })
+	for _, name := range []string{"SSL", "SASL_SSL"} {
+		c, err := tls.Dial("tcp", sb.addrs[name], sb.clientTLS(t, nil))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		c.Close()
+	}
 	return sb.s.FetchPaths()
 }
 
