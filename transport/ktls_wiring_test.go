@@ -5,6 +5,9 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -186,4 +189,67 @@ func TestKTLSKernelFallback(t *testing.T) {
 	if _, err := ParseKTLSMode("sometimes"); !errors.Is(err, ErrConfig) {
 		t.Errorf("ParseKTLSMode: %v", err)
 	}
+}
+
+// OpenSSL (kcat, librdkafka) reads what the emulated kernel encrypts: an
+// independent TLS 1.3 implementation, which asks for session tickets, so
+// the switch starts past them. Skipped without kcat, except under CI=true.
+func TestKTLSEmulatedKernelKcat(t *testing.T) {
+	kcat, err := exec.LookPath("kcat")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("kcat not found (%v), and CI=true: .ci/run must install the Debian package kcat", err)
+		}
+		t.Skip("kcat not found: install the Debian package kcat (make deps) to run this test")
+	}
+	k := &ktlstest.Kernel{}
+	sb := startSecureBroker(t, withULP(k))
+	if p := fetchPaths(t, sb)["SSL"]; !strings.HasPrefix(p, "kTLS") {
+		t.Fatalf("fetch path %q", p)
+	}
+	const n = 2000 // 2 MB of 1000-byte values
+	cl := sb.client(t, "PLAINTEXT", kgo.ProducerBatchCompression(kgo.NoCompression()))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var want []string
+	for i := range n {
+		v := fmt.Sprintf("%05d", i) + strings.Repeat(string(rune('a'+i%26)), 995)
+		want = append(want, v)
+		cl.Produce(ctx, &kgo.Record{Topic: "kcat-ktls", Value: []byte(v)}, func(_ *kgo.Record, err error) {
+			if err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	if err := cl.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	before := len(k.Infos())
+	cmd := exec.CommandContext(ctx, kcat, "-b", sb.addrs["SSL"], "-X", "security.protocol=SSL",
+		"-X", "ssl.ca.location="+sb.ca.File, "-C", "-t", "kcat-ktls", "-o", "beginning", "-c", fmt.Sprint(n), "-e", "-q")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("kcat: %v: %s", err, stderr.String())
+	}
+	got := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
+	if len(got) != n {
+		t.Fatalf("kcat read %d records, want %d: %s", len(got), n, stderr.String())
+	}
+	for i := range got {
+		if got[i] != want[i] {
+			t.Fatalf("record %d: %.20q..., want %.20q...", i, got[i], want[i])
+		}
+	}
+	infos := k.Infos()[before:]
+	if len(infos) == 0 {
+		t.Fatal("kcat's connections did not switch to the kernel")
+	}
+	for _, in := range infos {
+		if in.RecSeq == 0 {
+			t.Errorf("a kcat connection switched at rec_seq 0: no session ticket counted")
+		}
+	}
+	t.Logf("%d kcat connections switched, rec_seq %d", len(infos), infos[0].RecSeq)
 }
