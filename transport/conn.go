@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/weir-broker/weir/transport/ktls"
 )
 
 // minFrame is the smallest request frame: key, version, correlation ID and
@@ -90,6 +92,9 @@ type conn struct {
 
 	lst *Listener    // the listener that accepted the connection (nil: PLAINTEXT); listener.go
 	sec connSecurity // who the client is: TLS, SASL (security.go)
+	// ktls: the connection's writes go through the kernel's TLS (set by
+	// the handshake, before serving; security.go).
+	ktls *ktls.Conn
 }
 
 // ConnStats is what one connection holds; see Server.ConnStats.
@@ -181,6 +186,10 @@ func (c *conn) serve() {
 		c.cancel()
 		c.nc.Close()
 		<-readerDone
+		if c.ktls != nil && c.ktls.Refused() {
+			c.s.warns.info("transport: closed a kTLS connection: the client asked for a TLS KeyUpdate, which crypto/tls cannot answer once the kernel numbers the records",
+				"remote", c.nc.RemoteAddr())
+		}
 		for frame := range frames { // left by a request that closed the connection
 			c.handled(frame)
 			c.answered()

@@ -136,7 +136,12 @@
 // SaslAuthenticate are served until its SASL exchange (a value driven by
 // those two requests, sasl.go and sasl_scram.go) succeeds; a failure is
 // answered, logged and the connection closed, and so is a client that has
-// not authenticated within the listener's AuthTimeout. conn.principal() is who the
-// client is, for authorization. Fetch on TLS connections uses the copy
-// path (package ktls says why sendfile is not kept).
+// not authenticated within the listener's AuthTimeout. conn.principal() is
+// who the client is, for authorization. Fetch on TLS connections keeps sendfile
+// where the kernel has TLS offload: a TLS listener with KTLS auto runs
+// ktls.SelfTest when it starts, and if it passes each connection hands its
+// writes to the kernel after the handshake (security.go enableKTLS; a
+// connection whose keys the kernel refuses keeps crypto/tls); otherwise,
+// or with KTLS off, Fetch uses the copy path. FetchPaths, the log and
+// weir_tls_fetch_path say which and why.
 package transport

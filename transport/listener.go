@@ -2,6 +2,7 @@ package transport
 
 import (
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"net"
 	"strings"
@@ -73,6 +74,57 @@ type Listener struct {
 	// (Kafka answers each listener with its own advertised address).
 	// Empty: the address the node advertises.
 	Advertised string
+	// KTLS decides, on TLS listeners, whether connections hand their
+	// writes to the kernel's TLS (kTLS, package ktls) after the handshake,
+	// so that Fetch keeps sendfile: KTLSAuto (the default) runs a
+	// loopback self-test when the listener starts and uses kTLS only if
+	// it passes; KTLSOff keeps the copy path.
+	KTLS KTLSMode
+
+	// ulp is the kernel's TLS ULP (nil: ktls.Kernel); tests put an
+	// emulation there.
+	ulp ktls.ULP
+	// Decided by ServeListener: the Fetch path, and for kTLS the
+	// tls.Config of ktls.Server.
+	path    fetchPath
+	ktlsCfg *tls.Config
+}
+
+// KTLSMode is Listener.KTLS: "auto" (or empty) or "off".
+type KTLSMode string
+
+// The kTLS modes.
+const (
+	KTLSAuto KTLSMode = "auto"
+	KTLSOff  KTLSMode = "off"
+)
+
+// ParseKTLSMode accepts auto (or empty) and off.
+func ParseKTLSMode(s string) (KTLSMode, error) {
+	switch m := KTLSMode(strings.ToLower(strings.TrimSpace(s))); m {
+	case "", KTLSAuto:
+		return KTLSAuto, nil
+	case KTLSOff:
+		return KTLSOff, nil
+	}
+	return "", fmt.Errorf("%w: ssl ktls %q: want auto or off", ErrConfig, s)
+}
+
+// fetchPath is how a listener's Fetch responses leave.
+type fetchPath struct {
+	ktls   bool   // kTLS: writes (and sendfile) through the kernel's TLS
+	reason string // why not kTLS (copy path), "" with kTLS
+	detail string // the self-test's whole error
+}
+
+func (p fetchPath) String() string {
+	if p.ktls {
+		return "kTLS (sendfile through the kernel's TLS; self-test passed)"
+	}
+	if p.detail != "" {
+		return "copy (kTLS unavailable: " + p.detail + ")"
+	}
+	return "copy (" + p.reason + ")"
 }
 
 func (l *Listener) validate() error {
@@ -94,6 +146,11 @@ func (l *Listener) validate() error {
 	if l.AuthTimeout == 0 {
 		l.AuthTimeout = DefaultAuthTimeout
 	}
+	mode, err := ParseKTLSMode(string(l.KTLS))
+	if err != nil {
+		return err
+	}
+	l.KTLS = mode
 	if l.Advertised != "" {
 		if _, _, err := net.SplitHostPort(l.Advertised); err != nil {
 			return fmt.Errorf("%w: listener %s: advertised %q: %v", ErrConfig, l.Name, l.Advertised, err)
@@ -118,7 +175,15 @@ func (s *Server) ServeListener(l net.Listener, lc Listener) error {
 		return fmt.Errorf("%w: listener %s (%s) has no SASL mechanism (Config.SASL)", ErrConfig, lc.Name, lc.Protocol)
 	}
 	if lc.Protocol.TLS() {
-		s.log.Info("transport: TLS listener", "listener", lc.Name, "addr", l.Addr(), "fetch_path", fetchPathTLS())
+		lc.path = decideFetchPath(&lc)
+		if lc.path.ktls {
+			lc.ktlsCfg = ktls.ServerConfig(lc.TLS)
+		}
+		s.log.Info("transport: TLS listener", "listener", lc.Name, "addr", l.Addr(), "fetch_path", lc.path.String())
+		s.m.tlsFetchPath(lc.Name, lc.path)
+		s.mu.Lock()
+		s.paths[lc.Name] = lc.path.String()
+		s.mu.Unlock()
 	}
 	return s.Serve(&securedListener{Listener: l, lc: lc})
 }
@@ -141,13 +206,41 @@ func listenerOf(l net.Listener) *Listener {
 
 var plaintextListener = Listener{Name: string(Plaintext), Protocol: Plaintext}
 
-// fetchPathTLS says how Fetch sends record bytes on TLS listeners: with
+// decideFetchPath decides a TLS listener's Fetch path: kTLS if it is not
+// off and the self-test passes on the listener's ULP (ktls.SelfTest: a
+// loopback TLS 1.3 connection switched to the kernel, a payload written
+// and sendfile'd, decrypted by a crypto/tls client and compared), else
 // the copy path (records read into a buffer and written through
-// crypto/tls), because the kernel's TLS offload that would keep sendfile
-// (package ktls) is not wired in, and says why where the kernel lacks it.
-func fetchPathTLS() string {
-	if err := ktls.Available(); err != nil {
-		return "copy (kTLS unavailable: " + err.Error() + ")"
+// crypto/tls) with the reason.
+func decideFetchPath(l *Listener) fetchPath {
+	if l.KTLS == KTLSOff {
+		return fetchPath{reason: "kTLS off"}
 	}
-	return "copy (kTLS available in the kernel, not used by this broker yet)"
+	ulp := l.ulp
+	if ulp == nil {
+		ulp = ktls.Kernel
+	}
+	err := ktls.SelfTest(ulp)
+	switch {
+	case err == nil:
+		return fetchPath{ktls: true}
+	case errors.Is(err, ktls.ErrNoULP):
+		return fetchPath{reason: ktls.ErrNoULP.Error(), detail: err.Error()}
+	case errors.Is(err, ktls.ErrRefused):
+		return fetchPath{reason: ktls.ErrRefused.Error(), detail: err.Error()}
+	default:
+		return fetchPath{reason: ktls.ErrMismatch.Error(), detail: err.Error()}
+	}
+}
+
+// FetchPaths says, per TLS listener served, how Fetch sends record bytes
+// and why: "kTLS (...)" or "copy (...)", as logged when it started.
+func (s *Server) FetchPaths() map[string]string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]string, len(s.paths))
+	for k, v := range s.paths {
+		out[k] = v
+	}
+	return out
 }

@@ -22,6 +22,10 @@ import (
 //	weir_fetch_sessions                          incremental fetch sessions cached
 //	weir_fetch_session_partitions                partitions of the cached sessions
 //	weir_fetch_session_evictions_total           sessions evicted to make room for new ones
+//	weir_tls_fetch_path{listener,path,reason}    1 per TLS listener: path "ktls" or "copy", and why
+//	                                             not kTLS (the self-test's reason, "off")
+//	weir_ktls_connections_total{result}          TLS connections of kTLS listeners by what they got:
+//	                                             "ktls", or "copy" (TLS_TX refused for the connection)
 //
 // (The node registers the partition metrics.) A nil *Metrics counts nothing.
 type Metrics struct {
@@ -37,6 +41,9 @@ type Metrics struct {
 	sessions      prometheus.Gauge
 	sessionParts  prometheus.Gauge
 	sessionEvicts prometheus.Counter
+
+	fetchPath *prometheus.GaugeVec
+	ktlsConns [2]prometheus.Counter // [0] ktls, [1] copy
 }
 
 // NewMetrics creates the collectors and registers them with reg (when not
@@ -83,6 +90,16 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m.sessionEvicts = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "weir_fetch_session_evictions_total", Help: "Fetch sessions evicted from the cache to make room for new ones.",
 	})
+	m.fetchPath = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "weir_tls_fetch_path",
+		Help: "1 per TLS listener: how Fetch sends record bytes (path ktls: sendfile through the kernel's TLS; copy: through crypto/tls) and why not kTLS.",
+	}, []string{"listener", "path", "reason"})
+	ktlsConns := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "weir_ktls_connections_total",
+		Help: "TLS connections of listeners using kTLS, by what they got: ktls, or copy (the kernel refused TLS_TX for the connection: TLS 1.2, cipher).",
+	}, []string{"result"})
+	m.ktlsConns[0] = ktlsConns.WithLabelValues("ktls")
+	m.ktlsConns[1] = ktlsConns.WithLabelValues("copy")
 	// Resolve every served API's series once, so that counting a request
 	// neither hashes labels nor allocates.
 	for _, a := range apis {
@@ -93,7 +110,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	}
 	if reg != nil {
 		reg.MustRegister(requests, failures, latency, m.bytesIn, m.bytesOut, m.conns, m.rejected,
-			fetchKinds, m.sessions, m.sessionParts, m.sessionEvicts)
+			fetchKinds, m.sessions, m.sessionParts, m.sessionEvicts, m.fetchPath, ktlsConns)
 	}
 	return m
 }
@@ -153,5 +170,27 @@ func (m *Metrics) fetchSessions(st fetchsession.Stats, evicted int64) {
 		m.sessions.Set(float64(st.Sessions))
 		m.sessionParts.Set(float64(st.Partitions))
 		m.sessionEvicts.Add(float64(evicted))
+	}
+}
+
+// tlsFetchPath records a TLS listener's Fetch path.
+func (m *Metrics) tlsFetchPath(listener string, p fetchPath) {
+	if m != nil {
+		path := "copy"
+		if p.ktls {
+			path = "ktls"
+		}
+		m.fetchPath.WithLabelValues(listener, path, p.reason).Set(1)
+	}
+}
+
+// ktlsConn counts a kTLS listener's connection by whether it got kTLS.
+func (m *Metrics) ktlsConn(ok bool) {
+	if m != nil {
+		if ok {
+			m.ktlsConns[0].Inc()
+		} else {
+			m.ktlsConns[1].Inc()
+		}
 	}
 }

@@ -1,12 +1,15 @@
 package transport
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
 	"net"
 	"sync/atomic"
 	"time"
+
+	"github.com/weir-broker/weir/transport/ktls"
 )
 
 // AnonymousPrincipal is the principal of a client that did not authenticate
@@ -56,13 +59,25 @@ func principalFromCert(cert *x509.Certificate) string {
 	return "User:" + cert.Subject.String()
 }
 
-// wrapTLS wraps an accepted connection in crypto/tls for TLS listeners;
-// the handshake is done by handshake, on the connection's goroutine.
+// wrapTLS wraps an accepted connection in crypto/tls for TLS listeners
+// (in a ktls.Conn where the listener uses kTLS); the handshake is done by
+// handshake, on the connection's goroutine.
 func wrapTLS(nc net.Conn, l *Listener) net.Conn {
 	if l == nil || !l.Protocol.TLS() {
 		return nc
 	}
+	if l.path.ktls {
+		return ktls.Server(nc, l.ktlsCfg)
+	}
 	return tls.Server(nc, l.TLS)
+}
+
+// tlsConn is what a TLS connection's handshake and state need, from
+// crypto/tls or ktls.
+type tlsConn interface {
+	HandshakeContext(context.Context) error
+	ConnectionState() tls.ConnectionState
+	SetDeadline(time.Time) error
 }
 
 // handshake completes the TLS handshake of a TLS connection within the
@@ -72,7 +87,7 @@ func wrapTLS(nc net.Conn, l *Listener) net.Conn {
 // client that stopped halfway), it was logged (rate-limited) and the
 // connection closed.
 func (c *conn) handshake() bool {
-	tc, ok := c.nc.(*tls.Conn)
+	tc, ok := c.nc.(tlsConn)
 	if !ok {
 		return true
 	}
@@ -92,6 +107,9 @@ func (c *conn) handshake() bool {
 	st := tc.ConnectionState()
 	if l.Protocol == SSL && len(st.VerifiedChains) > 0 && len(st.PeerCertificates) > 0 {
 		c.setPrincipal(principalFromCert(st.PeerCertificates[0]))
+	}
+	if kc, ok := c.nc.(*ktls.Conn); ok {
+		c.enableKTLS(kc, l)
 	}
 	return true
 }
@@ -114,6 +132,31 @@ func (c *conn) armAuthTimeout() (stop func() bool) {
 		c.cancel()
 		c.nc.Close()
 	}).Stop
+}
+
+// enableKTLS hands the connection's writes to the kernel (ktls.Conn's
+// EnableTX) on a listener whose self-test passed, and sends Fetch record
+// bytes with sendfile from then on (unless sendfile is disabled). Where the
+// kernel refuses this connection's keys (TLS 1.2, a cipher it lacks), the
+// connection keeps the copy path, writing through crypto/tls.
+func (c *conn) enableKTLS(kc *ktls.Conn, l *Listener) {
+	ulp := l.ulp
+	if ulp == nil {
+		ulp = ktls.Kernel
+	}
+	if err := kc.EnableTX(ulp); err != nil {
+		c.s.m.ktlsConn(false)
+		c.s.warns.info("transport: kTLS refused for a connection, using the copy path",
+			"listener", l.Name, "remote", c.nc.RemoteAddr(), "err", err)
+		return
+	}
+	c.s.m.ktlsConn(true)
+	c.ktls = kc
+	if sendfileSupported && !c.s.cfg.DisableSendfile {
+		if raw, ok := kc.SendfileConn(); ok {
+			c.raw = raw
+		}
+	}
 }
 
 // preAuthKeys are the APIs a SASL listener serves before authentication,

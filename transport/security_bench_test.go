@@ -2,7 +2,9 @@ package transport
 
 import (
 	"context"
+	"crypto/tls"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -37,11 +39,40 @@ func BenchmarkSCRAMAuthentications(b *testing.B) {
 }
 
 // BenchmarkConsumeByProtocol: franz-go consuming 64 MiB from the start of a
-// topic on each listener, same broker, same run: PLAINTEXT (sendfile) and
-// SSL (the copy path, kTLS being unavailable here). MB/s is the broker and
-// the client together on one machine.
+// topic on each listener, same broker, same run: PLAINTEXT (sendfile), SSL
+// (the copy path: its listener has kTLS off) and SSL-ktls (an SSL listener
+// with kTLS auto: sendfile through the kernel's TLS where the self-test
+// passes; skipped with the self-test's reason where it does not, as on
+// kernels without the tls ULP). MB/s is the broker and the client together
+// on one machine.
 func BenchmarkConsumeByProtocol(b *testing.B) {
-	sb := startSecureBroker(b)
+	var tcfg *tls.Config
+	sb := startSecureBroker(b, func(l *Listener) {
+		if l.Protocol == SSL {
+			l.KTLS, tcfg = KTLSOff, l.TLS
+		}
+	})
+	kl, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	sb.addrs["SSL-ktls"] = kl.Addr().String()
+	served := make(chan error, 1)
+	go func() {
+		served <- sb.s.ServeListener(kl, Listener{Name: "SSL-ktls", Protocol: SSL, TLS: tcfg, Advertised: kl.Addr().String()})
+	}()
+	b.Cleanup(func() {
+		sb.s.Close()
+		if err := <-served; err != nil {
+			b.Error(err)
+		}
+	})
+	// ServeListener decides (self-test) before it serves.
+	if c, err := tls.Dial("tcp", kl.Addr().String(), sb.clientTLS(b, nil)); err != nil {
+		b.Fatal(err)
+	} else {
+		c.Close()
+	}
 	const total = 64 << 20
 	prod := sb.client(b, "PLAINTEXT", kgo.ProducerBatchMaxBytes(1<<20))
 	val := make([]byte, 16<<10)
@@ -56,12 +87,17 @@ func BenchmarkConsumeByProtocol(b *testing.B) {
 	if err := prod.Flush(ctx); err != nil {
 		b.Fatal(err)
 	}
-	for _, name := range []string{"PLAINTEXT", "SSL"} {
+	for _, name := range []string{"PLAINTEXT", "SSL", "SSL-ktls"} {
 		b.Run("protocol="+name, func(b *testing.B) {
+			if name == "SSL-ktls" {
+				if p := sb.s.FetchPaths()[name]; !strings.HasPrefix(p, "kTLS") {
+					b.Skipf("kTLS not in use on this machine, not measured: %s", p)
+				}
+			}
 			b.SetBytes(total)
 			for b.Loop() {
 				opts := []kgo.Opt{kgo.ConsumeTopics("bench"), kgo.FetchMaxBytes(16 << 20)}
-				if name == "SSL" {
+				if name != "PLAINTEXT" {
 					opts = append(opts, kgo.DialTLSConfig(sb.clientTLS(b, nil)))
 				}
 				cl := sb.client(b, name, opts...)

@@ -41,7 +41,8 @@ type Server struct {
 	closed    bool
 	listeners map[net.Listener]struct{}
 	conns     map[*conn]struct{}
-	wg        sync.WaitGroup // one per connection
+	paths     map[string]string // TLS listener name: its Fetch path (FetchPaths)
+	wg        sync.WaitGroup    // one per connection
 }
 
 // NewServer returns a server for the node, which stays owned by the caller:
@@ -70,6 +71,7 @@ func NewServer(cfg Config, n *node.Node) (*Server, error) {
 		cancel:    cancel,
 		listeners: make(map[net.Listener]struct{}),
 		conns:     make(map[*conn]struct{}),
+		paths:     make(map[string]string),
 	}
 	if cfg.seams != nil && cfg.seams.now != nil {
 		s.now = cfg.seams.now

@@ -20,6 +20,7 @@ type securitySettings struct {
 	SSLCAFile                string        `yaml:"ssl-ca-file"`
 	SSLClientAuth            string        `yaml:"ssl-client-auth"`
 	SSLHandshakeTimeout      time.Duration `yaml:"ssl-handshake-timeout"`
+	SSLKTLS                  string        `yaml:"ssl-ktls"`
 	SASLEnabledMechanisms    []string      `yaml:"sasl-enabled-mechanisms"`
 	SASLPlainUsersFile       string        `yaml:"sasl-plain-users-file"`
 	InterBrokerSASLMechanism string        `yaml:"inter-broker-sasl-mechanism"`
@@ -37,6 +38,7 @@ func addSecurityFlags(f *pflag.FlagSet, s *securitySettings) {
 	f.StringVar(&s.SSLCAFile, "ssl-ca-file", s.SSLCAFile, "PEM CA bundle verifying client certificates and, on the inter-broker listener, other brokers")
 	f.StringVar(&s.SSLClientAuth, "ssl-client-auth", s.SSLClientAuth, "Kafka's ssl.client.auth: none, requested or required; a verified client certificate's subject is the principal on SSL listeners (default none)")
 	f.DurationVar(&s.SSLHandshakeTimeout, "ssl-handshake-timeout", s.SSLHandshakeTimeout, "a TLS handshake not done within this is closed (default 0: 10s)")
+	f.StringVar(&s.SSLKTLS, "ssl-ktls", s.SSLKTLS, "kernel TLS offload on SSL and SASL_SSL listeners, keeping sendfile for Fetch: auto (used if a self-test passes when the listener starts; the log and weir_tls_fetch_path say which path and why) or off (the copy path) (default auto)")
 	f.StringSliceVar(&s.SASLEnabledMechanisms, "sasl-enabled-mechanisms", s.SASLEnabledMechanisms, "Kafka's sasl.enabled.mechanisms: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 (default: PLAIN if --sasl-plain-users-file is set, and both SCRAM)")
 	f.StringVar(&s.SASLPlainUsersFile, "sasl-plain-users-file", s.SASLPlainUsersFile, "`file` of PLAIN users as PlainLoginModule options, user_NAME=\"PASSWORD\" (a Kafka JAAS file works)")
 	f.StringVar(&s.InterBrokerSASLMechanism, "inter-broker-sasl-mechanism", s.InterBrokerSASLMechanism, "SASL mechanism this broker authenticates with on a SASL inter-broker listener")
@@ -56,6 +58,7 @@ func (s *securitySettings) mergeFile(file brokerFile, set func(name string, appl
 	set("ssl-ca-file", func() { s.SSLCAFile = f.SSLCAFile })
 	set("ssl-client-auth", func() { s.SSLClientAuth = f.SSLClientAuth })
 	set("ssl-handshake-timeout", func() { s.SSLHandshakeTimeout = f.SSLHandshakeTimeout })
+	set("ssl-ktls", func() { s.SSLKTLS = f.SSLKTLS })
 	set("sasl-enabled-mechanisms", func() { s.SASLEnabledMechanisms = f.SASLEnabledMechanisms })
 	set("sasl-plain-users-file", func() { s.SASLPlainUsersFile = f.SASLPlainUsersFile })
 	set("inter-broker-sasl-mechanism", func() { s.InterBrokerSASLMechanism = f.InterBrokerSASLMechanism })
@@ -68,7 +71,7 @@ func (s securitySettings) config() broker.Security {
 	return broker.Security{
 		Listeners: s.Listeners, AdvertisedListeners: s.AdvertisedListeners, ProtocolMap: s.ListenerProtocolMap,
 		InterBrokerListener: s.InterBrokerListener, CertFile: s.SSLCertFile, KeyFile: s.SSLKeyFile, CAFile: s.SSLCAFile,
-		ClientAuth: s.SSLClientAuth, HandshakeTimeout: s.SSLHandshakeTimeout, SASLMechanisms: s.SASLEnabledMechanisms,
+		ClientAuth: s.SSLClientAuth, HandshakeTimeout: s.SSLHandshakeTimeout, KTLS: s.SSLKTLS, SASLMechanisms: s.SASLEnabledMechanisms,
 		PlainUsersFile: s.SASLPlainUsersFile, InterBrokerSASLMechanism: s.InterBrokerSASLMechanism,
 		InterBrokerUser: s.InterBrokerSASLUser, InterBrokerPass: s.InterBrokerSASLPassword,
 	}

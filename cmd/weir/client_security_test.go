@@ -42,7 +42,7 @@ func TestProduceConsumeSASLSSL(t *testing.T) {
 func TestBrokerSecuritySettings(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "weir.yaml")
 	if err := os.WriteFile(file, []byte("listeners: PLAINTEXT://:9092,SASL_SSL://:9093\nssl-client-auth: required\n"+
-		"sasl-enabled-mechanisms: [SCRAM-SHA-512]\n"), 0o600); err != nil {
+		"sasl-enabled-mechanisms: [SCRAM-SHA-512]\nssl-ktls: off\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	s, err := resolve(t, "--config", file, "--ssl-client-auth", "requested", "--ssl-cert-file", "c.pem")
@@ -51,7 +51,7 @@ func TestBrokerSecuritySettings(t *testing.T) {
 	}
 	sec := s.securitySettings.config()
 	if sec.Listeners != "PLAINTEXT://:9092,SASL_SSL://:9093" || sec.ClientAuth != "requested" || sec.CertFile != "c.pem" ||
-		len(sec.SASLMechanisms) != 1 || sec.SASLMechanisms[0] != "SCRAM-SHA-512" {
+		len(sec.SASLMechanisms) != 1 || sec.SASLMechanisms[0] != "SCRAM-SHA-512" || sec.KTLS != "off" {
 		t.Errorf("security settings %+v", sec)
 	}
 }

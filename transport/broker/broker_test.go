@@ -118,6 +118,7 @@ func TestConfigValidate(t *testing.T) {
 		{"negative connections", Config{DataDir: "d", MaxConnections: -1}, "MaxConnections"},
 		{"route to a negative broker", Config{DataDir: "d", ReplicaRoutes: map[int32]string{-1: "127.0.0.1:1"}}, "ReplicaRoutes"},
 		{"route without port", Config{DataDir: "d", ReplicaRoutes: map[int32]string{2: "127.0.0.1"}}, "ReplicaRoutes"},
+		{"ktls neither auto nor off", Config{DataDir: "d", Security: Security{KTLS: "sometimes"}}, "auto or off"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := tc.cfg.validate()

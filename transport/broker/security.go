@@ -59,6 +59,10 @@ type Security struct {
 	// HandshakeTimeout bounds a TLS handshake. Default
 	// transport.DefaultHandshakeTimeout (10 s).
 	HandshakeTimeout time.Duration
+	// KTLS is the TLS listeners' transport.Listener.KTLS: "auto" (default:
+	// the kernel's TLS offload, keeping sendfile for Fetch, if the
+	// self-test passes when the listener starts) or "off" (the copy path).
+	KTLS string
 
 	// SASLMechanisms is Kafka's sasl.enabled.mechanisms. Default: PLAIN
 	// when PlainUsersFile is set, plus SCRAM-SHA-256 and SCRAM-SHA-512.
@@ -169,6 +173,9 @@ func (s Security) validate() error {
 	ls, err := s.listeners()
 	if err != nil {
 		return err
+	}
+	if _, err := transport.ParseKTLSMode(s.KTLS); err != nil {
+		return fmt.Errorf("%w: %v", ErrInvalidConfig, err)
 	}
 	needTLS := slices.ContainsFunc(ls, func(l listenerSpec) bool { return l.protocol.TLS() })
 	if needTLS && (s.CertFile == "" || s.KeyFile == "") {
@@ -384,7 +391,7 @@ func (b *Broker) listenerConfigs() error {
 	var tcfg *tls.Config
 	for _, x := range b.sec.all {
 		out := transport.Listener{Name: x.spec.name, Protocol: x.spec.protocol, Advertised: x.spec.advertised,
-			HandshakeTimeout: b.cfg.Security.HandshakeTimeout}
+			HandshakeTimeout: b.cfg.Security.HandshakeTimeout, KTLS: transport.KTLSMode(b.cfg.Security.KTLS)}
 		if x.spec.protocol.TLS() {
 			if tcfg == nil {
 				var err error

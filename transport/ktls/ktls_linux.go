@@ -3,8 +3,6 @@
 package ktls
 
 import (
-	"crypto/tls"
-	"encoding/binary"
 	"fmt"
 	"net"
 	"sync"
@@ -13,14 +11,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Linux's kTLS constants (include/uapi/linux/tls.h).
+// Linux's socket option numbers (include/uapi/linux/tls.h).
 const (
-	solTLS             = 282
-	tlsTX              = 1
-	tls13Version       = 0x0304
-	cipherAESGCM128    = 51
-	cipherAESGCM256    = 52
-	cipherChaCha20Poly = 54
+	solTLS = 282
+	tlsTX  = 1
 )
 
 var detect struct {
@@ -69,42 +63,20 @@ func setULP(raw syscall.RawConn) error {
 	return nil
 }
 
-// cryptoInfo is struct tls12_crypto_info_<cipher>: version, cipher type,
-// then iv (the nonce's last 8 bytes), key, salt (its first 4), rec_seq;
-// ChaCha20-Poly1305 has a 12-byte iv and no salt.
-func cryptoInfo(k Keys, seq uint64) ([]byte, error) {
-	var cipher uint16
-	switch k.Suite {
-	case tls.TLS_AES_128_GCM_SHA256:
-		cipher = cipherAESGCM128
-	case tls.TLS_AES_256_GCM_SHA384:
-		cipher = cipherAESGCM256
-	case tls.TLS_CHACHA20_POLY1305_SHA256:
-		cipher = cipherChaCha20Poly
-	default:
-		return nil, fmt.Errorf("%w: cipher suite %s", ErrUnsupported, tls.CipherSuiteName(k.Suite))
-	}
-	b := binary.LittleEndian.AppendUint16(nil, tls13Version)
-	b = binary.LittleEndian.AppendUint16(b, cipher)
-	if cipher == cipherChaCha20Poly {
-		b = append(b, k.IV...)
-		b = append(b, k.Key...)
-	} else {
-		b = append(b, k.IV[4:]...)
-		b = append(b, k.Key...)
-		b = append(b, k.IV[:4]...)
-	}
-	return binary.BigEndian.AppendUint64(b, seq), nil
-}
-
 // EnableTX installs k as the socket's transmit keys, the next record
 // numbered seq: from then on what is written to the socket (write or
 // sendfile) is sent as TLS 1.3 application data records.
 func EnableTX(raw syscall.RawConn, k Keys, seq uint64) error {
-	info, err := cryptoInfo(k, seq)
+	info, err := CryptoInfo(k, seq)
 	if err != nil {
 		return err
 	}
+	return enableTX(raw, info)
+}
+
+// enableTX is setsockopt(TCP_ULP, "tls") then setsockopt(SOL_TLS, TLS_TX,
+// info).
+func enableTX(raw syscall.RawConn, info []byte) error {
 	if err := setULP(raw); err != nil {
 		return err
 	}
