@@ -54,6 +54,10 @@ type factorDef struct {
 // factorDefs is the matrix order (see the package doc): what changes the
 // broker, the topics or the client's encoding first, the load's shape last.
 var factorDefs = []factorDef{
+	{"security_protocol",
+		func(f *Factors) int { return len(f.SecurityProtocol) },
+		func(f *Factors, i int, w *Workload) { w.SecurityProtocol = f.SecurityProtocol[i] },
+		func(w *Workload) string { return w.SecurityProtocol }},
 	{"codec",
 		func(f *Factors) int { return len(f.Codec) },
 		func(f *Factors, i int, w *Workload) { w.Codec = f.Codec[i] },
@@ -308,6 +312,9 @@ func (w Workload) Summary() string {
 	)
 	if w.UncleanElection {
 		parts = append(parts, "unclean_election=true")
+	}
+	if w.SecurityProtocol != "" && w.SecurityProtocol != "PLAINTEXT" {
+		parts = append(parts, "security_protocol="+w.SecurityProtocol)
 	}
 	for _, k := range slices.Sorted(maps.Keys(w.TopicConfig)) {
 		parts = append(parts, "topic_config."+k+"="+w.TopicConfig[k])
