@@ -53,6 +53,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/weir-broker/weir/core/topicconfig"
+	"github.com/weir-broker/weir/harness/brokerproc"
 	"github.com/weir-broker/weir/harness/clusterproc"
 	"github.com/weir-broker/weir/harness/durability"
 	"github.com/weir-broker/weir/harness/env"
@@ -229,6 +230,9 @@ func Run(ctx context.Context, opts Options) (*result.Run, string, error) {
 		run.Env.Networking = networking
 	case managed:
 		run.Env.Target, run.Env.Brokers, run.Env.Networking = "embedded", 1, clusterproc.NetworkingLoopback
+		if usesTLS(sections) {
+			run.Env.TLSFetch = tlsFetchPath() // security.go
+		}
 	default:
 		run.Env.Target = s.Target.Bootstrap
 	}
@@ -543,12 +547,39 @@ func (r *runner) startTarget(ctx context.Context, index int, cfg *load.Config) (
 		flags = append(flags, e.BrokerFlags...) // after ours: the spec's win
 		env, openFiles = e.BrokerEnv, e.OpenFilesLimit
 	}
-	b, err := startBroker(ctx, r.weir, dir, flags, env, openFiles)
+	// A listener other than PLAINTEXT: a throwaway CA and certificate
+	// (and SCRAM user) of the point's own, beside its data directory.
+	secDir := dir + "-security"
+	ls, err := newListenerSecurity(w.SecurityProtocol, secDir) // security.go
 	if err != nil {
-		os.RemoveAll(dir)
+		os.RemoveAll(secDir)
 		return nil, nil, err
 	}
+	o := brokerproc.Options{Weir: r.weir, DataDir: dir, Env: env, OpenFilesLimit: openFiles}
+	if ls != nil {
+		o.SecureProtocol = ls.protocol
+		flags = append(slices.Clone(ls.flags), flags...) // before the spec's: they win
+	}
+	o.Flags = flags
+	b, err := startBrokerOpts(ctx, o)
+	if err != nil {
+		os.RemoveAll(dir)
+		os.RemoveAll(secDir)
+		return nil, nil, err
+	}
+	stop = func() error {
+		err := removeAfter(dir, b.stop())
+		os.RemoveAll(secDir)
+		return err
+	}
 	cfg.Bootstrap, cfg.Broker = b.Addr, b
+	if ls != nil {
+		opts, err := ls.ready(ctx, b.Addr, b.SecureAddr)
+		if err != nil {
+			return nil, nil, errors.Join(err, stop())
+		}
+		cfg.Bootstrap, cfg.ClientOpts = b.SecureAddr, opts
+	}
 	alive = func() error {
 		select {
 		case <-b.Exited():
@@ -557,7 +588,7 @@ func (r *runner) startTarget(ctx context.Context, index int, cfg *load.Config) (
 			return nil
 		}
 	}
-	return alive, func() error { return removeAfter(dir, b.stop()) }, nil
+	return alive, stop, nil
 }
 
 // removeAfter removes a point's data directory once what used it has
