@@ -43,8 +43,8 @@ const (
 	E2EP999 = "e2e-p99.9-us"
 	E2EMax  = "e2e-max-us"
 
-	BrokerCPUSeconds = "broker-cpu-s"     // user+system CPU of the broker (a cluster's: all its brokers) during the measured window
-	ClientCPUSeconds = "client-cpu-s"     // user+system CPU of the load generator's process (producers and consumers) during the measured window
+	BrokerCPUSeconds = "broker-cpu-s" // user+system CPU of the broker (a cluster's: all its brokers) during the measured window
+	ClientCPUSeconds = "client-cpu-s" // user+system CPU of the load generator's process (producers and consumers) during the measured window
 	// BrokerCPUPerGBProduced is broker-cpu-s over the GB (2^30 bytes, as
 	// MB is 2^20) produced in the window: all the broker did in it, live
 	// consumers served included.
@@ -54,10 +54,10 @@ const (
 	// record; BrokerCPUPerGBConsumed divides it by the GB they read.
 	BrokerConsumeCPUSeconds = "broker-consume-cpu-s"
 	BrokerCPUPerGBConsumed  = "broker-cpu-s-per-GB-consumed"
-	DiskWriteBytes   = "disk-write-bytes" // bytes the broker wrote to its data directory's device
-	Fsyncs           = "fsyncs"
-	CompressionRatio = "compression-ratio" // uncompressed record bytes / stored batch bytes
-	PartitionSkew    = "partition-skew"    // max records on one partition / mean per partition
+	DiskWriteBytes          = "disk-write-bytes" // bytes the broker wrote to its data directory's device
+	Fsyncs                  = "fsyncs"
+	CompressionRatio        = "compression-ratio" // uncompressed record bytes / stored batch bytes
+	PartitionSkew           = "partition-skew"    // max records on one partition / mean per partition
 
 	MsgsProduced  = "msgs-produced" // acknowledged
 	MsgsConsumed  = "msgs-consumed"
