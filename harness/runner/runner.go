@@ -248,6 +248,9 @@ func Run(ctx context.Context, opts Options) (*result.Run, string, error) {
 		for _, p := range sec.Points {
 			estimate += r.pointEstimate(p.Workload)
 			points++
+			if s.Interleave {
+				points += s.Repetitions - 1 // a step per repetition (runInterleaved)
+			}
 		}
 	}
 	r.progress = newProgress(stderr, isTerminal(stderr), points, estimate)
@@ -402,19 +405,27 @@ func (r *runner) probes(ctx context.Context, run *result.Run) error {
 }
 
 // load runs every load section's points. A section keeps the points with at
-// least one finished repetition.
+// least one finished repetition. With interleave, a section's points are
+// all set up first (their brokers started) and their repetitions run in
+// rounds: rep 1 of every point, then rep 2, and so on.
 func (r *runner) load(ctx context.Context, run *result.Run, sections []spec.Section) error {
 	for _, sec := range sections {
 		rs := result.Section{Name: sec.Name, Factors: slices.Clone(sec.Factors), Baseline: sec.Baseline}
 		var err error
-		for _, p := range sec.Points {
-			var pt result.Point
-			pt, err = r.runPoint(ctx, sec.Name, p)
-			if len(pt.Reps) > 0 {
-				rs.Points = append(rs.Points, pt)
-			}
-			if err != nil {
-				break
+		if r.spec.Interleave {
+			var pts []result.Point
+			pts, err = r.runInterleaved(ctx, sec)
+			rs.Points = pts
+		} else {
+			for _, p := range sec.Points {
+				var pt result.Point
+				pt, err = r.runPoint(ctx, sec.Name, p)
+				if len(pt.Reps) > 0 {
+					rs.Points = append(rs.Points, pt)
+				}
+				if err != nil {
+					break
+				}
 			}
 		}
 		run.Sections = append(run.Sections, rs)
@@ -425,83 +436,170 @@ func (r *runner) load(ctx context.Context, run *result.Run, sections []spec.Sect
 	return nil
 }
 
-// runPoint runs one point's repetitions, with its own broker for embedded
-// targets. Failed repetitions are recorded in the point; the error is for
-// what stops the run (ctx, a broker that will not start or stop).
-func (r *runner) runPoint(ctx context.Context, section string, p spec.Point) (pt result.Point, err error) {
-	index := r.point
-	r.point++
-	pt = result.Point{ID: p.ID, Factors: slices.Clone(p.Factors)}
-	w := p.Workload
-	label := section
-	if p.ID != "" {
-		label += " " + p.ID
-	}
-	pp := r.progress.point(label, r.pointEstimate(w))
-	summary := "not run"
-	defer func() { pp.end(summary) }()
+// pointRun is a point set up to run repetitions: its load config, its
+// target started, and its finished repetitions.
+type pointRun struct {
+	index int // over all sections: seeds and topic names
+	label string
+	pt    result.Point
+	cfg   load.Config
+	alive func() error
+	stop  func() error // stops the target, then closes the codec
+}
 
+// preparePoint sets a point up: its load config (client security, payload,
+// codec, partitioner) and its target (a fresh broker for embedded targets).
+// On error nothing of it is left running.
+func (r *runner) preparePoint(ctx context.Context, section string, p spec.Point) (*pointRun, error) {
+	pr := &pointRun{index: r.point, label: section, pt: result.Point{ID: p.ID, Factors: slices.Clone(p.Factors)}}
+	r.point++
+	if p.ID != "" {
+		pr.label += " " + p.ID
+	}
+	w := p.Workload
 	cfg := load.Config{Workload: w, DrainTimeout: r.opts.DrainTimeout, TopicConfigs: maps.Clone(w.TopicConfig), AfterSetup: r.opts.afterSetup}
 	if cfg.TopicConfigs == nil {
 		cfg.TopicConfigs = map[string]string{}
 	}
+	var err error
 	if cfg.ClientOpts, err = securityOpts(r.spec.Target.Security); err != nil { // security.go
-		return pt, err
+		return nil, err
 	}
 	if path := r.spec.PayloadPath(w); path != "" {
 		if cfg.PayloadFile, err = os.ReadFile(path); err != nil {
-			return pt, fmt.Errorf("runner: payload_file: %w", err)
+			return nil, fmt.Errorf("runner: payload_file: %w", err)
 		}
 	}
 	c, err := r.host.Codec(w.Codec)
 	if err != nil {
-		return pt, err
+		return nil, err
 	}
-	if cl, ok := c.(io.Closer); ok {
-		defer cl.Close()
+	closeCodec := func() {
+		if cl, ok := c.(io.Closer); ok {
+			cl.Close()
+		}
 	}
 	cfg.Codec = c
 	if w.Partitioner != "" {
 		specStr := w.Partitioner
 		cfg.NewPartitioner = func() (partitioner.Partitioner, error) { return r.host.Partitioner(specStr) }
 	}
-
-	alive, stop, err := r.startTarget(ctx, index, &cfg)
+	alive, stop, err := r.startTarget(ctx, pr.index, &cfg)
 	if err != nil {
-		summary = "the target did not start"
-		return pt, err
+		closeCodec()
+		return nil, err
+	}
+	pr.cfg, pr.alive = cfg, alive
+	pr.stop = func() error {
+		defer closeCodec()
+		return stop()
+	}
+	return pr, nil
+}
+
+// runRep runs repetition rep of a prepared point, adding it to
+// the point. The error is for what stops the run (ctx, a broker that died);
+// a failed repetition is recorded in it instead.
+func (r *runner) runRep(ctx context.Context, pr *pointRun, rep int) error {
+	if err := pr.alive(); err != nil {
+		return err
+	}
+	cfg := pr.cfg
+	cfg.Seed = r.spec.Seed + 1000*int64(pr.index) + int64(rep)
+	cfg.TopicPrefix = fmt.Sprintf("weir-run-%s-p%d-r%d", r.runID, pr.index, rep)
+	begin := time.Now()
+	res, err := load.Run(ctx, cfg)
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	rp := result.Rep{Started: res.Started.UTC(), Duration: res.Window, Metrics: res.Metrics, Brokers: res.Brokers}
+	if res.Metrics == nil {
+		rp.Started, rp.Metrics = begin.UTC(), map[string]float64{}
+	}
+	if err != nil {
+		rp.Error = err.Error()
+	}
+	pr.pt.Reps = append(pr.pt.Reps, rp)
+	return nil
+}
+
+// runPoint runs one point's repetitions, with its own broker for embedded
+// targets. Failed repetitions are recorded in the point; the error is for
+// what stops the run (ctx, a broker that will not start or stop).
+func (r *runner) runPoint(ctx context.Context, section string, p spec.Point) (pt result.Point, err error) {
+	label := section
+	if p.ID != "" {
+		label += " " + p.ID
+	}
+	pp := r.progress.point(label, r.pointEstimate(p.Workload))
+	summary := "not run"
+	defer func() { pp.end(summary) }()
+	pr, err := r.preparePoint(ctx, section, p)
+	if err != nil {
+		if errors.Is(err, ErrBroker) {
+			summary = "the target did not start"
+		}
+		return result.Point{ID: p.ID, Factors: slices.Clone(p.Factors)}, err
 	}
 	defer func() {
-		if stopErr := stop(); stopErr != nil && err == nil && ctx.Err() == nil {
+		if stopErr := pr.stop(); stopErr != nil && err == nil && ctx.Err() == nil {
 			err = stopErr
 		}
 	}()
-
-	for rep := range r.spec.Repetitions {
-		if err := alive(); err != nil {
-			summary = fmt.Sprintf("broker died after %d of %d reps", len(pt.Reps), r.spec.Repetitions)
-			return pt, err
+	reps := r.spec.Repetitions
+	for rep := range reps {
+		pp.rep(rep, reps)
+		if err := r.runRep(ctx, pr, rep); err != nil {
+			if ctx.Err() != nil {
+				summary = fmt.Sprintf("interrupted after %d of %d reps", len(pr.pt.Reps), reps)
+			} else {
+				summary = fmt.Sprintf("broker died after %d of %d reps", len(pr.pt.Reps), reps)
+			}
+			return pr.pt, err
 		}
-		pp.rep(rep, r.spec.Repetitions)
-		cfg.Seed = r.spec.Seed + 1000*int64(index) + int64(rep)
-		cfg.TopicPrefix = fmt.Sprintf("weir-run-%s-p%d-r%d", r.runID, index, rep)
-		begin := time.Now()
-		res, err := load.Run(ctx, cfg)
-		if ctx.Err() != nil {
-			summary = fmt.Sprintf("interrupted after %d of %d reps", len(pt.Reps), r.spec.Repetitions)
-			return pt, ctx.Err()
-		}
-		rp := result.Rep{Started: res.Started.UTC(), Duration: res.Window, Metrics: res.Metrics, Brokers: res.Brokers}
-		if res.Metrics == nil {
-			rp.Started, rp.Metrics = begin.UTC(), map[string]float64{}
-		}
-		if err != nil {
-			rp.Error = err.Error()
-		}
-		pt.Reps = append(pt.Reps, rp)
 	}
-	summary = pointSummary(&pt)
-	return pt, nil
+	summary = pointSummary(&pr.pt)
+	return pr.pt, nil
+}
+
+// runInterleaved runs a section with interleave: every point set up (its
+// broker started) before any load, then the repetitions in rounds, each
+// round running one repetition of every point in order, so that a machine
+// whose load drifts weighs on every point alike. Progress reports each
+// point's repetition as a step. Points with a finished repetition are
+// returned, in order.
+func (r *runner) runInterleaved(ctx context.Context, sec spec.Section) (pts []result.Point, err error) {
+	var prs []*pointRun
+	defer func() {
+		for _, pr := range prs {
+			if stopErr := pr.stop(); stopErr != nil && err == nil && ctx.Err() == nil {
+				err = stopErr
+			}
+			if len(pr.pt.Reps) > 0 {
+				pts = append(pts, pr.pt)
+			}
+		}
+	}()
+	for _, p := range sec.Points {
+		pr, err := r.preparePoint(ctx, sec.Name, p)
+		if err != nil {
+			return nil, err
+		}
+		prs = append(prs, pr)
+	}
+	reps := r.spec.Repetitions
+	for rep := range reps {
+		for i, pr := range prs {
+			pp := r.progress.point(fmt.Sprintf("%s rep %d/%d", pr.label, rep+1, reps), r.pointEstimate(sec.Points[i].Workload)/time.Duration(reps))
+			if err := r.runRep(ctx, pr, rep); err != nil {
+				pp.end("stopped: " + err.Error())
+				return nil, err
+			}
+			last := result.Point{Reps: pr.pt.Reps[len(pr.pt.Reps)-1:]}
+			pp.end(pointSummary(&last))
+		}
+	}
+	return nil, nil
 }
 
 // startTarget starts what a point of a managed target runs against (a

@@ -58,8 +58,8 @@ func TestSecurityOpts(t *testing.T) {
 	}
 }
 
-// A tiny run of the security preset: each of PLAINTEXT, SSL and SASL_SSL
-// gets a broker serving that listener, the load's clients connect over it
+// A tiny run of the security preset (two interleaved repetitions): each of
+// PLAINTEXT, SSL and SASL_SSL gets a broker serving that listener, the load's clients connect over it
 // (TLS trusting the point's throwaway CA, SCRAM-SHA-512 as the user the
 // runner created), move bytes both ways, and the results name the factor.
 func TestSecurityPreset(t *testing.T) {
@@ -67,7 +67,7 @@ func TestSecurityPreset(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.Repetitions = 1
+	s.Repetitions = 2 // interleaved: PLAINTEXT, SSL, SASL_SSL, then again
 	s.Workload.Warmup, s.Workload.Duration = 200*time.Millisecond, 700*time.Millisecond
 	s.Workload.Partitions = 2
 
@@ -109,8 +109,8 @@ func TestSecurityPreset(t *testing.T) {
 	if !strings.HasPrefix(run.Env.TLSFetch, "copy") {
 		t.Errorf("env tls_fetch %q: want the copy path named", run.Env.TLSFetch)
 	}
-	if len(clients) != 3 {
-		t.Fatalf("%d load setups seen, want 3", len(clients))
+	if len(clients) != 6 {
+		t.Fatalf("%d load setups seen, want 3 points x 2 reps", len(clients))
 	}
 	for i, want := range []struct {
 		protocol string
@@ -121,11 +121,18 @@ func TestSecurityPreset(t *testing.T) {
 		if p.ID != "security_protocol="+want.protocol || len(p.Factors) != 1 || p.Factors[0] != (result.FactorValue{Name: "security_protocol", Value: want.protocol}) {
 			t.Errorf("point %d: id %q factors %v, want security_protocol=%s", i, p.ID, p.Factors, want.protocol)
 		}
-		if c := clients[i]; c.tls != want.tls || strings.Join(c.mechs, ",") != want.mech {
-			t.Errorf("%s: the load's client had TLS %v, SASL %v; want %v, %q", want.protocol, c.tls, c.mechs, want.tls, want.mech)
+		// Setups come in rounds: rep r of point i is setup 3r+i.
+		for _, c := range []seen{clients[i], clients[3+i]} {
+			if c.tls != want.tls || strings.Join(c.mechs, ",") != want.mech {
+				t.Errorf("%s: the load's client had TLS %v, SASL %v; want %v, %q", want.protocol, c.tls, c.mechs, want.tls, want.mech)
+			}
 		}
-		if len(p.Reps) != 1 || p.Reps[0].Error != "" {
+		if len(p.Reps) != 2 || p.Reps[0].Error != "" || p.Reps[1].Error != "" {
 			t.Fatalf("%s: reps %+v", want.protocol, p.Reps)
+		}
+		if i > 0 && !p.Reps[0].Started.Before(run.Sections[0].Points[0].Reps[1].Started) {
+			t.Errorf("%s: rep 1 started %v, after PLAINTEXT's rep 2 (%v): not interleaved", want.protocol, p.Reps[0].Started,
+				run.Sections[0].Points[0].Reps[1].Started)
 		}
 		m := p.Reps[0].Metrics
 		if m[result.BytesProduced] <= 0 || m[result.BytesConsumed] != m[result.BytesProduced] || m[result.ConsumeMBPerSec] <= 0 {

@@ -14,6 +14,7 @@
 //	name: codec-sweep            # names the run and its results directory
 //	seed: 1                      # seeds payloads, keys and sizes (default 0)
 //	repetitions: 5               # reps per matrix point (default 5)
+//	interleave: false            # true: reps in rounds, one of every point per round (brokers all up)
 //	target:                      # one of embedded (the default), bootstrap or cluster
 //	  embedded:                  # a `weir broker` subprocess per point
 //	    data_dir: /mnt/nvme/weir # where its data directories go (default: a temp dir)

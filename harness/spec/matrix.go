@@ -358,6 +358,9 @@ func (s *Spec) WriteMatrix(w io.Writer) error {
 	}
 	target := s.Target.describe()
 	fmt.Fprintf(w, "spec %s: seed %d, %d repetitions, target %s\n", s.Name, s.Seed, s.Repetitions, target)
+	if s.Interleave {
+		fmt.Fprintln(w, "interleave: each section's repetitions run in rounds, one of every point per round, its points' brokers all up")
+	}
 	for _, warn := range s.Warnings {
 		fmt.Fprintf(w, "warning: %s\n", warn)
 	}

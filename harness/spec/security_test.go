@@ -53,6 +53,8 @@ baseline: security_protocol=PLAINTEXT/codec=none
 			"factors.security_protocol[0]: SSL: load experiments only"},
 		{"target: {embedded: {}}\nfactors: {security_protocol: [SSL, SSL]}",
 			"factors.security_protocol[1]: repeats level 0 (SSL)"},
+		{"target: {cluster: {brokers: 1}}\ninterleave: true", "interleave: not on a cluster target"},
+		{"target: {embedded: {}}\ninterleave: true\ndurability: {}", "interleave: load experiments only"},
 	} {
 		s := mustParse(t, "name: bad\n"+tc.yaml+"\n")
 		if err := s.Validate(fakePlugins{}); err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -57,6 +57,14 @@ type Spec struct {
 	// Experiments, if given, replace the single load section by several,
 	// each with workload overrides and its own factors (or points).
 	Experiments []Experiment `yaml:"experiments"`
+	// Interleave runs each load section's repetitions in rounds, one
+	// repetition of every point per round, instead of all of a point's
+	// repetitions in a row: every point's broker is started before the
+	// first round and kept to the last, so that a machine whose load
+	// drifts (other jobs, a VM neighbour) weighs on every point alike and
+	// the ratios to the baseline hold. Embedded and bootstrap targets;
+	// default false.
+	Interleave bool `yaml:"interleave"`
 	// Probes are the optional disk and memory probes, run before the load.
 	Probes Probes `yaml:"probes"`
 	// NoLoad leaves the load out: a spec of probes only.

@@ -133,6 +133,14 @@ func (s *Spec) Validate(plugins Plugins) error {
 			p.add("no_load", "a spec without load needs probes: there is nothing to run")
 		}
 	}
+	if s.Interleave {
+		switch {
+		case s.Durability != nil || s.Scale != nil:
+			p.add("interleave", "load experiments only: durability and scale runs start a broker per repetition")
+		case s.Target.IsCluster():
+			p.add("interleave", "not on a cluster target: it would keep a cluster per point running at once")
+		}
+	}
 	if s.Durability != nil && s.Baseline != "" {
 		p.add("baseline", "not for durability experiments: their report compares each point with its bound")
 	}
