@@ -17,6 +17,13 @@
 // segments, no leftover topics. Each point's data directory is removed when
 // the point ends.
 //
+// With interleave, a load section's points are all set up first (each its
+// broker) and their repetitions run in rounds, one of every point per
+// round. A point with security_protocol other than PLAINTEXT gets a broker
+// serving that listener beside a PLAINTEXT one for the runner, with a
+// throwaway CA and certificate and, for SASL, a SCRAM user (security.go);
+// its clients connect to the secure listener.
+//
 // A cluster target (package harness/clusterproc) starts, per point, a
 // ZooKeeper from Debian's package (or a fresh chroot of an external one)
 // and N brokers with ids 1..N, and waits until every broker lists all N
