@@ -44,7 +44,8 @@ func BenchmarkSCRAMAuthentications(b *testing.B) {
 // with kTLS auto: sendfile through the kernel's TLS where the self-test
 // passes; skipped with the self-test's reason where it does not, as on
 // kernels without the tls ULP). MB/s is the broker and the client together
-// on one machine.
+// on one machine. SASL_SSL (SCRAM-SHA-512, the login paid once per
+// consumer) runs beside them.
 func BenchmarkConsumeByProtocol(b *testing.B) {
 	var tcfg *tls.Config
 	sb := startSecureBroker(b, func(l *Listener) {
@@ -56,6 +57,7 @@ func BenchmarkConsumeByProtocol(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	addScramUser(b, sb, "bench", "bench-pass", kadm.ScramSha512)
 	sb.addrs["SSL-ktls"] = kl.Addr().String()
 	served := make(chan error, 1)
 	go func() {
@@ -87,7 +89,7 @@ func BenchmarkConsumeByProtocol(b *testing.B) {
 	if err := prod.Flush(ctx); err != nil {
 		b.Fatal(err)
 	}
-	for _, name := range []string{"PLAINTEXT", "SSL", "SSL-ktls"} {
+	for _, name := range []string{"PLAINTEXT", "SSL", "SASL_SSL", "SSL-ktls"} {
 		b.Run("protocol="+name, func(b *testing.B) {
 			if name == "SSL-ktls" {
 				if p := sb.s.FetchPaths()[name]; !strings.HasPrefix(p, "kTLS") {
@@ -99,6 +101,9 @@ func BenchmarkConsumeByProtocol(b *testing.B) {
 				opts := []kgo.Opt{kgo.ConsumeTopics("bench"), kgo.FetchMaxBytes(16 << 20)}
 				if name != "PLAINTEXT" {
 					opts = append(opts, kgo.DialTLSConfig(sb.clientTLS(b, nil)))
+				}
+				if name == "SASL_SSL" {
+					opts = append(opts, kgo.SASL(scram.Auth{User: "bench", Pass: "bench-pass"}.AsSha512Mechanism()))
 				}
 				cl := sb.client(b, name, opts...)
 				n := 0

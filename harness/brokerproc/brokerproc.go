@@ -59,6 +59,14 @@ type Options struct {
 	// set it to restart a broker where clients and its old registration
 	// know it. Default: a free loopback port, picked again on a clash.
 	Listen string
+	// SecureProtocol, when SSL, SASL_PLAINTEXT or SASL_SSL, adds a
+	// listener of that protocol on a free loopback port
+	// (Process.SecureAddr) beside the PLAINTEXT one on Listen, which stays
+	// the inter-broker listener and the one readiness is polled on
+	// (--listeners PLAINTEXT://Listen,PROTOCOL://SecureAddr). The
+	// certificate and SASL flags it needs come in Flags. Default "": only
+	// the PLAINTEXT listener.
+	SecureProtocol string
 	// Metrics serves /metrics on a second free port (Process.MetricsAddr);
 	// otherwise the endpoint is off.
 	Metrics bool
@@ -107,6 +115,7 @@ type Options struct {
 type Process struct {
 	Cmd         *exec.Cmd
 	Addr        string // Kafka protocol, host:port (Options.Listen)
+	SecureAddr  string // the Options.SecureProtocol listener's host:port; "" without one
 	MetricsAddr string // "" without Options.Metrics
 	PprofAddr   string // "" without Options.Pprof
 
@@ -150,6 +159,12 @@ func startOnce(ctx context.Context, o Options) (*Process, error) {
 			return nil, err
 		}
 	}
+	secureAddr := ""
+	if o.SecureProtocol != "" && o.SecureProtocol != "PLAINTEXT" {
+		if secureAddr, err = freePort(); err != nil {
+			return nil, err
+		}
+	}
 	pprofAddr := ""
 	if o.Pprof {
 		if pprofAddr, err = freePort(); err != nil {
@@ -163,6 +178,9 @@ func startOnce(ctx context.Context, o Options) (*Process, error) {
 	if o.PowerCutFS {
 		args = append(args, "--power-cut-fs")
 	}
+	if secureAddr != "" {
+		args = append(args, "--listeners", "PLAINTEXT://"+addr+","+o.SecureProtocol+"://"+secureAddr)
+	}
 	args = append(args, o.Flags...)
 	argv := slices.Clone(o.Exec)
 	if o.OpenFilesLimit > 0 {
@@ -174,7 +192,7 @@ func startOnce(ctx context.Context, o Options) (*Process, error) {
 	if len(o.Env) > 0 {
 		cmd.Env = append(os.Environ(), o.Env...)
 	}
-	p := &Process{Cmd: cmd, Addr: addr, MetricsAddr: metricsAddr, PprofAddr: pprofAddr, opts: o, out: &tail{max: 16 << 10}, exited: make(chan struct{})}
+	p := &Process{Cmd: cmd, Addr: addr, SecureAddr: secureAddr, MetricsAddr: metricsAddr, PprofAddr: pprofAddr, opts: o, out: &tail{max: 16 << 10}, exited: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = p.out, p.out
 	if o.Log != nil {
 		w := io.MultiWriter(p.out, o.Log)

@@ -276,16 +276,34 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	// consumers, or all of them, for a backlog.
 	var consumeStart time.Time
 	var consErr error
+	var consBefore, consAfter BrokerSample
+	backlogCPU := false
 	if w.Consumers > 0 {
 		want := prods.window
 		if w.Consume == "backlog" {
 			want = prods.all
+			if cfg.Broker != nil {
+				// The broker's CPU from the consumers' start to the end
+				// of the drain: what serving the backlog cost it.
+				if consBefore, err = cfg.Broker.Sample(ctx, r.topics); err != nil {
+					cancel()
+					return Result{}, err
+				}
+			}
 			consumeStart = time.Now()
 			if err := cons.start(runCtx); err != nil {
 				return Result{}, err
 			}
 		}
 		consErr = cons.drain(runCtx, want, w.Consume == "backlog", cfg.DrainTimeout)
+		if w.Consume == "backlog" && cfg.Broker != nil && consErr == nil {
+			if consAfter, err = cfg.Broker.Sample(ctx, r.topics); err != nil {
+				cancel()
+				cons.wait()
+				return Result{}, err
+			}
+			backlogCPU = true
+		}
 	}
 	cancel()
 	cons.wait()
@@ -320,6 +338,13 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 			m[result.ConsumeMsgsPerSec] = float64(c.allMsgs) / span
 			m[result.ConsumeMBPerSec] = float64(c.allBytes) / span / MB
 		}
+		if backlogCPU {
+			cpu := consAfter.CPUSeconds - consBefore.CPUSeconds
+			m[result.BrokerConsumeCPUSeconds] = cpu
+			if c.allBytes > 0 {
+				m[result.BrokerCPUPerGBConsumed] = cpu / (float64(c.allBytes) / GB)
+			}
+		}
 	}
 	if prods.batchBytes > 0 {
 		stored := prods.sentBytes
@@ -335,6 +360,9 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	}
 	if cfg.Broker != nil && win.err == nil {
 		putBrokerDeltas(m, win.start, win.end)
+		if prods.bytes > 0 {
+			m[result.BrokerCPUPerGBProduced] = m[result.BrokerCPUSeconds] / (float64(prods.bytes) / GB)
+		}
 		for id, end := range win.end.Brokers {
 			if start, ok := win.start.Brokers[id]; ok {
 				if res.Brokers == nil {
@@ -372,6 +400,9 @@ func selfCPUSeconds() float64 {
 
 // MB is the unit of the MB/s figures: 2^20 bytes, as in Kreps' figures.
 const MB = 1 << 20
+
+// GB is the unit of the CPU-per-GB figures: 2^30 bytes.
+const GB = 1 << 30
 
 func putQuantiles(m map[string]float64, h *hist, p50, p95, p99, p999, pmax string) {
 	m[p50] = h.quantileMicros(0.50)

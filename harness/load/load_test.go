@@ -141,6 +141,12 @@ func TestRunLive(t *testing.T) {
 	if m[result.BrokerCPUSeconds] != 0.5 || m[result.DiskWriteBytes] != 1000 || m[result.Fsyncs] != 7 {
 		t.Errorf("broker figures %v cpu, %v written, %v fsyncs; want one step of the fake's counters", m[result.BrokerCPUSeconds], m[result.DiskWriteBytes], m[result.Fsyncs])
 	}
+	if got, want := m[result.BrokerCPUPerGBProduced], 0.5/(m[result.BytesProduced]/GB); math.Abs(got-want) > 1e-9*want {
+		t.Errorf("broker-cpu-s-per-GB-produced %v, want broker-cpu-s over the GB produced, %v", got, want)
+	}
+	if _, ok := m[result.BrokerConsumeCPUSeconds]; ok {
+		t.Error("live consumption reports the broker's backlog CPU")
+	}
 	if len(stats.topics) != 2 || stats.topics[0] != "live-0" || stats.topics[1] != "live-1" {
 		t.Errorf("broker sampled for topics %q", stats.topics)
 	}
@@ -188,11 +194,21 @@ func TestRunBacklog(t *testing.T) {
 	w.Consume = "backlog"
 	w.Acks = "1"
 	w.MessageSize = spec.MessageSize{Distribution: spec.Uniform, Min: 16, Max: 600}
-	res, err := Run(context.Background(), Config{Bootstrap: b.Addr(), Workload: w, Seed: 3, TopicPrefix: "backlog"})
+	res, err := Run(context.Background(), Config{Bootstrap: b.Addr(), Workload: w, Seed: 3, TopicPrefix: "backlog", Broker: &fakeStats{}})
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
 	checkConsistent(t, res, w)
+	// Samples: before, window start and end, after, then around the
+	// backlog's reading: one step of the fake's counters.
+	m := res.Metrics
+	if cpu := m[result.BrokerConsumeCPUSeconds]; cpu != 0.5 {
+		t.Errorf("broker-consume-cpu-s %v, want one step of the fake's counters (0.5)", cpu)
+	}
+	// The backlog holds the warm-up's records too: at least the window's.
+	if perGB := m[result.BrokerCPUPerGBConsumed]; !(perGB > 0 && perGB <= 0.5/(m[result.BytesConsumed]/GB)) {
+		t.Errorf("broker-cpu-s-per-GB-consumed %v, want in (0, %v]", perGB, 0.5/(m[result.BytesConsumed]/GB))
+	}
 	if _, ok := res.Metrics[result.E2EP50]; ok {
 		t.Error("backlog consumption reports end-to-end latency")
 	}

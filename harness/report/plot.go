@@ -56,6 +56,7 @@ var keyMetrics = [][]string{
 	{result.CompressionRatio},
 	{result.PartitionSkew},
 	{result.BrokerCPUSeconds},
+	{result.BrokerCPUPerGBConsumed},
 	{result.Fsyncs},
 }
 

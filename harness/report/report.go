@@ -323,6 +323,7 @@ func referenceTable(refs []refRow) Table {
 var baselineMetrics = []string{
 	result.ProduceMBPerSec, result.ProduceMsgsPerSec, result.ConsumeMBPerSec,
 	result.AckP50, result.AckP99, result.E2EP50, result.E2EP99, result.BrokerCPUSeconds,
+	result.BrokerCPUPerGBProduced, result.BrokerCPUPerGBConsumed,
 }
 
 // baselineTable sets every point against the section's baseline: each
@@ -414,6 +415,9 @@ func envRows(run *result.Run) [][]string {
 	}
 	if e.Networking != "" {
 		rows = append(rows, []string{"networking", e.Networking})
+	}
+	if e.TLSFetch != "" {
+		rows = append(rows, []string{"TLS fetch path", e.TLSFetch})
 	}
 	if e.BrokerOpenFiles != "" {
 		rows = append(rows, []string{"broker open-file limit", e.BrokerOpenFiles})

@@ -43,12 +43,21 @@ const (
 	E2EP999 = "e2e-p99.9-us"
 	E2EMax  = "e2e-max-us"
 
-	BrokerCPUSeconds = "broker-cpu-s"     // user+system CPU of the broker (a cluster's: all its brokers) during the measured window
-	ClientCPUSeconds = "client-cpu-s"     // user+system CPU of the load generator's process (producers and consumers) during the measured window
-	DiskWriteBytes   = "disk-write-bytes" // bytes the broker wrote to its data directory's device
-	Fsyncs           = "fsyncs"
-	CompressionRatio = "compression-ratio" // uncompressed record bytes / stored batch bytes
-	PartitionSkew    = "partition-skew"    // max records on one partition / mean per partition
+	BrokerCPUSeconds = "broker-cpu-s" // user+system CPU of the broker (a cluster's: all its brokers) during the measured window
+	ClientCPUSeconds = "client-cpu-s" // user+system CPU of the load generator's process (producers and consumers) during the measured window
+	// BrokerCPUPerGBProduced is broker-cpu-s over the GB (2^30 bytes, as
+	// MB is 2^20) produced in the window: all the broker did in it, live
+	// consumers served included.
+	BrokerCPUPerGBProduced = "broker-cpu-s-per-GB-produced"
+	// BrokerConsumeCPUSeconds (consume: backlog) is the broker's CPU time
+	// while the consumers read the backlog, from their start to the last
+	// record; BrokerCPUPerGBConsumed divides it by the GB they read.
+	BrokerConsumeCPUSeconds = "broker-consume-cpu-s"
+	BrokerCPUPerGBConsumed  = "broker-cpu-s-per-GB-consumed"
+	DiskWriteBytes          = "disk-write-bytes" // bytes the broker wrote to its data directory's device
+	Fsyncs                  = "fsyncs"
+	CompressionRatio        = "compression-ratio" // uncompressed record bytes / stored batch bytes
+	PartitionSkew           = "partition-skew"    // max records on one partition / mean per partition
 
 	MsgsProduced  = "msgs-produced" // acknowledged
 	MsgsConsumed  = "msgs-consumed"
@@ -222,6 +231,11 @@ type Env struct {
 	// broker in a network namespace of its own, on a bridge); "" for a
 	// bootstrap target.
 	Networking string `json:"networking,omitempty"`
+	// TLSFetch says how the broker sent Fetch responses on the TLS
+	// listeners a run's points used (security_protocol SSL or SASL_SSL):
+	// the copy path, and whether this kernel would have kTLS; "" when no
+	// point used TLS.
+	TLSFetch string `json:"tls_fetch,omitempty"`
 	// BrokerOpenFiles is the open-file limit (RLIMIT_NOFILE) the broker
 	// process ran under, as its /proc/<pid>/limits said ("soft 20000,
 	// hard 20000"); recorded by experiments that read it (scale), "" in

@@ -29,7 +29,14 @@ type broker struct{ *brokerproc.Process }
 // brokerproc), with env added to its environment and, when openFiles > 0,
 // that open-file limit; errors wrap ErrBroker.
 func startBroker(ctx context.Context, weir, dataDir string, flags, env []string, openFiles int) (*broker, error) {
-	p, err := brokerproc.Start(ctx, brokerproc.Options{Weir: weir, DataDir: dataDir, Flags: flags, Env: env, OpenFilesLimit: openFiles, Metrics: true})
+	return startBrokerOpts(ctx, brokerproc.Options{Weir: weir, DataDir: dataDir, Flags: flags, Env: env, OpenFilesLimit: openFiles})
+}
+
+// startBrokerOpts starts `weir broker` with o and its /metrics endpoint;
+// errors wrap ErrBroker.
+func startBrokerOpts(ctx context.Context, o brokerproc.Options) (*broker, error) {
+	o.Metrics = true
+	p, err := brokerproc.Start(ctx, o)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, err

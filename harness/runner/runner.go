@@ -17,6 +17,13 @@
 // segments, no leftover topics. Each point's data directory is removed when
 // the point ends.
 //
+// With interleave, a load section's points are all set up first (each its
+// broker) and their repetitions run in rounds, one of every point per
+// round. A point with security_protocol other than PLAINTEXT gets a broker
+// serving that listener beside a PLAINTEXT one for the runner, with a
+// throwaway CA and certificate and, for SASL, a SCRAM user (security.go);
+// its clients connect to the secure listener.
+//
 // A cluster target (package harness/clusterproc) starts, per point, a
 // ZooKeeper from Debian's package (or a fresh chroot of an external one)
 // and N brokers with ids 1..N, and waits until every broker lists all N
@@ -53,6 +60,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/weir-broker/weir/core/topicconfig"
+	"github.com/weir-broker/weir/harness/brokerproc"
 	"github.com/weir-broker/weir/harness/clusterproc"
 	"github.com/weir-broker/weir/harness/durability"
 	"github.com/weir-broker/weir/harness/env"
@@ -229,6 +237,9 @@ func Run(ctx context.Context, opts Options) (*result.Run, string, error) {
 		run.Env.Networking = networking
 	case managed:
 		run.Env.Target, run.Env.Brokers, run.Env.Networking = "embedded", 1, clusterproc.NetworkingLoopback
+		if usesTLS(sections) {
+			run.Env.TLSFetch = tlsFetchPath() // security.go
+		}
 	default:
 		run.Env.Target = s.Target.Bootstrap
 	}
@@ -244,6 +255,9 @@ func Run(ctx context.Context, opts Options) (*result.Run, string, error) {
 		for _, p := range sec.Points {
 			estimate += r.pointEstimate(p.Workload)
 			points++
+			if s.Interleave {
+				points += s.Repetitions - 1 // a step per repetition (runInterleaved)
+			}
 		}
 	}
 	r.progress = newProgress(stderr, isTerminal(stderr), points, estimate)
@@ -398,19 +412,27 @@ func (r *runner) probes(ctx context.Context, run *result.Run) error {
 }
 
 // load runs every load section's points. A section keeps the points with at
-// least one finished repetition.
+// least one finished repetition. With interleave, a section's points are
+// all set up first (their brokers started) and their repetitions run in
+// rounds: rep 1 of every point, then rep 2, and so on.
 func (r *runner) load(ctx context.Context, run *result.Run, sections []spec.Section) error {
 	for _, sec := range sections {
 		rs := result.Section{Name: sec.Name, Factors: slices.Clone(sec.Factors), Baseline: sec.Baseline}
 		var err error
-		for _, p := range sec.Points {
-			var pt result.Point
-			pt, err = r.runPoint(ctx, sec.Name, p)
-			if len(pt.Reps) > 0 {
-				rs.Points = append(rs.Points, pt)
-			}
-			if err != nil {
-				break
+		if r.spec.Interleave {
+			var pts []result.Point
+			pts, err = r.runInterleaved(ctx, sec)
+			rs.Points = pts
+		} else {
+			for _, p := range sec.Points {
+				var pt result.Point
+				pt, err = r.runPoint(ctx, sec.Name, p)
+				if len(pt.Reps) > 0 {
+					rs.Points = append(rs.Points, pt)
+				}
+				if err != nil {
+					break
+				}
 			}
 		}
 		run.Sections = append(run.Sections, rs)
@@ -421,83 +443,170 @@ func (r *runner) load(ctx context.Context, run *result.Run, sections []spec.Sect
 	return nil
 }
 
-// runPoint runs one point's repetitions, with its own broker for embedded
-// targets. Failed repetitions are recorded in the point; the error is for
-// what stops the run (ctx, a broker that will not start or stop).
-func (r *runner) runPoint(ctx context.Context, section string, p spec.Point) (pt result.Point, err error) {
-	index := r.point
-	r.point++
-	pt = result.Point{ID: p.ID, Factors: slices.Clone(p.Factors)}
-	w := p.Workload
-	label := section
-	if p.ID != "" {
-		label += " " + p.ID
-	}
-	pp := r.progress.point(label, r.pointEstimate(w))
-	summary := "not run"
-	defer func() { pp.end(summary) }()
+// pointRun is a point set up to run repetitions: its load config, its
+// target started, and its finished repetitions.
+type pointRun struct {
+	index int // over all sections: seeds and topic names
+	label string
+	pt    result.Point
+	cfg   load.Config
+	alive func() error
+	stop  func() error // stops the target, then closes the codec
+}
 
+// preparePoint sets a point up: its load config (client security, payload,
+// codec, partitioner) and its target (a fresh broker for embedded targets).
+// On error nothing of it is left running.
+func (r *runner) preparePoint(ctx context.Context, section string, p spec.Point) (*pointRun, error) {
+	pr := &pointRun{index: r.point, label: section, pt: result.Point{ID: p.ID, Factors: slices.Clone(p.Factors)}}
+	r.point++
+	if p.ID != "" {
+		pr.label += " " + p.ID
+	}
+	w := p.Workload
 	cfg := load.Config{Workload: w, DrainTimeout: r.opts.DrainTimeout, TopicConfigs: maps.Clone(w.TopicConfig), AfterSetup: r.opts.afterSetup}
 	if cfg.TopicConfigs == nil {
 		cfg.TopicConfigs = map[string]string{}
 	}
+	var err error
 	if cfg.ClientOpts, err = securityOpts(r.spec.Target.Security); err != nil { // security.go
-		return pt, err
+		return nil, err
 	}
 	if path := r.spec.PayloadPath(w); path != "" {
 		if cfg.PayloadFile, err = os.ReadFile(path); err != nil {
-			return pt, fmt.Errorf("runner: payload_file: %w", err)
+			return nil, fmt.Errorf("runner: payload_file: %w", err)
 		}
 	}
 	c, err := r.host.Codec(w.Codec)
 	if err != nil {
-		return pt, err
+		return nil, err
 	}
-	if cl, ok := c.(io.Closer); ok {
-		defer cl.Close()
+	closeCodec := func() {
+		if cl, ok := c.(io.Closer); ok {
+			cl.Close()
+		}
 	}
 	cfg.Codec = c
 	if w.Partitioner != "" {
 		specStr := w.Partitioner
 		cfg.NewPartitioner = func() (partitioner.Partitioner, error) { return r.host.Partitioner(specStr) }
 	}
-
-	alive, stop, err := r.startTarget(ctx, index, &cfg)
+	alive, stop, err := r.startTarget(ctx, pr.index, &cfg)
 	if err != nil {
-		summary = "the target did not start"
-		return pt, err
+		closeCodec()
+		return nil, err
+	}
+	pr.cfg, pr.alive = cfg, alive
+	pr.stop = func() error {
+		defer closeCodec()
+		return stop()
+	}
+	return pr, nil
+}
+
+// runRep runs repetition rep of a prepared point, adding it to
+// the point. The error is for what stops the run (ctx, a broker that died);
+// a failed repetition is recorded in it instead.
+func (r *runner) runRep(ctx context.Context, pr *pointRun, rep int) error {
+	if err := pr.alive(); err != nil {
+		return err
+	}
+	cfg := pr.cfg
+	cfg.Seed = r.spec.Seed + 1000*int64(pr.index) + int64(rep)
+	cfg.TopicPrefix = fmt.Sprintf("weir-run-%s-p%d-r%d", r.runID, pr.index, rep)
+	begin := time.Now()
+	res, err := load.Run(ctx, cfg)
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	rp := result.Rep{Started: res.Started.UTC(), Duration: res.Window, Metrics: res.Metrics, Brokers: res.Brokers}
+	if res.Metrics == nil {
+		rp.Started, rp.Metrics = begin.UTC(), map[string]float64{}
+	}
+	if err != nil {
+		rp.Error = err.Error()
+	}
+	pr.pt.Reps = append(pr.pt.Reps, rp)
+	return nil
+}
+
+// runPoint runs one point's repetitions, with its own broker for embedded
+// targets. Failed repetitions are recorded in the point; the error is for
+// what stops the run (ctx, a broker that will not start or stop).
+func (r *runner) runPoint(ctx context.Context, section string, p spec.Point) (pt result.Point, err error) {
+	label := section
+	if p.ID != "" {
+		label += " " + p.ID
+	}
+	pp := r.progress.point(label, r.pointEstimate(p.Workload))
+	summary := "not run"
+	defer func() { pp.end(summary) }()
+	pr, err := r.preparePoint(ctx, section, p)
+	if err != nil {
+		if errors.Is(err, ErrBroker) {
+			summary = "the target did not start"
+		}
+		return result.Point{ID: p.ID, Factors: slices.Clone(p.Factors)}, err
 	}
 	defer func() {
-		if stopErr := stop(); stopErr != nil && err == nil && ctx.Err() == nil {
+		if stopErr := pr.stop(); stopErr != nil && err == nil && ctx.Err() == nil {
 			err = stopErr
 		}
 	}()
-
-	for rep := range r.spec.Repetitions {
-		if err := alive(); err != nil {
-			summary = fmt.Sprintf("broker died after %d of %d reps", len(pt.Reps), r.spec.Repetitions)
-			return pt, err
+	reps := r.spec.Repetitions
+	for rep := range reps {
+		pp.rep(rep, reps)
+		if err := r.runRep(ctx, pr, rep); err != nil {
+			if ctx.Err() != nil {
+				summary = fmt.Sprintf("interrupted after %d of %d reps", len(pr.pt.Reps), reps)
+			} else {
+				summary = fmt.Sprintf("broker died after %d of %d reps", len(pr.pt.Reps), reps)
+			}
+			return pr.pt, err
 		}
-		pp.rep(rep, r.spec.Repetitions)
-		cfg.Seed = r.spec.Seed + 1000*int64(index) + int64(rep)
-		cfg.TopicPrefix = fmt.Sprintf("weir-run-%s-p%d-r%d", r.runID, index, rep)
-		begin := time.Now()
-		res, err := load.Run(ctx, cfg)
-		if ctx.Err() != nil {
-			summary = fmt.Sprintf("interrupted after %d of %d reps", len(pt.Reps), r.spec.Repetitions)
-			return pt, ctx.Err()
-		}
-		rp := result.Rep{Started: res.Started.UTC(), Duration: res.Window, Metrics: res.Metrics, Brokers: res.Brokers}
-		if res.Metrics == nil {
-			rp.Started, rp.Metrics = begin.UTC(), map[string]float64{}
-		}
-		if err != nil {
-			rp.Error = err.Error()
-		}
-		pt.Reps = append(pt.Reps, rp)
 	}
-	summary = pointSummary(&pt)
-	return pt, nil
+	summary = pointSummary(&pr.pt)
+	return pr.pt, nil
+}
+
+// runInterleaved runs a section with interleave: every point set up (its
+// broker started) before any load, then the repetitions in rounds, each
+// round running one repetition of every point in order, so that a machine
+// whose load drifts weighs on every point alike. Progress reports each
+// point's repetition as a step. Points with a finished repetition are
+// returned, in order.
+func (r *runner) runInterleaved(ctx context.Context, sec spec.Section) (pts []result.Point, err error) {
+	var prs []*pointRun
+	defer func() {
+		for _, pr := range prs {
+			if stopErr := pr.stop(); stopErr != nil && err == nil && ctx.Err() == nil {
+				err = stopErr
+			}
+			if len(pr.pt.Reps) > 0 {
+				pts = append(pts, pr.pt)
+			}
+		}
+	}()
+	for _, p := range sec.Points {
+		pr, err := r.preparePoint(ctx, sec.Name, p)
+		if err != nil {
+			return nil, err
+		}
+		prs = append(prs, pr)
+	}
+	reps := r.spec.Repetitions
+	for rep := range reps {
+		for i, pr := range prs {
+			pp := r.progress.point(fmt.Sprintf("%s rep %d/%d", pr.label, rep+1, reps), r.pointEstimate(sec.Points[i].Workload)/time.Duration(reps))
+			if err := r.runRep(ctx, pr, rep); err != nil {
+				pp.end("stopped: " + err.Error())
+				return nil, err
+			}
+			last := result.Point{Reps: pr.pt.Reps[len(pr.pt.Reps)-1:]}
+			pp.end(pointSummary(&last))
+		}
+	}
+	return nil, nil
 }
 
 // startTarget starts what a point of a managed target runs against (a
@@ -543,12 +652,39 @@ func (r *runner) startTarget(ctx context.Context, index int, cfg *load.Config) (
 		flags = append(flags, e.BrokerFlags...) // after ours: the spec's win
 		env, openFiles = e.BrokerEnv, e.OpenFilesLimit
 	}
-	b, err := startBroker(ctx, r.weir, dir, flags, env, openFiles)
+	// A listener other than PLAINTEXT: a throwaway CA and certificate
+	// (and SCRAM user) of the point's own, beside its data directory.
+	secDir := dir + "-security"
+	ls, err := newListenerSecurity(w.SecurityProtocol, secDir) // security.go
 	if err != nil {
-		os.RemoveAll(dir)
+		os.RemoveAll(secDir)
 		return nil, nil, err
 	}
+	o := brokerproc.Options{Weir: r.weir, DataDir: dir, Env: env, OpenFilesLimit: openFiles}
+	if ls != nil {
+		o.SecureProtocol = ls.protocol
+		flags = append(slices.Clone(ls.flags), flags...) // before the spec's: they win
+	}
+	o.Flags = flags
+	b, err := startBrokerOpts(ctx, o)
+	if err != nil {
+		os.RemoveAll(dir)
+		os.RemoveAll(secDir)
+		return nil, nil, err
+	}
+	stop = func() error {
+		err := removeAfter(dir, b.stop())
+		os.RemoveAll(secDir)
+		return err
+	}
 	cfg.Bootstrap, cfg.Broker = b.Addr, b
+	if ls != nil {
+		opts, err := ls.ready(ctx, b.Addr, b.SecureAddr)
+		if err != nil {
+			return nil, nil, errors.Join(err, stop())
+		}
+		cfg.Bootstrap, cfg.ClientOpts = b.SecureAddr, opts
+	}
 	alive = func() error {
 		select {
 		case <-b.Exited():
@@ -557,7 +693,7 @@ func (r *runner) startTarget(ctx context.Context, index int, cfg *load.Config) (
 			return nil
 		}
 	}
-	return alive, func() error { return removeAfter(dir, b.stop()) }, nil
+	return alive, stop, nil
 }
 
 // removeAfter removes a point's data directory once what used it has

@@ -1,15 +1,23 @@
 package runner
 
 import (
+	"bytes"
 	"context"
+	"crypto/tls"
 	"crypto/x509/pkix"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl"
 
+	"github.com/weir-broker/weir/harness/presets"
+	"github.com/weir-broker/weir/harness/report"
+	"github.com/weir-broker/weir/harness/result"
 	"github.com/weir-broker/weir/harness/spec"
 	wbroker "github.com/weir-broker/weir/transport/broker"
 	"github.com/weir-broker/weir/transport/broker/brokertest"
@@ -47,5 +55,107 @@ func TestSecurityOpts(t *testing.T) {
 	defer cancel()
 	if err := cl.Ping(ctx); err != nil {
 		t.Fatalf("ping over SASL_SSL: %v", err)
+	}
+}
+
+// A tiny run of the security preset (two interleaved repetitions): each of
+// PLAINTEXT, SSL and SASL_SSL gets a broker serving that listener, the load's clients connect over it
+// (TLS trusting the point's throwaway CA, SCRAM-SHA-512 as the user the
+// runner created), move bytes both ways, and the results name the factor.
+func TestSecurityPreset(t *testing.T) {
+	s, err := presets.Spec("security")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Repetitions = 2 // interleaved: PLAINTEXT, SSL, SASL_SSL, then again
+	s.Workload.Warmup, s.Workload.Duration = 200*time.Millisecond, 700*time.Millisecond
+	s.Workload.Partitions = 2
+
+	// What the load's admin client was configured with, per point in order.
+	type seen struct {
+		tls   bool
+		mechs []string
+		seeds []string
+	}
+	var mu sync.Mutex
+	var clients []seen
+	out := filepath.Join(t.TempDir(), "results")
+	var stdout, stderr bytes.Buffer
+	run, _, err := Run(context.Background(), Options{Spec: s, Out: out, DataDir: t.TempDir(), Weir: weirBin, Stdout: &stdout, Stderr: &stderr,
+		afterSetup: func(_ context.Context, cl *kgo.Client, _ []string) error {
+			var c seen
+			if cfg, _ := cl.OptValue(kgo.DialTLSConfig).(*tls.Config); cfg != nil {
+				c.tls = true
+			}
+			ms, _ := cl.OptValue(kgo.SASL).([]sasl.Mechanism)
+			for _, m := range ms {
+				c.mechs = append(c.mechs, m.Name())
+			}
+			c.seeds, _ = cl.OptValue(kgo.SeedBrokers).([]string)
+			mu.Lock()
+			clients = append(clients, c)
+			mu.Unlock()
+			return nil
+		}})
+	if err != nil {
+		t.Fatalf("Run: %v\nstderr:\n%s", err, stderr.String())
+	}
+	if len(run.Sections) != 1 || len(run.Sections[0].Points) != 3 || strings.Join(run.Sections[0].Factors, ",") != "security_protocol" {
+		t.Fatalf("sections %+v: want one with 3 points of factor security_protocol", run.Sections)
+	}
+	if run.Sections[0].Baseline != "security_protocol=PLAINTEXT" {
+		t.Errorf("baseline %q", run.Sections[0].Baseline)
+	}
+	if !strings.HasPrefix(run.Env.TLSFetch, "copy") {
+		t.Errorf("env tls_fetch %q: want the copy path named", run.Env.TLSFetch)
+	}
+	if len(clients) != 6 {
+		t.Fatalf("%d load setups seen, want 3 points x 2 reps", len(clients))
+	}
+	for i, want := range []struct {
+		protocol string
+		tls      bool
+		mech     string
+	}{{"PLAINTEXT", false, ""}, {"SSL", true, ""}, {"SASL_SSL", true, "SCRAM-SHA-512"}} {
+		p := run.Sections[0].Points[i]
+		if p.ID != "security_protocol="+want.protocol || len(p.Factors) != 1 || p.Factors[0] != (result.FactorValue{Name: "security_protocol", Value: want.protocol}) {
+			t.Errorf("point %d: id %q factors %v, want security_protocol=%s", i, p.ID, p.Factors, want.protocol)
+		}
+		// Setups come in rounds: rep r of point i is setup 3r+i.
+		for _, c := range []seen{clients[i], clients[3+i]} {
+			if c.tls != want.tls || strings.Join(c.mechs, ",") != want.mech {
+				t.Errorf("%s: the load's client had TLS %v, SASL %v; want %v, %q", want.protocol, c.tls, c.mechs, want.tls, want.mech)
+			}
+		}
+		if len(p.Reps) != 2 || p.Reps[0].Error != "" || p.Reps[1].Error != "" {
+			t.Fatalf("%s: reps %+v", want.protocol, p.Reps)
+		}
+		if i > 0 && !p.Reps[0].Started.Before(run.Sections[0].Points[0].Reps[1].Started) {
+			t.Errorf("%s: rep 1 started %v, after PLAINTEXT's rep 2 (%v): not interleaved", want.protocol, p.Reps[0].Started,
+				run.Sections[0].Points[0].Reps[1].Started)
+		}
+		m := p.Reps[0].Metrics
+		if m[result.BytesProduced] <= 0 || m[result.BytesConsumed] != m[result.BytesProduced] || m[result.ConsumeMBPerSec] <= 0 {
+			t.Errorf("%s: produced %v bytes, consumed %v, consume %v MB/s", want.protocol, m[result.BytesProduced], m[result.BytesConsumed], m[result.ConsumeMBPerSec])
+		}
+		for _, k := range []string{result.BrokerCPUSeconds, result.BrokerCPUPerGBProduced, result.BrokerConsumeCPUSeconds, result.BrokerCPUPerGBConsumed} {
+			if v, ok := m[k]; !ok || v < 0 {
+				t.Errorf("%s: %s %v (present %v)", want.protocol, k, v, ok)
+			}
+		}
+	}
+	for file, wants := range map[string][]string{
+		report.MarkdownFile: {`SASL\_SSL`, "TLS fetch path", "broker-cpu-s-per-GB-consumed", "Against the baseline"},
+		report.BenchFile:    {"BenchmarkLoad/security_protocol=SASL_SSL", "BenchmarkLoad/security_protocol=SSL"},
+	} {
+		b, err := os.ReadFile(filepath.Join(out, file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range wants {
+			if !strings.Contains(string(b), want) {
+				t.Errorf("%s does not mention %q", file, want)
+			}
+		}
 	}
 }

@@ -179,7 +179,7 @@ func TestClusterTakesBrokerSettings(t *testing.T) {
 
 func TestPointParseErrors(t *testing.T) {
 	for _, tc := range []struct{ name, yaml, want string }{
-		{"unknown factor", "points: [{acks: all, replicas: 3}]", `line 2: unknown factor "replicas" in a point (known: codec,`},
+		{"unknown factor", "points: [{acks: all, replicas: 3}]", `line 2: unknown factor "replicas" in a point (known: security_protocol, codec,`},
 		{"a list", "points:\n  - {acks: [all, \"1\"]}", "line 3: acks: a point gives one level; a list of levels belongs in factors"},
 		{"not a map", "points: [all]", "line 2: a point: want a map of factor levels"},
 		{"bad value", "points: [{replication_factor: three}]", "cannot unmarshal"},

@@ -14,6 +14,7 @@
 //	name: codec-sweep            # names the run and its results directory
 //	seed: 1                      # seeds payloads, keys and sizes (default 0)
 //	repetitions: 5               # reps per matrix point (default 5)
+//	interleave: false            # true: reps in rounds, one of every point per round (brokers all up)
 //	target:                      # one of embedded (the default), bootstrap or cluster
 //	  embedded:                  # a `weir broker` subprocess per point
 //	    data_dir: /mnt/nvme/weir # where its data directories go (default: a temp dir)
@@ -54,6 +55,9 @@
 //	  batch_max_bytes: 1000012   # franz-go's default
 //	  linger: 10ms               # franz-go's default
 //	  topic_config: {segment.bytes: "1073741824"}
+//	  security_protocol: PLAINTEXT  # PLAINTEXT | SSL | SASL_PLAINTEXT | SASL_SSL: the listener the load
+//	                             #   uses; others than PLAINTEXT on an embedded broker only (a throwaway
+//	                             #   CA and certificate per point, a SCRAM-SHA-512 user for SASL)
 //	factors:                     # each a list of levels; the matrix is their product
 //	  codec: [none, zstd]
 //	  flush_policy: [never, every-batch]
@@ -129,12 +133,22 @@
 // created with the point's replication factor and min.insync.replicas,
 // and its load starts once every partition has a leader and its full ISR.
 //
+// security_protocol (a workload field and a factor) picks the listener the
+// load's clients use on an embedded broker: for SSL, SASL_PLAINTEXT and
+// SASL_SSL the runner makes a throwaway CA and server certificate per
+// point, starts the broker with that listener beside a PLAINTEXT one for
+// its own setup, creates a SCRAM-SHA-512 user for SASL, and connects the
+// clients with the matching settings. A bootstrap target's listeners are
+// what they are (target.security says how to reach them); a cluster's
+// brokers serve PLAINTEXT.
+//
 // # Matrix order
 //
 // Factors expand as a full matrix in a fixed order, the first factor varying
-// slowest: codec, partitioner, flush_policy, durable_acks,
-// replication_factor, min_insync, acks, batch_max_bytes, linger,
-// partitions, message_size, producers, consumers (what changes the broker,
+// slowest: security_protocol, codec, partitioner, flush_policy,
+// durable_acks, replication_factor, min_insync, unclean_election, acks,
+// batch_max_bytes, linger, partitions, message_size, producers, consumers
+// (what changes the broker,
 // the topics or the client's encoding first, the load's shape last).
 // Levels keep the order the spec lists them in. A point's ID joins the
 // factor levels in that order ("codec=zstd/flush_policy=never"), the form of

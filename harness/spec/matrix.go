@@ -54,6 +54,10 @@ type factorDef struct {
 // factorDefs is the matrix order (see the package doc): what changes the
 // broker, the topics or the client's encoding first, the load's shape last.
 var factorDefs = []factorDef{
+	{"security_protocol",
+		func(f *Factors) int { return len(f.SecurityProtocol) },
+		func(f *Factors, i int, w *Workload) { w.SecurityProtocol = f.SecurityProtocol[i] },
+		func(w *Workload) string { return w.SecurityProtocol }},
 	{"codec",
 		func(f *Factors) int { return len(f.Codec) },
 		func(f *Factors, i int, w *Workload) { w.Codec = f.Codec[i] },
@@ -309,6 +313,9 @@ func (w Workload) Summary() string {
 	if w.UncleanElection {
 		parts = append(parts, "unclean_election=true")
 	}
+	if w.SecurityProtocol != "" && w.SecurityProtocol != "PLAINTEXT" {
+		parts = append(parts, "security_protocol="+w.SecurityProtocol)
+	}
 	for _, k := range slices.Sorted(maps.Keys(w.TopicConfig)) {
 		parts = append(parts, "topic_config."+k+"="+w.TopicConfig[k])
 	}
@@ -351,6 +358,9 @@ func (s *Spec) WriteMatrix(w io.Writer) error {
 	}
 	target := s.Target.describe()
 	fmt.Fprintf(w, "spec %s: seed %d, %d repetitions, target %s\n", s.Name, s.Seed, s.Repetitions, target)
+	if s.Interleave {
+		fmt.Fprintln(w, "interleave: each section's repetitions run in rounds, one of every point per round, its points' brokers all up")
+	}
 	for _, warn := range s.Warnings {
 		fmt.Fprintf(w, "warning: %s\n", warn)
 	}

@@ -57,6 +57,14 @@ type Spec struct {
 	// Experiments, if given, replace the single load section by several,
 	// each with workload overrides and its own factors (or points).
 	Experiments []Experiment `yaml:"experiments"`
+	// Interleave runs each load section's repetitions in rounds, one
+	// repetition of every point per round, instead of all of a point's
+	// repetitions in a row: every point's broker is started before the
+	// first round and kept to the last, so that a machine whose load
+	// drifts (other jobs, a VM neighbour) weighs on every point alike and
+	// the ratios to the baseline hold. Embedded and bootstrap targets;
+	// default false.
+	Interleave bool `yaml:"interleave"`
 	// Probes are the optional disk and memory probes, run before the load.
 	Probes Probes `yaml:"probes"`
 	// NoLoad leaves the load out: a spec of probes only.
@@ -273,6 +281,13 @@ type Workload struct {
 	BatchMaxBytes   ByteSize          `yaml:"batch_max_bytes"` // default 1000012 (franz-go's)
 	Linger          time.Duration     `yaml:"linger"`          // default 10ms (franz-go's)
 	TopicConfig     map[string]string `yaml:"topic_config"`    // configs of the topics created
+	// SecurityProtocol is the listener the load's clients use on a broker
+	// the runner starts: PLAINTEXT (the default), SSL, SASL_PLAINTEXT or
+	// SASL_SSL. For the others the runner makes a throwaway CA and
+	// certificate per point, serves that listener beside a PLAINTEXT one
+	// (its own, for setup) and, for SASL, creates a SCRAM-SHA-512 user the
+	// clients log in as. Embedded targets only.
+	SecurityProtocol string `yaml:"security_protocol"`
 }
 
 // Keys says which keys records carry.
@@ -288,6 +303,7 @@ type Keys struct {
 // Factors lists the levels of each factor; an empty list does not vary.
 // The field order is the matrix order (see the package doc).
 type Factors struct {
+	SecurityProtocol  []string        `yaml:"security_protocol"`
 	Codec             []string        `yaml:"codec"`
 	Partitioner       []string        `yaml:"partitioner"`
 	FlushPolicy       []string        `yaml:"flush_policy"`
@@ -465,6 +481,7 @@ func Defaults() Spec {
 			Acks:              "all",
 			BatchMaxBytes:     1000012,
 			Linger:            10 * time.Millisecond,
+			SecurityProtocol:  "PLAINTEXT",
 		},
 	}
 }

@@ -133,6 +133,14 @@ func (s *Spec) Validate(plugins Plugins) error {
 			p.add("no_load", "a spec without load needs probes: there is nothing to run")
 		}
 	}
+	if s.Interleave {
+		switch {
+		case s.Durability != nil || s.Scale != nil:
+			p.add("interleave", "load experiments only: durability and scale runs start a broker per repetition")
+		case s.Target.IsCluster():
+			p.add("interleave", "not on a cluster target: it would keep a cluster per point running at once")
+		}
+	}
 	if s.Durability != nil && s.Baseline != "" {
 		p.add("baseline", "not for durability experiments: their report compares each point with its bound")
 	}
@@ -402,6 +410,7 @@ func (s *Spec) validateWorkload(p *problems, field string, w *Workload, plugins 
 		p.add(f("min_insync"), "must be >= 1, got %d", w.MinInsync)
 	}
 	validateLevel(p, f("acks"), "acks", w.Acks, plugins, managed)
+	s.validateSecurityProtocol(p, f("security_protocol"), w.SecurityProtocol)
 	validateBatchMaxBytes(p, f("batch_max_bytes"), w.BatchMaxBytes)
 	validateLinger(p, f("linger"), w.Linger)
 	for k := range w.TopicConfig {
@@ -458,6 +467,34 @@ func validateLevel(p *problems, full, name, v string, plugins Plugins, managed b
 		if !slices.Contains(acksLevels, v) {
 			p.add(full, "unknown acks %q (known: 0, 1, all)", v)
 		}
+	}
+}
+
+// SecurityProtocols are the levels of security_protocol, Kafka's names.
+var SecurityProtocols = []string{"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"}
+
+// validateSecurityProtocol checks a security_protocol level: one of
+// Kafka's, and anything but PLAINTEXT only on an embedded broker of a load
+// experiment (the runner sets its listener up; a bootstrap target's
+// listeners are what they are, target.security says how to reach them).
+func (s *Spec) validateSecurityProtocol(p *problems, field, v string) {
+	if v == "" || v == "PLAINTEXT" {
+		return
+	}
+	if !slices.Contains(SecurityProtocols, v) {
+		p.add(field, "unknown security protocol %q (known: %s)", v, strings.Join(SecurityProtocols, ", "))
+		return
+	}
+	switch {
+	case s.Target.Bootstrap != "":
+		p.add(field, "%s: the runner sets up listeners only on a broker it starts; a bootstrap target's clients connect as target.security says", v)
+	case s.Target.IsCluster():
+		p.add(field, "%s: not yet on a cluster target: a broker registers one endpoint (its PLAINTEXT inter-broker listener), "+
+			"so a client on another listener would be sent to the other brokers' PLAINTEXT ports; use an embedded target", v)
+	case s.Durability != nil || s.Scale != nil:
+		p.add(field, "%s: load experiments only (durability and scale start their brokers with PLAINTEXT)", v)
+	case s.Target.Security != nil:
+		p.add(field, "%s: target.security is for a bootstrap target; the runner makes the credentials of the brokers it starts", v)
 	}
 }
 
@@ -532,6 +569,8 @@ func (s *Spec) validateFactors(p *problems, fs *Factors, plugins Plugins, at fun
 				validateLevel(p, lf, d.name, fs.FlushPolicy[i], plugins, managed)
 			case "acks":
 				validateLevel(p, lf, d.name, fs.Acks[i], plugins, managed)
+			case "security_protocol":
+				s.validateSecurityProtocol(p, lf, fs.SecurityProtocol[i])
 			case "durable_acks":
 				if !managed {
 					p.add(lf, "%s", onlyManaged)
