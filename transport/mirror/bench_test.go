@@ -5,6 +5,8 @@ import (
 	"crypto/rand"
 	"flag"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"slices"
 	"strconv"
@@ -28,6 +30,7 @@ var (
 	benchFwd   = flag.Bool("mirror-forward", true, "BenchmarkMirrorThroughput: forward batches byte for byte (Config.Forward); false: the record path")
 	benchEOS   = flag.Bool("mirror-exactly-once", false, "BenchmarkMirrorThroughput: Config.ExactlyOnce (the record path; -mirror-forward is ignored)")
 	benchParts = flag.Int("mirror-partitions", 8, "partitions of the benchmark topic")
+	benchProf  = flag.String("mirror-target-cpuprofile", "", "BenchmarkMirrorThroughput: write the target broker's CPU profile of the mirror passes to this file")
 )
 
 // benchBrokers starts a source and a target `weir broker`, each a process
@@ -37,7 +40,7 @@ func benchBrokers(b testing.TB) (src, dst *brokerproc.Process) {
 	b.Helper()
 	weir := weirBinary(b)
 	start := func() *brokerproc.Process {
-		p, err := brokerproc.Start(context.Background(), brokerproc.Options{Weir: weir, DataDir: b.TempDir()})
+		p, err := brokerproc.Start(context.Background(), brokerproc.Options{Weir: weir, DataDir: b.TempDir(), Pprof: *benchProf != ""})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -150,6 +153,38 @@ func mirrorPass(b testing.TB, src, dst, topic, alias string, ends []int64, setUp
 	}
 }
 
+// profileBroker collects CPU profiles of broker p, one second each, into
+// prefix.0, prefix.1, ... until the returned stop is called (merge them
+// with `go tool pprof -proto prefix.*`). A no-op when -mirror-target-cpuprofile
+// is not set.
+func profileBroker(b testing.TB, p *brokerproc.Process, prefix string) (stop func()) {
+	if *benchProf == "" {
+		return func() {}
+	}
+	var stopped atomic.Bool
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for n := 0; !stopped.Load(); n++ {
+			resp, err := http.Get("http://" + p.PprofAddr + "/debug/pprof/profile?seconds=1")
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			data, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if err == nil {
+				err = os.WriteFile(fmt.Sprintf("%s.%d", prefix, n), data, 0o644)
+			}
+			if err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	}()
+	return func() { stopped.Store(true); <-done }
+}
+
 func median(xs []float64) float64 {
 	s := slices.Clone(xs)
 	slices.Sort(s)
@@ -164,7 +199,8 @@ func median(xs []float64) float64 {
 // -mirror-partitions partitions, filled once). Each op is one pass of each,
 // alternating so that both see the same machine; the figures are medians
 // over the ops (run with -benchtime=5x for five): consume-MB/s,
-// mirror-MB/s, their ratio, and the CPU seconds per GB of values of the
+// mirror-MB/s, ratio (of the medians), run-ratio (the median of each
+// run's mirror/consumer ratio), and the CPU seconds per GB of values of the
 // source broker and of the target broker during the mirror passes (the
 // source's during the consume passes as src-consume-cpu-s/GB). A mirror
 // pass is timed from the moment it has set up its partitions (target
@@ -190,11 +226,14 @@ func BenchmarkMirrorThroughput(b *testing.B) {
 		srcConsumeCPU = append(srcConsumeCPU, (procCPU(b, src.Pid())-c0).Seconds()/gb)
 
 		var s0, d0, m0 time.Duration
+		stopProf := func() {}
 		setUp := time.Now()
 		mirrorPass(b, src.Addr, dst.Addr, "bench", fmt.Sprintf("r%d", i), ends, func() {
+			stopProf = profileBroker(b, dst, fmt.Sprintf("%s.%d", *benchProf, i))
 			s0, d0, m0 = procCPU(b, src.Pid()), procCPU(b, dst.Pid()), procCPU(b, os.Getpid())
 			t0 = time.Now()
 		})
+		stopProf()
 		mirrorCPU = append(mirrorCPU, (procCPU(b, os.Getpid())-m0).Seconds()/gb)
 		setUps = append(setUps, t0.Sub(setUp).Seconds())
 		mirrorMBs = append(mirrorMBs, float64(*benchMB)*(1<<20)/1e6/time.Since(t0).Seconds())
@@ -204,15 +243,20 @@ func BenchmarkMirrorThroughput(b *testing.B) {
 	b.StopTimer()
 	b.ReportMetric(median(consumeMBs), "consume-MB/s")
 	b.ReportMetric(median(mirrorMBs), "mirror-MB/s")
+	var ratios []float64
+	for i := range mirrorMBs {
+		ratios = append(ratios, mirrorMBs[i]/consumeMBs[i])
+	}
 	b.ReportMetric(median(mirrorMBs)/median(consumeMBs), "ratio")
+	b.ReportMetric(median(ratios), "run-ratio")
 	b.ReportMetric(median(srcCPU), "src-cpu-s/GB")
 	b.ReportMetric(median(dstCPU), "dst-cpu-s/GB")
 	b.ReportMetric(median(srcConsumeCPU), "src-consume-cpu-s/GB")
 	b.ReportMetric(median(setUps), "setup-s")
 	b.ReportMetric(median(consumerCPU), "consumer-cpu-s/GB")
 	b.ReportMetric(median(mirrorCPU), "mirror-cpu-s/GB")
-	b.Logf("runs: consume MB/s %.1f, mirror MB/s %.1f; cpu-s/GB: consumer %.2f, mirror %.2f, source %.2f (consume) %.2f (mirror), target %.2f",
-		consumeMBs, mirrorMBs, consumerCPU, mirrorCPU, srcConsumeCPU, srcCPU, dstCPU)
+	b.Logf("runs: consume MB/s %.1f, mirror MB/s %.1f, ratio %.2f; cpu-s/GB: consumer %.2f, mirror %.2f, source %.2f (consume) %.2f (mirror), target %.2f",
+		consumeMBs, mirrorMBs, ratios, consumerCPU, mirrorCPU, srcConsumeCPU, srcCPU, dstCPU)
 }
 
 // BenchmarkMirrorLag produces -mirror-rate records/s of 1 KiB for
