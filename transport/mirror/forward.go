@@ -23,7 +23,10 @@ import (
 // it came in a raw kmsg Produce request (acks=all) to the target partition's
 // leader, with its base offset reset to 0 and its producer id, epoch and
 // base sequence rewritten for the mirror's own idempotent producer id
-// (InitProducerId), the CRC computed again (it covers those fields). The
+// (InitProducerId), and the CRC, which covers those fields, updated: the
+// fetched batch's CRC is checked (record.Next), and the new one derived
+// from it and the header bytes changed (record.Reheader), so the records
+// are read once, not twice. The
 // trackers see one entry per batch (its last offset), so the rules of the
 // record path hold: a position is committed only after the target
 // acknowledged everything before it, a failure freezes it and rewinds.
@@ -612,8 +615,8 @@ func (f *forwarder) round(ctx context.Context) bool {
 		h, _ := record.ParseHeader(bt.b)
 		h.BaseOffset, h.PartitionLeaderEpoch = 0, -1
 		h.ProducerID, h.ProducerEpoch, h.BaseSequence = fp.pid, fp.epoch, fp.nextSeq
-		h.Attributes &^= 0x10 // transactional: the copy is not
-		record.PutHeader(bt.b, h)
+		h.Attributes &^= 0x10    // transactional: the copy is not
+		record.Reheader(bt.b, h) // the CRC was checked when fetched (record.Next)
 		var rt *kmsg.ProduceRequestTopic
 		for i := range r.req.Topics {
 			if r.req.Topics[i].Topic == fp.tr.target {
