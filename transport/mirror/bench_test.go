@@ -92,8 +92,9 @@ func fillTopic(b testing.TB, addr, topic string, mb int) {
 }
 
 // consumePass reads the whole topic once with a plain kgo consumer, as a
-// mirror's source side would without a target.
-func consumePass(b testing.TB, addr, topic string, ends []int64) {
+// mirror's source side would without a target, and returns when it read
+// the last record (before closing the client).
+func consumePass(b testing.TB, addr, topic string, ends []int64) (doneAt time.Time) {
 	b.Helper()
 	cl := brokertest.Client(b, addr, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.FetchMaxPartitionBytes(4<<20))
@@ -113,13 +114,15 @@ func consumePass(b testing.TB, addr, topic string, ends []int64) {
 			}
 		})
 	}
+	return time.Now()
 }
 
 // mirrorPass mirrors the whole topic once into alias.topic on dst and
-// returns when every partition's position reached the source end. It calls
-// setUp once the mirror has set up every partition (target topics created,
-// positions read), when the copying starts.
-func mirrorPass(b testing.TB, src, dst, topic, alias string, ends []int64, setUp func()) {
+// returns when every partition's position reached the source end, with the
+// time it saw that (before the mirror is stopped). It calls setUp once the
+// mirror has set up every partition (target topics created, positions
+// read), when the copying starts.
+func mirrorPass(b testing.TB, src, dst, topic, alias string, ends []int64, setUp func()) (caughtUpAt time.Time) {
 	b.Helper()
 	cfg := mirror.Config{Source: []string{src}, Target: []string{dst}, Topics: topic, SourceAlias: alias,
 		Name: "bench-" + alias, Logger: quietLogger(b), Forward: *benchFwd && !*benchEOS, ExactlyOnce: *benchEOS}
@@ -147,10 +150,12 @@ func mirrorPass(b testing.TB, src, dst, topic, alias string, ends []int64, setUp
 			}
 		}
 	}
+	caughtUpAt = time.Now()
 	cancel()
 	if err := <-done; err != nil {
 		b.Fatal(err)
 	}
+	return caughtUpAt
 }
 
 // profileBroker collects CPU profiles of broker p, one second each, into
@@ -220,15 +225,15 @@ func BenchmarkMirrorThroughput(b *testing.B) {
 	for i := range b.N {
 		c0, me0 := procCPU(b, src.Pid()), procCPU(b, os.Getpid())
 		t0 := time.Now()
-		consumePass(b, src.Addr, "bench", ends)
+		end := consumePass(b, src.Addr, "bench", ends)
 		consumerCPU = append(consumerCPU, (procCPU(b, os.Getpid())-me0).Seconds()/gb)
-		consumeMBs = append(consumeMBs, float64(*benchMB)*(1<<20)/1e6/time.Since(t0).Seconds())
+		consumeMBs = append(consumeMBs, float64(*benchMB)*(1<<20)/1e6/end.Sub(t0).Seconds())
 		srcConsumeCPU = append(srcConsumeCPU, (procCPU(b, src.Pid())-c0).Seconds()/gb)
 
 		var s0, d0, m0 time.Duration
 		stopProf := func() {}
 		setUp := time.Now()
-		mirrorPass(b, src.Addr, dst.Addr, "bench", fmt.Sprintf("r%d", i), ends, func() {
+		end = mirrorPass(b, src.Addr, dst.Addr, "bench", fmt.Sprintf("r%d", i), ends, func() {
 			stopProf = profileBroker(b, dst, fmt.Sprintf("%s.%d", *benchProf, i))
 			s0, d0, m0 = procCPU(b, src.Pid()), procCPU(b, dst.Pid()), procCPU(b, os.Getpid())
 			t0 = time.Now()
@@ -236,7 +241,7 @@ func BenchmarkMirrorThroughput(b *testing.B) {
 		stopProf()
 		mirrorCPU = append(mirrorCPU, (procCPU(b, os.Getpid())-m0).Seconds()/gb)
 		setUps = append(setUps, t0.Sub(setUp).Seconds())
-		mirrorMBs = append(mirrorMBs, float64(*benchMB)*(1<<20)/1e6/time.Since(t0).Seconds())
+		mirrorMBs = append(mirrorMBs, float64(*benchMB)*(1<<20)/1e6/end.Sub(t0).Seconds())
 		srcCPU = append(srcCPU, (procCPU(b, src.Pid())-s0).Seconds()/gb)
 		dstCPU = append(dstCPU, (procCPU(b, dst.Pid())-d0).Seconds()/gb)
 	}
