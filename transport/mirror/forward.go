@@ -349,7 +349,10 @@ func (f *forwarder) fetchOnce(ctx context.Context) {
 				name = names[rt.TopicID]
 			}
 			for i := range rt.Partitions {
-				f.partition(ctx, name, &rt.Partitions[i])
+				// The CRCs are checked here, without f.mu, so that
+				// the sender is not held up meanwhile.
+				valid, err := validBatches(rt.Partitions[i].RecordBatches)
+				f.partition(ctx, name, &rt.Partitions[i], valid, err)
 			}
 		}
 	}
@@ -365,8 +368,25 @@ func waitCtx(ctx context.Context, d time.Duration) {
 	}
 }
 
-// partition queues the batches of one partition's fetch response.
-func (f *forwarder) partition(ctx context.Context, topic string, rp *kmsg.FetchResponseTopicPartition) {
+// validBatches returns the longest prefix of b made of whole batches that
+// record.Next accepts (CRC checked), and why the rest was not: nil if b
+// ended there, record.ErrShort for a partial batch at the end (fetched
+// again next time), or the damage found.
+func validBatches(b []byte) ([]byte, error) {
+	n := 0
+	for n < len(b) {
+		_, size, err := record.Next(b[n:], 0)
+		if err != nil {
+			return b[:n], err
+		}
+		n += size
+	}
+	return b, nil
+}
+
+// partition queues the batches of one partition's fetch response: valid,
+// the batches validBatches accepted, and verr, why the rest was not.
+func (f *forwarder) partition(ctx context.Context, topic string, rp *kmsg.FetchResponseTopicPartition, valid []byte, verr error) {
 	tp := topicPartition{topic, rp.Partition}
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -405,20 +425,21 @@ func (f *forwarder) partition(ctx context.Context, topic string, rp *kmsg.FetchR
 			slices.Sort(ab[a.ProducerID])
 		}
 	}
-	b := rp.RecordBatches
+	b := valid
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
 	tr.hwm = max(tr.hwm, rp.HighWatermark)
-	for len(b) > 0 {
-		h, n, err := record.Next(b, 0)
-		if err != nil {
-			if !errors.Is(err, record.ErrShort) {
+	for {
+		if len(b) == 0 {
+			if verr != nil && !errors.Is(verr, record.ErrShort) { // a partial batch at the end is fetched again next time
 				tr.fetchErrors++
-				tr.lastErr = fmt.Errorf("%s/%d: fetch at %d: %w", topic, rp.Partition, fp.fetchAt, err)
+				tr.lastErr = fmt.Errorf("%s/%d: fetch at %d: %w", topic, rp.Partition, fp.fetchAt, verr)
 				tr.lastErrAt = time.Now()
 			}
-			break // a partial batch at the end: fetched again next time
+			break
 		}
+		h, _ := record.ParseHeader(b) // valid: checked by validBatches
+		n := h.Size()
 		batch := b[:n]
 		b = b[n:]
 		if h.LastOffset() < fp.fetchAt {
