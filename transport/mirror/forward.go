@@ -89,8 +89,7 @@ type fwdBatch struct {
 type fwdPart struct {
 	tr        *tracker
 	topicID   [16]byte
-	fetchAt   int64 // the next offset to fetch
-	fetchGen  int64 // goes up when fetchAt is moved back: answers to older fetches are dropped
+	fetchAt   int64
 	srcLeader int32
 	tgtLeader int32
 	// queue: batches fetched and not yet acknowledged, oldest first;
@@ -123,8 +122,6 @@ type forwarder struct {
 	// partition without a leader does not make a busy loop of metadata.
 	srcAsked, tgtAsked time.Time
 	reqs               int                     // produce requests in flight
-	pending            *fetchRound             // the loop's fetches in flight
-	addGen             int64                   // partitions added, for their first fetchGen
 	partFetch          int32                   // PartitionMaxBytes of the next fetch: fwdPartFetchMin doubling up to fwdPartFetch
 	tails              map[int32]chan struct{} // per target leader: resolved of the last request issued
 	pid                int64
@@ -146,10 +143,7 @@ func (f *forwarder) add(t string, trs map[int32]*tracker, at map[int32]int64) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for p, tr := range trs {
-		// A fetchGen no earlier partition of that name had, so that
-		// an answer for one dropped before cannot be taken for it.
-		f.addGen++
-		f.parts[topicPartition{t, p}] = &fwdPart{tr: tr, fetchAt: at[p], fetchGen: f.addGen << 32, srcLeader: -1, tgtLeader: -1, pid: -1}
+		f.parts[topicPartition{t, p}] = &fwdPart{tr: tr, fetchAt: at[p], srcLeader: -1, tgtLeader: -1, pid: -1}
 	}
 	f.srcStale, f.tgtStale = true, true
 }
@@ -171,7 +165,6 @@ func (f *forwarder) setOffsets(rewind map[string]map[int32]kgo.EpochOffset) {
 		for p, o := range ps {
 			if fp := f.parts[topicPartition{t, p}]; fp != nil {
 				fp.fetchAt = o.Offset
-				fp.fetchGen++ // an answer in flight is from before
 				delete(f.aborted, topicPartition{t, p})
 			}
 		}
@@ -266,126 +259,18 @@ func (f *forwarder) leaders(ctx context.Context, source bool) error {
 	return nil
 }
 
-// fetchRound is one Fetch per source leader, in flight or answered.
-type fetchRound struct {
-	n       int                      // requests
-	results chan fetchResult         // their answers
-	gens    map[topicPartition]int64 // fwdPart.fetchGen of each partition asked for, when asked
-}
-
-type fetchResult struct {
-	req  *kmsg.FetchRequest
-	resp *kmsg.FetchResponse
-	err  error
-}
-
-// fetchOnce waits for the round of fetches in flight (sending one first if
-// there is none), sends the next round at once, from the offsets after the
-// answers' batches, and then checks and queues the answers, so that the
-// source serves the next round while this one is checked. A partition whose
-// answer is not queued to its end (a failure, a bad batch, a rewind) gets a
-// new fetchGen, and the answer the next round brings for it is dropped. It
-// runs in the mirror's loop.
+// fetchOnce sends one Fetch to each source leader of the partitions that
+// may fetch (not failed, not paused, not too much queued) and queues what
+// came back. It runs in the mirror's loop.
 func (f *forwarder) fetchOnce(ctx context.Context) {
-	if f.pending == nil {
-		if f.pending = f.sendRound(ctx); f.pending == nil {
-			return
-		}
-	}
-	round := f.pending
-	results := make([]fetchResult, 0, round.n)
-	for range round.n {
-		results = append(results, <-round.results)
-	}
-	// Where each answered partition goes next if its answer is queued to
-	// the end: past its last whole batch.
-	f.mu.Lock()
-	for _, res := range results {
-		if res.err != nil || res.resp.ErrorCode != 0 {
-			continue
-		}
-		eachPartition(res, func(tp topicPartition, rp *kmsg.FetchResponseTopicPartition) {
-			if fp := f.parts[tp]; fp != nil && fp.fetchGen == round.gens[tp] && rp.ErrorCode == 0 {
-				fp.fetchAt = max(fp.fetchAt, batchesEnd(rp.RecordBatches))
-			}
-		})
-	}
-	f.mu.Unlock()
-	f.pending = f.sendRound(ctx)
-	for _, res := range results {
-		if res.err == nil && res.resp.ErrorCode != 0 {
-			res.err = kerr.ErrorForCode(res.resp.ErrorCode)
-		}
-		if res.err != nil {
-			if ctx.Err() == nil {
-				f.m.log.Warn("mirror: fetch from source failed, retrying", "err", res.err)
-			}
-			f.mu.Lock()
-			f.srcStale = true
-			f.mu.Unlock()
-			continue
-		}
-		offsets := map[topicPartition]int64{}
-		for _, t := range res.req.Topics {
-			for _, p := range t.Partitions {
-				offsets[topicPartition{t.Topic, p.Partition}] = p.FetchOffset
-			}
-		}
-		eachPartition(res, func(tp topicPartition, rp *kmsg.FetchResponseTopicPartition) {
-			// The CRCs are checked here, without f.mu, so that the
-			// sender is not held up meanwhile.
-			valid, err := validBatches(rp.RecordBatches)
-			f.partition(ctx, tp.topic, rp, offsets[tp], round.gens[tp], valid, err)
-		})
-	}
-	f.cond.Broadcast()
-}
-
-// eachPartition calls fn for each partition of res's answer, by topic name.
-func eachPartition(res fetchResult, fn func(topicPartition, *kmsg.FetchResponseTopicPartition)) {
-	names := map[[16]byte]string{}
-	for _, t := range res.req.Topics {
-		names[t.TopicID] = t.Topic
-	}
-	for _, rt := range res.resp.Topics {
-		name := rt.Topic
-		if name == "" {
-			name = names[rt.TopicID]
-		}
-		for i := range rt.Partitions {
-			fn(topicPartition{name, rt.Partitions[i].Partition}, &rt.Partitions[i])
-		}
-	}
-}
-
-// batchesEnd is the offset after the last whole batch of b, by the batch
-// headers only (0 if none).
-func batchesEnd(b []byte) int64 {
-	end := int64(0)
-	for len(b) >= record.HeaderSize {
-		h, err := record.ParseHeader(b)
-		if err != nil || h.Size() > len(b) {
-			break
-		}
-		end = h.LastOffset() + 1
-		b = b[h.Size():]
-	}
-	return end
-}
-
-// sendRound sends one Fetch to each source leader of the partitions that
-// may fetch (not failed, not paused, not too much queued), and returns nil
-// if there were none (after a pause) or leaders could not be had.
-func (f *forwarder) sendRound(ctx context.Context) *fetchRound {
 	if err := f.leaders(ctx, true); err != nil {
 		if ctx.Err() == nil {
 			f.m.log.Warn("mirror: source metadata failed, retrying", "err", err)
 		}
 		waitCtx(ctx, f.m.cfg.BackoffMin)
-		return nil
+		return
 	}
 	byLeader := map[int32]*kmsg.FetchRequest{}
-	gens := map[topicPartition]int64{}
 	f.mu.Lock()
 	partFetch := f.partFetch
 	f.partFetch = min(2*f.partFetch, fwdPartFetch)
@@ -399,7 +284,6 @@ func (f *forwarder) sendRound(ctx context.Context) *fetchRound {
 		if failed {
 			continue
 		}
-		gens[tp] = fp.fetchGen
 		req := byLeader[fp.srcLeader]
 		if req == nil {
 			req = kmsg.NewPtrFetchRequest()
@@ -426,17 +310,53 @@ func (f *forwarder) sendRound(ctx context.Context) *fetchRound {
 	f.mu.Unlock()
 	if len(byLeader) == 0 {
 		waitCtx(ctx, pollWait/5)
-		return nil
+		return
 	}
-	round := &fetchRound{n: len(byLeader), results: make(chan fetchResult, len(byLeader)), gens: gens}
+	type result struct {
+		req  *kmsg.FetchRequest
+		resp *kmsg.FetchResponse
+		err  error
+	}
+	results := make(chan result, len(byLeader))
 	for leader, req := range byLeader {
 		go func() {
 			resp, err := f.m.src.Broker(int(leader)).Request(ctx, req)
 			r, _ := resp.(*kmsg.FetchResponse)
-			round.results <- fetchResult{req, r, err}
+			results <- result{req, r, err}
 		}()
 	}
-	return round
+	for range byLeader {
+		res := <-results
+		if res.err == nil && res.resp.ErrorCode != 0 {
+			res.err = kerr.ErrorForCode(res.resp.ErrorCode)
+		}
+		if res.err != nil {
+			if ctx.Err() == nil {
+				f.m.log.Warn("mirror: fetch from source failed, retrying", "err", res.err)
+			}
+			f.mu.Lock()
+			f.srcStale = true
+			f.mu.Unlock()
+			continue
+		}
+		names := map[[16]byte]string{}
+		for _, t := range res.req.Topics {
+			names[t.TopicID] = t.Topic
+		}
+		for _, rt := range res.resp.Topics {
+			name := rt.Topic
+			if name == "" {
+				name = names[rt.TopicID]
+			}
+			for i := range rt.Partitions {
+				// The CRCs are checked here, without f.mu, so that
+				// the sender is not held up meanwhile.
+				valid, err := validBatches(rt.Partitions[i].RecordBatches)
+				f.partition(ctx, name, &rt.Partitions[i], valid, err)
+			}
+		}
+	}
+	f.cond.Broadcast()
 }
 
 func waitCtx(ctx context.Context, d time.Duration) {
@@ -466,32 +386,18 @@ func validBatches(b []byte) ([]byte, error) {
 
 // partition queues the batches of one partition's fetch response: valid,
 // the batches validBatches accepted, and verr, why the rest was not.
-//
-// from is the offset the partition was fetched at, gen its fetchGen then:
-// an answer to a fetch sent before the partition was rewound (or before an
-// earlier answer stopped short) is dropped. The loop set fetchAt past the
-// answer's batches before sending the next round; where the batches are
-// not queued to the end, fetchAt is set back to where they stopped, with a
-// new fetchGen.
-func (f *forwarder) partition(ctx context.Context, topic string, rp *kmsg.FetchResponseTopicPartition, from, gen int64, valid []byte, verr error) {
+func (f *forwarder) partition(ctx context.Context, topic string, rp *kmsg.FetchResponseTopicPartition, valid []byte, verr error) {
 	tp := topicPartition{topic, rp.Partition}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	fp := f.parts[tp]
-	if fp == nil || fp.fetchGen != gen {
+	if fp == nil {
 		return
 	}
-	at := from // the next offset to queue
-	defer func() {
-		if at != fp.fetchAt {
-			fp.fetchAt = at
-			fp.fetchGen++
-		}
-	}()
 	tr := fp.tr
 	if err := kerr.ErrorForCode(rp.ErrorCode); err != nil {
-		if errors.Is(err, kerr.OffsetOutOfRange) && rp.LogStartOffset >= 0 && from < rp.LogStartOffset {
-			at = rp.LogStartOffset
+		if errors.Is(err, kerr.OffsetOutOfRange) && rp.LogStartOffset >= 0 && fp.fetchAt < rp.LogStartOffset {
+			fp.fetchAt = rp.LogStartOffset
 			return
 		}
 		f.srcStale = true
@@ -527,7 +433,7 @@ func (f *forwarder) partition(ctx context.Context, topic string, rp *kmsg.FetchR
 		if len(b) == 0 {
 			if verr != nil && !errors.Is(verr, record.ErrShort) { // a partial batch at the end is fetched again next time
 				tr.fetchErrors++
-				tr.lastErr = fmt.Errorf("%s/%d: fetch at %d: %w", topic, rp.Partition, at, verr)
+				tr.lastErr = fmt.Errorf("%s/%d: fetch at %d: %w", topic, rp.Partition, fp.fetchAt, verr)
 				tr.lastErrAt = time.Now()
 			}
 			break
@@ -536,7 +442,7 @@ func (f *forwarder) partition(ctx context.Context, topic string, rp *kmsg.FetchR
 		n := h.Size()
 		batch := b[:n]
 		b = b[n:]
-		if h.LastOffset() < at {
+		if h.LastOffset() < fp.fetchAt {
 			continue
 		}
 		switch {
@@ -555,12 +461,12 @@ func (f *forwarder) partition(ctx context.Context, topic string, rp *kmsg.FetchR
 				}
 			}
 			tr.skipped(h.BaseOffset, h.LastOffset())
-			at = h.LastOffset() + 1
+			fp.fetchAt = h.LastOffset() + 1
 			continue
 		case h.Transactional():
 			if l := ab[h.ProducerID]; len(l) > 0 && l[0] <= h.LastOffset() {
 				tr.skipped(h.BaseOffset, h.LastOffset())
-				at = h.LastOffset() + 1
+				fp.fetchAt = h.LastOffset() + 1
 				continue // aborted
 			}
 		}
@@ -571,7 +477,7 @@ func (f *forwarder) partition(ctx context.Context, topic string, rp *kmsg.FetchR
 		if !tr.sendBatch(h.BaseOffset, h.LastOffset(), ts) {
 			break
 		}
-		at = h.LastOffset() + 1
+		fp.fetchAt = h.LastOffset() + 1
 		if h.RecordCount != h.LastOffsetDelta+1 {
 			first := tr.fail(h.LastOffset(), fmt.Errorf("%w", errForwardGap), time.Now())
 			if first {
