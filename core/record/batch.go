@@ -293,6 +293,12 @@ func PutHeader(b []byte, h Header) {
 	if len(b) < HeaderSize || int64(len(b)) > lengthPrefix+math.MaxInt32 {
 		panic(fmt.Sprintf("record: PutHeader on %d bytes", len(b)))
 	}
+	putFields(b, h)
+	binary.BigEndian.PutUint32(b[offCRC:], crc32.Checksum(b[offAttributes:], castagnoli))
+}
+
+// putFields writes h's fields (all but the CRC) into b's header.
+func putFields(b []byte, h Header) {
 	be := binary.BigEndian
 	be.PutUint64(b[offBaseOffset:], uint64(h.BaseOffset))
 	be.PutUint32(b[offBatchLength:], uint32(len(b)-lengthPrefix))
@@ -306,7 +312,6 @@ func PutHeader(b []byte, h Header) {
 	be.PutUint16(b[offProducerEpoch:], uint16(h.ProducerEpoch))
 	be.PutUint32(b[offBaseSequence:], uint32(h.BaseSequence))
 	be.PutUint32(b[offRecordCount:], uint32(h.RecordCount))
-	be.PutUint32(b[offCRC:], crc32.Checksum(b[offAttributes:], castagnoli))
 }
 
 // WithCodec returns attrs with its codec bits (0-2) set to c.

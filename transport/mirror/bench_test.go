@@ -5,6 +5,8 @@ import (
 	"crypto/rand"
 	"flag"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"slices"
 	"strconv"
@@ -28,6 +30,8 @@ var (
 	benchFwd   = flag.Bool("mirror-forward", true, "BenchmarkMirrorThroughput: forward batches byte for byte (Config.Forward); false: the record path")
 	benchEOS   = flag.Bool("mirror-exactly-once", false, "BenchmarkMirrorThroughput: Config.ExactlyOnce (the record path; -mirror-forward is ignored)")
 	benchParts = flag.Int("mirror-partitions", 8, "partitions of the benchmark topic")
+	benchKeep  = flag.Bool("mirror-keep", false, "BenchmarkMirrorThroughput: keep each pass's copy on the target (by default it is deleted after the pass, so that every pass writes to a target in the same state)")
+	benchProf  = flag.String("mirror-target-cpuprofile", "", "BenchmarkMirrorThroughput: write the target broker's CPU profile of the mirror passes to this file")
 )
 
 // benchBrokers starts a source and a target `weir broker`, each a process
@@ -37,7 +41,7 @@ func benchBrokers(b testing.TB) (src, dst *brokerproc.Process) {
 	b.Helper()
 	weir := weirBinary(b)
 	start := func() *brokerproc.Process {
-		p, err := brokerproc.Start(context.Background(), brokerproc.Options{Weir: weir, DataDir: b.TempDir()})
+		p, err := brokerproc.Start(context.Background(), brokerproc.Options{Weir: weir, DataDir: b.TempDir(), Pprof: *benchProf != ""})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -89,8 +93,9 @@ func fillTopic(b testing.TB, addr, topic string, mb int) {
 }
 
 // consumePass reads the whole topic once with a plain kgo consumer, as a
-// mirror's source side would without a target.
-func consumePass(b testing.TB, addr, topic string, ends []int64) {
+// mirror's source side would without a target, and returns when it read
+// the last record (before closing the client).
+func consumePass(b testing.TB, addr, topic string, ends []int64) (doneAt time.Time) {
 	b.Helper()
 	cl := brokertest.Client(b, addr, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.FetchMaxPartitionBytes(4<<20))
@@ -110,13 +115,15 @@ func consumePass(b testing.TB, addr, topic string, ends []int64) {
 			}
 		})
 	}
+	return time.Now()
 }
 
 // mirrorPass mirrors the whole topic once into alias.topic on dst and
-// returns when every partition's position reached the source end. It calls
-// setUp once the mirror has set up every partition (target topics created,
-// positions read), when the copying starts.
-func mirrorPass(b testing.TB, src, dst, topic, alias string, ends []int64, setUp func()) {
+// returns when every partition's position reached the source end, with the
+// time it saw that (before the mirror is stopped). It calls setUp once the
+// mirror has set up every partition (target topics created, positions
+// read), when the copying starts.
+func mirrorPass(b testing.TB, src, dst, topic, alias string, ends []int64, setUp func()) (caughtUpAt time.Time) {
 	b.Helper()
 	cfg := mirror.Config{Source: []string{src}, Target: []string{dst}, Topics: topic, SourceAlias: alias,
 		Name: "bench-" + alias, Logger: quietLogger(b), Forward: *benchFwd && !*benchEOS, ExactlyOnce: *benchEOS}
@@ -144,9 +151,60 @@ func mirrorPass(b testing.TB, src, dst, topic, alias string, ends []int64, setUp
 			}
 		}
 	}
+	caughtUpAt = time.Now()
 	cancel()
 	if err := <-done; err != nil {
 		b.Fatal(err)
+	}
+	return caughtUpAt
+}
+
+// profileBroker collects CPU profiles of broker p, one second each, into
+// prefix.0, prefix.1, ... until the returned stop is called (merge them
+// with `go tool pprof -proto prefix.*`). A no-op when -mirror-target-cpuprofile
+// is not set.
+func profileBroker(b testing.TB, p *brokerproc.Process, prefix string) (stop func()) {
+	if *benchProf == "" {
+		return func() {}
+	}
+	var stopped atomic.Bool
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for n := 0; !stopped.Load(); n++ {
+			resp, err := http.Get("http://" + p.PprofAddr + "/debug/pprof/profile?seconds=1")
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			data, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if err == nil {
+				err = os.WriteFile(fmt.Sprintf("%s.%d", prefix, n), data, 0o644)
+			}
+			if err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	}()
+	return func() { stopped.Store(true); <-done }
+}
+
+// deleteTopic deletes topic (a pass's copy): without it, each pass would
+// write to a target holding every earlier copy (and their dirty pages, 2
+// GiB after 15 passes of 128 MiB), whose writes get slower pass after
+// pass (its CPU per GB went from about 1 to 3.5 s over 15 passes).
+func deleteTopic(b testing.TB, addr, topic string) {
+	b.Helper()
+	cl := brokertest.Client(b, addr)
+	defer cl.Close()
+	resp, err := kadm.NewClient(cl).DeleteTopics(context.Background(), topic)
+	if err == nil {
+		err = resp.Error()
+	}
+	if err != nil {
+		b.Fatalf("delete %s: %v", topic, err)
 	}
 }
 
@@ -164,7 +222,8 @@ func median(xs []float64) float64 {
 // -mirror-partitions partitions, filled once). Each op is one pass of each,
 // alternating so that both see the same machine; the figures are medians
 // over the ops (run with -benchtime=5x for five): consume-MB/s,
-// mirror-MB/s, their ratio, and the CPU seconds per GB of values of the
+// mirror-MB/s, ratio (of the medians), run-ratio (the median of each
+// run's mirror/consumer ratio), and the CPU seconds per GB of values of the
 // source broker and of the target broker during the mirror passes (the
 // source's during the consume passes as src-consume-cpu-s/GB). A mirror
 // pass is timed from the moment it has set up its partitions (target
@@ -184,35 +243,46 @@ func BenchmarkMirrorThroughput(b *testing.B) {
 	for i := range b.N {
 		c0, me0 := procCPU(b, src.Pid()), procCPU(b, os.Getpid())
 		t0 := time.Now()
-		consumePass(b, src.Addr, "bench", ends)
+		end := consumePass(b, src.Addr, "bench", ends)
 		consumerCPU = append(consumerCPU, (procCPU(b, os.Getpid())-me0).Seconds()/gb)
-		consumeMBs = append(consumeMBs, float64(*benchMB)*(1<<20)/1e6/time.Since(t0).Seconds())
+		consumeMBs = append(consumeMBs, float64(*benchMB)*(1<<20)/1e6/end.Sub(t0).Seconds())
 		srcConsumeCPU = append(srcConsumeCPU, (procCPU(b, src.Pid())-c0).Seconds()/gb)
 
 		var s0, d0, m0 time.Duration
+		stopProf := func() {}
 		setUp := time.Now()
-		mirrorPass(b, src.Addr, dst.Addr, "bench", fmt.Sprintf("r%d", i), ends, func() {
+		end = mirrorPass(b, src.Addr, dst.Addr, "bench", fmt.Sprintf("r%d", i), ends, func() {
+			stopProf = profileBroker(b, dst, fmt.Sprintf("%s.%d", *benchProf, i))
 			s0, d0, m0 = procCPU(b, src.Pid()), procCPU(b, dst.Pid()), procCPU(b, os.Getpid())
 			t0 = time.Now()
 		})
+		stopProf()
 		mirrorCPU = append(mirrorCPU, (procCPU(b, os.Getpid())-m0).Seconds()/gb)
 		setUps = append(setUps, t0.Sub(setUp).Seconds())
-		mirrorMBs = append(mirrorMBs, float64(*benchMB)*(1<<20)/1e6/time.Since(t0).Seconds())
+		mirrorMBs = append(mirrorMBs, float64(*benchMB)*(1<<20)/1e6/end.Sub(t0).Seconds())
 		srcCPU = append(srcCPU, (procCPU(b, src.Pid())-s0).Seconds()/gb)
 		dstCPU = append(dstCPU, (procCPU(b, dst.Pid())-d0).Seconds()/gb)
+		if !*benchKeep {
+			deleteTopic(b, dst.Addr, fmt.Sprintf("r%d.bench", i))
+		}
 	}
 	b.StopTimer()
 	b.ReportMetric(median(consumeMBs), "consume-MB/s")
 	b.ReportMetric(median(mirrorMBs), "mirror-MB/s")
+	var ratios []float64
+	for i := range mirrorMBs {
+		ratios = append(ratios, mirrorMBs[i]/consumeMBs[i])
+	}
 	b.ReportMetric(median(mirrorMBs)/median(consumeMBs), "ratio")
+	b.ReportMetric(median(ratios), "run-ratio")
 	b.ReportMetric(median(srcCPU), "src-cpu-s/GB")
 	b.ReportMetric(median(dstCPU), "dst-cpu-s/GB")
 	b.ReportMetric(median(srcConsumeCPU), "src-consume-cpu-s/GB")
 	b.ReportMetric(median(setUps), "setup-s")
 	b.ReportMetric(median(consumerCPU), "consumer-cpu-s/GB")
 	b.ReportMetric(median(mirrorCPU), "mirror-cpu-s/GB")
-	b.Logf("runs: consume MB/s %.1f, mirror MB/s %.1f; cpu-s/GB: consumer %.2f, mirror %.2f, source %.2f (consume) %.2f (mirror), target %.2f",
-		consumeMBs, mirrorMBs, consumerCPU, mirrorCPU, srcConsumeCPU, srcCPU, dstCPU)
+	b.Logf("runs: consume MB/s %.1f, mirror MB/s %.1f, ratio %.2f; cpu-s/GB: consumer %.2f, mirror %.2f, source %.2f (consume) %.2f (mirror), target %.2f",
+		consumeMBs, mirrorMBs, ratios, consumerCPU, mirrorCPU, srcConsumeCPU, srcCPU, dstCPU)
 }
 
 // BenchmarkMirrorLag produces -mirror-rate records/s of 1 KiB for

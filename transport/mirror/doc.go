@@ -70,17 +70,30 @@
 // compression included, in raw kmsg Produce requests (acks=all) to the
 // target partition's leader. Each batch's base offset is reset to 0 and its
 // producer id, epoch and base sequence are rewritten for the mirror's own
-// idempotent producer id (InitProducerId); the CRC covers those fields, so
-// it is computed again (record.PutHeader). A partition has at most one batch
-// in flight, and a request carries one batch of every ready partition led
-// by that broker. The trackers see one entry per batch (its last offset), so
-// the delivery rule is the record path's: positions are committed only
-// after the target acknowledged every batch before them, a refused batch
-// freezes its partition, which rewinds to a batch boundary after the
-// backoff and sends the same batches again, with the same sequence numbers,
-// so that a batch the target had written before the failure is answered as
-// a duplicate instead of written twice. A sequence error (the target lost
-// the producer's state) moves the partition to a fresh producer id.
+// idempotent producer id (InitProducerId); the CRC covers those fields: the
+// fetched batch's CRC is checked (record.Next) and the new one derived from
+// it and the changed header bytes (record.Reheader), so the records are read
+// once. A request carries one batch of every ready partition led by that
+// broker, and a partition has up to 5 batches in flight (the target
+// remembers a producer's last 5 batches per partition), with consecutive
+// sequence numbers, in as many requests; the requests to a broker are
+// issued in order, each once kgo wrote the one before (kgo writes a
+// broker's requests in the order issued, on one connection the broker
+// serves in order; a dedicated client whose write hook tells when), and
+// their answers applied in that order. Fetching goes on meanwhile, up to
+// 16 MiB queued per partition. The trackers see one entry per batch (its
+// last offset), so the delivery rule is the record path's: positions are
+// committed only after the target acknowledged every batch before them. A
+// refused batch freezes its partition: the batches after it in flight are
+// dropped (their answers, which arrive later, usually
+// OUT_OF_ORDER_SEQUENCE_NUMBER, are ignored), and once all have been
+// answered and the backoff passed, the partition rewinds to its last
+// acknowledged batch boundary and sends the same batches again, with the
+// same sequence numbers, so that a batch the target had written before the
+// failure is answered as a duplicate instead of written twice
+// (TestMirrorForwardPipelineCut cuts the connection mid-pipeline). A
+// sequence error on the oldest batch in flight (the target lost the
+// producer's state) moves the partition to a fresh producer id.
 // Aborted transactional batches and control batches are skipped (committed
 // transactional batches are forwarded with the transactional bit cleared).
 // Offset syncs are written per batch, so a translated group may re-read up

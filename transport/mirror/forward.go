@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -22,18 +23,32 @@ import (
 // it came in a raw kmsg Produce request (acks=all) to the target partition's
 // leader, with its base offset reset to 0 and its producer id, epoch and
 // base sequence rewritten for the mirror's own idempotent producer id
-// (InitProducerId), the CRC computed again (it covers those fields). The
+// (InitProducerId), and the CRC, which covers those fields, updated: the
+// fetched batch's CRC is checked (record.Next), and the new one derived
+// from it and the header bytes changed (record.Reheader), so the records
+// are read once, not twice. The
 // trackers see one entry per batch (its last offset), so the rules of the
 // record path hold: a position is committed only after the target
 // acknowledged everything before it, a failure freezes it and rewinds.
 //
-// Each partition has at most one batch in flight; a request carries one
-// batch of every ready partition led by that broker. A batch's sequence is
-// the partition's acknowledged sequence, so a batch sent again after a
-// failure (the same source batch: rewinds land on batch boundaries) is
-// recognised by the target as a duplicate if it had been written. A
-// sequence error (the target lost the producer's state, e.g. a restart
+// A partition has up to fwdPartInFlight batches in flight, each in its own
+// request (a request carries one batch of every ready partition led by
+// that broker), with consecutive sequence numbers; the requests to a
+// broker are issued one after the other, each once kgo wrote the one
+// before (kgo writes a broker's requests in the order issued, and the
+// broker serves a connection's requests in order), and their answers are
+// applied in that order. A partition's sequence for the batch at its
+// acknowledged position is its acknowledged sequence. When a batch fails,
+// the batches after it in flight are dropped (their answers, usually
+// OUT_OF_ORDER_SEQUENCE_NUMBER, are ignored) and the partition rewinds to
+// its acknowledged position and sends the same batches again (rewinds
+// land on batch boundaries) with the same sequences, so a batch the target
+// had written is answered as a duplicate; it sends again only once every
+// answer to the dropped sends arrived. A sequence error on the oldest
+// batch in flight (the target lost the producer's state, e.g. a restart
 // before the log was flushed) moves the partition to a fresh producer id.
+// Fetching runs alongside: the loop fetches the next batches while the
+// ones fetched before are produced, up to fwdMaxQueued bytes a partition.
 //
 // What is not forwarded: transactional source batches that aborted
 // (skipped, as read_committed readers skip them; committed ones are
@@ -43,13 +58,23 @@ import (
 // an error naming it, so compacted topics need the record path).
 
 const (
-	fwdMaxQueued   = 16 << 20 // bytes fetched and not acknowledged per partition before its fetching pauses
-	fwdFetchMax    = 64 << 20
-	fwdPartFetch   = 4 << 20
-	fwdFetchWaitMs = 250
-	metadataPause  = 50 * time.Millisecond
-	fwdMaxReqs     = 8       // produce requests in flight, over all target brokers
-	fwdReqBytes    = 4 << 20 // a request takes no more partitions once this large
+	fwdMaxQueued = 16 << 20 // bytes fetched and not acknowledged per partition before its fetching pauses
+	fwdFetchMax  = 64 << 20
+	fwdPartFetch = 4 << 20
+	// fwdPartFetchMin: a forwarder's first fetches ask for less per
+	// partition, doubling up to fwdPartFetch, so that the first batches
+	// reach the target while the larger fetches are on their way (a 32
+	// MiB first answer would keep the target idle for its whole transfer).
+	fwdPartFetchMin = 256 << 10
+	fwdFetchWaitMs  = 250
+	metadataPause   = 50 * time.Millisecond
+	fwdMaxReqs      = 8 // produce requests in flight, over all target brokers
+	// fwdPartInFlight: batches of a partition in flight at once. The
+	// target remembers a producer's last 5 batches per partition
+	// (Kafka's max.in.flight.requests.per.connection <= 5 for
+	// idempotence), so a run sent again after a failure is recognised.
+	fwdPartInFlight = 5
+	fwdReqBytes     = 4 << 20 // a request takes no more partitions once this large
 )
 
 var errForwardGap = errors.New("batch has gaps in its offsets (a compacted source): cannot be forwarded, run the mirror without forwarding")
@@ -67,13 +92,22 @@ type fwdPart struct {
 	fetchAt   int64
 	srcLeader int32
 	tgtLeader int32
-	queue     []fwdBatch
-	queued    int
-	busy      bool
-	pid       int64
-	epoch     int16
-	seq       int32
-	needPid   bool
+	// queue: batches fetched and not yet acknowledged, oldest first;
+	// queue[:sent] are in flight, in this order.
+	queue  []fwdBatch
+	queued int // their bytes
+	sent   int
+	// unresolved: batches sent and not yet answered, of any generation;
+	// sentTo: the leader they went to. gen goes up when the partition
+	// fails, so that answers to what was sent before are ignored.
+	unresolved int
+	sentTo     int32
+	gen        int
+	pid        int64
+	epoch      int16
+	seq        int32 // sequence of queue[0]: the records acknowledged under pid
+	nextSeq    int32 // sequence of queue[sent]
+	needPid    bool
 }
 
 type forwarder struct {
@@ -87,7 +121,9 @@ type forwarder struct {
 	// srcAsked, tgtAsked: when leaders were last asked, so that a
 	// partition without a leader does not make a busy loop of metadata.
 	srcAsked, tgtAsked time.Time
-	reqs               int // produce requests in flight
+	reqs               int                     // produce requests in flight
+	partFetch          int32                   // PartitionMaxBytes of the next fetch: fwdPartFetchMin doubling up to fwdPartFetch
+	tails              map[int32]chan struct{} // per target leader: resolved of the last request issued
 	pid                int64
 	epoch              int16
 	// aborted: per partition, producer ids of aborted transactions seen in
@@ -97,7 +133,7 @@ type forwarder struct {
 
 func newForwarder(m *Mirror) *forwarder {
 	f := &forwarder{m: m, parts: map[topicPartition]*fwdPart{}, srcStale: true, tgtStale: true, pid: -1,
-		aborted: map[topicPartition]map[int64][]int64{}}
+		aborted: map[topicPartition]map[int64][]int64{}, tails: map[int32]chan struct{}{}, partFetch: fwdPartFetchMin}
 	f.cond = sync.NewCond(&f.mu)
 	return f
 }
@@ -116,7 +152,7 @@ func (f *forwarder) drop(t string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for tp, fp := range f.parts {
-		if tp.topic == t && !fp.busy && len(fp.queue) == 0 {
+		if tp.topic == t && fp.unresolved == 0 && len(fp.queue) == 0 {
 			delete(f.parts, tp)
 		}
 	}
@@ -236,6 +272,8 @@ func (f *forwarder) fetchOnce(ctx context.Context) {
 	}
 	byLeader := map[int32]*kmsg.FetchRequest{}
 	f.mu.Lock()
+	partFetch := f.partFetch
+	f.partFetch = min(2*f.partFetch, fwdPartFetch)
 	for tp, fp := range f.parts {
 		if fp.srcLeader < 0 || fp.queued >= fwdMaxQueued || f.m.paused[fp.tr] {
 			continue
@@ -265,7 +303,7 @@ func (f *forwarder) fetchOnce(ctx context.Context) {
 			rt.Topic, rt.TopicID = tp.topic, fp.topicID
 		}
 		rp := kmsg.NewFetchRequestTopicPartition()
-		rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = tp.partition, fp.fetchAt, fwdPartFetch
+		rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = tp.partition, fp.fetchAt, partFetch
 		rp.CurrentLeaderEpoch, rp.LastFetchedEpoch, rp.LogStartOffset = -1, -1, -1
 		rt.Partitions = append(rt.Partitions, rp)
 	}
@@ -311,7 +349,10 @@ func (f *forwarder) fetchOnce(ctx context.Context) {
 				name = names[rt.TopicID]
 			}
 			for i := range rt.Partitions {
-				f.partition(ctx, name, &rt.Partitions[i])
+				// The CRCs are checked here, without f.mu, so that
+				// the sender is not held up meanwhile.
+				valid, err := validBatches(rt.Partitions[i].RecordBatches)
+				f.partition(ctx, name, &rt.Partitions[i], valid, err)
 			}
 		}
 	}
@@ -327,8 +368,25 @@ func waitCtx(ctx context.Context, d time.Duration) {
 	}
 }
 
-// partition queues the batches of one partition's fetch response.
-func (f *forwarder) partition(ctx context.Context, topic string, rp *kmsg.FetchResponseTopicPartition) {
+// validBatches returns the longest prefix of b made of whole batches that
+// record.Next accepts (CRC checked), and why the rest was not: nil if b
+// ended there, record.ErrShort for a partial batch at the end (fetched
+// again next time), or the damage found.
+func validBatches(b []byte) ([]byte, error) {
+	n := 0
+	for n < len(b) {
+		_, size, err := record.Next(b[n:], 0)
+		if err != nil {
+			return b[:n], err
+		}
+		n += size
+	}
+	return b, nil
+}
+
+// partition queues the batches of one partition's fetch response: valid,
+// the batches validBatches accepted, and verr, why the rest was not.
+func (f *forwarder) partition(ctx context.Context, topic string, rp *kmsg.FetchResponseTopicPartition, valid []byte, verr error) {
 	tp := topicPartition{topic, rp.Partition}
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -367,20 +425,21 @@ func (f *forwarder) partition(ctx context.Context, topic string, rp *kmsg.FetchR
 			slices.Sort(ab[a.ProducerID])
 		}
 	}
-	b := rp.RecordBatches
+	b := valid
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
 	tr.hwm = max(tr.hwm, rp.HighWatermark)
-	for len(b) > 0 {
-		h, n, err := record.Next(b, 0)
-		if err != nil {
-			if !errors.Is(err, record.ErrShort) {
+	for {
+		if len(b) == 0 {
+			if verr != nil && !errors.Is(verr, record.ErrShort) { // a partial batch at the end is fetched again next time
 				tr.fetchErrors++
-				tr.lastErr = fmt.Errorf("%s/%d: fetch at %d: %w", topic, rp.Partition, fp.fetchAt, err)
+				tr.lastErr = fmt.Errorf("%s/%d: fetch at %d: %w", topic, rp.Partition, fp.fetchAt, verr)
 				tr.lastErrAt = time.Now()
 			}
-			break // a partial batch at the end: fetched again next time
+			break
 		}
+		h, _ := record.ParseHeader(b) // valid: checked by validBatches
+		n := h.Size()
 		batch := b[:n]
 		b = b[n:]
 		if h.LastOffset() < fp.fetchAt {
@@ -432,9 +491,9 @@ func (f *forwarder) partition(ctx context.Context, topic string, rp *kmsg.FetchR
 	}
 }
 
-// send runs until ctx ends: it produces the head batch of every partition
-// with nothing in flight, one request per target leader, and resolves
-// them in the trackers.
+// send runs until ctx ends: it produces the next unsent batch of every
+// partition that may send one, one request per target leader, and
+// resolves the answers in the trackers.
 func (f *forwarder) send(ctx context.Context) {
 	stop := context.AfterFunc(ctx, func() {
 		f.mu.Lock()
@@ -471,10 +530,22 @@ func (f *forwarder) send(ctx context.Context) {
 	}
 }
 
+// sendable reports whether fp may send its next batch: it has one, fewer
+// than fwdPartInFlight are in flight, and what is in flight went to the
+// partition's current leader in its current generation (after a failure,
+// or when the leader moved, the answers to the older sends are awaited
+// first). f.mu held.
+func (fp *fwdPart) sendable() bool {
+	if fp.sent >= len(fp.queue) || fp.sent >= fwdPartInFlight {
+		return false
+	}
+	return fp.unresolved == 0 || fp.sent > 0 && fp.sentTo == fp.tgtLeader
+}
+
 // ready reports whether some partition has a batch to send. f.mu held.
 func (f *forwarder) ready() bool {
 	for _, fp := range f.parts {
-		if len(fp.queue) > 0 && !fp.busy {
+		if fp.sendable() {
 			return true
 		}
 	}
@@ -513,22 +584,32 @@ func (f *forwarder) producerID(ctx context.Context) error {
 }
 
 type sent struct {
-	fp *fwdPart
-	bt fwdBatch
+	fp  *fwdPart
+	bt  fwdBatch
+	gen int
 }
 
+// fwdRequest is one produce request to a target leader.
+type fwdRequest struct {
+	leader int32
+	req    *kmsg.ProduceRequest
+	ss     []sent
+	bytes  int
+	// prev is closed once the previous request to the same leader is
+	// resolved, resolved once this one is: answers are applied in the
+	// order the requests were sent, so a partition's in order.
+	prev, resolved chan struct{}
+}
+
+// round builds one request per target leader (more if large), each with
+// the next unsent batch of every sendable partition, and issues them in
+// order. It reports whether it issued any.
 func (f *forwarder) round(ctx context.Context) bool {
-	type request struct {
-		leader int32
-		req    *kmsg.ProduceRequest
-		ss     []sent
-		bytes  int
-	}
-	var reqs []*request
-	open := map[int32]*request{}
+	var reqs []*fwdRequest
+	open := map[int32]*fwdRequest{}
 	f.mu.Lock()
 	for _, fp := range f.parts {
-		if len(fp.queue) == 0 || fp.busy {
+		if !fp.sendable() {
 			continue
 		}
 		if fp.tgtLeader < 0 {
@@ -540,20 +621,23 @@ func (f *forwarder) round(ctx context.Context) bool {
 			if f.reqs+len(reqs) >= fwdMaxReqs {
 				continue
 			}
-			r = &request{leader: fp.tgtLeader, req: kmsg.NewPtrProduceRequest()}
+			r = &fwdRequest{leader: fp.tgtLeader, req: kmsg.NewPtrProduceRequest(), resolved: make(chan struct{})}
 			r.req.Acks, r.req.TimeoutMillis = -1, int32(requestTimeout/time.Millisecond)
+			r.prev, f.tails[r.leader] = f.tails[r.leader], r.resolved
 			open[fp.tgtLeader] = r
 			reqs = append(reqs, r)
 		}
-		if fp.pid != f.pid {
-			fp.pid, fp.epoch, fp.seq, fp.needPid = f.pid, f.epoch, 0, false
+		if fp.pid != f.pid && fp.sent == 0 && fp.unresolved == 0 {
+			// A partition moves to the latest producer id only with
+			// nothing in flight: its sequences start again at 0.
+			fp.pid, fp.epoch, fp.seq, fp.nextSeq, fp.needPid = f.pid, f.epoch, 0, 0, false
 		}
-		bt := fp.queue[0]
+		bt := fp.queue[fp.sent]
 		h, _ := record.ParseHeader(bt.b)
 		h.BaseOffset, h.PartitionLeaderEpoch = 0, -1
-		h.ProducerID, h.ProducerEpoch, h.BaseSequence = fp.pid, fp.epoch, fp.seq
-		h.Attributes &^= 0x10 // transactional: the copy is not
-		record.PutHeader(bt.b, h)
+		h.ProducerID, h.ProducerEpoch, h.BaseSequence = fp.pid, fp.epoch, fp.nextSeq
+		h.Attributes &^= 0x10    // transactional: the copy is not
+		record.Reheader(bt.b, h) // the CRC was checked when fetched (record.Next)
 		var rt *kmsg.ProduceRequestTopic
 		for i := range r.req.Topics {
 			if r.req.Topics[i].Topic == fp.tr.target {
@@ -568,24 +652,47 @@ func (f *forwarder) round(ctx context.Context) bool {
 		rp := kmsg.NewProduceRequestTopicPartition()
 		rp.Partition, rp.Records = fp.tr.partition, bt.b
 		rt.Partitions = append(rt.Partitions, rp)
-		fp.busy = true
-		r.ss = append(r.ss, sent{fp, bt})
+		fp.nextSeq += bt.count
+		fp.sent++
+		fp.unresolved++
+		fp.sentTo = r.leader
+		r.ss = append(r.ss, sent{fp, bt, fp.gen})
 		r.bytes += len(bt.b)
 	}
 	f.reqs += len(reqs)
 	f.mu.Unlock()
 	for _, r := range reqs {
-		go func() {
-			resp, err := f.m.tgt.Broker(int(r.leader)).Request(ctx, r.req)
-			pr, _ := resp.(*kmsg.ProduceResponse)
-			f.resolve(r.ss, pr, err)
-			f.mu.Lock()
-			f.reqs--
-			f.cond.Broadcast()
-			f.mu.Unlock()
-		}()
+		f.issue(ctx, r)
 	}
 	return len(reqs) > 0
+}
+
+// issue sends r and returns once it is written to the connection (or
+// failed): kgo writes a broker's requests in the order they were issued,
+// so a partition's batches in flight reach the target in sequence order.
+// The answer is applied by a goroutine, after those of the requests sent
+// before to the same leader.
+func (f *forwarder) issue(ctx context.Context, r *fwdRequest) {
+	done := make(chan struct{})
+	written := f.m.fwWrites.count()
+	go func() {
+		resp, err := f.m.fwTgt.Broker(int(r.leader)).Request(ctx, r.req)
+		close(done)
+		if r.prev != nil {
+			<-r.prev
+		}
+		pr, _ := resp.(*kmsg.ProduceResponse)
+		f.resolve(r.ss, pr, err)
+		close(r.resolved)
+		f.mu.Lock()
+		f.reqs--
+		if f.tails[r.leader] == r.resolved {
+			delete(f.tails, r.leader)
+		}
+		f.cond.Broadcast()
+		f.mu.Unlock()
+	}()
+	f.m.fwWrites.wait(written, done)
 }
 
 // resolve applies a produce response (or its error) to the batches sent.
@@ -605,7 +712,13 @@ func (f *forwarder) resolve(ss []sent, resp *kmsg.ProduceResponse, reqErr error)
 	defer f.mu.Unlock()
 	for _, s := range ss {
 		fp, bt, tr := s.fp, s.bt, s.fp.tr
-		fp.busy = false
+		fp.unresolved--
+		if s.gen != fp.gen {
+			// Sent before the partition failed: whatever the answer,
+			// the batch is sent again from the last acknowledged
+			// position (the target answers a duplicate if it wrote it).
+			continue
+		}
 		err := reqErr
 		dst := int64(-1)
 		if err == nil {
@@ -618,9 +731,10 @@ func (f *forwarder) resolve(ss []sent, resp *kmsg.ProduceResponse, reqErr error)
 			}
 		}
 		tr.mu.Lock()
-		if err == nil && len(fp.queue) > 0 && fp.queue[0].last == bt.last {
+		if err == nil && fp.sent > 0 && fp.queue[0].last == bt.last {
 			fp.queue = fp.queue[1:]
 			fp.queued -= len(bt.b)
+			fp.sent--
 			fp.seq += bt.count
 			if dst >= 0 {
 				tr.ack(bt.last, dst, len(bt.b), now)
@@ -637,6 +751,10 @@ func (f *forwarder) resolve(ss []sent, resp *kmsg.ProduceResponse, reqErr error)
 		if err == nil {
 			err = errors.New("forward: resolved batch is not the partition's oldest")
 		}
+		// The first failure of this generation, so of the oldest batch
+		// in flight: a sequence error here means the target lost the
+		// producer's state (the batches after it fail with sequence
+		// errors too, as a consequence, and are ignored above).
 		var ke *kerr.Error
 		if errors.As(err, &ke) {
 			switch ke.Code {
@@ -652,13 +770,12 @@ func (f *forwarder) resolve(ss []sent, resp *kmsg.ProduceResponse, reqErr error)
 		for _, q := range fp.queue {
 			if tr.fail(q.last, err, now) && !first {
 				first = true
-				{
-					f.m.log.Warn("mirror: target refused a batch; partition paused, retrying from its last acknowledged position",
-						"topic", tr.topic, "partition", tr.partition, "target_topic", tr.target, "offset", q.base, "err", err)
-				}
+				f.m.log.Warn("mirror: target refused a batch; partition paused, retrying from its last acknowledged position",
+					"topic", tr.topic, "partition", tr.partition, "target_topic", tr.target, "offset", q.base, "err", err)
 			}
 		}
-		fp.queue, fp.queued = nil, 0
+		fp.queue, fp.queued, fp.sent, fp.nextSeq = nil, 0, 0, fp.seq
+		fp.gen++
 		tr.mu.Unlock()
 		wake = true
 	}
@@ -674,7 +791,7 @@ func (f *forwarder) idle(ctx context.Context) bool {
 		f.mu.Lock()
 		busy := false
 		for _, fp := range f.parts {
-			if fp.busy || len(fp.queue) > 0 {
+			if fp.unresolved > 0 || len(fp.queue) > 0 {
 				busy = true
 				break
 			}
@@ -687,5 +804,50 @@ func (f *forwarder) idle(ctx context.Context) bool {
 			return false
 		}
 		waitCtx(ctx, 10*time.Millisecond)
+	}
+}
+
+// produceWrites counts the Produce requests written by the forwarding
+// client (a kgo hook), so that issue can wait for a request to be written
+// before it issues the next.
+type produceWrites struct {
+	n  atomic.Int64
+	mu sync.Mutex
+	ch chan struct{} // closed and replaced at each write
+}
+
+func newProduceWrites() *produceWrites { return &produceWrites{ch: make(chan struct{})} }
+
+// OnBrokerWrite implements kgo.HookBrokerWrite. A write that failed with
+// nothing written is retried by kgo on a new connection, or the request
+// fails: either way it is not the last word on the request.
+func (w *produceWrites) OnBrokerWrite(_ kgo.BrokerMetadata, key int16, written int, _, _ time.Duration, err error) {
+	if key != 0 || err != nil && written == 0 {
+		return
+	}
+	w.mu.Lock()
+	w.n.Add(1)
+	close(w.ch)
+	w.ch = make(chan struct{})
+	w.mu.Unlock()
+}
+
+func (w *produceWrites) count() int64 { return w.n.Load() }
+
+// wait returns once a Produce request was written after count() returned
+// since, or done is closed.
+func (w *produceWrites) wait(since int64, done <-chan struct{}) {
+	for {
+		w.mu.Lock()
+		ch := w.ch
+		w.mu.Unlock()
+		if w.n.Load() != since {
+			return
+		}
+		select {
+		case <-ch:
+		case <-done:
+			return
+		}
 	}
 }

@@ -54,6 +54,10 @@ type Mirror struct {
 	fetchErrs   map[topicPartition]string // last fetch error logged, so a repeat is not
 	inTxn       bool                      // exactly once: a transaction is open
 	fw          *forwarder                // Config.Forward
+	// fwTgt: the forwarder's client of the target, for its Produce
+	// requests only, so that fwWrites counts nothing but those.
+	fwTgt    *kgo.Client
+	fwWrites *produceWrites
 
 	txnCommits, txnAborts atomic.Int64 // exactly once: transactions ended
 }
@@ -108,6 +112,17 @@ func New(cfg Config) (*Mirror, error) {
 	}
 	if cfg.Forward {
 		m.fw = newForwarder(m)
+		m.fwWrites = newProduceWrites()
+		m.fwTgt, err = kgo.NewClient(append([]kgo.Opt{
+			kgo.SeedBrokers(cfg.Target...),
+			kgo.RequiredAcks(kgo.AllISRAcks()), // kgo sets every Produce request's acks to this
+			kgo.WithHooks(m.fwWrites),
+		}, cfg.TargetOpts...)...)
+		if err != nil {
+			src.Close()
+			tgt.Close()
+			return nil, fmt.Errorf("%w client: %w", ErrTarget, err)
+		}
 	}
 	m.srcAdm.SetTimeoutMillis(int32(requestTimeout / time.Millisecond))
 	m.tgtAdm.SetTimeoutMillis(int32(requestTimeout / time.Millisecond))
@@ -115,6 +130,9 @@ func New(cfg Config) (*Mirror, error) {
 		if err := cfg.Registerer.Register(Collector(m)); err != nil {
 			src.Close() // not m.Close: it would unregister the collector already there
 			tgt.Close()
+			if m.fwTgt != nil {
+				m.fwTgt.Close()
+			}
 			return nil, fmt.Errorf("%w: register metrics: %w", ErrConfig, err)
 		}
 	}
@@ -129,6 +147,9 @@ func (m *Mirror) Close() {
 	}
 	m.src.Close()
 	m.tgt.Close()
+	if m.fwTgt != nil {
+		m.fwTgt.Close()
+	}
 }
 
 // Run mirrors until ctx ends, then waits (at most flushTimeout) for the
