@@ -489,8 +489,7 @@ func (s *Spec) validateSecurityProtocol(p *problems, field, v string) {
 	case s.Target.Bootstrap != "":
 		p.add(field, "%s: the runner sets up listeners only on a broker it starts; a bootstrap target's clients connect as target.security says", v)
 	case s.Target.IsCluster():
-		p.add(field, "%s: not yet on a cluster target: a broker registers one endpoint (its PLAINTEXT inter-broker listener), "+
-			"so a client on another listener would be sent to the other brokers' PLAINTEXT ports; use an embedded target", v)
+		p.add(field, "%s: not yet on a cluster target: the runner starts cluster brokers with one PLAINTEXT listener; use an embedded target", v)
 	case s.Durability != nil || s.Scale != nil:
 		p.add(field, "%s: load experiments only (durability and scale start their brokers with PLAINTEXT)", v)
 	case s.Target.Security != nil:
