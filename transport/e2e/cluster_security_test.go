@@ -54,13 +54,13 @@ func TestClusterSecurity(t *testing.T) {
 	start := make(chan error, 3)
 	for id := int32(1); id <= 3; id++ {
 		internal[id], external[id] = brokertest.FreeAddr(t), brokertest.FreeAddr(t)
-		dir := t.TempDir()
+		dir, in, ex := t.TempDir(), internal[id], external[id]
 		go func() {
 			p, err := brokerproc.Start(testContext(t), brokerproc.Options{
-				Weir: weir, DataDir: dir, Listen: internal[id], DeathSignal: syscall.SIGKILL,
+				Weir: weir, DataDir: dir, Listen: in, DeathSignal: syscall.SIGKILL,
 				Flags: []string{"--broker-id", fmt.Sprint(id), "--zookeeper", zk.ConnectString(),
 					"--zookeeper-session-timeout", brokertest.DefaultSessionTimeout.String(), "--log-level", "info",
-					"--listeners", "INTERNAL://" + internal[id] + ",EXTERNAL://" + external[id],
+					"--listeners", "INTERNAL://" + in + ",EXTERNAL://" + ex,
 					"--listener-security-protocol-map", "INTERNAL:SASL_PLAINTEXT,EXTERNAL:SASL_SSL",
 					"--inter-broker-listener-name", "INTERNAL",
 					"--ssl-cert-file", srv.CertFile, "--ssl-key-file", srv.KeyFile, "--ssl-ca-file", ca.File,
