@@ -66,7 +66,7 @@ func TestRunCmdErrors(t *testing.T) {
 	}{
 		{"nothing to run", []string{"run"}, "give a spec file or --preset NAME", nil},
 		{"both", []string{"run", typo, "--preset", "quick"}, "not both", nil},
-		{"unknown preset", []string{"run", "--preset", "slow"}, `unknown preset "slow" (known: chaos, durability, durability-disk, flush, hdd, kreps2014, plan-profile, probes, quick, replication, scale, scale-quick, security)`, presets.ErrUnknown},
+		{"unknown preset", []string{"run", "--preset", "slow"}, `unknown preset "slow" (known: chaos, durability, durability-disk, flush, hdd, kreps2014, plan-profile, probes, quick, replication, scale, scale-quick, security, security-cluster)`, presets.ErrUnknown},
 		{"missing file", []string{"run", filepath.Join(dir, "none.yaml")}, "none.yaml", spec.ErrInvalid},
 		{"unknown field", []string{"run", typo, "--dry-run"}, `line 3: unknown field "partitons" in workload`, spec.ErrInvalid},
 		{"unknown codec", []string{"run", badCodec, "--dry-run"}, `unknown codec "zsdt" (known: gzip, lz4, none, snappy, zstd)`, spec.ErrInvalid},

@@ -67,6 +67,11 @@ type Options struct {
 	// certificate and SASL flags it needs come in Flags. Default "": only
 	// the PLAINTEXT listener.
 	SecureProtocol string
+	// SecureListen is the address of the SecureProtocol listener: set it
+	// to restart a broker where its registration knows it, or to listen
+	// on an address of a network namespace. Default: a free loopback
+	// port.
+	SecureListen string
 	// Metrics serves /metrics on a second free port (Process.MetricsAddr);
 	// otherwise the endpoint is off.
 	Metrics bool
@@ -161,8 +166,10 @@ func startOnce(ctx context.Context, o Options) (*Process, error) {
 	}
 	secureAddr := ""
 	if o.SecureProtocol != "" && o.SecureProtocol != "PLAINTEXT" {
-		if secureAddr, err = freePort(); err != nil {
-			return nil, err
+		if secureAddr = o.SecureListen; secureAddr == "" {
+			if secureAddr, err = freePort(); err != nil {
+				return nil, err
+			}
 		}
 	}
 	pprofAddr := ""

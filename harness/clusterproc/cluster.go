@@ -26,7 +26,7 @@
 // NetworkingNetns (root and the ip command): each broker runs in a network
 // namespace of its own (`ip netns exec`, which execs, so Broker.Pid is the
 // broker's), with one address, 10.213.K.(10+id), on ports NetnsKafkaPort
-// and NetnsMetricsPort, joined by a veth pair to a bridge in the root
+// and NetnsMetricsPort (and NetnsSecurePort), joined by a veth pair to a bridge in the root
 // namespace at 10.213.K.1, where ZooKeeper listens and the harness's
 // clients dial from (netns.go has the names, and how K is chosen so that
 // clusters never collide and a crashed run's leftovers are removed).
@@ -122,6 +122,14 @@ type Config struct {
 	// SessionTimeout is the brokers' --zookeeper-session-timeout. Default
 	// 0: the broker's default (18 s, Kafka's).
 	SessionTimeout time.Duration
+	// SecureProtocol, when SSL, SASL_PLAINTEXT or SASL_SSL, gives every
+	// broker a second listener of that protocol for clients
+	// (Broker.SecureAddr, SecureBootstrap) beside the PLAINTEXT one on
+	// Broker.Addr, which stays the inter-broker listener and the one the
+	// cluster is polled on (brokerproc.Options.SecureProtocol). The
+	// certificate and SASL flags it needs come in BrokerFlags. Default
+	// "": only the PLAINTEXT listener.
+	SecureProtocol string
 	// BrokerFlags are more `weir broker` flags for every broker, after
 	// those this package sets (--broker-id, --zookeeper, --data-dir,
 	// --listen, --metrics-listen, --log-level, --zookeeper-session-timeout).
@@ -182,6 +190,8 @@ func (c *Config) validate() error {
 		return fmt.Errorf("%w: PowerCutBroker %d: want 0 (none) or 1..%d", ErrConfig, c.PowerCutBroker, c.Brokers)
 	case c.Disk != nil && c.DataSize > 0:
 		return fmt.Errorf("%w: Disk and DataSize: a broker's data directory is an emulated disk or a tmpfs, not both", ErrConfig)
+	case !slices.Contains([]string{"", "PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"}, c.SecureProtocol):
+		return fmt.Errorf("%w: SecureProtocol %q: want SSL, SASL_PLAINTEXT or SASL_SSL", ErrConfig, c.SecureProtocol)
 	}
 	if c.ZooKeeper != "" {
 		if _, err := zk.ParseConnectString(c.ZooKeeper); err != nil {
@@ -472,12 +482,15 @@ func (c *Cluster) startBroker(ctx context.Context, id int32) (*Broker, error) {
 	// stopped with SIGSTOP, which a SIGTERM would leave stopped forever.
 	b.opts = brokerproc.Options{Weir: cfg.Weir, DataDir: b.DataDir, Flags: flags, Metrics: true, Log: logFile,
 		DeathSignal: syscall.SIGKILL, StartTimeout: cfg.StartTimeout, StopTimeout: cfg.StopTimeout,
-		PowerCutFS: id == cfg.PowerCutBroker}
+		PowerCutFS: id == cfg.PowerCutBroker, SecureProtocol: cfg.SecureProtocol}
 	if c.net != nil {
 		b.Namespace, b.Veth = c.net.namespace(id), c.net.hostVeth(id)
 		host := c.net.brokerIP(id)
 		b.opts.Listen = net.JoinHostPort(host, strconv.Itoa(NetnsKafkaPort))
 		b.opts.MetricsListen = net.JoinHostPort(host, strconv.Itoa(NetnsMetricsPort))
+		if cfg.SecureProtocol != "" {
+			b.opts.SecureListen = net.JoinHostPort(host, strconv.Itoa(NetnsSecurePort))
+		}
 		b.opts.Exec = []string{"ip", "netns", "exec", b.Namespace}
 	}
 	p, err := brokerproc.Start(ctx, b.opts)
@@ -487,7 +500,7 @@ func (c *Cluster) startBroker(ctx context.Context, id int32) (*Broker, error) {
 	b.Process = p
 	// A start again keeps the addresses clients and the broker's old
 	// registration know.
-	b.opts.Listen, b.opts.MetricsListen = p.Addr, p.MetricsAddr
+	b.opts.Listen, b.opts.MetricsListen, b.opts.SecureListen = p.Addr, p.MetricsAddr, p.SecureAddr
 	return b, nil
 }
 
@@ -733,6 +746,24 @@ func (c *Cluster) Addrs() []string {
 
 // Bootstrap is Addrs joined with commas, a client's seed list.
 func (c *Cluster) Bootstrap() string { return strings.Join(c.Addrs(), ",") }
+
+// SecureAddrs are the brokers' Config.SecureProtocol listeners, in id
+// order; nil without one.
+func (c *Cluster) SecureAddrs() []string {
+	if c.cfg.SecureProtocol == "" || c.cfg.SecureProtocol == "PLAINTEXT" {
+		return nil
+	}
+	bs := c.Members()
+	out := make([]string, len(bs))
+	for i, b := range bs {
+		out[i] = b.SecureAddr
+	}
+	return out
+}
+
+// SecureBootstrap is SecureAddrs joined with commas: the seed list of
+// clients with the Config.SecureProtocol settings; "" without one.
+func (c *Cluster) SecureBootstrap() string { return strings.Join(c.SecureAddrs(), ",") }
 
 // CheckRunning returns an error naming the first broker whose process has
 // exited, with how and the end of its output; nil while all run.

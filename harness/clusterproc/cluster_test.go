@@ -116,6 +116,7 @@ func TestConfigAndChroot(t *testing.T) {
 		{Config{Weir: "w", Dir: "d", Brokers: 1, SessionTimeout: -time.Second}, "SessionTimeout"},
 		{Config{Weir: "w", Dir: "d", Brokers: 2, PowerCutBroker: 3}, "PowerCutBroker 3: want 0 (none) or 1..2"},
 		{Config{Weir: "w", Dir: "d", Brokers: 1, Networking: "bridge"}, `Networking "bridge": want loopback, netns or auto`},
+		{Config{Weir: "w", Dir: "d", Brokers: 1, SecureProtocol: "TLS"}, `SecureProtocol "TLS": want SSL, SASL_PLAINTEXT or SASL_SSL`},
 		{Config{Weir: "w", Dir: "d", Brokers: 1, Networking: "netns", ZooKeeper: "localhost:2181/weir"}, "Networking netns: ZooKeeper server localhost:2181 is on loopback"},
 	} {
 		if _, err := Start(context.Background(), tc.cfg); !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), tc.want) {

@@ -35,10 +35,12 @@ var ErrNetns = errors.New("clusterproc: netns networking")
 const (
 	netnsLockDir = "/run/weir-netns"
 	netnsSlots   = 256
-	// NetnsKafkaPort and NetnsMetricsPort are the ports a broker of a
-	// netns cluster listens on, at its own address: the namespace is its
-	// alone, so they are always free.
+	// NetnsKafkaPort, NetnsSecurePort (Config.SecureProtocol's listener)
+	// and NetnsMetricsPort are the ports a broker of a netns cluster
+	// listens on, at its own address: the namespace is its alone, so they
+	// are always free.
 	NetnsKafkaPort   = 9092
+	NetnsSecurePort  = 9093
 	NetnsMetricsPort = 9644
 )
 

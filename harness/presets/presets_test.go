@@ -11,7 +11,7 @@ import (
 )
 
 func TestPresetsValidate(t *testing.T) {
-	want := []string{"chaos", "durability", "durability-disk", "flush", "hdd", "kreps2014", "plan-profile", "probes", "quick", "replication", "scale", "scale-quick", "security"}
+	want := []string{"chaos", "durability", "durability-disk", "flush", "hdd", "kreps2014", "plan-profile", "probes", "quick", "replication", "scale", "scale-quick", "security", "security-cluster"}
 	if got := Names(); strings.Join(got, ",") != strings.Join(want, ",") {
 		t.Fatalf("presets %v, want %v", got, want)
 	}

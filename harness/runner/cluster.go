@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"slices"
 	"sync"
 
 	"github.com/weir-broker/weir/harness/clusterproc"
@@ -14,10 +16,17 @@ import (
 // startCluster starts the cluster of one matrix point (index) in dir: an
 // embedded ZooKeeper, or a fresh chroot of the external one named by the
 // spec, and the brokers (package clusterproc). Errors wrap ErrBroker.
-func (r *runner) startCluster(ctx context.Context, index int, dir string, flags []string) (*clusterproc.Cluster, error) {
+func (r *runner) startCluster(ctx context.Context, index int, dir string, flags []string, ls *listenerSecurity) (*clusterproc.Cluster, error) {
 	sc := r.spec.Target.Cluster
 	cfg := clusterproc.Config{Weir: r.weir, Dir: dir, Brokers: sc.Brokers, SessionTimeout: sc.SessionTimeout, BrokerFlags: flags,
 		Networking: r.networking}
+	if ls != nil {
+		// Every broker serves the point's listener beside the PLAINTEXT
+		// one, which stays the inter-broker listener (the first of
+		// --listeners) and the runner's.
+		cfg.SecureProtocol = ls.protocol
+		cfg.BrokerFlags = append(slices.Clone(ls.flags), flags...)
+	}
 	if sc.ZooKeeper != spec.ZooKeeperEmbedded {
 		// Each point's brokers and topics under a chroot of their own, so
 		// no point sees another's (the external ensemble keeps them).
@@ -35,6 +44,40 @@ func (r *runner) startCluster(ctx context.Context, index int, dir string, flags 
 		return nil, fmt.Errorf("%w: cluster of %d: %w", ErrBroker, sc.Brokers, err)
 	}
 	return c, nil
+}
+
+// startClusterTarget is startTarget for a cluster target: the point's
+// cluster in dir, and for a listener other than PLAINTEXT (ls, its
+// certificates in secDir) the load's clients pointed at every broker's
+// listener of that protocol once each serves their settings.
+func (r *runner) startClusterTarget(ctx context.Context, index int, dir, secDir string, ls *listenerSecurity, flags []string,
+	cfg *load.Config) (alive, stop func() error, err error) {
+	cl, err := r.startCluster(ctx, index, dir, flags, ls)
+	if err != nil {
+		os.RemoveAll(dir)
+		os.RemoveAll(secDir)
+		return nil, nil, err
+	}
+	stop = func() error {
+		err := removeAfter(dir, cl.Stop())
+		os.RemoveAll(secDir)
+		return err
+	}
+	cfg.Bootstrap, cfg.Broker = cl.Bootstrap(), clusterStats{cl}
+	if ls != nil {
+		opts, err := ls.ready(ctx, cl.Addrs()[0], cl.SecureAddrs()) // security.go
+		if err != nil {
+			return nil, nil, errors.Join(err, stop())
+		}
+		cfg.Bootstrap, cfg.ClientOpts = cl.SecureBootstrap(), opts
+	}
+	alive = func() error {
+		if err := cl.CheckRunning(); err != nil {
+			return fmt.Errorf("%w: %w", ErrBroker, err)
+		}
+		return nil
+	}
+	return alive, stop, nil
 }
 
 // clusterStats samples every broker of a cluster (load.BrokerStats).

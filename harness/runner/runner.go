@@ -20,9 +20,10 @@
 // With interleave, a load section's points are all set up first (each its
 // broker) and their repetitions run in rounds, one of every point per
 // round. A point with security_protocol other than PLAINTEXT gets a broker
-// serving that listener beside a PLAINTEXT one for the runner, with a
-// throwaway CA and certificate and, for SASL, a SCRAM user (security.go);
-// its clients connect to the secure listener.
+// (every broker of its cluster) serving that listener beside a PLAINTEXT
+// one for the runner (and a cluster's replication), with a throwaway CA
+// and certificate and, for SASL, a SCRAM user (security.go); its clients
+// connect to the secure listeners.
 //
 // A cluster target (package harness/clusterproc) starts, per point, a
 // ZooKeeper from Debian's package (or a fresh chroot of an external one)
@@ -235,6 +236,9 @@ func Run(ctx context.Context, opts Options) (*result.Run, string, error) {
 			fmt.Fprintf(stderr, "weir run: warning: target.cluster.networking: %s: using %s: %v\n", sc.Networking, networking, why)
 		}
 		run.Env.Networking = networking
+		if usesTLS(sections) {
+			run.Env.TLSFetch = tlsFetchPath() // security.go
+		}
 	case managed:
 		run.Env.Target, run.Env.Brokers, run.Env.Networking = "embedded", 1, clusterproc.NetworkingLoopback
 		if usesTLS(sections) {
@@ -631,34 +635,23 @@ func (r *runner) startTarget(ctx context.Context, index int, cfg *load.Config) (
 		// The broker resolves flush policy plugins itself.
 		flags = append(flags, "--plugin-dir", r.opts.PluginDir)
 	}
+	// A listener other than PLAINTEXT: a throwaway CA and certificate
+	// (and SCRAM user) of the point's own, beside its data directory,
+	// shared by a cluster's brokers.
+	secDir := dir + "-security"
+	ls, err := newListenerSecurity(w.SecurityProtocol, secDir) // security.go
+	if err != nil {
+		os.RemoveAll(secDir)
+		return nil, nil, err
+	}
 	if sc := r.spec.Target.Cluster; sc != nil {
-		cl, err := r.startCluster(ctx, index, dir, append(flags, sc.BrokerFlags...)) // after ours: the spec's win
-		if err != nil {
-			os.RemoveAll(dir)
-			return nil, nil, err
-		}
-		cfg.Bootstrap, cfg.Broker = cl.Bootstrap(), clusterStats{cl}
-		alive = func() error {
-			if err := cl.CheckRunning(); err != nil {
-				return fmt.Errorf("%w: %w", ErrBroker, err)
-			}
-			return nil
-		}
-		return alive, func() error { return removeAfter(dir, cl.Stop()) }, nil
+		return r.startClusterTarget(ctx, index, dir, secDir, ls, append(flags, sc.BrokerFlags...), cfg) // after ours: the spec's win
 	}
 	var env []string
 	openFiles := 0
 	if e := r.spec.Target.Embedded; e != nil {
 		flags = append(flags, e.BrokerFlags...) // after ours: the spec's win
 		env, openFiles = e.BrokerEnv, e.OpenFilesLimit
-	}
-	// A listener other than PLAINTEXT: a throwaway CA and certificate
-	// (and SCRAM user) of the point's own, beside its data directory.
-	secDir := dir + "-security"
-	ls, err := newListenerSecurity(w.SecurityProtocol, secDir) // security.go
-	if err != nil {
-		os.RemoveAll(secDir)
-		return nil, nil, err
 	}
 	o := brokerproc.Options{Weir: r.weir, DataDir: dir, Env: env, OpenFilesLimit: openFiles}
 	if ls != nil {
@@ -679,7 +672,7 @@ func (r *runner) startTarget(ctx context.Context, index int, cfg *load.Config) (
 	}
 	cfg.Bootstrap, cfg.Broker = b.Addr, b
 	if ls != nil {
-		opts, err := ls.ready(ctx, b.Addr, b.SecureAddr)
+		opts, err := ls.ready(ctx, b.Addr, []string{b.SecureAddr})
 		if err != nil {
 			return nil, nil, errors.Join(err, stop())
 		}

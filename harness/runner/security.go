@@ -29,7 +29,11 @@ import (
 
 // securityOpts turns the target's security settings into client options
 // (nil settings: PLAINTEXT, no options).
-func securityOpts(s *spec.Security) ([]kgo.Opt, error) {
+func securityOpts(s *spec.Security) ([]kgo.Opt, error) { return clientOpts(s, "") }
+
+// clientOpts is securityOpts verifying the brokers' certificates for
+// serverName ("": the address dialed).
+func clientOpts(s *spec.Security, serverName string) ([]kgo.Opt, error) {
 	if s == nil {
 		return nil, nil
 	}
@@ -41,7 +45,7 @@ func securityOpts(s *spec.Security) ([]kgo.Opt, error) {
 	switch p {
 	case "PLAINTEXT", "SASL_PLAINTEXT":
 	case "SSL", "SASL_SSL":
-		cfg, err := tlsfiles.ClientConfig(tlsfiles.Client{CAFile: s.SSLCAFile, CertFile: s.SSLCertFile, KeyFile: s.SSLKeyFile})
+		cfg, err := tlsfiles.ClientConfig(tlsfiles.Client{CAFile: s.SSLCAFile, CertFile: s.SSLCertFile, KeyFile: s.SSLKeyFile, ServerName: serverName})
 		if err != nil {
 			return nil, fmt.Errorf("runner: target.security: %w", err)
 		}
@@ -111,13 +115,17 @@ func newListenerSecurity(protocol, dir string) (*listenerSecurity, error) {
 	return ls, nil
 }
 
-// ready prepares a started broker for the load's clients: for SASL it
-// creates the SCRAM user through the broker's PLAINTEXT listener
-// (plaintext, an address the runner keeps to itself), then polls the
-// secure listener (secure) until the clients' settings get through, with a
-// deadline. It returns the clients' options.
-func (ls *listenerSecurity) ready(ctx context.Context, plaintext, secure string) ([]kgo.Opt, error) {
-	opts, err := securityOpts(&ls.client)
+// ready prepares started brokers for the load's clients: for SASL it
+// creates the SCRAM user through a broker's PLAINTEXT listener
+// (plaintext, an address the runner keeps to itself; in a cluster the
+// user is stored in ZooKeeper and every broker watches it), then polls
+// each broker's secure listener (secure) until the clients' settings get
+// through, with a deadline. It returns the clients' options, which verify
+// the brokers' certificates for localhost (the name the throwaway
+// certificate has whatever address a broker listens on: a netns cluster's
+// brokers are not on loopback).
+func (ls *listenerSecurity) ready(ctx context.Context, plaintext string, secure []string) ([]kgo.Opt, error) {
+	opts, err := clientOpts(&ls.client, "localhost")
 	if err != nil {
 		return nil, err
 	}
@@ -138,28 +146,33 @@ func (ls *listenerSecurity) ready(ctx context.Context, plaintext, secure string)
 			return nil, fmt.Errorf("%w: create the SCRAM user for %s: %w", ErrBroker, ls.protocol, err)
 		}
 	}
-	// The credentials reach the authenticator through the store's watch:
-	// poll until a client with the load's settings is served.
+	// The credentials reach each broker's authenticator through the
+	// store's watch: poll each until a client with the load's settings is
+	// served.
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
-	for {
-		cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(secure), kgo.RetryTimeout(time.Second)}, opts...)...)
-		if err != nil {
-			return nil, err
-		}
-		pctx, pcancel := context.WithTimeout(ctx, 2*time.Second)
-		err = cl.Ping(pctx)
-		pcancel()
-		cl.Close()
-		if err == nil {
-			return opts, nil
-		}
-		select {
-		case <-ctx.Done():
-			return nil, fmt.Errorf("%w: the %s listener on %s does not serve the load's settings: %w", ErrBroker, ls.protocol, secure, err)
-		case <-tick.C:
+	for _, addr := range secure {
+		for {
+			// Seeded with the one address, Ping asks that broker.
+			cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addr), kgo.RetryTimeout(time.Second)}, opts...)...)
+			if err != nil {
+				return nil, err
+			}
+			pctx, pcancel := context.WithTimeout(ctx, 2*time.Second)
+			err = cl.Ping(pctx)
+			pcancel()
+			cl.Close()
+			if err == nil {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return nil, fmt.Errorf("%w: the %s listener on %s does not serve the load's settings: %w", ErrBroker, ls.protocol, addr, err)
+			case <-tick.C:
+			}
 		}
 	}
+	return opts, nil
 }
 
 // tlsFetchPath is run.Env.TLSFetch: weir's Fetch sends through crypto/tls

@@ -56,8 +56,8 @@
 //	  linger: 10ms               # franz-go's default
 //	  topic_config: {segment.bytes: "1073741824"}
 //	  security_protocol: PLAINTEXT  # PLAINTEXT | SSL | SASL_PLAINTEXT | SASL_SSL: the listener the load
-//	                             #   uses; others than PLAINTEXT on an embedded broker only (a throwaway
-//	                             #   CA and certificate per point, a SCRAM-SHA-512 user for SASL)
+//	                             #   uses; others than PLAINTEXT on brokers the runner starts only (a
+//	                             #   throwaway CA and certificate per point, a SCRAM-SHA-512 user for SASL)
 //	factors:                     # each a list of levels; the matrix is their product
 //	  codec: [none, zstd]
 //	  flush_policy: [never, every-batch]
@@ -134,13 +134,13 @@
 // and its load starts once every partition has a leader and its full ISR.
 //
 // security_protocol (a workload field and a factor) picks the listener the
-// load's clients use on an embedded broker: for SSL, SASL_PLAINTEXT and
-// SASL_SSL the runner makes a throwaway CA and server certificate per
-// point, starts the broker with that listener beside a PLAINTEXT one for
-// its own setup, creates a SCRAM-SHA-512 user for SASL, and connects the
-// clients with the matching settings. A bootstrap target's listeners are
-// what they are (target.security says how to reach them); a cluster's
-// brokers serve PLAINTEXT.
+// load's clients use on an embedded broker or a cluster: for SSL,
+// SASL_PLAINTEXT and SASL_SSL the runner makes a throwaway CA and server
+// certificate per point, starts the broker (every broker of the cluster)
+// with that listener beside a PLAINTEXT one for its own setup and a
+// cluster's replication, creates a SCRAM-SHA-512 user for SASL, and
+// connects the clients with the matching settings. A bootstrap target's
+// listeners are what they are (target.security says how to reach them).
 //
 // # Matrix order
 //

@@ -42,13 +42,21 @@ baseline: security_protocol=PLAINTEXT/codec=none
 		t.Errorf("default security_protocol %q", d.Workload.SecurityProtocol)
 	}
 
+	// A cluster target takes the factor: the runner gives every broker the
+	// point's listener.
+	cs := mustParse(t, "name: sec\ntarget: {cluster: {brokers: 3}}\nworkload: {replication_factor: 3}\n"+
+		"points: [{security_protocol: PLAINTEXT}, {security_protocol: SSL}, {security_protocol: SASL_PLAINTEXT}, {security_protocol: SASL_SSL}]\n")
+	if err := cs.Validate(fakePlugins{}); err != nil {
+		t.Errorf("a cluster target with security_protocol points: %v", err)
+	}
+
 	for _, tc := range []struct{ yaml, want string }{
 		{"target: {embedded: {}}\nfactors: {security_protocol: [PLAINTEXT, TLS]}",
 			`factors.security_protocol[1]: unknown security protocol "TLS" (known: PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL)`},
 		{"target: {bootstrap: \"127.0.0.1:9092\"}\nworkload: {security_protocol: SSL}",
 			"workload.security_protocol: SSL: the runner sets up listeners only on a broker it starts"},
-		{"target: {cluster: {brokers: 1}}\npoints: [{security_protocol: SASL_SSL}]",
-			"points[0].security_protocol: SASL_SSL: not yet on a cluster target"},
+		{"target: {cluster: {brokers: 3}}\ndurability: {}\npoints: [{security_protocol: SASL_SSL}]",
+			"points[0].security_protocol: SASL_SSL: load experiments only"},
 		{"target: {embedded: {}}\ndurability: {}\nfactors: {security_protocol: [SSL]}",
 			"factors.security_protocol[0]: SSL: load experiments only"},
 		{"target: {embedded: {}}\nfactors: {security_protocol: [SSL, SSL]}",

@@ -285,8 +285,9 @@ type Workload struct {
 	// the runner starts: PLAINTEXT (the default), SSL, SASL_PLAINTEXT or
 	// SASL_SSL. For the others the runner makes a throwaway CA and
 	// certificate per point, serves that listener beside a PLAINTEXT one
-	// (its own, for setup) and, for SASL, creates a SCRAM-SHA-512 user the
-	// clients log in as. Embedded targets only.
+	// (its own, for setup, and a cluster's replication) and, for SASL,
+	// creates a SCRAM-SHA-512 user the clients log in as. Embedded and
+	// cluster targets, load experiments only.
 	SecurityProtocol string `yaml:"security_protocol"`
 }
 

@@ -474,9 +474,10 @@ func validateLevel(p *problems, full, name, v string, plugins Plugins, managed b
 var SecurityProtocols = []string{"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"}
 
 // validateSecurityProtocol checks a security_protocol level: one of
-// Kafka's, and anything but PLAINTEXT only on an embedded broker of a load
-// experiment (the runner sets its listener up; a bootstrap target's
-// listeners are what they are, target.security says how to reach them).
+// Kafka's, and anything but PLAINTEXT only on the brokers the runner
+// starts (embedded or cluster) for a load experiment (the runner sets
+// their listeners up; a bootstrap target's listeners are what they are,
+// target.security says how to reach them).
 func (s *Spec) validateSecurityProtocol(p *problems, field, v string) {
 	if v == "" || v == "PLAINTEXT" {
 		return
@@ -488,8 +489,6 @@ func (s *Spec) validateSecurityProtocol(p *problems, field, v string) {
 	switch {
 	case s.Target.Bootstrap != "":
 		p.add(field, "%s: the runner sets up listeners only on a broker it starts; a bootstrap target's clients connect as target.security says", v)
-	case s.Target.IsCluster():
-		p.add(field, "%s: not yet on a cluster target: the runner starts cluster brokers with one PLAINTEXT listener; use an embedded target", v)
 	case s.Durability != nil || s.Scale != nil:
 		p.add(field, "%s: load experiments only (durability and scale start their brokers with PLAINTEXT)", v)
 	case s.Target.Security != nil:
