@@ -18,7 +18,7 @@ import (
 
 // startServed opens broker id of the cluster of srv, served by the
 // transport on a loopback port, stopped at the end of the test.
-func startServed(t *testing.T, srv *memstore.Server, id int32) *node.Node {
+func startServed(t testing.TB, srv *memstore.Server, id int32) *node.Node {
 	t.Helper()
 	n, _ := startServedWith(t, srv, id, nil)
 	return n
@@ -26,7 +26,7 @@ func startServed(t *testing.T, srv *memstore.Server, id int32) *node.Node {
 
 // startServedWith is startServed calling before (unless nil) on the opened
 // node before it is served; it returns the node and its address.
-func startServedWith(t *testing.T, srv *memstore.Server, id int32, before func(*node.Node)) (*node.Node, string) {
+func startServedWith(t testing.TB, srv *memstore.Server, id int32, before func(*node.Node)) (*node.Node, string) {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
