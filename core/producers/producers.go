@@ -19,7 +19,10 @@
 // Transactions (txn.go): each producer also has its open transaction's
 // first offset, if any, and the epochs of its latest marker; snapshots
 // (version 2) carry them, so the partition's last stable offset and its
-// aborted transactions survive restarts.
+// aborted transactions survive restarts. A leader's verification of a
+// transaction's first batch with its coordinator (KIP-890 part 1) leaves a
+// guard in the producer's entry, which the append must carry and a marker
+// voids (verify.go); guards are not in snapshots.
 package producers
 
 import (
