@@ -42,6 +42,8 @@ type ProducePartition struct {
 	BaseOffset     int64 // -1 on error
 	LogAppendTime  int64 // -1: the records keep their CreateTime
 	LogStartOffset int64 // -1 when unknown
+
+	guard producers.Guard // the transaction verification's (verifyTxnProduce)
 }
 
 // Produce appends every partition's records and fills in its result. The
@@ -84,7 +86,7 @@ func (n *Node) Produce(ctx context.Context, req *ProduceRequest) {
 		}
 		p, err := n.producePartition(ctx, w.Topic, w.Partition)
 		if err == nil {
-			err = n.verifyTxnProduce(ctx, req.TransactionalID, w)
+			w.guard, err = n.verifyTxnProduce(ctx, req.TransactionalID, p, w)
 		}
 		if err == nil && req.Acks == -1 {
 			err = p.checkAppend(p.Settings().MinInsyncReplicas)
@@ -147,7 +149,7 @@ func (n *Node) appendTo(ctx context.Context, p *replicated, w *ProducePartition,
 		if !p.Settings().DurableAcks { // begun by Produce
 			defer p.appends.end()
 		}
-		return p.AppendEpoch(ctx, w.Records, p.epoch.Load())
+		return p.AppendVerified(ctx, w.Records, p.epoch.Load(), w.guard)
 	}()
 	p.appended()
 	if errors.Is(err, partlog.ErrFailed) {
@@ -169,31 +171,44 @@ func (n *Node) appendTo(ctx context.Context, p *replicated, w *ProducePartition,
 
 // verifyTxnProduce checks a partition's transactional batches with the
 // transaction coordinator (KIP-890 part 1: the partition must be in the
-// producer's ongoing transaction), when the node has a verifier: a
-// transactional batch without a transactional id in the request, or one
-// the coordinator did not add, is refused (INVALID_TXN_STATE). Only the
-// first transactional batch is asked about: a request's batches for one
-// partition come from one producer.
-func (n *Node) verifyTxnProduce(ctx context.Context, transactionalID *string, w *ProducePartition) error {
+// producer's ongoing transaction), when the node has a verifier, and
+// returns the guard the append must carry (see core/producers, verify.go):
+// a transaction aborted after the coordinator's answer (its marker written
+// before the append) voids it, so the late batch is refused instead of
+// opening a transaction nothing would end. A transaction already ongoing in
+// the partition at the producer's epoch needs no question (Kafka verifies
+// only a transaction's first batch per partition); the guard then holds
+// only while it stays ongoing. A transactional batch without a
+// transactional id in the request, or one the coordinator did not add, is
+// refused (INVALID_TXN_STATE). Only the first transactional batch is asked
+// about: a request's batches for one partition come from one producer.
+func (n *Node) verifyTxnProduce(ctx context.Context, transactionalID *string, p *replicated, w *ProducePartition) (producers.Guard, error) {
 	verify := n.txnVerifier
 	if verify == nil {
-		return nil
+		return producers.Unverified, nil
 	}
 	for b := w.Records; len(b) > 0; {
 		h, err := record.ParseHeader(b)
 		if err != nil || h.Size() > len(b) {
-			return nil // the log refuses it with the precise error
+			return producers.Unverified, nil // the log refuses it with the precise error
 		}
 		if h.Transactional() && !h.Control() {
 			if transactionalID == nil {
-				return fmt.Errorf("%w: transactional batch from producer %d without a transactional id",
+				return producers.Unverified, fmt.Errorf("%w: transactional batch from producer %d without a transactional id",
 					producers.ErrInvalidTxnState, h.ProducerID)
 			}
-			return verify(ctx, *transactionalID, h.ProducerID, h.ProducerEpoch, w.Topic, w.Partition)
+			if h.ProducerID < 0 {
+				return producers.Unverified, nil // the log refuses it (ErrTransactionalWithoutProducer)
+			}
+			g, err := p.StartTxnVerification(h.ProducerID, h.ProducerEpoch)
+			if err != nil || g == producers.Ongoing {
+				return g, err
+			}
+			return g, verify(ctx, *transactionalID, h.ProducerID, h.ProducerEpoch, w.Topic, w.Partition)
 		}
 		b = b[h.Size():]
 	}
-	return nil
+	return producers.Unverified, nil
 }
 
 // staleLeader maps the log's refusal of an append stamped with an epoch

@@ -223,8 +223,19 @@ func (n *Node) TxnCoordinator(ctx context.Context, id string) (*txn.Coordinator,
 type txnLoads struct {
 	mu      sync.Mutex
 	parts   map[int32]txnLoad
+	fails   map[int32]int // failed loads in a row, for the retry's backoff
 	replays sync.WaitGroup
 }
+
+// txnLoadRetry is how soon a failed load of a partition of
+// TransactionStateTopic is tried again: loopRetry, doubled with each
+// failure in a row up to txnLoadRetryMax. Its transactional ids get
+// NOT_COORDINATOR meanwhile.
+func txnLoadRetry(fails int) time.Duration {
+	return min(loopRetry<<min(fails-1, 16), txnLoadRetryMax)
+}
+
+const txnLoadRetryMax = 30 * time.Second
 
 type txnLoad struct {
 	part  *replicated
@@ -287,14 +298,35 @@ func (n *Node) syncTxnCoordinator(ctx context.Context, im *meta.Image) {
 			}
 			err := replay(ctx)
 			switch {
-			case err == nil, errors.Is(err, txn.ErrNotCoordinator), ctx.Err() != nil:
-			default:
-				n.logger.Error("cannot load the transaction log", "partition", logs.DirName(TransactionStateTopic, p), "err", err)
+			case err == nil:
 				o.mu.Lock()
-				if o.parts[p] == l {
-					delete(o.parts, p)
-				}
+				delete(o.fails, p)
 				o.mu.Unlock()
+			case errors.Is(err, txn.ErrNotCoordinator), ctx.Err() != nil:
+			default:
+				o.mu.Lock()
+				if o.parts[p] != l {
+					o.mu.Unlock()
+					return
+				}
+				// Taken back, and tried again soon: not only at the
+				// loop's next step, which may be far off (nothing
+				// changed in the cluster).
+				delete(o.parts, p)
+				if o.fails == nil {
+					o.fails = map[int32]int{}
+				}
+				o.fails[p]++
+				wait := txnLoadRetry(o.fails[p])
+				o.mu.Unlock()
+				n.logger.Error("cannot load the transaction log", "partition", logs.DirName(TransactionStateTopic, p), "err", err, "retry", wait)
+				select {
+				case <-time.After(wait):
+					if n.loop != nil {
+						n.loop.wake()
+					}
+				case <-ctx.Done():
+				}
 			}
 		}()
 	}

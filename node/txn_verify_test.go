@@ -18,7 +18,15 @@ import (
 
 // startServed opens broker id of the cluster of srv, served by the
 // transport on a loopback port, stopped at the end of the test.
-func startServed(t *testing.T, srv *memstore.Server, id int32) *node.Node {
+func startServed(t testing.TB, srv *memstore.Server, id int32) *node.Node {
+	t.Helper()
+	n, _ := startServedWith(t, srv, id, nil)
+	return n
+}
+
+// startServedWith is startServed calling before (unless nil) on the opened
+// node before it is served; it returns the node and its address.
+func startServedWith(t testing.TB, srv *memstore.Server, id int32, before func(*node.Node)) (*node.Node, string) {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -29,6 +37,9 @@ func startServed(t *testing.T, srv *memstore.Server, id int32) *node.Node {
 		Coord: srv.Connect(), OffsetsReplicationFactor: 1, Logger: logger})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if before != nil {
+		before(n)
 	}
 	s, err := transport.NewServer(transport.Config{Logger: logger, Metrics: transport.NewMetrics(n.Metrics())}, n)
 	if err != nil {
@@ -41,7 +52,7 @@ func startServed(t *testing.T, srv *memstore.Server, id int32) *node.Node {
 		<-served
 		n.Close()
 	})
-	return n
+	return n, l.Addr().String()
 }
 
 // A partition leader asks the transaction coordinator on another broker

@@ -126,6 +126,14 @@
 // record of each control batch after the snapshot, besides the headers);
 // a follower's AppendReplicated builds the same state and index.
 //
+// A leader that verifies transactions with their coordinator (KIP-890
+// part 1) starts the verification with StartTxnVerification and appends
+// with AppendVerified, carrying the guard it got: a transactional batch
+// whose transaction a marker ended meanwhile is then
+// producers.ErrInvalidTxnState, not the start of a transaction nothing
+// would end (see package producers, verify.go). The guard is a value the
+// caller passes; the partition knows nothing of coordinators.
+//
 // # Replication
 //
 // The partition does what its log's replication needs from storage and

@@ -198,8 +198,20 @@ func (p *Partition) Append(ctx context.Context, records []byte) (AppendResult, e
 // in the epoch cache (a new leader records it first, with
 // Log().AssignEpoch); one below is partlog.ErrStaleEpoch, nothing appended.
 func (p *Partition) AppendEpoch(ctx context.Context, records []byte, epoch int32) (AppendResult, error) {
+	return p.AppendVerified(ctx, records, epoch, producers.Unverified)
+}
+
+// AppendVerified is AppendEpoch for a leader that verifies transactions
+// (KIP-890 part 1): g is the guard StartTxnVerification gave for the
+// request's transactional producer. A transactional batch (not a
+// duplicate) is appended only if its producer's transaction is ongoing here
+// at its epoch, or the guard is still the producer's: a marker written since
+// the verification started voids it, and the append is then
+// producers.ErrInvalidTxnState, nothing written. producers.Unverified
+// skips the check (AppendEpoch).
+func (p *Partition) AppendVerified(ctx context.Context, records []byte, epoch int32, g producers.Guard) (AppendResult, error) {
 	defer p.maybeSnapshot()
-	res, r, err := p.appendEpoch(ctx, records, epoch)
+	res, r, err := p.appendEpoch(ctx, records, epoch, g)
 	if err != nil {
 		return AppendResult{}, err
 	}
@@ -222,7 +234,7 @@ func (p *Partition) AppendEpoch(ctx context.Context, records []byte, epoch int32
 // meanwhile share the fsync.
 func (p *Partition) AppendDeferred(ctx context.Context, records []byte, epoch int32) (AppendResult, func(context.Context) error, error) {
 	defer p.maybeSnapshot()
-	res, r, err := p.appendEpoch(ctx, records, epoch)
+	res, r, err := p.appendEpoch(ctx, records, epoch, producers.Unverified)
 	if err != nil {
 		return AppendResult{}, nil, err
 	}
@@ -238,9 +250,9 @@ func (p *Partition) AppendDeferred(ctx context.Context, records []byte, epoch in
 	return p.result(res), wait, nil
 }
 
-// appendEpoch is AppendEpoch without the wait for durable acks; r is what
-// that wait is for (the append, or a duplicate's original).
-func (p *Partition) appendEpoch(ctx context.Context, records []byte, epoch int32) (AppendResult, partlog.AppendResult, error) {
+// appendEpoch is AppendVerified without the wait for durable acks; r is
+// what that wait is for (the append, or a duplicate's original).
+func (p *Partition) appendEpoch(ctx context.Context, records []byte, epoch int32, g producers.Guard) (AppendResult, partlog.AppendResult, error) {
 	if rc := p.Settings().recompress; rc != nil {
 		var err error
 		if records, err = rc.Apply(ctx, records); err != nil {
@@ -261,7 +273,7 @@ func (p *Partition) appendEpoch(ctx context.Context, records []byte, epoch int32
 	var r partlog.AppendResult // what to wait for: the append, or a duplicate's original
 	var err error
 	if idempotent {
-		res, r, err = p.appendIdempotent(ctx, records, hs, epoch)
+		res, r, err = p.appendIdempotent(ctx, records, hs, epoch, g)
 	} else {
 		r, err = p.log.Append(ctx, records, epoch)
 		res = AppendResult{BaseOffset: r.BaseOffset, NextOffset: r.NextOffset}
@@ -310,7 +322,7 @@ type pending struct {
 
 // appendIdempotent returns the result, and the log's view of what a durable
 // ack must wait for: the append, or a duplicate's original append.
-func (p *Partition) appendIdempotent(ctx context.Context, records []byte, hs []record.Header, epoch int32) (AppendResult, partlog.AppendResult, error) {
+func (p *Partition) appendIdempotent(ctx context.Context, records []byte, hs []record.Header, epoch int32, g producers.Guard) (AppendResult, partlog.AppendResult, error) {
 	// A failed log recovers (or refuses) first: duplicates are answered
 	// without appending, and must not be while the log is failed, nor from
 	// state a recovery's cut has made stale.
@@ -369,6 +381,10 @@ func (p *Partition) appendIdempotent(ctx context.Context, records []byte, hs []r
 		if v == producers.Duplicate {
 			dups = append(dups, meta)
 			continue
+		}
+		if err := states[k].CheckGuard(h, g); err != nil {
+			unlock()
+			return AppendResult{}, partlog.AppendResult{}, p.rejected(records, err)
 		}
 		meta = producers.Batch{FirstSeq: h.BaseSequence, LastSeq: producers.LastSequence(h.BaseSequence, h.LastOffsetDelta)}
 		states[k].Push(h.ProducerEpoch, meta)

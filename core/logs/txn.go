@@ -115,6 +115,26 @@ func (p *Partition) AbortedTxns(from, upTo int64) []AbortedTxn {
 	return p.txn.idx.aborted(from, upTo)
 }
 
+// StartTxnVerification starts the verification of producer id's
+// transactional batches of epoch epoch before a leader asks the
+// transaction coordinator about them (KIP-890 part 1), and returns the
+// guard the append (AppendVerified) must carry: producers.Ongoing when the
+// producer's transaction is already ongoing here at that epoch, so there is
+// nothing to ask. See package producers (verify.go).
+func (p *Partition) StartTxnVerification(id int64, epoch int16) (producers.Guard, error) {
+	p.prodMu.RLock()
+	if p.prodGen != p.log.Generation() {
+		// A guard set on state about to be rebuilt would be lost.
+		p.prodMu.RUnlock()
+		if err := p.resyncProducers(); err != nil {
+			return producers.Unverified, p.wrap(err)
+		}
+		p.prodMu.RLock()
+	}
+	defer p.prodMu.RUnlock()
+	return p.prod.StartVerification(id, epoch, p.clock.Now().UnixMilli()), nil
+}
+
 // AppendMarker appends a transaction marker (a control batch) in leader
 // epoch leaderEpoch: it closes the producer's open transaction, if any (a
 // coordinator writes markers to every partition of the transaction and

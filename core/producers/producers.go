@@ -19,13 +19,17 @@
 // Transactions (txn.go): each producer also has its open transaction's
 // first offset, if any, and the epochs of its latest marker; snapshots
 // (version 2) carry them, so the partition's last stable offset and its
-// aborted transactions survive restarts.
+// aborted transactions survive restarts. A leader's verification of a
+// transaction's first batch with its coordinator (KIP-890 part 1) leaves a
+// guard in the producer's entry, which the append must carry and a marker
+// voids (verify.go); guards are not in snapshots.
 package producers
 
 import (
 	"fmt"
 	"math"
 	"sync"
+	"sync/atomic"
 
 	"github.com/weir-broker/weir/core/record"
 )
@@ -61,6 +65,11 @@ type State struct {
 	txnOpen    bool
 	txnFirst   int64
 	coordEpoch int32
+
+	// Verification (verify.go): guard, for epoch guardEpoch, while a
+	// verification of a first transactional batch is in progress.
+	guard      Guard
+	guardEpoch int16
 }
 
 // Verdict is what a check decided for one batch.
@@ -190,6 +199,8 @@ func behind(lastSeen, first, last int32) bool {
 type Table struct {
 	mu sync.Mutex // guards m; never held while waiting for an entry's lock
 	m  map[int64]*Entry
+
+	guards atomic.Uint64 // guards handed out (verify.go)
 }
 
 // Entry is one producer's state, locked by Table.Lock.
@@ -197,8 +208,9 @@ type Entry struct {
 	State State
 	Used  int64 // unix ms of the last append or duplicate, for expiry
 
-	mu   sync.Mutex
-	gone bool // removed from the map; lock again by id
+	mu      sync.Mutex
+	gone    bool  // removed from the map; lock again by id
+	guardAt int64 // unix ms of the latest verification started (verify.go), for expiry
 }
 
 // Lock returns id's entry, created if needed, locked.
@@ -223,9 +235,10 @@ func (ps *Table) Lock(id int64) *Entry {
 }
 
 // Unlock releases an entry from Lock, dropping it if the producer is still
-// unknown (its first batch was rejected), so garbage ids cost no memory.
+// unknown (its first batch was rejected) and not being verified, so garbage
+// ids cost no memory.
 func (ps *Table) Unlock(id int64, e *Entry) {
-	if !e.State.Known() {
+	if !e.State.Known() && !e.State.Guarded() {
 		ps.mu.Lock()
 		if ps.m[id] == e {
 			delete(ps.m, id)
@@ -236,10 +249,11 @@ func (ps *Table) Unlock(id int64, e *Entry) {
 	e.mu.Unlock()
 }
 
-// Expire forgets producers whose last append was before the given unix ms.
-// Entries busy right now are skipped: they are in use; so are producers
-// with a transaction open (Kafka's rule: forgetting one would move the last
-// stable offset past records not yet committed or aborted).
+// Expire forgets producers whose last append (and last verification
+// started) was before the given unix ms. Entries busy right now are
+// skipped: they are in use; so are producers with a transaction open
+// (Kafka's rule: forgetting one would move the last stable offset past
+// records not yet committed or aborted).
 func (ps *Table) Expire(before int64) int {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
@@ -248,7 +262,7 @@ func (ps *Table) Expire(before int64) int {
 		if !e.mu.TryLock() {
 			continue
 		}
-		if e.Used < before && !e.State.txnOpen {
+		if e.Used < before && e.guardAt < before && !e.State.txnOpen {
 			e.gone = true
 			delete(ps.m, id)
 			n++

@@ -40,8 +40,10 @@ func (s *State) checkTxn(h record.Header) error {
 
 // OpenTxn records a transactional batch appended at offset first: it opens
 // the producer's transaction there unless one is open. It reports whether
-// it opened one.
+// it opened one. The transaction is ongoing: its verification guard, if
+// any, is done (verify.go).
 func (s *State) OpenTxn(first int64) bool {
+	s.guard, s.guardEpoch = Unverified, 0
 	if s.txnOpen {
 		return false
 	}
@@ -80,9 +82,11 @@ func (s *State) CheckMarker(id int64, epoch int16, coordinatorEpoch int32) error
 
 // Mark applies a marker (checked by CheckMarker, or replayed from the log
 // as stored): the epoch becomes the marker's (a new one forgets the
-// batches), the transaction closes. It returns the first offset of the
-// transaction it closed, ok=false when none was open.
+// batches), the transaction closes, and a verification in progress is
+// void: its batches are refused (verify.go). It returns the first offset of
+// the transaction it closed, ok=false when none was open.
 func (s *State) Mark(epoch int16, coordinatorEpoch int32) (first int64, ok bool) {
+	s.guard, s.guardEpoch = Unverified, 0
 	if !s.Known() || epoch != s.epoch {
 		s.n, s.epoch = 0, epoch
 	}
