@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -420,6 +421,58 @@ func deleteNamedTopic(tb testing.TB, addr, dataDir, topic string, partitions int
 			case <-ctx.Done():
 				tb.Fatalf("topic %s deleted, its partition %d still on disk: %v", topic, p, ctx.Err())
 			case <-time.After(10 * time.Millisecond):
+			}
+		}
+	}
+}
+
+// TestTransactionalRatioSetup runs BenchmarkTransactionalRatio's body once
+// per mode with short runs, so that `make test` keeps it working: each mode
+// produces, the committing modes commit and their barriers are split, and
+// a deleted run's topic leaves no partition directory behind.
+func TestTransactionalRatioSetup(t *testing.T) {
+	dir := t.TempDir()
+	br, err := broker.Start(broker.Config{DataDir: dir, Listen: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatalf("broker.Start: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := br.Close(); err != nil {
+			t.Errorf("broker.Close: %v", err)
+		}
+	})
+	for _, mode := range txnModes {
+		name := "setup-" + mode
+		createNamedTopic(t, br.Addr(), name, txnPartitions)
+		r := produceForDuration(t, br.Addr(), name, mode, 300*time.Millisecond)
+		deleteNamedTopic(t, br.Addr(), dir, name, txnPartitions)
+		if r.records < 256 || r.elapsed <= 0 {
+			t.Errorf("%s: %d records in %v", mode, r.records, r.elapsed)
+		}
+		if mode == "none" {
+			if r.commits != 0 || len(r.req[int16(kmsg.Produce)]) == 0 {
+				t.Errorf("none: %d commits, %d Produce requests timed", r.commits, len(r.req[int16(kmsg.Produce)]))
+			}
+			continue
+		}
+		if r.commits < 2 || len(r.flush) != r.commits {
+			t.Errorf("%s: %d commits, %d flushes timed", mode, r.commits, len(r.flush))
+		}
+		if len(r.tail) == 0 || len(r.gap) != len(r.tail) {
+			t.Errorf("%s: barriers split %d tails, %d gaps", mode, len(r.tail), len(r.gap))
+		}
+		txnl := mode != "flush100ms"
+		if got := len(r.end) == r.commits && len(r.toAdd) > 0 && len(r.req[int16(kmsg.EndTxn)]) >= r.commits; got != txnl {
+			t.Errorf("%s: %d EndTransaction calls timed, %d EndTxn requests, %d AddPartitionsToTxn after a commit, for %d commits",
+				mode, len(r.end), len(r.req[int16(kmsg.EndTxn)]), len(r.toAdd), r.commits)
+		}
+		if ents, err := os.ReadDir(dir); err != nil {
+			t.Fatal(err)
+		} else {
+			for _, e := range ents {
+				if strings.HasPrefix(e.Name(), name+"-") {
+					t.Errorf("%s left behind after the delete", e.Name())
+				}
 			}
 		}
 	}
