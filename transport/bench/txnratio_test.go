@@ -113,6 +113,7 @@ func BenchmarkTransactionalRatio(b *testing.B) {
 			b.ReportMetric(s.req[int16(kmsg.EndTxn)].ms(50), m+"-EndTxn-p50-ms")
 			b.ReportMetric(s.req[int16(kmsg.EndTxn)].ms(99), m+"-EndTxn-p99-ms")
 			b.ReportMetric(s.toAdd.ms(50), m+"-to-AddPartitions-p50-ms")
+			b.ReportMetric(s.addToProd.ms(50), m+"-AddPartitions-to-Produce-p50-ms")
 			b.ReportMetric(float64(len(s.req[int16(kmsg.AddPartitionsToTxn)]))/float64(max(1, s.commits)), m+"-AddPartitions/commit")
 			b.ReportMetric(s.req[int16(kmsg.AddPartitionsToTxn)].ms(50), m+"-AddPartitions-p50-ms")
 			b.ReportMetric(s.req[int16(kmsg.AddPartitionsToTxn)].ms(99), m+"-AddPartitions-p99-ms")
@@ -165,6 +166,7 @@ type txnRun struct {
 	flush, end durs // each commit's Flush and EndTransaction calls
 	tail, gap  durs // each commit's barrier split (reqTimer.barrier)
 	toAdd      durs
+	addToProd  durs
 	req        map[int16]durs // request durations by API key, as the client's hooks saw them
 }
 
@@ -174,6 +176,7 @@ type txnStats struct {
 	flush, end durs
 	tail, gap  durs
 	toAdd      durs
+	addToProd  durs
 	req        map[int16]durs
 }
 
@@ -184,6 +187,7 @@ func (s *txnStats) add(r txnRun) {
 	s.tail = append(s.tail, r.tail...)
 	s.gap = append(s.gap, r.gap...)
 	s.toAdd = append(s.toAdd, r.toAdd...)
+	s.addToProd = append(s.addToProd, r.addToProd...)
 	if s.req == nil {
 		s.req = map[int16]durs{}
 	}
@@ -221,8 +225,9 @@ func (h *reqTimer) OnBrokerWrite(_ kgo.BrokerMetadata, key int16, _ int, _, _ ti
 // to the first Produce request written after it (EndTransaction,
 // AddPartitionsToTxn, the client building a request: the broker idle);
 // and, in transactions, toAdd: from it to the first AddPartitionsToTxn
-// request written after it.
-func (h *reqTimer) barrier(flushed []time.Time) (tail, gap, toAdd durs) {
+// request written after it, and addToProduce: from that to the first
+// Produce request written after it.
+func (h *reqTimer) barrier(flushed []time.Time) (tail, gap, toAdd, addToProduce durs) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	cmp := func(a, b time.Time) int { return a.Compare(b) }
@@ -235,9 +240,12 @@ func (h *reqTimer) barrier(flushed []time.Time) (tail, gap, toAdd durs) {
 		gap = append(gap, h.produced[i].Sub(f))
 		if j, _ := slices.BinarySearchFunc(h.added, f, cmp); j < len(h.added) {
 			toAdd = append(toAdd, h.added[j].Sub(f))
+			if k, _ := slices.BinarySearchFunc(h.produced, h.added[j], cmp); k < len(h.produced) {
+				addToProduce = append(addToProduce, h.produced[k].Sub(h.added[j]))
+			}
 		}
 	}
-	return tail, gap, toAdd
+	return tail, gap, toAdd, addToProduce
 }
 
 func (h *reqTimer) OnBrokerE2E(_ kgo.BrokerMetadata, key int16, e2e kgo.BrokerE2E) {
@@ -350,7 +358,7 @@ func produceForDuration(tb testing.TB, addr, topic, mode string, d time.Duration
 	if failed != nil {
 		tb.Fatalf("a record failed: %v", failed)
 	}
-	r.tail, r.gap, r.toAdd = hook.barrier(flushed[:len(flushed)-1])
+	r.tail, r.gap, r.toAdd, r.addToProd = hook.barrier(flushed[:len(flushed)-1])
 	hook.mu.Lock()
 	r.req = hook.by
 	hook.mu.Unlock()
