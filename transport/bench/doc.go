@@ -54,6 +54,24 @@
 //	    the baseline) or transactional, committing every 100 ms or every
 //	    1,000 records (Flush, then EndTransaction); one op is 1 MiB; MB/s,
 //	    records/s and records/txn. Goal: commit=100ms at least 0.9x none.
+//	BenchmarkTransactionalRatio
+//	    the comparison, interleaved against one in-process weir
+//	    broker: each op runs, for -txn-run-time (3s) each and the first
+//	    rotating from op to op, the idempotent producer (none), the same
+//	    producer flushing every 100 ms (flush100ms: the client's commit
+//	    barrier without a transaction), and transactions committed every
+//	    100 ms and every 1,000 records, each on a topic of its own (8
+//	    partitions, 1 KiB records) deleted, and gone from the disk, before
+//	    the next run. Reported: each mode's median MB/s, the median of the
+//	    per-op ratios to none (<mode>-ratio; goal 100ms-ratio >= 0.9), the
+//	    process's CPU seconds per GB, and per commit the Flush and
+//	    EndTransaction calls, the EndTxn and AddPartitionsToTxn requests,
+//	    and the barrier split at the Produce requests the client wrote:
+//	    tail (the last one before Flush returned to that return) and gap
+//	    (from it to the first one after), with the gap's part before the
+//	    AddPartitionsToTxn request and after it. -txn-linger sets every
+//	    mode's ProducerLinger (default franz-go's 10ms). Run with
+//	    -benchtime 5x (one op is one round of the four runs, ~17 s).
 //	BenchmarkLSOLag/impl=weir
 //	    one-record transactions on one partition; p50-us and p99-us from the
 //	    EndTransaction call to a read_committed consumer receiving the record.
