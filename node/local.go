@@ -69,6 +69,7 @@ func (n *Node) localPartitions() []*replicated {
 // are set aside, data kept: nothing is deleted because something is missing).
 // Only the node's loop calls it.
 func (n *Node) reconcile(im *meta.Image, removed map[[16]byte]bool) (deleted []string, err error) {
+	n.noteStartPicture(im)
 	var errs []error
 	var opens []toOpen
 	self := n.cfg.NodeID
@@ -135,6 +136,12 @@ func (n *Node) reconcile(im *meta.Image, removed map[[16]byte]bool) (deleted []s
 	return deleted, errors.Join(errs...)
 }
 
+// partitionID is a partition of a topic incarnation (topic id, index).
+type partitionID struct {
+	topic [16]byte
+	index int32
+}
+
 // toOpen is a partition reconcile opens.
 type toOpen struct {
 	t  *meta.Topic
@@ -179,21 +186,20 @@ func (n *Node) openPartitions(opens []toOpen) []error {
 				n.openFailed = map[[16]byte]error{}
 			}
 			n.openFailed[o.t.ID] = errs[i]
-			if !n.started.Load() {
-				if n.failedAtStart == nil {
-					n.failedAtStart = map[string]bool{}
-				}
-				n.failedAtStart[logs.DirName(o.t.Name, o.p)] = true
-			}
 			continue
 		}
 		delete(n.openFailed, o.t.ID)
 		dir := logs.DirName(o.t.Name, o.p)
 		rp := newReplicated(n, parts[i], o.t.ID, n.hwAtOpen[dir])
-		if n.uncleanLog(parts[i], n.failedAtStart[dir]) {
+		id := partitionID{o.t.ID, o.p}
+		if uncleanLog(parts[i], n.foundAtStart[id]) {
 			rp.r.Unclean() // before its first state: no one can reach it yet
 			unclean++
 		}
+		// Found at start-up once: a directory of this name created later
+		// is a new replica (the topic deleted and created again has
+		// another id; this one moved away and back).
+		delete(n.foundAtStart, id)
 		o.lt.parts[o.p] = rp
 	}
 	n.localMu.Unlock()
@@ -213,18 +219,41 @@ func (n *Node) openPartitions(opens []toOpen) []error {
 // uncleanLog reports whether p's log may have lost records this broker
 // had (replica.Unclean): it was not closed cleanly, or its directory was
 // missing when the broker started (a lost disk, or a power cut that took
-// the directory's entry; atStart: its first open failed at start-up). A
-// directory created after start-up is a new replica (a new topic, or
-// partitions assigned here), which no ISR counts on for anything yet.
-// localMu held.
-func (n *Node) uncleanLog(p *logs.Partition, atStart bool) bool {
+// the directory's entry; atStart: the partition was assigned here in the
+// broker's first picture of the cluster, see noteStartPicture). A
+// directory created for any other partition is a new replica (a topic
+// created since, even while the broker was still starting, or partitions
+// assigned here since), which no ISR counts on for anything yet.
+func uncleanLog(p *logs.Partition, atStart bool) bool {
 	switch p.OpenedAs() {
 	case logs.OpenedUnclean:
 		return true
 	case logs.OpenedNew:
-		return atStart || !n.started.Load()
+		return atStart
 	}
 	return false
+}
+
+// noteStartPicture records, from im, the first image the loop reconciles
+// (read once this broker registered), the partitions assigned here: those
+// whose directory, if missing, a crash or a lost disk took (uncleanLog).
+// Only the loop calls it.
+func (n *Node) noteStartPicture(im *meta.Image) {
+	if n.startPictured {
+		return
+	}
+	n.startPictured = true
+	n.localMu.Lock()
+	defer n.localMu.Unlock()
+	n.foundAtStart = map[partitionID]bool{}
+	for _, t := range im.Topics {
+		if t.Deleting {
+			continue
+		}
+		for _, p := range assignedHere(t, n.cfg.NodeID) {
+			n.foundAtStart[partitionID{t.ID, p}] = true
+		}
+	}
 }
 
 // openFailure is why a partition of the topic could not be opened at the

@@ -83,10 +83,11 @@ type Node struct {
 	// openFailed holds, per topic id, why one of its partitions could
 	// not be opened at the last try (CreateTopic waits for it); localMu.
 	openFailed map[[16]byte]error
-	// failedAtStart are the partitions (directory names) whose open failed
-	// before Open returned: opened later, they still count as found at
-	// start-up (uncleanLog); localMu.
-	failedAtStart map[string]bool
+	// foundAtStart are the partitions assigned here in the first image the
+	// loop reconciled and not opened since (noteStartPicture, uncleanLog);
+	// localMu. startPictured: that image was seen (the loop's).
+	foundAtStart  map[partitionID]bool
+	startPictured bool
 	// topicsCache is Topics' answer for the image it was computed from.
 	topicsCache atomic.Pointer[topicsCache]
 	// layersCache are the broker layers of topic configs for an image
@@ -96,9 +97,6 @@ type Node struct {
 	local       map[string]*localTopic // partitions this broker holds, by topic; written by the loop only
 
 	freshIdentity bool // meta.properties is not written yet
-	// started: Open has returned; a partition directory created from then
-	// on is a new replica, not one a crash lost (uncleanLog).
-	started atomic.Bool
 
 	pidMu           sync.Mutex
 	pidNext, pidEnd int64 // the producer-id block in use: [pidNext, pidEnd)
@@ -296,7 +294,6 @@ func (n *Node) open(parent context.Context) error {
 	n.cleaner = startRetentionLoop(cfg.Clock, cfg.CleanerBackoff, n.cleanLogs, n.logger.With("component", "cleaner"))
 	n.isrTicks = startRetentionLoop(cfg.Clock, cfg.ReplicaLagTimeMax/2, n.tickReplicas, n.logger.With("component", "isr"))
 	n.hwWrites = startRetentionLoop(cfg.Clock, hwCheckpointInterval, n.writeHWCheckpoint, n.logger.With("component", "checkpoint"))
-	n.started.Store(true)
 	im, _ := n.image.load()
 	n.logger.Info("node opened", "data_dir", cfg.DataDir, "cluster_id", n.id.ClusterID, "node_id", cfg.NodeID,
 		"advertised", cfg.Advertised, "coordination", n.storeName(), "brokers", len(im.Brokers), "topics", len(im.Topics),
