@@ -8,6 +8,7 @@ import (
 	"unicode/utf16"
 
 	"github.com/weir-broker/weir/core/groups"
+	"github.com/weir-broker/weir/core/producers"
 )
 
 // Coordinator types of FindCoordinator.
@@ -204,20 +205,51 @@ func (n *Node) TxnOffsetCommit(ctx context.Context, r groups.TxnCommitRequest) (
 	if err != nil {
 		return all(err)
 	}
-	// KIP-890 part 1 (Kafka 3.6): the transaction coordinator confirms
-	// the group's partition of OffsetsTopic is in the producer's open
-	// transaction (AddOffsetsToTxn) before the offsets are written, so a
-	// commit that outlived its transaction's abort is refused rather than
-	// left pending.
-	if verify := n.txnVerifier; verify != nil {
-		if err := verify(ctx, r.TransactionalID, r.ProducerID, r.ProducerEpoch, OffsetsTopic, n.offsetsPartitionFor(r.Group)); err != nil {
-			return all(err)
-		}
+	g, err := n.verifyTxnOffsets(ctx, r)
+	if err != nil {
+		return all(err)
 	}
-	r.Offsets = valid
+	r.Offsets, r.Guard = valid, g
 	res, err := coord.TxnCommit(ctx, r)
 	for tp, e := range res {
 		perPartition[tp] = e
 	}
 	return perPartition, err
+}
+
+// verifyTxnOffsets is KIP-890 part 1 (Kafka 3.6) for a transactional
+// offset commit, as verifyTxnProduce is for a produce: the transaction
+// coordinator confirms the group's partition of OffsetsTopic is in the
+// producer's open transaction (AddOffsetsToTxn) before the offsets are
+// written, and the guard returned, started on that partition before the
+// question, goes with the append (groups.TxnCommitRequest.Guard): a
+// transaction aborted after the answer (its marker in the partition first)
+// is refused with INVALID_TXN_STATE rather than left open there, which
+// would hold the partition's last stable offset and its cleaner. A
+// transaction already ongoing in the partition at the producer's epoch
+// needs no question. Without a verifier: producers.Unverified.
+func (n *Node) verifyTxnOffsets(ctx context.Context, r groups.TxnCommitRequest) (producers.Guard, error) {
+	verify := n.txnVerifier
+	if verify == nil || r.ProducerID < 0 || r.ProducerEpoch < 0 {
+		return producers.Unverified, nil // the coordinator refuses a bad producer
+	}
+	p := n.offsetsPartitionFor(r.Group)
+	o := &n.offsets
+	o.mu.Lock()
+	part := o.parts[p]
+	o.mu.Unlock()
+	if part == nil {
+		// Not (or no longer) handed to the group coordinator: the guard
+		// must be on the partition it appends to (Kafka: NOT_COORDINATOR).
+		return producers.Unverified, fmt.Errorf("%w: %s-%d is not loaded here", ErrNotCoordinator, OffsetsTopic, p)
+	}
+	g, err := part.StartTxnVerification(r.ProducerID, r.ProducerEpoch)
+	if err != nil {
+		// The partition's log failed: the coordinator's store with it.
+		return producers.Unverified, fmt.Errorf("%w: %v", ErrCoordinatorNotAvailable, err)
+	}
+	if g == producers.Ongoing {
+		return g, nil
+	}
+	return g, verify(ctx, r.TransactionalID, r.ProducerID, r.ProducerEpoch, OffsetsTopic, p)
 }

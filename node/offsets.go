@@ -14,6 +14,7 @@ import (
 	"github.com/weir-broker/weir/core/logs"
 	"github.com/weir-broker/weir/core/meta"
 	"github.com/weir-broker/weir/core/partlog"
+	"github.com/weir-broker/weir/core/producers"
 	"github.com/weir-broker/weir/core/topicconfig"
 )
 
@@ -54,10 +55,17 @@ type offsetsLog struct{ p *replicated }
 // appends with acks=all (offsets.commit.required.acks), or after
 // offsetsCommitTimeout.
 func (l offsetsLog) Append(ctx context.Context, b []byte) (func(context.Context) error, error) {
+	return l.AppendVerified(ctx, b, producers.Unverified)
+}
+
+// AppendVerified is Append carrying the guard of a transactional offset
+// commit's verification (Node.TxnOffsetCommit) to the partition's
+// producer checks.
+func (l offsetsLog) AppendVerified(ctx context.Context, b []byte, g producers.Guard) (func(context.Context) error, error) {
 	if err := l.p.checkAppend(l.p.Settings().MinInsyncReplicas); err != nil {
 		return nil, err
 	}
-	res, durable, err := l.p.AppendDeferred(ctx, b, l.p.epoch.Load())
+	res, durable, err := l.p.AppendDeferredVerified(ctx, b, l.p.epoch.Load(), g)
 	if err != nil {
 		l.p.appended()
 		return nil, err

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/weir-broker/weir/core/partlog"
+	"github.com/weir-broker/weir/core/producers"
 	"github.com/weir-broker/weir/core/vfs"
 )
 
@@ -68,6 +69,12 @@ func (l testLog) Append(ctx context.Context, b []byte) (func(context.Context) er
 		return nil, err
 	}
 	return func(context.Context) error { return nil }, nil
+}
+
+// AppendVerified is Append: a bare partition log keeps no producer state,
+// so a guard cannot be checked (partitionLog checks them).
+func (l testLog) AppendVerified(ctx context.Context, b []byte, _ producers.Guard) (func(context.Context) error, error) {
+	return l.Append(ctx, b)
 }
 
 // openTestLog opens the partition log in dir on fsys, closed at the end of

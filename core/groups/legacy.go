@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/weir-broker/weir/core/partlog"
+	"github.com/weir-broker/weir/core/producers"
 	"github.com/weir-broker/weir/core/vfs"
 )
 
@@ -106,6 +107,10 @@ type readOnly struct{ *partlog.Log }
 
 func (r readOnly) Append(context.Context, []byte) (func(context.Context) error, error) {
 	return nil, fmt.Errorf("groups: %s is read only", r.Dir())
+}
+
+func (r readOnly) AppendVerified(ctx context.Context, b []byte, _ producers.Guard) (func(context.Context) error, error) {
+	return r.Append(ctx, b)
 }
 
 // LegacyLeft returns the number of groups of the old-layout store handed

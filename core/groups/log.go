@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/weir-broker/weir/core/partlog"
+	"github.com/weir-broker/weir/core/producers"
 )
 
 // Log is one partition of __consumer_offsets as the coordinator uses it: the
@@ -21,6 +22,15 @@ type Log interface {
 	// it. Writes are committed in log order (the high watermark only
 	// grows).
 	Append(ctx context.Context, batches []byte) (wait func(context.Context) error, err error)
+	// AppendVerified is Append for a transactional offset commit's
+	// batches, carrying g, the guard of the verification the broker
+	// started on this partition before it asked the transaction
+	// coordinator (TxnCommitRequest.Guard; see package producers,
+	// verify.go): when the producer's transaction is neither ongoing in
+	// the partition nor still under that verification (a marker ended it
+	// since), the append is producers.ErrInvalidTxnState and nothing is
+	// written. producers.Unverified appends as Append does.
+	AppendVerified(ctx context.Context, batches []byte, g producers.Guard) (wait func(context.Context) error, err error)
 	// StartOffset and EndOffset bound what Load replays.
 	StartOffset() int64
 	EndOffset() int64

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/weir-broker/weir/core/internal/logtest"
+	"github.com/weir-broker/weir/core/producers"
 	"github.com/weir-broker/weir/core/record"
 	"github.com/weir-broker/weir/core/vfs"
 	"github.com/weir-broker/weir/core/vfs/errorfs"
@@ -372,6 +373,10 @@ func (l gatedLog) Append(ctx context.Context, b []byte) (func(context.Context) e
 	gate := make(chan error, 1)
 	l.gates <- gate
 	return func(context.Context) error { return <-gate }, nil
+}
+
+func (l gatedLog) AppendVerified(ctx context.Context, b []byte, _ producers.Guard) (func(context.Context) error, error) {
+	return l.Append(ctx, b)
 }
 
 // A commit waiting for its records to be committed holds no lock: the

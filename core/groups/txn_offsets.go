@@ -51,6 +51,16 @@ import (
 // checks expect of any producer: they also refuse a fenced producer's
 // older epoch (INVALID_PRODUCER_EPOCH), which the coordinator checks
 // first against the epochs it has seen.
+//
+// A broker that verifies transactions with their coordinator (KIP-890
+// part 1) starts the verification on the partition before it asks, and
+// hands the guard it got to TxnCommit (TxnCommitRequest.Guard), which
+// carries it to the append (Log.AppendVerified): a transaction that ended
+// between the answer and the append (its abort marker written meanwhile)
+// is refused with INVALID_TXN_STATE, instead of opening a transaction in
+// the offsets partition that no marker would end (a stuck last stable
+// offset, a blocked cleaner, offsets a later marker of the producer would
+// apply). The coordinator itself knows nothing of verifications.
 
 // TxnCommitRequest is one TxnOffsetCommit: the offsets of Group that the
 // producer ProducerID (epoch ProducerEpoch) of transaction TransactionalID
@@ -67,6 +77,12 @@ type TxnCommitRequest struct {
 	GenerationID           int32
 	GroupInstanceID        *string
 	Offsets                []OffsetCommit
+	// Guard is the transaction verification the broker started on the
+	// group's partition of __consumer_offsets before it asked the
+	// transaction coordinator (KIP-890 part 1), carried to the append
+	// (Log.AppendVerified): producers.Unverified when the broker does not
+	// verify.
+	Guard producers.Guard
 }
 
 var (
@@ -86,7 +102,9 @@ var (
 // otherwise perPartition holds the outcome of each partition of r.Offsets
 // (a partition named twice commits its last offset). A producer epoch
 // older than one the partition has seen for the producer is
-// producers.ErrInvalidProducerEpoch (the zombie of a fenced producer). The
+// producers.ErrInvalidProducerEpoch (the zombie of a fenced producer); a
+// transaction that ended since r.Guard's verification (its marker is in
+// the partition) is producers.ErrInvalidTxnState, nothing written. The
 // write's wait is the Log's, bounded by it (as Commit's); a request whose
 // ctx has ended is not written.
 func (c *Coordinator) TxnCommit(ctx context.Context, r TxnCommitRequest) (perPartition map[TopicPartition]error, err error) {
@@ -150,7 +168,7 @@ func (c *Coordinator) TxnCommit(ctx context.Context, r TxnCommitRequest) (perPar
 	for _, tp := range slices.SortedFunc(maps.Keys(valid), compareTP) {
 		offsets = append(offsets, valid[tp])
 	}
-	w, wait, err := store.beginTxn(r.ProducerID, r.ProducerEpoch, commitEntries(r.Group, offsets, now), now)
+	w, wait, err := store.beginTxn(r.ProducerID, r.ProducerEpoch, r.Guard, commitEntries(r.Group, offsets, now), now)
 	settle()
 	if err == nil {
 		c.mu.Unlock()
@@ -178,10 +196,12 @@ func (c *Coordinator) TxnCommit(ctx context.Context, r TxnCommitRequest) (perPar
 
 // isProducerError reports whether err is the partition's idempotence
 // checks refusing the producer's batch, which the client must see as it
-// is (a fenced epoch above all).
+// is (a fenced epoch above all; a transaction that ended since its
+// verification, INVALID_TXN_STATE, as Kafka's maybeConvertOffsetCommitError
+// leaves it).
 func isProducerError(err error) bool {
 	for _, e := range []error{producers.ErrInvalidProducerEpoch, producers.ErrOutOfOrderSequence,
-		producers.ErrUnknownProducerID, producers.ErrDuplicateSequence} {
+		producers.ErrUnknownProducerID, producers.ErrDuplicateSequence, producers.ErrInvalidTxnState} {
 		if errors.Is(err, e) {
 			return true
 		}
@@ -337,12 +357,13 @@ type txnWrite struct {
 }
 
 // beginTxn appends entries as producer producerID's transactional batches
-// in epoch and makes them wait for the transaction's end; the caller waits
+// in epoch, under the verification guard g (Log.AppendVerified), and
+// makes them wait for the transaction's end; the caller waits
 // with wait (without the coordinator's lock) and hands the outcome to
 // finishTxn. On an error nothing waits (and the sequence does not move on:
 // a retry of the same commit is the partition's duplicate if the batches
 // did reach the log).
-func (s *offsetStore) beginTxn(producerID int64, epoch int16, entries []entry, now time.Time) (*txnWrite, func(context.Context) error, error) {
+func (s *offsetStore) beginTxn(producerID int64, epoch int16, g producers.Guard, entries []entry, now time.Time) (*txnWrite, func(context.Context) error, error) {
 	seq, err := s.seqFor(producerID, epoch)
 	if err != nil {
 		return nil, nil, err
@@ -355,7 +376,7 @@ func (s *offsetStore) beginTxn(producerID int64, epoch int16, entries []entry, n
 		if err != nil {
 			return nil, err
 		}
-		return s.log.Append(context.Background(), buf)
+		return s.log.AppendVerified(context.Background(), buf, g)
 	}
 	wait, err := appendAt(seq)
 	if errors.Is(err, producers.ErrUnknownProducerID) && seq != 0 {

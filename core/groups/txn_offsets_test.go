@@ -471,13 +471,21 @@ func (l *failingLog) Append(ctx context.Context, b []byte) (func(context.Context
 	return func(context.Context) error { return fail }, nil
 }
 
+func (l *failingLog) AppendVerified(ctx context.Context, b []byte, _ producers.Guard) (func(context.Context) error, error) {
+	return l.Append(ctx, b)
+}
+
 // partitionLog is a partition of package logs as the coordinator's Log,
 // as the broker gives it: appends go through the partition's idempotence
 // checks.
 type partitionLog struct{ p *logs.Partition }
 
 func (l partitionLog) Append(ctx context.Context, b []byte) (func(context.Context) error, error) {
-	if _, err := l.p.Append(ctx, b); err != nil {
+	return l.AppendVerified(ctx, b, producers.Unverified)
+}
+
+func (l partitionLog) AppendVerified(ctx context.Context, b []byte, g producers.Guard) (func(context.Context) error, error) {
+	if _, err := l.p.AppendVerified(ctx, b, 0, g); err != nil {
 		return nil, err
 	}
 	return func(context.Context) error { return nil }, nil
@@ -773,4 +781,94 @@ func TestTxnRandomLiveMatchesReplay(t *testing.T) {
 		}
 		closeCoordinator(t, c)
 	}
+}
+
+// TestTxnCommitGuard: KIP-890 part 1's race for transactional offset
+// commits, against a real partition. The broker starts the verification
+// (the guard), the transaction coordinator answers yes, the transaction
+// aborts and its marker lands in the offsets partition, then the commit
+// arrives: it is INVALID_TXN_STATE, nothing is written, no transaction is
+// left open in the partition (its first unstable offset is none), and the
+// offsets are neither visible nor unstable. The producer's next
+// transaction, verified afresh, commits; its later commits carry Ongoing;
+// its commit marker makes the last offsets visible.
+func TestTxnCommitGuard(t *testing.T) {
+	clk := clocktest.New(t0)
+	m, err := logs.NewManager(logs.Options{FS: vfs.NewMem(), Dir: "/d", Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := m.Open("__consumer_offsets", 0, [16]byte{1}, logs.PartitionConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { p.Close() }()
+	c, err := New(Options{Clock: clk, Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.Load(bg, 0, partitionLog{p}); err != nil {
+		t.Fatal(err)
+	}
+	const pid = 5
+	marker := func(commit bool) {
+		t.Helper()
+		if _, err := p.AppendMarker(bg, logs.Marker{ProducerID: pid, Commit: commit}, 0); err != nil {
+			t.Fatal(err)
+		}
+		c.CompleteTxn(0, pid, commit)
+	}
+	verify := func(want string) producers.Guard {
+		t.Helper()
+		g, err := p.StartTxnVerification(pid, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (g == producers.Ongoing) != (want == "ongoing") || g == producers.Unverified {
+			t.Fatalf("verification: guard %d, want %s", g, want)
+		}
+		return g
+	}
+	guarded := func(g producers.Guard, offsets ...OffsetCommit) TxnCommitRequest {
+		r := txnReq("g", pid, 0, offsets...)
+		r.Guard = g
+		return r
+	}
+
+	g := verify("fresh")
+	marker(false) // the abort lands between the verification and the append
+	end := p.Log().EndOffset()
+	res, err := c.TxnCommit(bg, guarded(g, oc("t", 0, 3, nil)))
+	if err != nil || !errors.Is(res[tp("t", 0)], producers.ErrInvalidTxnState) {
+		t.Fatalf("commit verified before the abort marker: %v %v, want ErrInvalidTxnState", res, err)
+	}
+	if got := p.Log().EndOffset(); got != end {
+		t.Fatalf("log end %d after the refused commit, want %d", got, end)
+	}
+	if fuo, open := p.FirstUnstableOffset(); open {
+		t.Fatalf("a transaction left open at %d by the refused commit", fuo)
+	}
+	wantOffset(t, c, "after the refused commit", "g", tp("t", 0), -1, false)
+
+	// The next transaction: verified once, then ongoing.
+	txnCommit(t, c, guarded(verify("fresh"), oc("t", 0, 4, nil)))
+	txnCommit(t, c, guarded(verify("ongoing"), oc("t", 0, 5, nil), oc("t", 1, 5, nil)))
+	wantOffset(t, c, "transaction open", "g", tp("t", 0), -1, true)
+	if _, open := p.FirstUnstableOffset(); !open {
+		t.Fatal("no transaction open in the partition after the commits")
+	}
+	marker(true)
+	wantOffset(t, c, "after the commit marker", "g", tp("t", 0), 5, false)
+	wantOffset(t, c, "after the commit marker", "g", tp("t", 1), 5, false)
+	// A commit carrying Ongoing after the marker (its transaction ended):
+	// refused.
+	res, _ = c.TxnCommit(bg, guarded(producers.Ongoing, oc("t", 0, 6, nil)))
+	if !errors.Is(res[tp("t", 0)], producers.ErrInvalidTxnState) {
+		t.Fatalf("commit carrying Ongoing after the marker: %v, want ErrInvalidTxnState", res)
+	}
+	if _, open := p.FirstUnstableOffset(); open {
+		t.Fatal("a transaction left open by the refused Ongoing commit")
+	}
+	wantOffset(t, c, "end", "g", tp("t", 0), 5, false)
 }

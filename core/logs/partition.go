@@ -233,8 +233,18 @@ func (p *Partition) AppendVerified(ctx context.Context, records []byte, epoch in
 // in the order it decided them) waits without it, and appends made
 // meanwhile share the fsync.
 func (p *Partition) AppendDeferred(ctx context.Context, records []byte, epoch int32) (AppendResult, func(context.Context) error, error) {
+	return p.AppendDeferredVerified(ctx, records, epoch, producers.Unverified)
+}
+
+// AppendDeferredVerified is AppendDeferred carrying the guard g of a
+// transaction verification, as AppendVerified does: the group coordinator
+// appends a transactional offset commit this way, verified with the
+// transaction coordinator like a transactional produce (KIP-890 part 1). A
+// transactional batch whose transaction a marker ended since the
+// verification started is producers.ErrInvalidTxnState, nothing written.
+func (p *Partition) AppendDeferredVerified(ctx context.Context, records []byte, epoch int32, g producers.Guard) (AppendResult, func(context.Context) error, error) {
 	defer p.maybeSnapshot()
-	res, r, err := p.appendEpoch(ctx, records, epoch, producers.Unverified)
+	res, r, err := p.appendEpoch(ctx, records, epoch, g)
 	if err != nil {
 		return AppendResult{}, nil, err
 	}

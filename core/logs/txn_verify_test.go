@@ -70,3 +70,43 @@ func TestTxnVerificationGuard(t *testing.T) {
 		t.Fatalf("unverified append: %v", err)
 	}
 }
+
+// TestTxnVerificationGuardDeferred: AppendDeferredVerified (the group
+// coordinator's transactional offset commits) carries the guard as
+// AppendVerified does: a batch verified before an abort marker is refused,
+// nothing written, no transaction left open; a fresh verification's batch
+// is appended and opens the transaction, whose next batch needs no
+// question (Ongoing).
+func TestTxnVerificationGuardDeferred(t *testing.T) {
+	p := topicPartition(t, nil, newClock(), nil)
+	g, err := p.StartTxnVerification(7, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	end := mustMarker(t, p, Marker{ProducerID: 7, Commit: false}) + 1
+	if _, _, err := p.AppendDeferredVerified(ctx, txnBatch(t, 7, 0, 0, 2), 0, g); !errors.Is(err, producers.ErrInvalidTxnState) {
+		t.Fatalf("deferred batch verified before the abort marker: %v, want ErrInvalidTxnState", err)
+	}
+	if got := p.Log().EndOffset(); got != end {
+		t.Fatalf("log ends at %d after the refused batch, want %d", got, end)
+	}
+	wantFUO(t, p, 0, false)
+
+	if g, err = p.StartTxnVerification(7, 0); err != nil {
+		t.Fatal(err)
+	}
+	res, wait, err := p.AppendDeferredVerified(ctx, txnBatch(t, 7, 0, 0, 2), 0, g)
+	if err != nil {
+		t.Fatalf("verified deferred batch: %v", err)
+	}
+	if err := wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wantFUO(t, p, res.BaseOffset, true)
+	if g, err = p.StartTxnVerification(7, 0); err != nil || g != producers.Ongoing {
+		t.Fatalf("verification with the transaction ongoing: %d %v, want Ongoing", g, err)
+	}
+	if _, _, err := p.AppendDeferredVerified(ctx, txnBatch(t, 7, 0, 2, 1), 0, g); err != nil {
+		t.Fatalf("deferred batch of the ongoing transaction: %v", err)
+	}
+}
