@@ -308,7 +308,11 @@ func (n *Node) dropLocal(name string, lt *localTopic, remove bool) error {
 	maxPart := int32(0)
 	for i, p := range lt.parts {
 		n.fetchers.remove(p)
-		if err := p.Close(); err != nil && !errors.Is(err, partlog.ErrClosed) {
+		closeLog := p.Close
+		if remove {
+			closeLog = p.Discard // its files go next: nothing to flush
+		}
+		if err := closeLog(); err != nil && !errors.Is(err, partlog.ErrClosed) {
 			errs = append(errs, fmt.Errorf("node: close %s: %w", logs.DirName(name, i), err))
 		}
 		p.wakeAll()

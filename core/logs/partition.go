@@ -130,6 +130,16 @@ func (p *Partition) Close() error {
 	return p.log.Close()
 }
 
+// Discard closes a partition about to be removed (its topic deleted):
+// no producer-state snapshot, no fsync of the log or its transaction index
+// (partlog.Log.Discard).
+func (p *Partition) Discard() error {
+	if err := p.txn.idx.discard(); err != nil {
+		p.snaps.logger.Warn("transaction index at discard failed", "dir", p.log.Dir(), "err", err)
+	}
+	return p.log.Discard()
+}
+
 // ApplyRetention applies the log's retention and forgets idempotent producers
 // whose last append was before expireBefore (unix ms; negative: none).
 func (p *Partition) ApplyRetention(expireBefore int64) error {

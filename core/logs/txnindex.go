@@ -262,6 +262,19 @@ func (x *txnIndex) close() error {
 	return x.closeLocked()
 }
 
+// discard closes the file being written without syncing it: the
+// partition is about to be removed.
+func (x *txnIndex) discard() error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.cur == nil {
+		return nil
+	}
+	err := x.cur.Close()
+	x.cur, x.curBase = nil, -1
+	return err
+}
+
 // AfterCut drops the entries ending at or past end (every one for -1): the
 // log no longer holds their markers. Files that lose entries are rewritten
 // (a temporary file renamed over them), emptied ones removed.

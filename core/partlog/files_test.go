@@ -1,6 +1,7 @@
 package partlog
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -266,4 +267,57 @@ func TestLazyOpenAfterCleanShutdown(t *testing.T) {
 	if l.EndOffset() != end+1 || l.Recoveries() == 0 {
 		t.Fatalf("after the first read: end %d (want %d), %d recoveries", l.EndOffset(), end+1, l.Recoveries())
 	}
+}
+
+// TestDiscardFlushesNothing: Discard, the close of a log whose files are
+// removed next (its topic deleted), syncs no file and writes no
+// clean-shutdown marker; the log refuses appends after it, and its files,
+// if a crash left them behind, are recovered like any unmarked log's.
+func TestDiscardFlushesNothing(t *testing.T) {
+	mem := memFS(t)
+	var syncs, creates []string
+	counting := false
+	fsys := errorfs.Wrap(mem, errorfs.InjectorFunc(func(op errorfs.Op, path string) error {
+		if counting && (op == errorfs.OpSync || op == errorfs.OpSyncDir) {
+			syncs = append(syncs, op.String()+" "+path)
+		}
+		if counting && op == errorfs.OpCreate {
+			creates = append(creates, path)
+		}
+		return nil
+	}))
+	m := newModel()
+	l, _ := mustOpen(t, fsys, Config{SegmentBytes: 2000})
+	for i := range 20 {
+		if _, err := m.append(t, l, batch(i, 2, 100)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	end, segs := l.EndOffset(), len(l.segments())
+	if segs < 2 {
+		t.Fatalf("the test wants several segments, has %d", segs)
+	}
+	counting = true
+	if err := l.Discard(); err != nil {
+		t.Fatal(err)
+	}
+	counting = false
+	if len(syncs) > 0 || len(creates) > 0 {
+		t.Fatalf("Discard synced %q and created %q; want nothing", syncs, creates)
+	}
+	if _, err := l.Append(context.Background(), batch(99, 1, 10), 0); !errors.Is(err, ErrClosed) {
+		t.Fatalf("append after Discard: %v, want ErrClosed", err)
+	}
+	if err := l.Discard(); !errors.Is(err, ErrClosed) {
+		t.Fatalf("a second Discard: %v, want ErrClosed", err)
+	}
+	l2, rep, err := Open(mem, dir, Config{SegmentBytes: 2000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l2.Close()
+	if rep.Clean {
+		t.Fatal("a discarded log reopened as cleanly shut down")
+	}
+	m.check(t, l2, 0, end)
 }

@@ -668,6 +668,42 @@ func (l *Log) Close() error {
 	return err
 }
 
+// Discard closes a log that is about to be removed (its topic deleted):
+// as Close, but nothing is flushed, sealed, checkpointed or marked clean,
+// since the files are deleted next (Kafka closes a deleted log's handlers
+// without a flush too). Flushing gigabytes only to unlink them would stall
+// every other partition's fsyncs behind the device. A log left on disk by
+// a crash between Discard and the removal has no clean-shutdown marker and
+// is recovered like any other; its topic's deletion is driven again.
+func (l *Log) Discard() error {
+	l.stopClean.Store(true)
+	l.cleanMu.Lock()
+	err := func() error {
+		l.appendMu.Lock()
+		defer l.appendMu.Unlock()
+		if l.closed.Load() {
+			return ErrClosed
+		}
+		l.closed.Store(true)
+		l.wake()
+		l.statMu.Lock()
+		if l.timer != nil {
+			l.timer.Stop()
+			l.timer = nil
+		}
+		l.statMu.Unlock()
+		l.syncMu.Lock()
+		defer l.syncMu.Unlock()
+		for _, s := range l.segments() {
+			s.Drop()
+		}
+		return nil
+	}()
+	l.cleanMu.Unlock()
+	l.tellQueuedFlushes()
+	return err
+}
+
 func (l *Log) close() error {
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
