@@ -149,3 +149,55 @@ func damageFile(t *testing.T, dir string, what []byte) {
 		t.Fatalf("%q not found under %s", what, dir)
 	}
 }
+
+// TestMirrorForwardCorruptSkippedBatch: a batch the forwarder would skip
+// by its header (an aborted transaction's) is CRC-checked first, since a
+// damaged header could make a data batch look skippable: damaged on the
+// source's disk, it stops the partition there (a fetch error naming it),
+// and nothing after it is copied.
+func TestMirrorForwardCorruptSkippedBatch(t *testing.T) {
+	srcDir := t.TempDir()
+	src := brokertest.Start(t, srcDir).Addr()
+	dst := brokertest.Start(t, "").Addr()
+	brokertest.CreateTopic(t, src, "badtx", 1, nil)
+	plain := brokertest.Client(t, src)
+	txn := brokertest.Client(t, src, kgo.TransactionalID("fwd-corrupt"))
+	ctx := brokertest.Context(t)
+	if err := plain.ProduceSync(ctx, &kgo.Record{Topic: "badtx", Value: []byte("before")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	if err := txn.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := txn.ProduceSync(ctx, &kgo.Record{Topic: "badtx", Value: []byte("aborted, to be damaged")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	if err := txn.EndTransaction(ctx, kgo.TryAbort); err != nil {
+		t.Fatal(err)
+	}
+	if err := plain.ProduceSync(ctx, &kgo.Record{Topic: "badtx", Value: []byte("after")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	damageFile(t, srcDir, []byte("aborted, to be damaged"))
+
+	cfg := testConfig(t, src, dst, "badtx")
+	cfg.Forward = true
+	m, stop := runMirror(t, cfg)
+	defer stop()
+	var st mirror.PartitionStatus
+	waitFor(t, "the damaged batch reported", func() bool {
+		s := m.Status()
+		if len(s) == 1 {
+			st = s[0]
+		}
+		return st.FetchErrors > 0 && strings.Contains(st.LastError, "bad CRC") && st.Records == 1
+	})
+	if st.Next != 1 {
+		t.Errorf("position %d, want 1 (at the damaged batch)", st.Next)
+	}
+	stop()
+	got := readAll(t, dst, "badtx", 1)[0]
+	if len(got) != 1 || string(got[0].Value) != "before" {
+		t.Fatalf("target holds %d records (%v), want the first only", len(got), got)
+	}
+}
