@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/bits"
 	"net"
 	"os"
 	"runtime/debug"
@@ -333,7 +334,7 @@ func (c *conn) readBody(k int16, n int) ([]byte, error) {
 	c.frameBytes.Add(int64(cap(frame)))
 	for len(frame) < n {
 		if len(frame) == cap(frame) {
-			grown := make([]byte, len(frame), min(n, 2*cap(frame)))
+			grown := make([]byte, len(frame), min(frameCap(k, n), 2*cap(frame)))
 			copy(grown, frame)
 			c.frameBytes.Add(int64(cap(grown) - cap(frame)))
 			frame = grown
@@ -674,26 +675,70 @@ func (c *conn) writeResponse(corr int32, resp kmsg.Response) error {
 // Nothing keeps a Produce frame after its request is handled (the log copies
 // the records into the page cache; kmsg copies strings), which is what makes
 // recycling safe; other requests' frames may be kept (group member metadata
-// aliases its JoinGroup frame) and are never recycled.
-var producePool sync.Pool // of *[]byte
+// aliases its JoinGroup frame) and are never recycled. A Produce frame's
+// capacity is a power of two (frameCap), and producePools[c] holds those of
+// minPooledFrame<<c bytes, so a recycled frame fits every request of its
+// class: with one pool, a frame grown to exactly its request's size missed
+// every larger request after it (a forwarding mirror's, of varying sizes),
+// which then grew a fresh frame from frameChunk, copying at each doubling.
+var producePools [producePoolClasses]sync.Pool // of *[]byte
 
-// maxPooledFrame: larger frames are left to the garbage collector.
-const maxPooledFrame = 8 << 20
+const (
+	// maxPooledFrame: larger frames are left to the garbage collector.
+	maxPooledFrame     = 8 << 20
+	minPooledFrame     = 4 << 10
+	producePoolClasses = 12 // minPooledFrame<<11 == maxPooledFrame
+)
+
+// frameClass is the pool class of a Produce frame of n bytes: the smallest
+// c with minPooledFrame<<c >= n, and false above maxPooledFrame.
+func frameClass(n int) (int, bool) {
+	if n > maxPooledFrame {
+		return 0, false
+	}
+	c := 0
+	if n > minPooledFrame {
+		c = bits.Len(uint(n-1)) - bits.Len(uint(minPooledFrame-1))
+	}
+	return c, true
+}
+
+// frameCap is the capacity a frame of n bytes grows to: n, or for a pooled
+// Produce frame its class's size (below twice n, as the doubling growth
+// already allows).
+func frameCap(key int16, n int) int {
+	if key == produceKey {
+		if c, ok := frameClass(n); ok {
+			return minPooledFrame << c
+		}
+	}
+	return n
+}
 
 // newFrame returns a buffer for a frame of n bytes holding its first two
 // (the API key): a recycled Produce buffer large enough for all n, or a
 // fresh one of at most frameChunk, which readBody grows as bytes arrive.
 func newFrame(key int16, n int) []byte {
-	if key == produceKey && n <= maxPooledFrame {
-		if p, ok := producePool.Get().(*[]byte); ok && cap(*p) >= n {
-			return (*p)[:2]
+	if key == produceKey {
+		if c, ok := frameClass(n); ok {
+			// Its class, else one of the next two (a frame at most four
+			// times the size, which goes back to its own class).
+			for i := c; i < min(c+3, producePoolClasses); i++ {
+				if p, ok := producePools[i].Get().(*[]byte); ok {
+					return (*p)[:2]
+				}
+			}
 		}
 	}
-	return make([]byte, 2, min(n, frameChunk))
+	return make([]byte, 2, min(frameCap(key, n), frameChunk))
 }
 
 func releaseFrame(frame []byte) {
-	if len(frame) >= 2 && int16(binary.BigEndian.Uint16(frame)) == produceKey && cap(frame) <= maxPooledFrame {
-		producePool.Put(&frame)
+	if len(frame) < 2 || int16(binary.BigEndian.Uint16(frame)) != produceKey {
+		return
+	}
+	// Only frames of a class's exact size (newFrame's and readBody's).
+	if c, ok := frameClass(cap(frame)); ok && cap(frame) == minPooledFrame<<c {
+		producePools[c].Put(&frame)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -243,7 +244,12 @@ func BenchmarkMirrorThroughput(b *testing.B) {
 	for i := range b.N {
 		c0, me0 := procCPU(b, src.Pid()), procCPU(b, os.Getpid())
 		t0 := time.Now()
-		end := consumePass(b, src.Addr, "bench", ends)
+		var end time.Time
+		// The labels tell the passes apart in -cpuprofile (go tool pprof
+		// -tagfocus pass=mirror): the goroutines a pass starts inherit them.
+		pprof.Do(context.Background(), pprof.Labels("pass", "consume"), func(context.Context) {
+			end = consumePass(b, src.Addr, "bench", ends)
+		})
 		consumerCPU = append(consumerCPU, (procCPU(b, os.Getpid())-me0).Seconds()/gb)
 		consumeMBs = append(consumeMBs, float64(*benchMB)*(1<<20)/1e6/end.Sub(t0).Seconds())
 		srcConsumeCPU = append(srcConsumeCPU, (procCPU(b, src.Pid())-c0).Seconds()/gb)
@@ -251,10 +257,12 @@ func BenchmarkMirrorThroughput(b *testing.B) {
 		var s0, d0, m0 time.Duration
 		stopProf := func() {}
 		setUp := time.Now()
-		end = mirrorPass(b, src.Addr, dst.Addr, "bench", fmt.Sprintf("r%d", i), ends, func() {
-			stopProf = profileBroker(b, dst, fmt.Sprintf("%s.%d", *benchProf, i))
-			s0, d0, m0 = procCPU(b, src.Pid()), procCPU(b, dst.Pid()), procCPU(b, os.Getpid())
-			t0 = time.Now()
+		pprof.Do(context.Background(), pprof.Labels("pass", "mirror"), func(context.Context) {
+			end = mirrorPass(b, src.Addr, dst.Addr, "bench", fmt.Sprintf("r%d", i), ends, func() {
+				stopProf = profileBroker(b, dst, fmt.Sprintf("%s.%d", *benchProf, i))
+				s0, d0, m0 = procCPU(b, src.Pid()), procCPU(b, dst.Pid()), procCPU(b, os.Getpid())
+				t0 = time.Now()
+			})
 		})
 		stopProf()
 		mirrorCPU = append(mirrorCPU, (procCPU(b, os.Getpid())-m0).Seconds()/gb)

@@ -71,9 +71,15 @@
 // target partition's leader. Each batch's base offset is reset to 0 and its
 // producer id, epoch and base sequence are rewritten for the mirror's own
 // idempotent producer id (InitProducerId); the CRC covers those fields: the
-// fetched batch's CRC is checked (record.Next) and the new one derived from
-// it and the changed header bytes (record.Reheader), so the records are read
-// once. A request carries one batch of every ready partition led by that
+// new one is derived from the fetched one and the changed header bytes
+// (record.Reheader), which keeps a bad CRC bad, so the mirror does not read
+// the records at all and the target's check (which every Kafka-protocol
+// broker makes on produce) covers the whole way from the source's disk: a
+// corrupt batch is refused with CORRUPT_MESSAGE, and the mirror then checks
+// it itself, to report it as the source's (the partition fails and is
+// retried, like any refused batch). The batches the mirror decides on by
+// their header (control batches and aborted ones, skipped; batches with
+// gaps, refused) have their CRC checked before. A request carries one batch of every ready partition led by that
 // broker, and a partition has up to 5 batches in flight (the target
 // remembers a producer's last 5 batches per partition), with consecutive
 // sequence numbers, in as many requests; the requests to a broker are

@@ -24,9 +24,10 @@ import (
 // leader, with its base offset reset to 0 and its producer id, epoch and
 // base sequence rewritten for the mirror's own idempotent producer id
 // (InitProducerId), and the CRC, which covers those fields, updated: the
-// fetched batch's CRC is checked (record.Next), and the new one derived
-// from it and the header bytes changed (record.Reheader), so the records
-// are read once, not twice. The
+// new one is derived from the fetched one and the header bytes changed
+// (record.Reheader), so a bad CRC stays bad and the target's check covers
+// the batch from the source on; the mirror does not read the records
+// (wholeBatches, checkBatch). The
 // trackers see one entry per batch (its last offset), so the rules of the
 // record path hold: a position is committed only after the target
 // acknowledged everything before it, a failure freezes it and rewinds.
@@ -349,10 +350,8 @@ func (f *forwarder) fetchOnce(ctx context.Context) {
 				name = names[rt.TopicID]
 			}
 			for i := range rt.Partitions {
-				// The CRCs are checked here, without f.mu, so that
-				// the sender is not held up meanwhile.
-				valid, err := validBatches(rt.Partitions[i].RecordBatches)
-				f.partition(ctx, name, &rt.Partitions[i], valid, err)
+				whole, err := wholeBatches(rt.Partitions[i].RecordBatches)
+				f.partition(ctx, name, &rt.Partitions[i], whole, err)
 			}
 		}
 	}
@@ -368,25 +367,38 @@ func waitCtx(ctx context.Context, d time.Duration) {
 	}
 }
 
-// validBatches returns the longest prefix of b made of whole batches that
-// record.Next accepts (CRC checked), and why the rest was not: nil if b
-// ended there, record.ErrShort for a partial batch at the end (fetched
-// again next time), or the damage found.
-func validBatches(b []byte) ([]byte, error) {
+// wholeBatches returns the longest prefix of b made of whole batches
+// whose headers record.ParseHeader accepts, and why the rest was not: nil
+// if b ended there, record.ErrShort for a partial batch at the end (fetched
+// again next time), or the damage found. It does not check the CRCs: a
+// forwarded batch's is checked by the target (Reheader keeps a bad CRC
+// bad, so the target refuses a corrupt batch with CORRUPT_MESSAGE), and
+// the batches the forwarder decides on by their header alone (skipped as
+// control or aborted, refused for gaps) are checked by checkBatch.
+func wholeBatches(b []byte) ([]byte, error) {
 	n := 0
 	for n < len(b) {
-		_, size, err := record.Next(b[n:], 0)
+		h, err := record.ParseHeader(b[n:])
 		if err != nil {
 			return b[:n], err
 		}
-		n += size
+		if h.Size() > len(b)-n {
+			return b[:n], fmt.Errorf("%w: %d bytes, batch needs %d", record.ErrShort, len(b)-n, h.Size())
+		}
+		n += h.Size()
 	}
 	return b, nil
 }
 
-// partition queues the batches of one partition's fetch response: valid,
-// the batches validBatches accepted, and verr, why the rest was not.
-func (f *forwarder) partition(ctx context.Context, topic string, rp *kmsg.FetchResponseTopicPartition, valid []byte, verr error) {
+// checkBatch checks the CRC of a whole batch (wholeBatches framed it).
+func checkBatch(b []byte) error {
+	_, _, err := record.Next(b, 0)
+	return err
+}
+
+// partition queues the batches of one partition's fetch response: whole,
+// the batches wholeBatches framed, and verr, why the rest was not.
+func (f *forwarder) partition(ctx context.Context, topic string, rp *kmsg.FetchResponseTopicPartition, whole []byte, verr error) {
 	tp := topicPartition{topic, rp.Partition}
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -425,7 +437,7 @@ func (f *forwarder) partition(ctx context.Context, topic string, rp *kmsg.FetchR
 			slices.Sort(ab[a.ProducerID])
 		}
 	}
-	b := valid
+	b := whole
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
 	tr.hwm = max(tr.hwm, rp.HighWatermark)
@@ -438,12 +450,20 @@ func (f *forwarder) partition(ctx context.Context, topic string, rp *kmsg.FetchR
 			}
 			break
 		}
-		h, _ := record.ParseHeader(b) // valid: checked by validBatches
+		h, _ := record.ParseHeader(b) // framed by wholeBatches
 		n := h.Size()
 		batch := b[:n]
 		b = b[n:]
 		if h.LastOffset() < fp.fetchAt {
 			continue
+		}
+		if h.Control() || h.Transactional() || h.RecordCount != h.LastOffsetDelta+1 {
+			// Decided on by the header: skipped, or refused for gaps.
+			// Only a header under a valid CRC says so.
+			if err := checkBatch(batch); err != nil {
+				verr, b = err, nil
+				continue
+			}
 		}
 		switch {
 		case h.Control():
@@ -728,6 +748,12 @@ func (f *forwarder) resolve(ss []sent, resp *kmsg.ProduceResponse, reqErr error)
 				dst = p.BaseOffset + (bt.last - bt.base)
 			} else if errors.Is(err, kerr.DuplicateSequenceNumber) {
 				err = nil
+			} else if errors.Is(err, kerr.CorruptMessage) {
+				// The CRC is checked here only now (wholeBatches):
+				// a bad one came so from the source.
+				if cerr := checkBatch(bt.b); cerr != nil {
+					err = fmt.Errorf("%w: source batch at offset %d: %w", err, bt.base, cerr)
+				}
 			}
 		}
 		tr.mu.Lock()

@@ -1,7 +1,12 @@
 package mirror_test
 
 import (
+	"bytes"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -62,5 +67,137 @@ func TestMirrorForwardsTransactions(t *testing.T) {
 		if string(r.Value) != want[i] {
 			t.Fatalf("target record %d is %q, want %q", i, r.Value, want[i])
 		}
+	}
+}
+
+// TestMirrorForwardCorruptBatch: a source batch whose bytes were damaged on
+// the source's disk (its CRC no longer matches) is not copied when
+// forwarding, though the forwarder does not read the records: the target
+// refuses the batch (its new CRC is derived from the bad one), the mirror
+// reports it as the source's, with the partition and offset, and the
+// position stays before it, while the batch before it is copied.
+func TestMirrorForwardCorruptBatch(t *testing.T) {
+	srcDir := t.TempDir()
+	src := brokertest.Start(t, srcDir).Addr()
+	dst := brokertest.Start(t, "").Addr()
+	brokertest.CreateTopic(t, src, "bad", 1, nil)
+	cl := brokertest.Client(t, src)
+	ctx := brokertest.Context(t)
+	for _, v := range []string{"good one", "to be damaged", "after it"} {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "bad", Value: []byte(v)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	damageFile(t, srcDir, []byte("to be damaged"))
+
+	cfg := testConfig(t, src, dst, "bad")
+	cfg.Forward = true
+	m, stop := runMirror(t, cfg)
+	defer stop()
+	var st mirror.PartitionStatus
+	waitFor(t, "the damaged batch refused", func() bool {
+		s := m.Status()
+		if len(s) == 1 {
+			st = s[0]
+		}
+		return strings.Contains(st.LastError, "source batch at offset 1") && st.Records == 1
+	})
+	if !strings.Contains(st.LastError, "CORRUPT_MESSAGE") || !strings.Contains(st.LastError, "bad CRC") {
+		t.Errorf("last error %q: want the target's CORRUPT_MESSAGE and the bad CRC", st.LastError)
+	}
+	if st.Next != 1 {
+		t.Errorf("position %d, want 1 (before the damaged batch)", st.Next)
+	}
+	stop()
+	got := readAll(t, dst, "bad", 1)[0]
+	if len(got) != 1 || string(got[0].Value) != "good one" {
+		t.Fatalf("target holds %d records (%v), want the first only", len(got), got)
+	}
+}
+
+// damageFile flips a bit of the first occurrence of what in the files
+// under dir (a record value in a segment), so that its batch's CRC no
+// longer matches.
+func damageFile(t *testing.T, dir string, what []byte) {
+	t.Helper()
+	found := false
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || found {
+			return err
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		i := bytes.Index(data, what)
+		if i < 0 {
+			return nil
+		}
+		f, err := os.OpenFile(path, os.O_WRONLY, 0)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		found = true
+		_, err = f.WriteAt([]byte{data[i] ^ 0x20}, int64(i))
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !found {
+		t.Fatalf("%q not found under %s", what, dir)
+	}
+}
+
+// TestMirrorForwardCorruptSkippedBatch: a batch the forwarder would skip
+// by its header (an aborted transaction's) is CRC-checked first, since a
+// damaged header could make a data batch look skippable: damaged on the
+// source's disk, it stops the partition there (a fetch error naming it),
+// and nothing after it is copied.
+func TestMirrorForwardCorruptSkippedBatch(t *testing.T) {
+	srcDir := t.TempDir()
+	src := brokertest.Start(t, srcDir).Addr()
+	dst := brokertest.Start(t, "").Addr()
+	brokertest.CreateTopic(t, src, "badtx", 1, nil)
+	plain := brokertest.Client(t, src)
+	txn := brokertest.Client(t, src, kgo.TransactionalID("fwd-corrupt"))
+	ctx := brokertest.Context(t)
+	if err := plain.ProduceSync(ctx, &kgo.Record{Topic: "badtx", Value: []byte("before")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	if err := txn.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := txn.ProduceSync(ctx, &kgo.Record{Topic: "badtx", Value: []byte("aborted, to be damaged")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	if err := txn.EndTransaction(ctx, kgo.TryAbort); err != nil {
+		t.Fatal(err)
+	}
+	if err := plain.ProduceSync(ctx, &kgo.Record{Topic: "badtx", Value: []byte("after")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	damageFile(t, srcDir, []byte("aborted, to be damaged"))
+
+	cfg := testConfig(t, src, dst, "badtx")
+	cfg.Forward = true
+	m, stop := runMirror(t, cfg)
+	defer stop()
+	var st mirror.PartitionStatus
+	waitFor(t, "the damaged batch reported", func() bool {
+		s := m.Status()
+		if len(s) == 1 {
+			st = s[0]
+		}
+		return st.FetchErrors > 0 && strings.Contains(st.LastError, "bad CRC") && st.Records == 1
+	})
+	if st.Next != 1 {
+		t.Errorf("position %d, want 1 (at the damaged batch)", st.Next)
+	}
+	stop()
+	got := readAll(t, dst, "badtx", 1)[0]
+	if len(got) != 1 || string(got[0].Value) != "before" {
+		t.Fatalf("target holds %d records (%v), want the first only", len(got), got)
 	}
 }
