@@ -55,8 +55,9 @@ import (
 // (skipped, as read_committed readers skip them; committed ones are
 // forwarded with the transactional bit cleared), control batches
 // (skipped), and batches with gaps in their offsets (a compacted source: the
-// target refuses them as a producer's batch; such a partition fails with
-// an error naming it, so compacted topics need the record path).
+// target refuses them as a producer's batch; the batches before one are
+// forwarded, then the partition fails at it with an error naming it, so
+// compacted topics need the record path).
 
 const (
 	fwdMaxQueued = 16 << 20 // bytes fetched and not acknowledged per partition before its fetching pauses
@@ -109,6 +110,11 @@ type fwdPart struct {
 	seq        int32 // sequence of queue[0]: the records acknowledged under pid
 	nextSeq    int32 // sequence of queue[sent]
 	needPid    bool
+	// gap: the batch at gapAt has gaps in its offsets and is not queued;
+	// the partition fails at it once the batches queued before it are
+	// acknowledged, and fetches nothing meanwhile.
+	gap   bool
+	gapAt int64
 }
 
 type forwarder struct {
@@ -276,7 +282,7 @@ func (f *forwarder) fetchOnce(ctx context.Context) {
 	partFetch := f.partFetch
 	f.partFetch = min(2*f.partFetch, fwdPartFetch)
 	for tp, fp := range f.parts {
-		if fp.srcLeader < 0 || fp.queued >= fwdMaxQueued || f.m.paused[fp.tr] {
+		if fp.srcLeader < 0 || fp.queued >= fwdMaxQueued || fp.gap || f.m.paused[fp.tr] {
 			continue
 		}
 		fp.tr.mu.Lock()
@@ -490,6 +496,20 @@ func (f *forwarder) partition(ctx context.Context, topic string, rp *kmsg.FetchR
 				continue // aborted
 			}
 		}
+		if tr.failed || tr.refetch {
+			break // sendBatch refuses: a rewind fetches it again
+		}
+		if h.RecordCount != h.LastOffsetDelta+1 {
+			// Not queued, nor anything after it: the batches queued
+			// before it are forwarded, and the partition fails here
+			// once they are acknowledged (it must not fail before:
+			// a failed tracker does not move its position for them,
+			// so they would be sent again after the rewind, under
+			// new sequences, and written twice).
+			fp.gap, fp.gapAt = true, h.BaseOffset
+			f.failAtGap(fp, time.Now())
+			break
+		}
 		var ts time.Time
 		if h.MaxTimestamp > 0 {
 			ts = time.UnixMilli(h.MaxTimestamp)
@@ -498,17 +518,25 @@ func (f *forwarder) partition(ctx context.Context, topic string, rp *kmsg.FetchR
 			break
 		}
 		fp.fetchAt = h.LastOffset() + 1
-		if h.RecordCount != h.LastOffsetDelta+1 {
-			first := tr.fail(h.LastOffset(), fmt.Errorf("%w", errForwardGap), time.Now())
-			if first {
-				f.m.log.Warn("mirror: cannot forward a batch; partition paused and retried",
-					"topic", topic, "partition", rp.Partition, "offset", h.BaseOffset, "err", errForwardGap)
-			}
-			break
-		}
 		fp.queue = append(fp.queue, fwdBatch{b: batch, base: h.BaseOffset, last: h.LastOffset(), count: h.RecordCount, ts: ts})
 		fp.queued += len(batch)
 	}
+}
+
+// failAtGap fails fp's tracker at the batch with gaps it stopped before
+// (fp.gap), once nothing is queued before it, and reports whether it did.
+// f.mu and fp.tr.mu held.
+func (f *forwarder) failAtGap(fp *fwdPart, now time.Time) bool {
+	if !fp.gap || len(fp.queue) > 0 {
+		return false
+	}
+	fp.gap = false
+	tr := fp.tr
+	if tr.failPopped(fp.gapAt, errForwardGap, now) {
+		f.m.log.Warn("mirror: cannot forward a batch; partition paused and retried",
+			"topic", tr.topic, "partition", tr.partition, "offset", fp.gapAt, "err", errForwardGap)
+	}
+	return true
 }
 
 // send runs until ctx ends: it produces the next unsent batch of every
@@ -771,6 +799,7 @@ func (f *forwarder) resolve(ss []sent, resp *kmsg.ProduceResponse, reqErr error)
 			if !bt.ts.IsZero() {
 				f.m.e2e.Observe(now.Sub(bt.ts).Seconds())
 			}
+			wake = f.failAtGap(fp, now) || wake
 			tr.mu.Unlock()
 			continue
 		}
@@ -801,6 +830,7 @@ func (f *forwarder) resolve(ss []sent, resp *kmsg.ProduceResponse, reqErr error)
 			}
 		}
 		fp.queue, fp.queued, fp.sent, fp.nextSeq = nil, 0, 0, fp.seq
+		fp.gap = false // fetched again after the rewind
 		fp.gen++
 		tr.mu.Unlock()
 		wake = true
