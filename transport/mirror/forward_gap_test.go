@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"slices"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/weir-broker/weir/core/record"
+	"github.com/weir-broker/weir/transport/broker/brokertest"
 )
 
 // testForwarder is a forwarder of source partition "s"/0 starting at
@@ -186,5 +188,73 @@ func TestForwardGapTargetRefusesBefore(t *testing.T) {
 	answer(f, ss[1], 0, 2)
 	if !tr.failed || tr.next != 4 {
 		t.Fatalf("A and B acknowledged: tracker failed %v at %d, want failed at 4", tr.failed, tr.next)
+	}
+}
+
+// TestForwardResetAboveLogEnd: the mirror's position (100) is above the
+// source's log end (10), as after an unclean leader election truncated the
+// source's log below it. The fetch there is answered OFFSET_OUT_OF_RANGE;
+// the forwarder counts a fetch error naming it, resets to the source's log
+// start as the record path's consumer does, passes over the batches below
+// its position, and copies from its position once the source has records
+// there, rather than fetching at 100 again forever.
+func TestForwardResetAboveLogEnd(t *testing.T) {
+	addr := brokertest.Start(t, "").Addr()
+	brokertest.CreateTopic(t, addr, "s", 1, nil)
+	cl := brokertest.Client(t, addr, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	ctx := brokertest.Context(t)
+	produceN := func(n int) {
+		for range n { // one batch each
+			if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "s", Value: []byte("v")}).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	produceN(10)
+	m, err := New(Config{Source: []string{addr}, Target: []string{addr}, Topics: "s", Forward: true,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(m.Close)
+	f := m.fw
+	const position = 100
+	tr := newTracker("s", "s", 0, position, 1, time.Millisecond, time.Millisecond)
+	f.add("s", map[int32]*tracker{0: tr}, map[int32]int64{0: position})
+	fp := f.parts[topicPartition{"s", 0}]
+	state := func() (fetchAt int64, reset bool, queued []fwdBatch, fetchErrs int64, lastErr error) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		tr.mu.Lock()
+		defer tr.mu.Unlock()
+		return fp.fetchAt, fp.reset, slices.Clone(fp.queue), tr.fetchErrors, tr.lastErr
+	}
+	// fetchUntil runs the loop's fetches until cond holds (each is a
+	// whole fetch: request, answer, queueing), at most for the test's
+	// timeout.
+	fetchUntil := func(what string, cond func() bool) {
+		t.Helper()
+		for !cond() {
+			if ctx.Err() != nil {
+				at, reset, queued, errs, lastErr := state()
+				t.Fatalf("waiting for %s: fetching at %d, reset %v, %d queued, %d fetch errors, last %v", what, at, reset, len(queued), errs, lastErr)
+			}
+			f.fetchOnce(ctx)
+		}
+	}
+	fetchUntil("the out-of-range answer", func() bool { _, _, _, errs, _ := state(); return errs > 0 })
+	if _, _, _, errs, lastErr := state(); errs != 1 || !errors.Is(lastErr, kerr.OffsetOutOfRange) {
+		t.Fatalf("after the fetch at %d: %d fetch errors, last %v; want 1, OFFSET_OUT_OF_RANGE", position, errs, lastErr)
+	}
+	fetchUntil("the source's end", func() bool { at, _, _, _, _ := state(); return at == 10 })
+	if _, reset, queued, errs, _ := state(); reset || len(queued) != 0 || errs != 1 || tr.failed {
+		t.Fatalf("at the source's end: reset %v, %d queued, %d fetch errors, failed %v; want the batches below %d passed over",
+			reset, len(queued), errs, tr.failed, position)
+	}
+	produceN(position + 5 - 10)
+	fetchUntil("the new records", func() bool { at, _, _, _, _ := state(); return at == position+5 })
+	_, _, queued, _, _ := state()
+	if len(queued) != 5 || queued[0].base != position || queued[4].last != position+4 {
+		t.Fatalf("queued %d batches, want the 5 from the mirror's position %d on", len(queued), position)
 	}
 }
