@@ -109,10 +109,14 @@
 // producer cannot carry raw batches; ExactlyOnce keeps the record path, and
 // Config refuses both), batches with gaps in their offsets (a compacted
 // source: a producer's batch may not have them, so the target refuses
-// them; such a partition fails with an error saying so, and compacted
-// topics need the record path), and a batch larger than the target's
-// max.message.bytes (the record path re-sends record by record; here the
-// partition keeps failing). That is why forwarding is not the default.
+// them; the batches before one are forwarded, then the partition fails at
+// it with an error saying so, and compacted topics need the record path),
+// and a batch larger than the target's max.message.bytes (the record path
+// re-sends record by record; here the partition keeps failing). That is why
+// forwarding is not the default. A fetch out of range above the source's
+// log end (its log truncated below the mirror's position) resets to the
+// log start, as the record path's consumer does, logged and counted as a
+// fetch error.
 //
 // # Offset syncs and group offset translation
 //

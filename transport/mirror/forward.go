@@ -55,8 +55,20 @@ import (
 // (skipped, as read_committed readers skip them; committed ones are
 // forwarded with the transactional bit cleared), control batches
 // (skipped), and batches with gaps in their offsets (a compacted source: the
-// target refuses them as a producer's batch; such a partition fails with
-// an error naming it, so compacted topics need the record path).
+// target refuses them as a producer's batch; the batches before one are
+// forwarded, then the partition fails at it with an error naming it, so
+// compacted topics need the record path).
+//
+// A fetch answered OFFSET_OUT_OF_RANGE below the log start the answer
+// gives (records deleted by retention) moves on to that log start. Any
+// other (the source's log truncated below the mirror's position, e.g. by
+// an unclean leader election; or a source that does not give its log start
+// in the answer, as Kafka does not) is logged, counted as a fetch error,
+// and resets the partition to the source's log start, listed: what the
+// record path's consumer does (kgo, its reset offset at the start, as
+// MirrorMaker's auto.offset.reset=earliest). The batches fetched then that
+// are wholly below the mirror's position are passed over, as the record
+// path's tracker passes over their records.
 
 const (
 	fwdMaxQueued = 16 << 20 // bytes fetched and not acknowledged per partition before its fetching pauses
@@ -109,6 +121,14 @@ type fwdPart struct {
 	seq        int32 // sequence of queue[0]: the records acknowledged under pid
 	nextSeq    int32 // sequence of queue[sent]
 	needPid    bool
+	// gap: the batch at gapAt has gaps in its offsets and is not queued;
+	// the partition fails at it once the batches queued before it are
+	// acknowledged, and fetches nothing meanwhile.
+	gap   bool
+	gapAt int64
+	// reset: the fetch at fetchAt was out of range: fetchAt moves to the
+	// source's log start (listed) before the partition fetches again.
+	reset bool
 }
 
 type forwarder struct {
@@ -125,6 +145,7 @@ type forwarder struct {
 	reqs               int                     // produce requests in flight
 	partFetch          int32                   // PartitionMaxBytes of the next fetch: fwdPartFetchMin doubling up to fwdPartFetch
 	tails              map[int32]chan struct{} // per target leader: resolved of the last request issued
+	resetErr           string                  // resetOffsets' last error logged (the loop's), so a repeat is not
 	pid                int64
 	epoch              int16
 	// aborted: per partition, producer ids of aborted transactions seen in
@@ -165,7 +186,7 @@ func (f *forwarder) setOffsets(rewind map[string]map[int32]kgo.EpochOffset) {
 	for t, ps := range rewind {
 		for p, o := range ps {
 			if fp := f.parts[topicPartition{t, p}]; fp != nil {
-				fp.fetchAt = o.Offset
+				fp.fetchAt, fp.reset = o.Offset, false
 				delete(f.aborted, topicPartition{t, p})
 			}
 		}
@@ -271,12 +292,20 @@ func (f *forwarder) fetchOnce(ctx context.Context) {
 		waitCtx(ctx, f.m.cfg.BackoffMin)
 		return
 	}
+	if err := f.resetOffsets(ctx); err != nil && ctx.Err() == nil && err.Error() != f.resetErr {
+		// The partitions not reset fetch nothing, asked again next time;
+		// the others fetch.
+		f.m.log.Warn("mirror: listing source log starts failed, retrying", "err", err)
+		f.resetErr = err.Error()
+	} else if err == nil {
+		f.resetErr = ""
+	}
 	byLeader := map[int32]*kmsg.FetchRequest{}
 	f.mu.Lock()
 	partFetch := f.partFetch
 	f.partFetch = min(2*f.partFetch, fwdPartFetch)
 	for tp, fp := range f.parts {
-		if fp.srcLeader < 0 || fp.queued >= fwdMaxQueued || f.m.paused[fp.tr] {
+		if fp.srcLeader < 0 || fp.queued >= fwdMaxQueued || fp.gap || fp.reset || f.m.paused[fp.tr] {
 			continue
 		}
 		fp.tr.mu.Lock()
@@ -358,6 +387,45 @@ func (f *forwarder) fetchOnce(ctx context.Context) {
 	f.cond.Broadcast()
 }
 
+// resetOffsets moves the partitions whose fetch was out of range
+// (fp.reset) to their source log start. An error is the listing's; the
+// partitions it did list are moved all the same.
+func (f *forwarder) resetOffsets(ctx context.Context) error {
+	f.mu.Lock()
+	var topics []string
+	for tp, fp := range f.parts {
+		if fp.reset && !slices.Contains(topics, tp.topic) {
+			topics = append(topics, tp.topic)
+		}
+	}
+	f.mu.Unlock()
+	if len(topics) == 0 {
+		return nil
+	}
+	rctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	starts, err := f.m.srcAdm.ListStartOffsets(rctx, topics...)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for tp, fp := range f.parts {
+		if !fp.reset {
+			continue
+		}
+		o, ok := starts.Lookup(tp.topic, tp.partition)
+		if !ok || o.Err != nil || o.Offset < 0 {
+			if err == nil && o.Err != nil {
+				err = fmt.Errorf("%s/%d: %w", tp.topic, tp.partition, o.Err)
+			}
+			continue
+		}
+		f.m.log.Warn("mirror: partition reset to the source's log start", "topic", tp.topic, "partition", tp.partition,
+			"from_offset", fp.fetchAt, "to_offset", o.Offset)
+		fp.fetchAt, fp.reset = o.Offset, false
+		delete(f.aborted, tp) // listed again from the new position
+	}
+	return err
+}
+
 func waitCtx(ctx context.Context, d time.Duration) {
 	t := time.NewTimer(d)
 	defer t.Stop()
@@ -408,19 +476,30 @@ func (f *forwarder) partition(ctx context.Context, topic string, rp *kmsg.FetchR
 	}
 	tr := fp.tr
 	if err := kerr.ErrorForCode(rp.ErrorCode); err != nil {
-		if errors.Is(err, kerr.OffsetOutOfRange) && rp.LogStartOffset >= 0 && fp.fetchAt < rp.LogStartOffset {
+		at := fp.fetchAt
+		switch {
+		case errors.Is(err, kerr.OffsetOutOfRange) && rp.LogStartOffset >= 0 && fp.fetchAt < rp.LogStartOffset:
+			f.m.log.Warn("mirror: source offset below the log start (records deleted before they were copied); moving to the log start",
+				"topic", topic, "partition", rp.Partition, "offset", fp.fetchAt, "log_start", rp.LogStartOffset)
 			fp.fetchAt = rp.LogStartOffset
-			return
-		}
-		f.srcStale = true
-		msg := err.Error()
-		if f.m.fetchErrs[tp] != msg {
-			f.m.fetchErrs[tp] = msg
-			f.m.log.Warn("mirror: fetch from source failed, retrying", "topic", topic, "partition", rp.Partition, "err", err)
+		case errors.Is(err, kerr.OffsetOutOfRange):
+			// Above the log end, or the log start unknown: reset
+			// (resetOffsets), never fetched here again and again.
+			fp.reset = true
+			f.m.log.Warn("mirror: source offset out of range (the source's log truncated below the mirror's position?); "+
+				"resetting to the log start, batches below the mirror's position are not copied again",
+				"topic", topic, "partition", rp.Partition, "offset", fp.fetchAt)
+		default:
+			f.srcStale = true
+			msg := err.Error()
+			if f.m.fetchErrs[tp] != msg {
+				f.m.fetchErrs[tp] = msg
+				f.m.log.Warn("mirror: fetch from source failed, retrying", "topic", topic, "partition", rp.Partition, "err", err)
+			}
 		}
 		tr.mu.Lock()
 		tr.fetchErrors++
-		tr.lastErr = fmt.Errorf("%s/%d: fetch: %w", topic, rp.Partition, err)
+		tr.lastErr = fmt.Errorf("%s/%d: fetch at %d: %w", topic, rp.Partition, at, err)
 		tr.lastErrAt = time.Now()
 		tr.mu.Unlock()
 		return
@@ -490,6 +569,26 @@ func (f *forwarder) partition(ctx context.Context, topic string, rp *kmsg.FetchR
 				continue // aborted
 			}
 		}
+		if tr.failed || tr.refetch {
+			break // sendBatch refuses: a rewind fetches it again
+		}
+		if h.LastOffset() < tr.expect {
+			// Below the mirror's position, fetched again after a
+			// reset (fp.reset): copied before, passed over.
+			fp.fetchAt = h.LastOffset() + 1
+			continue
+		}
+		if h.RecordCount != h.LastOffsetDelta+1 {
+			// Not queued, nor anything after it: the batches queued
+			// before it are forwarded, and the partition fails here
+			// once they are acknowledged (it must not fail before:
+			// a failed tracker does not move its position for them,
+			// so they would be sent again after the rewind, under
+			// new sequences, and written twice).
+			fp.gap, fp.gapAt = true, h.BaseOffset
+			f.failAtGap(fp, time.Now())
+			break
+		}
 		var ts time.Time
 		if h.MaxTimestamp > 0 {
 			ts = time.UnixMilli(h.MaxTimestamp)
@@ -498,17 +597,25 @@ func (f *forwarder) partition(ctx context.Context, topic string, rp *kmsg.FetchR
 			break
 		}
 		fp.fetchAt = h.LastOffset() + 1
-		if h.RecordCount != h.LastOffsetDelta+1 {
-			first := tr.fail(h.LastOffset(), fmt.Errorf("%w", errForwardGap), time.Now())
-			if first {
-				f.m.log.Warn("mirror: cannot forward a batch; partition paused and retried",
-					"topic", topic, "partition", rp.Partition, "offset", h.BaseOffset, "err", errForwardGap)
-			}
-			break
-		}
 		fp.queue = append(fp.queue, fwdBatch{b: batch, base: h.BaseOffset, last: h.LastOffset(), count: h.RecordCount, ts: ts})
 		fp.queued += len(batch)
 	}
+}
+
+// failAtGap fails fp's tracker at the batch with gaps it stopped before
+// (fp.gap), once nothing is queued before it, and reports whether it did.
+// f.mu and fp.tr.mu held.
+func (f *forwarder) failAtGap(fp *fwdPart, now time.Time) bool {
+	if !fp.gap || len(fp.queue) > 0 {
+		return false
+	}
+	fp.gap = false
+	tr := fp.tr
+	if tr.failPopped(fp.gapAt, errForwardGap, now) {
+		f.m.log.Warn("mirror: cannot forward a batch; partition paused and retried",
+			"topic", tr.topic, "partition", tr.partition, "offset", fp.gapAt, "err", errForwardGap)
+	}
+	return true
 }
 
 // send runs until ctx ends: it produces the next unsent batch of every
@@ -771,6 +878,7 @@ func (f *forwarder) resolve(ss []sent, resp *kmsg.ProduceResponse, reqErr error)
 			if !bt.ts.IsZero() {
 				f.m.e2e.Observe(now.Sub(bt.ts).Seconds())
 			}
+			wake = f.failAtGap(fp, now) || wake
 			tr.mu.Unlock()
 			continue
 		}
@@ -801,6 +909,7 @@ func (f *forwarder) resolve(ss []sent, resp *kmsg.ProduceResponse, reqErr error)
 			}
 		}
 		fp.queue, fp.queued, fp.sent, fp.nextSeq = nil, 0, 0, fp.seq
+		fp.gap = false // fetched again after the rewind
 		fp.gen++
 		tr.mu.Unlock()
 		wake = true

@@ -3,14 +3,18 @@ package mirror_test
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/weir-broker/weir/transport/broker"
 	"github.com/weir-broker/weir/transport/broker/brokertest"
 	"github.com/weir-broker/weir/transport/mirror"
 )
@@ -199,5 +203,71 @@ func TestMirrorForwardCorruptSkippedBatch(t *testing.T) {
 	got := readAll(t, dst, "badtx", 1)[0]
 	if len(got) != 1 || string(got[0].Value) != "before" {
 		t.Fatalf("target holds %d records (%v), want the first only", len(got), got)
+	}
+}
+
+// TestMirrorForwardCompactedSource: a compacted source partition whose
+// first batches kept all their records (A: offsets 0-1, B: 2-3) and whose
+// third (G: 4-6) lost its middle record to the cleaner, so has a gap. The
+// forwarder copies A and B, then the partition fails at G with an error
+// saying why, and keeps failing there on each retry: A and B are in the
+// target once, however many retries (they were written again on every
+// retry when the partition failed before they were acknowledged).
+func TestMirrorForwardCompactedSource(t *testing.T) {
+	srcB := brokertest.Start(t, "", func(c *broker.Config) { c.CleanerBackoff = 50 * time.Millisecond })
+	src := srcB.Addr()
+	dst := brokertest.Start(t, "").Addr()
+	brokertest.CreateTopic(t, src, "cmp", 1, map[string]string{
+		"cleanup.policy": "compact", "segment.bytes": "1024", "min.cleanable.dirty.ratio": "0.01"})
+	cl := brokertest.Client(t, src, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(0),
+		kgo.ProducerBatchCompression(kgo.NoCompression()))
+	ctx := brokertest.Context(t)
+	batch := func(keys ...string) { // one batch
+		var recs []*kgo.Record
+		for _, k := range keys {
+			recs = append(recs, &kgo.Record{Topic: "cmp", Key: []byte(k), Value: []byte("value of " + k)})
+		}
+		if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	batch("a1", "a2")
+	batch("b1", "b2")
+	batch("g1", "dup", "g2")
+	for range 40 { // "dup" again: rolls segments, so the cleaner drops offset 5
+		batch("dup")
+	}
+	waitFor(t, "the cleaner to drop offset 5", func() bool {
+		got := readAll(t, src, "cmp", 1)[0]
+		return len(got) > 5 && got[4].Offset == 4 && got[5].Offset == 6
+	})
+
+	cfg := testConfig(t, src, dst, "cmp")
+	cfg.Forward = true
+	var logs brokertest.LogBuffer
+	cfg.Logger = slog.New(slog.NewTextHandler(io.MultiWriter(&logs, testWriter{t}), nil))
+	m, stop := runMirror(t, cfg)
+	defer stop()
+	waitFor(t, "the partition failing, retried twice", func() bool {
+		return logs.Count("mirror: retrying partition") >= 2 && logs.Count("mirror: cannot forward") >= 3
+	})
+	var st mirror.PartitionStatus
+	if s := m.Status(); len(s) == 1 {
+		st = s[0]
+	}
+	if !strings.Contains(st.LastError, "gaps") {
+		t.Errorf("last error %q, want the gap's", st.LastError)
+	}
+	if st.Next != 4 {
+		t.Errorf("position %d, want 4 (at G)", st.Next)
+	}
+	stop()
+	got := readAll(t, dst, "cmp", 1)[0]
+	var vals []string
+	for _, r := range got {
+		vals = append(vals, string(r.Key))
+	}
+	if fmt.Sprint(vals) != "[a1 a2 b1 b2]" {
+		t.Fatalf("target holds keys %v, want A's and B's once: [a1 a2 b1 b2]", vals)
 	}
 }
