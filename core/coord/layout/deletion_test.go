@@ -140,3 +140,40 @@ func TestCreateTopicMarkedForDeletion(t *testing.T) {
 		t.Fatalf("re-created topic %+v, %v; want id %x, not deleting", got, err, next.ID)
 	}
 }
+
+// A deletion request without its topic is dropped, acks and all; one with
+// its topic is not; a deposed controller drops nothing.
+func TestDropOrphanDeletion(t *testing.T) {
+	_, ss := cluster(2)
+	ctl, broker := ss[0], ss[1]
+	c := setupDeletion(t, ctl)
+	must(t, layout.RequestDeletion(ctx(t), broker, "gone"))
+	must(t, layout.AckDeletion(ctx(t), broker, "gone", 2))
+	must(t, layout.RequestDeletion(ctx(t), broker, "t"))
+	before := dump(t, ctl)
+
+	_, err := layout.DropOrphanDeletion(ctx(t), ctl, c, "t")
+	wantErr(t, err, errs(layout.ErrTopicExists), layout.TopicPath("t"))
+	if after := dump(t, ctl); !maps.Equal(after, before) {
+		t.Fatalf("dropping the request of an existing topic wrote:\n got %v\nwant %v", after, before)
+	}
+
+	stale := c
+	stale.EpochVersion--
+	_, err = layout.DropOrphanDeletion(ctx(t), ctl, stale, "gone")
+	wantErr(t, err, errs(layout.ErrFenced))
+	if !exists(t, ctl, layout.DeleteTopicPath("gone")) {
+		t.Fatal("a deposed controller dropped the request")
+	}
+
+	if dropped, err := layout.DropOrphanDeletion(ctx(t), ctl, c, "gone"); err != nil || !dropped {
+		t.Fatalf("dropping the orphan: dropped %v, %v", dropped, err)
+	}
+	if after := dump(t, ctl); !maps.Equal(after, without(before, "gone")) {
+		t.Fatalf("after dropping the orphan:\n got %v\nwant %v", after, without(before, "gone"))
+	}
+	if dropped, err := layout.DropOrphanDeletion(ctx(t), ctl, c, "gone"); err != nil || dropped {
+		t.Fatalf("nothing left to drop: dropped %v, %v", dropped, err)
+	}
+	must(t, layout.CreateTopic(ctx(t), broker, topic("gone", []int32{1})))
+}
