@@ -110,6 +110,9 @@ func (l *loop) control(ctx context.Context, im *meta.Image) error {
 			}
 		}
 	}
+	if err := l.dropOrphanDeletions(ctx, im); err != nil || l.ctl == nil {
+		return err
+	}
 	if time.Since(ct.lastTick) >= controlTick {
 		ct.sm.Tick()
 		ct.lastTick = time.Now()
@@ -196,4 +199,30 @@ func (l *loop) stepDown(why string) {
 	}
 	l.n.logger.Warn("no longer controller", "broker", l.n.cfg.NodeID, "controller_epoch", l.ctl.c.Epoch, "why", why)
 	l.ctl = nil
+}
+
+// dropOrphanDeletions removes the deletion requests of topics that do not
+// exist (asked by a broker whose picture was stale): CreateTopic refuses a
+// name while its request is pending, so one without a topic would block the
+// name forever. The store has the last word: a topic this broker has not
+// read yet keeps its request.
+func (l *loop) dropOrphanDeletions(ctx context.Context, im *meta.Image) error {
+	for _, name := range slices.Sorted(maps.Keys(l.deleting)) {
+		if im.Topics[name] != nil || slices.Contains(l.names, name) {
+			continue
+		}
+		dropped, err := layout.DropOrphanDeletion(ctx, l.store, l.ctl.c, name)
+		switch {
+		case errors.Is(err, layout.ErrTopicExists):
+			continue // created meanwhile: its watch brings it
+		case errors.Is(err, layout.ErrFenced):
+			l.stepDown("deposed: its controller epoch is stale")
+			return nil
+		case err != nil:
+			return err
+		case dropped:
+			l.n.logger.Warn("dropped the deletion request of a topic that does not exist", "topic", name)
+		}
+	}
+	return nil
 }
