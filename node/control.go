@@ -30,6 +30,9 @@ type control struct {
 	resigned []meta.Resignation // as last fed
 	// lastPreferred is when the last preferred-leader election was asked for.
 	lastPreferred time.Time
+	// held: a write failed and is held until the next Tick: the loop must
+	// come back for it even when nothing else happens.
+	held bool
 }
 
 // control runs the controller part of one loop step: elect this broker when
@@ -110,19 +113,16 @@ func (l *loop) control(ctx context.Context, im *meta.Image) error {
 			}
 		}
 	}
-	if err := l.dropOrphanDeletions(ctx, im); err != nil || l.ctl == nil {
-		return err
-	}
 	if time.Since(ct.lastTick) >= controlTick {
 		ct.sm.Tick()
 		ct.lastTick = time.Now()
+		ct.held = false
 	}
 	if ct.sm.Deposed() {
 		l.stepDown("a newer controller wrote partition states")
 		return nil
 	}
 	var errs []error
-	held := false
 	for _, a := range ct.sm.Ready() {
 		var err error
 		switch a := a.(type) {
@@ -159,16 +159,16 @@ func (l *loop) control(ctx context.Context, im *meta.Image) error {
 		}
 		if err != nil {
 			errs = append(errs, err)
-			held = true
+			ct.held = true
 		}
 		if l.ctl == nil {
 			return errors.Join(errs...)
 		}
 	}
-	if held {
-		return errors.Join(errs...) // retried after controlTick
+	if err := l.dropOrphanDeletions(ctx, im); err != nil {
+		errs = append(errs, err)
 	}
-	return nil
+	return errors.Join(errs...) // held writes: retried after controlTick
 }
 
 // outcome reports a write's result to the controller and returns the write's

@@ -183,6 +183,10 @@ func (l *loop) run() {
 			if err := l.step(); err != nil {
 				l.warnRetry(err)
 				retry = time.After(loopRetry)
+			} else if l.ctl != nil && l.ctl.held {
+				// A write held until the controller's next Tick: come
+				// back for it (no watch would).
+				retry = time.After(loopRetry)
 			}
 		}
 		select {
