@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -120,4 +121,58 @@ func TestCreateWhileDeletionPending(t *testing.T) {
 			t.Fatalf("produce to the new t/%d: offset %d, %v; want 0", p, req.Partitions[0].BaseOffset, err)
 		}
 	}
+}
+
+// TestRecreateTopicInCluster: on three brokers, a topic (3 replicas) is
+// created on one broker, used, deleted on the next and created again at
+// once on the third, ten times. A broker whose picture still has the
+// deletion pending refuses the name (TOPIC_ALREADY_EXISTS, as Kafka: the
+// client retries); every deletion finishes on every broker, and every
+// incarnation gets a leader on every broker's picture and takes a record.
+func TestRecreateTopicInCluster(t *testing.T) {
+	c := newTestCluster(t, 1, 2, 3)
+	c.await("three brokers and a controller", func(im *meta.Image) bool { return len(im.Brokers) == 3 && im.Controller != -1 })
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	seen := map[[16]byte]bool{}
+	refusals := 0
+	for round := range 10 {
+		creator := c.nodes[int32(round%3+1)]
+		var ti TopicInfo
+		pollUntil(t, fmt.Sprintf("round %d: the creation", round), func() bool {
+			var err error
+			ti, err = creator.CreateTopic(ctx, CreateTopic{Name: "t", Partitions: 2, ReplicationFactor: 3})
+			if errors.Is(err, ErrTopicExists) {
+				refusals++
+				return false // the last deletion is not over in this broker's picture
+			}
+			if err != nil {
+				t.Fatalf("round %d: create: %v", round, err)
+			}
+			return true
+		})
+		if seen[ti.ID] {
+			t.Fatalf("round %d: the id %x of an earlier incarnation", round, ti.ID)
+		}
+		seen[ti.ID] = true
+		c.await(fmt.Sprintf("round %d: leaders of the new t", round), func(im *meta.Image) bool {
+			nt := im.Topics["t"]
+			return nt != nil && nt.ID == ti.ID && !nt.Deleting && led(im, "t")
+		})
+		im, _ := c.nodes[1].image.load()
+		for p, l := range leaders(im, "t") {
+			// acks=1: the test brokers' followers cannot reach their
+			// leaders (no listeners), a deletion's acks need no data.
+			req := ProduceRequest{Acks: 1, Partitions: []ProducePartition{{Topic: "t", Partition: int32(p), Records: oneRecord(t, "x")}}}
+			c.nodes[l].Produce(ctx, &req)
+			if off, err := req.Partitions[0].BaseOffset, req.Partitions[0].Err; err != nil || off != 0 {
+				t.Fatalf("round %d: produce to t/%d on its leader %d: offset %d, %v; want 0", round, p, l, off, err)
+			}
+		}
+		if _, err := c.nodes[int32((round+1)%3+1)].DeleteTopic(ctx, "t"); err != nil {
+			t.Fatalf("round %d: delete: %v", round, err)
+		}
+	}
+	c.await("the last deletion finished", func(im *meta.Image) bool { return im.Topics["t"] == nil })
+	t.Logf("creations refused while a deletion was pending in the creator's picture: %d", refusals)
 }
