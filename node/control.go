@@ -30,6 +30,9 @@ type control struct {
 	resigned []meta.Resignation // as last fed
 	// lastPreferred is when the last preferred-leader election was asked for.
 	lastPreferred time.Time
+	// held: a write failed and is held until the next Tick: the loop must
+	// come back for it even when nothing else happens.
+	held bool
 }
 
 // control runs the controller part of one loop step: elect this broker when
@@ -113,13 +116,13 @@ func (l *loop) control(ctx context.Context, im *meta.Image) error {
 	if time.Since(ct.lastTick) >= controlTick {
 		ct.sm.Tick()
 		ct.lastTick = time.Now()
+		ct.held = false
 	}
 	if ct.sm.Deposed() {
 		l.stepDown("a newer controller wrote partition states")
 		return nil
 	}
 	var errs []error
-	held := false
 	for _, a := range ct.sm.Ready() {
 		var err error
 		switch a := a.(type) {
@@ -156,16 +159,16 @@ func (l *loop) control(ctx context.Context, im *meta.Image) error {
 		}
 		if err != nil {
 			errs = append(errs, err)
-			held = true
+			ct.held = true
 		}
 		if l.ctl == nil {
 			return errors.Join(errs...)
 		}
 	}
-	if held {
-		return errors.Join(errs...) // retried after controlTick
+	if err := l.dropOrphanDeletions(ctx, im); err != nil {
+		errs = append(errs, err)
 	}
-	return nil
+	return errors.Join(errs...) // held writes: retried after controlTick
 }
 
 // outcome reports a write's result to the controller and returns the write's
@@ -196,4 +199,30 @@ func (l *loop) stepDown(why string) {
 	}
 	l.n.logger.Warn("no longer controller", "broker", l.n.cfg.NodeID, "controller_epoch", l.ctl.c.Epoch, "why", why)
 	l.ctl = nil
+}
+
+// dropOrphanDeletions removes the deletion requests of topics that do not
+// exist (asked by a broker whose picture was stale): CreateTopic refuses a
+// name while its request is pending, so one without a topic would block the
+// name forever. The store has the last word: a topic this broker has not
+// read yet keeps its request.
+func (l *loop) dropOrphanDeletions(ctx context.Context, im *meta.Image) error {
+	for _, name := range slices.Sorted(maps.Keys(l.deleting)) {
+		if im.Topics[name] != nil || slices.Contains(l.names, name) {
+			continue
+		}
+		dropped, err := layout.DropOrphanDeletion(ctx, l.store, l.ctl.c, name)
+		switch {
+		case errors.Is(err, layout.ErrTopicExists):
+			continue // created meanwhile: its watch brings it
+		case errors.Is(err, layout.ErrFenced):
+			l.stepDown("deposed: its controller epoch is stale")
+			return nil
+		case err != nil:
+			return err
+		case dropped:
+			l.n.logger.Warn("dropped the deletion request of a topic that does not exist", "topic", name)
+		}
+	}
+	return nil
 }

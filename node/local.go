@@ -64,11 +64,12 @@ func (n *Node) localPartitions() []*replicated {
 // reconcile makes the logs this broker has open match what im assigns to it:
 // it opens the partitions assigned here, removes those of topics being deleted
 // once (the explicit instruction; removed records the topic ids done; it
-// returns the deleted topics assigned here so the caller can acknowledge),
+// returns the deleted topics assigned here, each incarnation by its id, so
+// the caller can acknowledge),
 // and closes the logs of topics the image no longer has (their directories
 // are set aside, data kept: nothing is deleted because something is missing).
 // Only the node's loop calls it.
-func (n *Node) reconcile(im *meta.Image, removed map[[16]byte]bool) (deleted []string, err error) {
+func (n *Node) reconcile(im *meta.Image, removed map[[16]byte]bool) (deleted []*meta.Topic, err error) {
 	n.noteStartPicture(im)
 	var errs []error
 	var opens []toOpen
@@ -103,7 +104,7 @@ func (n *Node) reconcile(im *meta.Image, removed map[[16]byte]bool) (deleted []s
 				n.localMu.Unlock()
 			}
 			if len(assigned) > 0 {
-				deleted = append(deleted, t.Name)
+				deleted = append(deleted, t)
 			}
 			continue
 		}

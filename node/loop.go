@@ -55,15 +55,17 @@ type loop struct {
 
 	// What was read, owned by the loop goroutine. Topics are replaced, never
 	// changed in place, so published images can share them.
-	session      int64 // the session the cache belongs to
-	registered   bool
-	brokers      map[int32]meta.Broker
-	controller   int32
-	ctrlEpoch    int32
-	names        []string
-	deleting     map[string]bool
-	topics       map[string]*meta.Topic
-	acked        map[string]bool    // deletions this broker acknowledged
+	session    int64 // the session the cache belongs to
+	registered bool
+	brokers    map[int32]meta.Broker
+	controller int32
+	ctrlEpoch  int32
+	names      []string
+	deleting   map[string]bool
+	topics     map[string]*meta.Topic
+	// acked: deletions this broker acknowledged, by incarnation: a name
+	// deleted, created and deleted again is another deletion to ack.
+	acked        map[incarnation]bool
 	removed      map[[16]byte]bool  // topics (by id) whose logs this broker removed
 	strayDone    atomic.Bool        // setAsideStrays ran
 	ctl          *control           // non-nil while this broker is controller
@@ -74,6 +76,13 @@ type loop struct {
 
 	// brokerCfgs are /config/brokers/<entity>, as read (configs.go).
 	brokerCfgs map[string]map[string]string
+}
+
+// incarnation is one topic of a name: its id (the zero id, of a topic
+// written before Kafka 2.8, is one incarnation per name).
+type incarnation struct {
+	name string
+	id   [16]byte
 }
 
 // dirty is what must be read again.
@@ -88,7 +97,7 @@ func newLoop(n *Node, store coord.Store) *loop {
 	return &loop{n: n, store: store, kick: make(chan struct{}, 1), ctx: ctx, cancel: cancel, done: make(chan struct{}),
 		removed: map[[16]byte]bool{},
 		armed:   map[string]bool{}, dirty: dirty{all: true, topics: map[string]bool{}}, controller: -1,
-		brokers: map[int32]meta.Broker{}, deleting: map[string]bool{}, topics: map[string]*meta.Topic{}, acked: map[string]bool{}}
+		brokers: map[int32]meta.Broker{}, deleting: map[string]bool{}, topics: map[string]*meta.Topic{}, acked: map[incarnation]bool{}}
 }
 
 func (l *loop) wake() {
@@ -174,6 +183,10 @@ func (l *loop) run() {
 			if err := l.step(); err != nil {
 				l.warnRetry(err)
 				retry = time.After(loopRetry)
+			} else if l.ctl != nil && l.ctl.held {
+				// A write held until the controller's next Tick: come
+				// back for it (no watch would).
+				retry = time.After(loopRetry)
 			}
 		}
 		select {
@@ -221,16 +234,20 @@ func (l *loop) step() error {
 	// Reconcile before publishing, so that an image that names this broker
 	// leader of a partition comes with the partition open.
 	deleted, rerr := l.n.reconcile(im, l.removed)
+	pending := make(map[incarnation]bool, len(deleted))
 	for _, t := range deleted {
-		if l.acked[t] {
+		inc := incarnation{t.Name, t.ID}
+		pending[inc] = true
+		if l.acked[inc] {
 			continue
 		}
-		if err := layout.AckDeletion(ctx, l.store, t, l.n.cfg.NodeID); err != nil {
+		if err := layout.AckDeletion(ctx, l.store, t.Name, l.n.cfg.NodeID); err != nil {
 			rerr = errors.Join(rerr, err)
 			continue
 		}
-		l.acked[t] = true
+		l.acked[inc] = true
 	}
+	maps.DeleteFunc(l.acked, func(inc incarnation, _ bool) bool { return !pending[inc] })
 	if !l.strayDone.Load() && rerr == nil {
 		rerr = l.setAsideStrays(im)
 	}
@@ -324,10 +341,10 @@ func (l *loop) refresh(ctx context.Context, d dirty) (err error) {
 		for t := range was {
 			if !l.deleting[t] {
 				d.topics[t] = true
-				delete(l.acked, t)
 			}
 		}
 	}
+	recheck := false
 	for _, name := range slices.Sorted(maps.Keys(d.topics)) {
 		if !slices.Contains(l.names, name) {
 			delete(l.topics, name)
@@ -351,8 +368,43 @@ func (l *loop) refresh(ctx context.Context, d dirty) (err error) {
 		if err != nil {
 			return err
 		}
+		if old := l.topics[name]; t.Deleting && (old == nil || old.ID != t.ID) {
+			recheck = true
+		}
 		l.topics[name] = t
 		delete(d.topics, name)
+	}
+	if recheck {
+		return l.recheckDeleting(ctx)
+	}
+	return nil
+}
+
+// recheckDeleting reads the deletion requests again after a new incarnation
+// of a name was read as being deleted: the requests were read before it,
+// and the one seen may have been its predecessor's, deleted with it since
+// (its watch fired, but may not have marked the loop dirty yet). A new
+// topic taken for one being deleted would have its logs removed and its
+// leaders never elected until that watch came. CreateTopic refuses a name
+// while its request is pending, so a request read after the topic is the
+// topic's own. Topics whose flag was wrong are replaced by corrected
+// copies.
+func (l *loop) recheckDeleting(ctx context.Context) error {
+	names, err := l.children(ctx, layout.DeleteTopicsPath, func(d *dirty) { d.deleting = true })
+	if err != nil {
+		l.redo(dirty{deleting: true})
+		return err
+	}
+	l.deleting = make(map[string]bool, len(names))
+	for _, name := range names {
+		l.deleting[name] = true
+	}
+	for name, t := range l.topics {
+		if t.Deleting != l.deleting[name] {
+			nt := *t
+			nt.Deleting = l.deleting[name]
+			l.topics[name] = &nt
+		}
 	}
 	return nil
 }

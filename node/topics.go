@@ -207,7 +207,9 @@ const createWait = 30 * time.Second
 // be created and returns what it would be (without an id). Errors:
 // ErrInvalidReplicationFactor, ErrInvalidReplicaAssignment,
 // logs.ErrInvalidTopic, ErrInvalidPartitions, topicconfig.ErrInvalidConfig,
-// ErrTopicExists, wrapped (ErrInvalidTopic too for a reserved name:
+// ErrTopicExists (also while a deletion of the name is pending, in the
+// image or in the store: Kafka's "marked for deletion"), wrapped
+// (ErrInvalidTopic too for a reserved name:
 // IsReservedTopic); and, when the topic was created but its leaders
 // were not all elected before ctx's deadline (or createWait),
 // context.DeadlineExceeded wrapped with the topic as it is (Kafka answers
@@ -224,7 +226,9 @@ func (n *Node) CreateTopic(ctx context.Context, req CreateTopic) (TopicInfo, err
 		return TopicInfo{}, fmt.Errorf("topic %q: %w", req.Name, err)
 	}
 	im, _ := n.image.load()
-	if t := im.Topics[req.Name]; t != nil {
+	if t := im.Topics[req.Name]; t != nil && t.Deleting {
+		return TopicInfo{}, markedForDeletion(req.Name)
+	} else if t != nil {
 		return TopicInfo{}, fmt.Errorf("%w: %q", ErrTopicExists, req.Name)
 	}
 	assignment, err := n.assign(im, req)
@@ -241,6 +245,9 @@ func (n *Node) CreateTopic(ctx context.Context, req CreateTopic) (TopicInfo, err
 	sctx, cancel := context.WithTimeout(ctx, storeTimeout)
 	err = layout.CreateTopic(sctx, n.store, t)
 	cancel()
+	if errors.Is(err, layout.ErrMarkedForDeletion) {
+		return TopicInfo{}, markedForDeletion(req.Name)
+	}
 	if errors.Is(err, layout.ErrTopicExists) {
 		return TopicInfo{}, fmt.Errorf("%w: %q", ErrTopicExists, req.Name)
 	}
@@ -264,6 +271,12 @@ func (n *Node) CreateTopic(ctx context.Context, req CreateTopic) (TopicInfo, err
 		return TopicInfo{}, err
 	}
 	return ti, err
+}
+
+// markedForDeletion is CreateTopic's refusal of a name whose deletion is
+// still pending, with Kafka's message (TOPIC_ALREADY_EXISTS).
+func markedForDeletion(name string) error {
+	return fmt.Errorf("%w: Topic '%s' is marked for deletion.", ErrTopicExists, name)
 }
 
 // assign returns the replicas of each partition of a topic to create.

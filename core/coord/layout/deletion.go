@@ -140,3 +140,51 @@ func subtree(ctx context.Context, s coord.Store, path string) ([]string, error) 
 	}
 	return append(out, path), nil
 }
+
+// DropOrphanDeletion removes, as controller c, the deletion request of a
+// topic that does not exist (and its acks): a broker with a stale picture
+// may ask to delete a topic deleted already, and a request left pending
+// would refuse the name to CreateTopic forever (Kafka's controller drops
+// such requests too). One fenced Multi that creates and deletes the topic's
+// node first, so that it applies only while the topic does not exist: a
+// topic that does is ErrTopicExists (wrapped; nothing was deleted). A failed
+// fence is ErrFenced. No request left is success: dropped says whether
+// this call removed one.
+func DropOrphanDeletion(ctx context.Context, s coord.Store, c Controllership, topic string) (dropped bool, err error) {
+	fail := func(err error) (bool, error) {
+		return false, fmt.Errorf("layout: drop orphan deletion of %q: %w", topic, err)
+	}
+	if err := checkTopicRef(topic); err != nil {
+		return fail(err)
+	}
+	if err := coord.EnsurePath(ctx, s, TopicsPath); err != nil {
+		return fail(err)
+	}
+	for {
+		paths, err := subtree(ctx, s, DeleteTopicPath(topic))
+		if err != nil {
+			return fail(err)
+		}
+		if len(paths) == 0 {
+			return false, nil
+		}
+		ops := []coord.Op{c.Fence(),
+			&coord.CreateOp{Path: TopicPath(topic), Mode: coord.Persistent},
+			&coord.DeleteOp{Path: TopicPath(topic), Version: coord.AnyVersion}}
+		for _, p := range paths {
+			ops = append(ops, &coord.DeleteOp{Path: p, Version: coord.AnyVersion})
+		}
+		_, err = s.Multi(ctx, ops...)
+		var me *coord.MultiError
+		switch {
+		case err == nil:
+			return true, nil
+		case errors.As(err, &me) && me.Index == 1 && errors.Is(err, coord.ErrNodeExists):
+			return fail(fmt.Errorf("%w: %s: %w", ErrTopicExists, TopicPath(topic), err))
+		case errors.As(err, &me) && me.Index > 2 && (errors.Is(err, coord.ErrNotEmpty) || errors.Is(err, coord.ErrNoNode)):
+			continue // an ack came or the request went meanwhile
+		default:
+			return fail(fenced(c, err))
+		}
+	}
+}

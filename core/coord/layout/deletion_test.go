@@ -108,3 +108,72 @@ func TestDeletionAcksMalformed(t *testing.T) {
 	_, _, err := layout.DeletionAcks(ctx(t), ss[0], "t")
 	wantErr(t, err, errs(layout.ErrMalformed), "/admin/delete_topics/t/x")
 }
+
+// A topic cannot be created again while its predecessor's deletion request
+// is pending (Kafka's "marked for deletion"); once the controller removed
+// the request with the topic, it can.
+func TestCreateTopicMarkedForDeletion(t *testing.T) {
+	_, ss := cluster(2)
+	ctl, broker := ss[0], ss[1]
+	c := setupDeletion(t, ctl)
+	must(t, layout.RequestDeletion(ctx(t), broker, "t"))
+	must(t, layout.AckDeletion(ctx(t), broker, "t", 1))
+	before := dump(t, ctl)
+	err := layout.CreateTopic(ctx(t), broker, topic("t", []int32{1}))
+	wantErr(t, err, errs(layout.ErrTopicExists, layout.ErrMarkedForDeletion), layout.DeleteTopicPath("t"))
+	if after := dump(t, ctl); !maps.Equal(after, before) {
+		t.Fatalf("a refused creation wrote:\n got %v\nwant %v", after, before)
+	}
+
+	// The request alone (its topic gone already, as a stale broker may
+	// leave it) refuses the name too.
+	must(t, layout.DeleteTopic(ctx(t), ctl, c, "t"))
+	must(t, layout.RequestDeletion(ctx(t), broker, "t"))
+	err = layout.CreateTopic(ctx(t), broker, topic("t", []int32{1}))
+	wantErr(t, err, errs(layout.ErrTopicExists, layout.ErrMarkedForDeletion))
+	must(t, ctl.Delete(ctx(t), layout.DeleteTopicPath("t"), coord.AnyVersion))
+
+	next := topic("t", []int32{1})
+	must(t, layout.CreateTopic(ctx(t), broker, next))
+	got, err := layout.ReadTopic(ctx(t), ctl, "t")
+	if err != nil || got.ID != next.ID || got.Deleting {
+		t.Fatalf("re-created topic %+v, %v; want id %x, not deleting", got, err, next.ID)
+	}
+}
+
+// A deletion request without its topic is dropped, acks and all; one with
+// its topic is not; a deposed controller drops nothing.
+func TestDropOrphanDeletion(t *testing.T) {
+	_, ss := cluster(2)
+	ctl, broker := ss[0], ss[1]
+	c := setupDeletion(t, ctl)
+	must(t, layout.RequestDeletion(ctx(t), broker, "gone"))
+	must(t, layout.AckDeletion(ctx(t), broker, "gone", 2))
+	must(t, layout.RequestDeletion(ctx(t), broker, "t"))
+	before := dump(t, ctl)
+
+	_, err := layout.DropOrphanDeletion(ctx(t), ctl, c, "t")
+	wantErr(t, err, errs(layout.ErrTopicExists), layout.TopicPath("t"))
+	if after := dump(t, ctl); !maps.Equal(after, before) {
+		t.Fatalf("dropping the request of an existing topic wrote:\n got %v\nwant %v", after, before)
+	}
+
+	stale := c
+	stale.EpochVersion--
+	_, err = layout.DropOrphanDeletion(ctx(t), ctl, stale, "gone")
+	wantErr(t, err, errs(layout.ErrFenced))
+	if !exists(t, ctl, layout.DeleteTopicPath("gone")) {
+		t.Fatal("a deposed controller dropped the request")
+	}
+
+	if dropped, err := layout.DropOrphanDeletion(ctx(t), ctl, c, "gone"); err != nil || !dropped {
+		t.Fatalf("dropping the orphan: dropped %v, %v", dropped, err)
+	}
+	if after := dump(t, ctl); !maps.Equal(after, without(before, "gone")) {
+		t.Fatalf("after dropping the orphan:\n got %v\nwant %v", after, without(before, "gone"))
+	}
+	if dropped, err := layout.DropOrphanDeletion(ctx(t), ctl, c, "gone"); err != nil || dropped {
+		t.Fatalf("nothing left to drop: dropped %v, %v", dropped, err)
+	}
+	must(t, layout.CreateTopic(ctx(t), broker, topic("gone", []int32{1})))
+}

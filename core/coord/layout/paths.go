@@ -64,6 +64,9 @@ var (
 	ErrFenced = errors.New("layout: fenced: controller was deposed")
 	// ErrTopicExists: CreateTopic found the topic's node.
 	ErrTopicExists = errors.New("layout: topic exists")
+	// ErrMarkedForDeletion: CreateTopic found a deletion request of the
+	// name still pending (always wrapped with ErrTopicExists).
+	ErrMarkedForDeletion = errors.New("layout: topic marked for deletion")
 	// ErrInvalid: an argument this layout would not write (a topic name
 	// Kafka rejects, a negative id, a state or assignment that its decoder
 	// would call malformed). Nothing was written.

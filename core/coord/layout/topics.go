@@ -19,7 +19,13 @@ import (
 // of the topic from its watch on /brokers/topics and writes the partition
 // states.
 //
-// The topic's node existing is ErrTopicExists. A config node left without
+// The topic's node existing is ErrTopicExists; so is a deletion request
+// of the name still pending (/admin/delete_topics/<t>, the previous
+// incarnation's), then wrapping ErrMarkedForDeletion too: a topic created
+// under a pending request would be read as being deleted (Kafka's
+// AdminZkClient refuses it the same way, with the same check before the
+// write: a request made between the two is about the new topic, which it
+// deletes). A config node left without
 // its topic (Kafka's admin writes the config first, and may have died
 // between) is overwritten, as Kafka does. t.Name must follow Kafka's rules
 // (1-249 of [a-zA-Z0-9._-]), and every partition needs one or more
@@ -42,6 +48,11 @@ func CreateTopic(ctx context.Context, s coord.Store, t *meta.Topic) error {
 		}
 	}
 	path, cfgPath := TopicPath(t.Name), ConfigTopicPath(t.Name)
+	if marked, _, err := s.Exists(ctx, DeleteTopicPath(t.Name)); err != nil {
+		return fail(err)
+	} else if marked {
+		return fail(fmt.Errorf("%w: %w: %s", ErrTopicExists, ErrMarkedForDeletion, DeleteTopicPath(t.Name)))
+	}
 	data, cfg := EncodeAssignment(t.ID, t.Assignment), EncodeTopicConfig(t.Configs)
 	for {
 		leftover, _, err := s.Exists(ctx, cfgPath)

@@ -188,3 +188,39 @@ func waitNewSession(t *testing.T, s coord.Store, old int64) {
 		}
 	}
 }
+
+// TestZooKeeperMarkedForDeletion: on a real ZooKeeper server, CreateTopic
+// refuses a name whose deletion request is pending, and DropOrphanDeletion
+// (whose multi creates and deletes the topic's node to make sure it does
+// not exist) keeps the request of a topic that exists and drops one that
+// has none, after which the name is created.
+func TestZooKeeperMarkedForDeletion(t *testing.T) {
+	zktest.Require(t)
+	cl := zktest.Start(t, zktest.Options{})
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	s, err := zk.Open(ctx, zk.Config{Servers: cl.Addrs(), Chroot: "/marked", SessionTimeout: 4 * time.Second,
+		Logger: slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelInfo}))})
+	must(t, err)
+	defer s.Close()
+	c, err := layout.Elect(ctx, s, 1, 0)
+	must(t, err)
+	must(t, layout.CreateTopic(ctx, s, topic("live", []int32{1})))
+	must(t, layout.RequestDeletion(ctx, s, "live"))
+	must(t, layout.RequestDeletion(ctx, s, "gone"))
+
+	err = layout.CreateTopic(ctx, s, topic("gone", []int32{1}))
+	wantErr(t, err, errs(layout.ErrTopicExists, layout.ErrMarkedForDeletion))
+	_, err = layout.DropOrphanDeletion(ctx, s, c, "live")
+	wantErr(t, err, errs(layout.ErrTopicExists, coord.ErrNodeExists))
+	if ok, _, err := s.Exists(ctx, layout.DeleteTopicPath("live")); err != nil || !ok {
+		t.Fatalf("the request of an existing topic: exists %v, %v; want kept", ok, err)
+	}
+	if dropped, err := layout.DropOrphanDeletion(ctx, s, c, "gone"); err != nil || !dropped {
+		t.Fatalf("dropping the orphan: dropped %v, %v", dropped, err)
+	}
+	if ok, _, err := s.Exists(ctx, layout.TopicPath("gone")); err != nil || ok {
+		t.Fatalf("the orphan's topic node: exists %v, %v; want none", ok, err)
+	}
+	must(t, layout.CreateTopic(ctx, s, topic("gone", []int32{1})))
+}
