@@ -114,9 +114,12 @@
 // and a batch larger than the target's max.message.bytes (the record path
 // re-sends record by record; here the partition keeps failing). That is why
 // forwarding is not the default. A fetch out of range above the source's
-// log end (its log truncated below the mirror's position) resets to the
-// log start, as the record path's consumer does, logged and counted as a
-// fetch error.
+// log end (its log truncated below the mirror's position) is logged and
+// counted as a fetch error, and the partition moves back to where the
+// source's log diverged from what was copied (OffsetForLeaderEpoch, as
+// KIP-320; the log start when that is unknown), its position with it, so
+// the records the source writes below the old position are copied; the
+// record path's consumer resets to the log start and passes over them.
 //
 // # Offset syncs and group offset translation
 //

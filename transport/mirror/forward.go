@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -61,14 +62,18 @@ import (
 //
 // A fetch answered OFFSET_OUT_OF_RANGE below the log start the answer
 // gives (records deleted by retention) moves on to that log start. Any
-// other (the source's log truncated below the mirror's position, e.g. by
+// other (the source's log truncated below the mirror's position P, e.g. by
 // an unclean leader election; or a source that does not give its log start
 // in the answer, as Kafka does not) is logged, counted as a fetch error,
-// and resets the partition to the source's log start, listed: what the
-// record path's consumer does (kgo, its reset offset at the start, as
-// MirrorMaker's auto.offset.reset=earliest). The batches fetched then that
-// are wholly below the mirror's position are passed over, as the record
-// path's tracker passes over their records.
+// and, once the partition's batches in flight are settled, moves the
+// partition back to where the source's log diverged from what was copied
+// (KIP-320): OffsetForLeaderEpoch with the leader epoch of the last batch
+// fetched gives the end of that epoch on the source, D, and the partition
+// resumes at min(D, P), its position moved back with it, so that the
+// records written at [D, P) after the truncation are copied, not passed
+// over. With D unknown (no batch fetched yet, or the source does not
+// answer it) it resumes at the source's log start: batches copied again
+// are at-least-once's duplicates, never a loss.
 
 const (
 	fwdMaxQueued = 16 << 20 // bytes fetched and not acknowledged per partition before its fetching pauses
@@ -96,6 +101,7 @@ type fwdBatch struct {
 	b          []byte
 	base, last int64
 	count      int32
+	epoch      int32 // the source's PartitionLeaderEpoch (the copy's is rewritten)
 	ts         time.Time
 }
 
@@ -126,9 +132,15 @@ type fwdPart struct {
 	// acknowledged, and fetches nothing meanwhile.
 	gap   bool
 	gapAt int64
-	// reset: the fetch at fetchAt was out of range: fetchAt moves to the
-	// source's log start (listed) before the partition fetches again.
-	reset bool
+	// reset: the fetch at fetchAt was out of range: fetchAt moves back
+	// (resetOffsets) before the partition fetches again. srcEpoch: the
+	// source leader epoch of the batch fetchAt last moved past, -1 if
+	// unknown. ackAt, ackEpoch: the offset after the last batch
+	// acknowledged, and its epoch, for a rewind there.
+	reset    bool
+	srcEpoch int32
+	ackAt    int64
+	ackEpoch int32
 }
 
 type forwarder struct {
@@ -165,7 +177,7 @@ func (f *forwarder) add(t string, trs map[int32]*tracker, at map[int32]int64) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for p, tr := range trs {
-		f.parts[topicPartition{t, p}] = &fwdPart{tr: tr, fetchAt: at[p], srcLeader: -1, tgtLeader: -1, pid: -1}
+		f.parts[topicPartition{t, p}] = &fwdPart{tr: tr, fetchAt: at[p], srcLeader: -1, tgtLeader: -1, pid: -1, srcEpoch: -1, ackAt: -1}
 	}
 	f.srcStale, f.tgtStale = true, true
 }
@@ -186,7 +198,10 @@ func (f *forwarder) setOffsets(rewind map[string]map[int32]kgo.EpochOffset) {
 	for t, ps := range rewind {
 		for p, o := range ps {
 			if fp := f.parts[topicPartition{t, p}]; fp != nil {
-				fp.fetchAt, fp.reset = o.Offset, false
+				fp.fetchAt, fp.reset, fp.srcEpoch = o.Offset, false, o.Epoch
+				if o.Offset == fp.ackAt {
+					fp.srcEpoch = fp.ackEpoch
+				}
 				delete(f.aborted, topicPartition{t, p})
 			}
 		}
@@ -388,14 +403,25 @@ func (f *forwarder) fetchOnce(ctx context.Context) {
 }
 
 // resetOffsets moves the partitions whose fetch was out of range
-// (fp.reset) to their source log start. An error is the listing's; the
-// partitions it did list are moved all the same.
+// (fp.reset), once nothing of theirs is queued or in flight, back to where
+// the source's log diverged from what was fetched: the end offset on the
+// source of the leader epoch of the last batch fetched (OffsetForLeaderEpoch),
+// at most the position; the source's log start when that is unknown. The
+// tracker's position moves back with it. An error is a listing's; the
+// partitions listed are moved all the same.
 func (f *forwarder) resetOffsets(ctx context.Context) error {
 	f.mu.Lock()
 	var topics []string
+	var epochs kadm.OffsetForLeaderEpochRequest
 	for tp, fp := range f.parts {
-		if fp.reset && !slices.Contains(topics, tp.topic) {
+		if !fp.resettable() {
+			continue
+		}
+		if !slices.Contains(topics, tp.topic) {
 			topics = append(topics, tp.topic)
+		}
+		if fp.srcEpoch >= 0 {
+			epochs.Add(tp.topic, tp.partition, fp.srcEpoch)
 		}
 	}
 	f.mu.Unlock()
@@ -405,10 +431,18 @@ func (f *forwarder) resetOffsets(ctx context.Context) error {
 	rctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
 	starts, err := f.m.srcAdm.ListStartOffsets(rctx, topics...)
+	var ends kadm.OffsetsForLeaderEpochs
+	if len(epochs) > 0 {
+		var eerr error
+		ends, eerr = f.m.srcAdm.OffsetForLeaderEpoch(rctx, epochs)
+		if eerr != nil {
+			err = errors.Join(err, fmt.Errorf("OffsetForLeaderEpoch: %w", eerr))
+		}
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for tp, fp := range f.parts {
-		if !fp.reset {
+		if !fp.resettable() {
 			continue
 		}
 		o, ok := starts.Lookup(tp.topic, tp.partition)
@@ -418,12 +452,42 @@ func (f *forwarder) resetOffsets(ctx context.Context) error {
 			}
 			continue
 		}
-		f.m.log.Warn("mirror: partition reset to the source's log start", "topic", tp.topic, "partition", tp.partition,
-			"from_offset", fp.fetchAt, "to_offset", o.Offset)
-		fp.fetchAt, fp.reset = o.Offset, false
+		at, from := o.Offset, "log_start"
+		if fp.srcEpoch >= 0 {
+			e, ok := ends[tp.topic][tp.partition]
+			switch {
+			case !ok:
+				continue // not answered: asked again next time
+			case e.Err == nil && e.EndOffset >= 0:
+				at, from = max(min(e.EndOffset, fp.fetchAt), o.Offset), "divergence"
+			}
+		}
+		tr := fp.tr
+		tr.mu.Lock()
+		tr.resetTo(at)
+		tr.mu.Unlock()
+		f.m.log.Warn("mirror: source log truncated below the mirror's position; resuming where it diverged",
+			"topic", tp.topic, "partition", tp.partition, "position", fp.fetchAt, "resume_offset", at,
+			"leader_epoch", fp.srcEpoch, "from", from)
+		fp.fetchAt, fp.reset = at, false
+		if from == "log_start" {
+			fp.srcEpoch = -1
+		}
 		delete(f.aborted, tp) // listed again from the new position
 	}
 	return err
+}
+
+// resettable reports whether fp waits for a reset (fp.reset) and may be
+// moved now: nothing of it queued or in flight, its tracker not failed (a
+// rewind moves it). f.mu held.
+func (fp *fwdPart) resettable() bool {
+	if !fp.reset || fp.unresolved > 0 || len(fp.queue) > 0 {
+		return false
+	}
+	fp.tr.mu.Lock()
+	defer fp.tr.mu.Unlock()
+	return !fp.tr.failed
 }
 
 func waitCtx(ctx context.Context, d time.Duration) {
@@ -481,13 +545,13 @@ func (f *forwarder) partition(ctx context.Context, topic string, rp *kmsg.FetchR
 		case errors.Is(err, kerr.OffsetOutOfRange) && rp.LogStartOffset >= 0 && fp.fetchAt < rp.LogStartOffset:
 			f.m.log.Warn("mirror: source offset below the log start (records deleted before they were copied); moving to the log start",
 				"topic", topic, "partition", rp.Partition, "offset", fp.fetchAt, "log_start", rp.LogStartOffset)
-			fp.fetchAt = rp.LogStartOffset
+			fp.fetchAt, fp.srcEpoch = rp.LogStartOffset, -1
 		case errors.Is(err, kerr.OffsetOutOfRange):
 			// Above the log end, or the log start unknown: reset
 			// (resetOffsets), never fetched here again and again.
 			fp.reset = true
 			f.m.log.Warn("mirror: source offset out of range (the source's log truncated below the mirror's position?); "+
-				"resetting to the log start, batches below the mirror's position are not copied again",
+				"moving back to where the source's log diverged",
 				"topic", topic, "partition", rp.Partition, "offset", fp.fetchAt)
 		default:
 			f.srcStale = true
@@ -560,12 +624,12 @@ func (f *forwarder) partition(ctx context.Context, topic string, rp *kmsg.FetchR
 				}
 			}
 			tr.skipped(h.BaseOffset, h.LastOffset())
-			fp.fetchAt = h.LastOffset() + 1
+			fp.fetchAt, fp.srcEpoch = h.LastOffset()+1, h.PartitionLeaderEpoch
 			continue
 		case h.Transactional():
 			if l := ab[h.ProducerID]; len(l) > 0 && l[0] <= h.LastOffset() {
 				tr.skipped(h.BaseOffset, h.LastOffset())
-				fp.fetchAt = h.LastOffset() + 1
+				fp.fetchAt, fp.srcEpoch = h.LastOffset()+1, h.PartitionLeaderEpoch
 				continue // aborted
 			}
 		}
@@ -575,7 +639,7 @@ func (f *forwarder) partition(ctx context.Context, topic string, rp *kmsg.FetchR
 		if h.LastOffset() < tr.expect {
 			// Below the mirror's position, fetched again after a
 			// reset (fp.reset): copied before, passed over.
-			fp.fetchAt = h.LastOffset() + 1
+			fp.fetchAt, fp.srcEpoch = h.LastOffset()+1, h.PartitionLeaderEpoch
 			continue
 		}
 		if h.RecordCount != h.LastOffsetDelta+1 {
@@ -596,8 +660,9 @@ func (f *forwarder) partition(ctx context.Context, topic string, rp *kmsg.FetchR
 		if !tr.sendBatch(h.BaseOffset, h.LastOffset(), ts) {
 			break
 		}
-		fp.fetchAt = h.LastOffset() + 1
-		fp.queue = append(fp.queue, fwdBatch{b: batch, base: h.BaseOffset, last: h.LastOffset(), count: h.RecordCount, ts: ts})
+		fp.fetchAt, fp.srcEpoch = h.LastOffset()+1, h.PartitionLeaderEpoch
+		fp.queue = append(fp.queue, fwdBatch{b: batch, base: h.BaseOffset, last: h.LastOffset(), count: h.RecordCount,
+			epoch: h.PartitionLeaderEpoch, ts: ts})
 		fp.queued += len(batch)
 	}
 }
@@ -869,6 +934,7 @@ func (f *forwarder) resolve(ss []sent, resp *kmsg.ProduceResponse, reqErr error)
 			fp.queued -= len(bt.b)
 			fp.sent--
 			fp.seq += bt.count
+			fp.ackAt, fp.ackEpoch = bt.last+1, bt.epoch
 			if dst >= 0 {
 				tr.ack(bt.last, dst, len(bt.b), now)
 			} else {

@@ -194,67 +194,159 @@ func TestForwardGapTargetRefusesBefore(t *testing.T) {
 // TestForwardResetAboveLogEnd: the mirror's position (100) is above the
 // source's log end (10), as after an unclean leader election truncated the
 // source's log below it. The fetch there is answered OFFSET_OUT_OF_RANGE;
-// the forwarder counts a fetch error naming it, resets to the source's log
-// start as the record path's consumer does, passes over the batches below
-// its position, and copies from its position once the source has records
-// there, rather than fetching at 100 again forever.
+// the forwarder counts a fetch error naming it and moves back to where the
+// source's log diverged from what it copied, its position with it, rather
+// than fetching at 100 again forever or passing over what the source
+// writes below 100:
+//   - divergence: the last batch copied has the source's current leader
+//     epoch, whose end (OffsetForLeaderEpoch) is the log end 10: the
+//     partition resumes at 10, and the records written at 10..104 after
+//     the truncation are all queued;
+//   - unknown: no batch was copied under an epoch the forwarder knows: it
+//     resumes at the log start, the records 0..9 queued again
+//     (duplicates, never a loss), then 10..104.
 func TestForwardResetAboveLogEnd(t *testing.T) {
-	addr := brokertest.Start(t, "").Addr()
-	brokertest.CreateTopic(t, addr, "s", 1, nil)
-	cl := brokertest.Client(t, addr, kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	ctx := brokertest.Context(t)
-	produceN := func(n int) {
-		for range n { // one batch each
-			if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "s", Value: []byte("v")}).FirstErr(); err != nil {
+	for _, tc := range []struct {
+		name      string
+		withEpoch bool
+		resume    int64
+	}{
+		{"divergence", true, 10},
+		{"unknown", false, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			addr := brokertest.Start(t, "").Addr()
+			brokertest.CreateTopic(t, addr, "s", 1, nil)
+			cl := brokertest.Client(t, addr, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+			ctx := brokertest.Context(t)
+			produceN := func(n int) {
+				for range n { // one batch each
+					if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "s", Value: []byte("v")}).FirstErr(); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			produceN(10)
+			m, err := New(Config{Source: []string{addr}, Target: []string{addr}, Topics: "s", Forward: true,
+				Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+			if err != nil {
 				t.Fatal(err)
 			}
-		}
+			t.Cleanup(m.Close)
+			f := m.fw
+			const position = 100
+			tr := newTracker("s", "s", 0, position, 1, time.Millisecond, time.Millisecond)
+			f.add("s", map[int32]*tracker{0: tr}, map[int32]int64{0: position})
+			fp := f.parts[topicPartition{"s", 0}]
+			if tc.withEpoch {
+				md, err := m.srcAdm.Metadata(ctx, "s")
+				if err != nil {
+					t.Fatal(err)
+				}
+				p, ok := md.Topics["s"].Partitions[0]
+				if !ok || p.LeaderEpoch < 0 {
+					t.Fatalf("source metadata: partition 0 %v, leader epoch %d", ok, p.LeaderEpoch)
+				}
+				f.mu.Lock()
+				fp.srcEpoch = p.LeaderEpoch // as if the last batch copied, below 100, had it
+				f.mu.Unlock()
+			}
+			state := func() (fetchAt int64, reset bool, queued []fwdBatch, fetchErrs int64, lastErr error, next int64) {
+				f.mu.Lock()
+				defer f.mu.Unlock()
+				tr.mu.Lock()
+				defer tr.mu.Unlock()
+				return fp.fetchAt, fp.reset, slices.Clone(fp.queue), tr.fetchErrors, tr.lastErr, tr.next
+			}
+			// fetchUntil runs the loop's fetches until cond holds (each is a
+			// whole fetch: request, answer, queueing), at most for the
+			// test's timeout.
+			fetchUntil := func(what string, cond func() bool) {
+				t.Helper()
+				for !cond() {
+					if ctx.Err() != nil {
+						at, reset, queued, errs, lastErr, next := state()
+						t.Fatalf("waiting for %s: fetching at %d, reset %v, %d queued, %d fetch errors, last %v, position %d",
+							what, at, reset, len(queued), errs, lastErr, next)
+					}
+					f.fetchOnce(ctx)
+				}
+			}
+			fetchUntil("the out-of-range answer", func() bool { _, _, _, errs, _, _ := state(); return errs > 0 })
+			if _, _, _, errs, lastErr, _ := state(); errs != 1 || !errors.Is(lastErr, kerr.OffsetOutOfRange) {
+				t.Fatalf("after the fetch at %d: %d fetch errors, last %v; want 1, OFFSET_OUT_OF_RANGE", position, errs, lastErr)
+			}
+			fetchUntil("the reset", func() bool { _, reset, _, _, _, _ := state(); return !reset })
+			// The fetch that follows the reset in the same fetchOnce
+			// may have queued batches already: from the resume offset.
+			if _, _, queued, _, _, next := state(); next != tc.resume || len(queued) > 0 && queued[0].base != tc.resume {
+				t.Fatalf("after the reset: position %d, %d queued; want the position at %d, batches queued from there",
+					next, len(queued), tc.resume)
+			}
+			// Written after the truncation, at offsets below the
+			// mirror's old position: new records, to be copied.
+			produceN(position + 5 - 10)
+			fetchUntil("the new records", func() bool { at, _, _, _, _, _ := state(); return at == position+5 })
+			_, _, queued, errs, _, _ := state()
+			if errs != 1 || tr.failed {
+				t.Fatalf("%d fetch errors, failed %v; want 1, not failed", errs, tr.failed)
+			}
+			if want := position + 5 - tc.resume; int64(len(queued)) != want {
+				t.Fatalf("queued %d batches, want %d: every one from %d on", len(queued), want, tc.resume)
+			}
+			for i, q := range queued {
+				if q.base != tc.resume+int64(i) || q.last != q.base {
+					t.Fatalf("queued batch %d is %d-%d, want %d", i, q.base, q.last, tc.resume+int64(i))
+				}
+			}
+		})
 	}
-	produceN(10)
-	m, err := New(Config{Source: []string{addr}, Target: []string{addr}, Topics: "s", Forward: true,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+}
+
+// TestForwardResetWaitsForInFlight: a partition whose fetch was out of
+// range is not moved while batches of it are queued or in flight (their
+// answers would move the position again); once they are acknowledged it
+// is, and the epoch asked for is the last fetched batch's (the source's).
+func TestForwardResetWaitsForInFlight(t *testing.T) {
+	f, fp, tr := testForwarder(t)
+	b := testBatch(t, 0, 2, false)
+	h, err := record.ParseHeader(b)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(m.Close)
-	f := m.fw
-	const position = 100
-	tr := newTracker("s", "s", 0, position, 1, time.Millisecond, time.Millisecond)
-	f.add("s", map[int32]*tracker{0: tr}, map[int32]int64{0: position})
-	fp := f.parts[topicPartition{"s", 0}]
-	state := func() (fetchAt int64, reset bool, queued []fwdBatch, fetchErrs int64, lastErr error) {
-		f.mu.Lock()
-		defer f.mu.Unlock()
-		tr.mu.Lock()
-		defer tr.mu.Unlock()
-		return fp.fetchAt, fp.reset, slices.Clone(fp.queue), tr.fetchErrors, tr.lastErr
+	h.PartitionLeaderEpoch = 3
+	record.Reheader(b, h)
+	fetched(t, f, 2, b)
+	f.mu.Lock()
+	fp.reset = true
+	queued, resettable := len(fp.queue), fp.resettable()
+	f.mu.Unlock()
+	if queued != 1 || resettable {
+		t.Fatalf("%d queued, resettable %v; want 1, not resettable", queued, resettable)
 	}
-	// fetchUntil runs the loop's fetches until cond holds (each is a
-	// whole fetch: request, answer, queueing), at most for the test's
-	// timeout.
-	fetchUntil := func(what string, cond func() bool) {
-		t.Helper()
-		for !cond() {
-			if ctx.Err() != nil {
-				at, reset, queued, errs, lastErr := state()
-				t.Fatalf("waiting for %s: fetching at %d, reset %v, %d queued, %d fetch errors, last %v", what, at, reset, len(queued), errs, lastErr)
-			}
-			f.fetchOnce(ctx)
-		}
+	ss := sendAll(f, fp)
+	if len(ss) != 1 {
+		t.Fatalf("sent %d batches, want 1", len(ss))
 	}
-	fetchUntil("the out-of-range answer", func() bool { _, _, _, errs, _ := state(); return errs > 0 })
-	if _, _, _, errs, lastErr := state(); errs != 1 || !errors.Is(lastErr, kerr.OffsetOutOfRange) {
-		t.Fatalf("after the fetch at %d: %d fetch errors, last %v; want 1, OFFSET_OUT_OF_RANGE", position, errs, lastErr)
+	f.mu.Lock()
+	resettable = fp.resettable()
+	f.mu.Unlock()
+	if resettable {
+		t.Fatal("resettable with a batch in flight")
 	}
-	fetchUntil("the source's end", func() bool { at, _, _, _, _ := state(); return at == 10 })
-	if _, reset, queued, errs, _ := state(); reset || len(queued) != 0 || errs != 1 || tr.failed {
-		t.Fatalf("at the source's end: reset %v, %d queued, %d fetch errors, failed %v; want the batches below %d passed over",
-			reset, len(queued), errs, tr.failed, position)
+	answer(f, ss[0], 0, 0)
+	f.mu.Lock()
+	resettable, epoch, ackEpoch := fp.resettable(), fp.srcEpoch, fp.ackEpoch
+	f.mu.Unlock()
+	if !resettable || epoch != 3 || ackEpoch != 3 || tr.next != 2 {
+		t.Fatalf("acknowledged: resettable %v, epoch %d, acknowledged epoch %d, position %d; want resettable, 3, 3, 2",
+			resettable, epoch, ackEpoch, tr.next)
 	}
-	produceN(position + 5 - 10)
-	fetchUntil("the new records", func() bool { at, _, _, _, _ := state(); return at == position+5 })
-	_, _, queued, _, _ := state()
-	if len(queued) != 5 || queued[0].base != position || queued[4].last != position+4 {
-		t.Fatalf("queued %d batches, want the 5 from the mirror's position %d on", len(queued), position)
+	tr.mu.Lock()
+	tr.resetTo(1)
+	next, expect := tr.next, tr.expect
+	tr.mu.Unlock()
+	if next != 1 || expect != 1 {
+		t.Fatalf("reset to 1: position %d, expecting %d; want both 1", next, expect)
 	}
 }

@@ -243,6 +243,16 @@ func (t *tracker) abortTo(at int64, now time.Time) {
 	t.retryAt = now
 }
 
+// resetTo records that the source's log was truncated below the position
+// and the consumer moved back to at (forwarding: resetOffsets): sends are
+// accepted again from there, and the position moves back to at if above.
+// Nothing may be in flight.
+func (t *tracker) resetTo(at int64) {
+	t.next, t.expect = min(t.next, at), at
+	t.skipTo = 0
+	t.syncUp = -1
+}
+
 // takeSyncs returns and forgets the offset syncs due.
 func (t *tracker) takeSyncs() []OffsetSync {
 	s := t.syncs
