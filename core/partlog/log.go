@@ -662,7 +662,7 @@ func (l *Log) Err() error {
 func (l *Log) Close() error {
 	l.stopClean.Store(true)
 	l.cleanMu.Lock()
-	err := l.close()
+	err := l.close(false)
 	l.cleanMu.Unlock()
 	l.tellQueuedFlushes()
 	return err
@@ -678,33 +678,16 @@ func (l *Log) Close() error {
 func (l *Log) Discard() error {
 	l.stopClean.Store(true)
 	l.cleanMu.Lock()
-	err := func() error {
-		l.appendMu.Lock()
-		defer l.appendMu.Unlock()
-		if l.closed.Load() {
-			return ErrClosed
-		}
-		l.closed.Store(true)
-		l.wake()
-		l.statMu.Lock()
-		if l.timer != nil {
-			l.timer.Stop()
-			l.timer = nil
-		}
-		l.statMu.Unlock()
-		l.syncMu.Lock()
-		defer l.syncMu.Unlock()
-		for _, s := range l.segments() {
-			s.Drop()
-		}
-		return nil
-	}()
+	err := l.close(true)
 	l.cleanMu.Unlock()
 	l.tellQueuedFlushes()
 	return err
 }
 
-func (l *Log) close() error {
+// close marks the log closed and closes its segments: sealed, with the
+// checkpoint and the clean-shutdown marker written, or (discard) dropped
+// as they are.
+func (l *Log) close(discard bool) error {
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
 	if l.closed.Load() {
@@ -722,9 +705,10 @@ func (l *Log) close() error {
 	defer l.syncMu.Unlock()
 	var errs []error
 	segs := l.segments()
-	if l.pristine.Load() && l.markCurrent {
-		// Unchanged since a clean shutdown: its files, checkpoint and
-		// marker are as that Close left them.
+	if discard || l.pristine.Load() && l.markCurrent {
+		// Discarded: the files are removed next. Or unchanged since a
+		// clean shutdown: its files, checkpoint and marker are as that
+		// Close left them.
 		for _, s := range segs {
 			s.Drop()
 		}
