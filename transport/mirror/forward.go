@@ -12,10 +12,12 @@ import (
 
 // Forwarding (Config.Forward): source record batches go to the target byte
 // for byte, compression included, instead of being decoded by the consumer
-// and encoded again by the producer. The mirror fetches with raw kmsg Fetch
+// and encoded again by the producer. The mirror fetches with Fetch
 // requests from each source partition's leader, and produces each batch as
-// it came in a raw kmsg Produce request (acks=all) to the target partition's
-// leader, with its base offset reset to 0 and its producer id, epoch and
+// it came in a Produce request (acks=all) to the target partition's
+// leader, both on connections of its own (wire.go: answers read into
+// recycled buffers, batches written in place), with its base offset reset
+// to 0 and its producer id, epoch and
 // base sequence rewritten for the mirror's own idempotent producer id
 // (InitProducerId), and the CRC, which covers those fields, updated: the
 // new one is derived from the fetched one and the header bytes changed
@@ -29,9 +31,8 @@ import (
 // A partition has up to fwdPartInFlight batches in flight, each in its own
 // request (a request carries one batch of every ready partition led by
 // that broker), with consecutive sequence numbers; the requests to a
-// broker are issued one after the other, each once kgo wrote the one
-// before (kgo writes a broker's requests in the order issued, and the
-// broker serves a connection's requests in order), and their answers are
+// broker are written one after the other on one connection (the broker
+// serves a connection's requests in order), and their answers are
 // applied in that order. A partition's sequence for the batch at its
 // acknowledged position is its acknowledged sequence. When a batch fails,
 // the batches after it in flight are dropped (their answers, usually
@@ -92,6 +93,7 @@ var errForwardGap = errors.New("batch has gaps in its offsets (a compacted sourc
 
 type fwdBatch struct {
 	b          []byte
+	buf        *wireBuf // b's buffer: the queue holds a reference
 	base, last int64
 	count      int32
 	epoch      int32 // the source's PartitionLeaderEpoch (the copy's is rewritten)
@@ -156,13 +158,27 @@ type forwarder struct {
 	// aborted: per partition, producer ids of aborted transactions seen in
 	// fetch responses and not yet ended by their marker.
 	aborted map[topicPartition]map[int64][]int64
+	// srcWire, tgtWire: the forwarder's own connections (wire.go), for
+	// Fetch and Produce; nil in tests that feed it answers themselves.
+	srcWire, tgtWire *wirePool
 }
 
 func newForwarder(m *Mirror) *forwarder {
 	f := &forwarder{m: m, parts: map[topicPartition]*fwdPart{}, srcStale: true, tgtStale: true, pid: -1,
 		aborted: map[topicPartition]map[int64][]int64{}, tails: map[int32]chan struct{}{}, partFetch: fwdPartFetchMin}
 	f.cond = sync.NewCond(&f.mu)
+	if m.src != nil && m.tgt != nil {
+		f.srcWire, f.tgtWire = newWirePool(wireOptionsOf(m.src), wireBufs), newWirePool(wireOptionsOf(m.tgt), wireBufs)
+	}
 	return f
+}
+
+// close closes the forwarder's connections.
+func (f *forwarder) close() {
+	if f.srcWire != nil {
+		f.srcWire.close()
+		f.tgtWire.close()
+	}
 }
 
 // add starts forwarding partitions of source topic t from the given offsets.
@@ -243,6 +259,9 @@ func (f *forwarder) leaders(ctx context.Context, source bool) error {
 	resp, err := req.RequestWith(rctx, cl)
 	if err != nil {
 		return err
+	}
+	if pool := map[bool]*wirePool{true: f.srcWire, false: f.tgtWire}[source]; pool != nil {
+		pool.setBrokers(resp.Brokers)
 	}
 	type leader struct {
 		id    int32

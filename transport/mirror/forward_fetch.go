@@ -78,14 +78,19 @@ func (f *forwarder) fetchOnce(ctx context.Context) {
 	type result struct {
 		req  *kmsg.FetchRequest
 		resp *kmsg.FetchResponse
+		buf  *wireBuf // resp's bytes: one reference, released once queued
 		err  error
 	}
 	results := make(chan result, len(byLeader))
 	for leader, req := range byLeader {
 		go func() {
-			resp, err := f.m.src.Broker(int(leader)).Request(ctx, req)
-			r, _ := resp.(*kmsg.FetchResponse)
-			results <- result{req, r, err}
+			c, err := f.srcWire.conn(ctx, leader)
+			var resp *kmsg.FetchResponse
+			var buf *wireBuf
+			if err == nil {
+				resp, buf, err = c.fetch(ctx, req)
+			}
+			results <- result{req, resp, buf, err}
 		}()
 	}
 	for range byLeader {
@@ -94,6 +99,7 @@ func (f *forwarder) fetchOnce(ctx context.Context) {
 			res.err = kerr.ErrorForCode(res.resp.ErrorCode)
 		}
 		if res.err != nil {
+			res.buf.release()
 			if ctx.Err() == nil {
 				f.m.log.Warn("mirror: fetch from source failed, retrying", "err", res.err)
 			}
@@ -113,9 +119,10 @@ func (f *forwarder) fetchOnce(ctx context.Context) {
 			}
 			for i := range rt.Partitions {
 				whole, err := wholeBatches(rt.Partitions[i].RecordBatches)
-				f.partition(ctx, name, &rt.Partitions[i], whole, err)
+				f.partition(ctx, name, &rt.Partitions[i], whole, err, res.buf)
 			}
 		}
+		res.buf.release()
 	}
 	f.cond.Broadcast()
 }
@@ -238,8 +245,9 @@ func checkBatch(b []byte) error {
 }
 
 // partition queues the batches of one partition's fetch response: whole,
-// the batches wholeBatches framed, and verr, why the rest was not.
-func (f *forwarder) partition(ctx context.Context, topic string, rp *kmsg.FetchResponseTopicPartition, whole []byte, verr error) {
+// the batches wholeBatches framed, and verr, why the rest was not; buf,
+// the response's buffer, gets a reference for each batch queued.
+func (f *forwarder) partition(ctx context.Context, topic string, rp *kmsg.FetchResponseTopicPartition, whole []byte, verr error, buf *wireBuf) {
 	tp := topicPartition{topic, rp.Partition}
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -370,7 +378,8 @@ func (f *forwarder) partition(ctx context.Context, topic string, rp *kmsg.FetchR
 			break
 		}
 		fp.fetchAt, fp.srcEpoch = h.LastOffset()+1, h.PartitionLeaderEpoch
-		fp.queue = append(fp.queue, fwdBatch{b: batch, base: h.BaseOffset, last: h.LastOffset(), count: h.RecordCount,
+		buf.ref()
+		fp.queue = append(fp.queue, fwdBatch{b: batch, buf: buf, base: h.BaseOffset, last: h.LastOffset(), count: h.RecordCount,
 			epoch: h.PartitionLeaderEpoch, ts: ts})
 		fp.queued += len(batch)
 	}

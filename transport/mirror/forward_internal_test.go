@@ -72,7 +72,7 @@ func fetched(t *testing.T, f *forwarder, hwm int64, batches ...[]byte) {
 	}
 	rp := kmsg.NewFetchResponseTopicPartition()
 	rp.HighWatermark = hwm
-	f.partition(context.Background(), "s", &rp, whole, nil)
+	f.partition(context.Background(), "s", &rp, whole, nil, nil)
 }
 
 // sendAll does round's bookkeeping for every batch fp may send now, and

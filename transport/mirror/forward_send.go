@@ -4,12 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/weir-broker/weir/core/record"
@@ -116,8 +113,8 @@ type sent struct {
 // fwdRequest is one produce request to a target leader.
 type fwdRequest struct {
 	leader int32
-	req    *kmsg.ProduceRequest
-	ss     []sent
+	req    wireProduce
+	ss     []sent // each holds a reference to its batch's buffer until written
 	bytes  int
 	// prev is closed once the previous request to the same leader is
 	// resolved, resolved once this one is: answers are applied in the
@@ -145,8 +142,7 @@ func (f *forwarder) round(ctx context.Context) bool {
 			if f.reqs+len(reqs) >= fwdMaxReqs {
 				continue
 			}
-			r = &fwdRequest{leader: fp.tgtLeader, req: kmsg.NewPtrProduceRequest(), resolved: make(chan struct{})}
-			r.req.Acks, r.req.TimeoutMillis = -1, int32(requestTimeout/time.Millisecond)
+			r = &fwdRequest{leader: fp.tgtLeader, resolved: make(chan struct{})}
 			r.prev, f.tails[r.leader] = f.tails[r.leader], r.resolved
 			open[fp.tgtLeader] = r
 			reqs = append(reqs, r)
@@ -162,20 +158,8 @@ func (f *forwarder) round(ctx context.Context) bool {
 		h.ProducerID, h.ProducerEpoch, h.BaseSequence = fp.pid, fp.epoch, fp.nextSeq
 		h.Attributes &^= 0x10    // transactional: the copy is not
 		record.Reheader(bt.b, h) // the CRC was checked when fetched (record.Next)
-		var rt *kmsg.ProduceRequestTopic
-		for i := range r.req.Topics {
-			if r.req.Topics[i].Topic == fp.tr.target {
-				rt = &r.req.Topics[i]
-			}
-		}
-		if rt == nil {
-			r.req.Topics = append(r.req.Topics, kmsg.NewProduceRequestTopic())
-			rt = &r.req.Topics[len(r.req.Topics)-1]
-			rt.Topic = fp.tr.target
-		}
-		rp := kmsg.NewProduceRequestTopicPartition()
-		rp.Partition, rp.Records = fp.tr.partition, bt.b
-		rt.Partitions = append(rt.Partitions, rp)
+		r.req.add(fp.tr.target, fp.tr.partition, bt.b)
+		bt.buf.ref()
 		fp.nextSeq += bt.count
 		fp.sent++
 		fp.unresolved++
@@ -191,22 +175,41 @@ func (f *forwarder) round(ctx context.Context) bool {
 	return len(reqs) > 0
 }
 
-// issue sends r and returns once it is written to the connection (or
-// failed): kgo writes a broker's requests in the order they were issued,
-// so a partition's batches in flight reach the target in sequence order.
-// The answer is applied by a goroutine, after those of the requests sent
-// before to the same leader.
+// issue writes r to the target leader's connection and returns once it
+// is written (or failed): a partition's batches in flight reach the target
+// in the order of their sequences. The answer is applied by a goroutine,
+// after those of the requests sent before to the same leader.
 func (f *forwarder) issue(ctx context.Context, r *fwdRequest) {
-	done := make(chan struct{})
-	written := f.m.fwWrites.count()
+	c, err := f.tgtWire.conn(ctx, r.leader)
+	var call *wireCall
+	if err == nil {
+		r.req.version, err = c.produceVersion()
+	}
+	if err == nil {
+		call = c.send(r.req.encode(c.id, -1, int32(requestTimeout/time.Millisecond)), r.req.version >= 9,
+			time.Now().Add(requestTimeout+produceGrace))
+	}
+	for _, s := range r.ss {
+		s.bt.buf.release() // written: the queue keeps the batch
+	}
 	go func() {
-		resp, err := f.m.fwTgt.Broker(int(r.leader)).Request(ctx, r.req)
-		close(done)
+		var resp *kmsg.ProduceResponse
+		if err == nil {
+			b, buf, werr := call.wait(ctx)
+			if err = werr; err == nil {
+				resp = kmsg.NewPtrProduceResponse()
+				resp.Version = r.req.version
+				if err = resp.ReadFrom(b); err != nil {
+					resp = nil
+					err = fmt.Errorf("bad Produce answer: %w", err)
+				}
+				buf.release()
+			}
+		}
 		if r.prev != nil {
 			<-r.prev
 		}
-		pr, _ := resp.(*kmsg.ProduceResponse)
-		f.resolve(r.ss, pr, err)
+		f.resolve(r.ss, resp, err)
 		close(r.resolved)
 		f.mu.Lock()
 		f.reqs--
@@ -216,7 +219,6 @@ func (f *forwarder) issue(ctx context.Context, r *fwdRequest) {
 		f.cond.Broadcast()
 		f.mu.Unlock()
 	}()
-	f.m.fwWrites.wait(written, done)
 }
 
 // resolve applies a produce response (or its error) to the batches sent.
@@ -263,6 +265,7 @@ func (f *forwarder) resolve(ss []sent, resp *kmsg.ProduceResponse, reqErr error)
 		tr.mu.Lock()
 		if err == nil && fp.sent > 0 && fp.queue[0].last == bt.last {
 			fp.queue = fp.queue[1:]
+			bt.buf.release()
 			fp.queued -= len(bt.b)
 			fp.sent--
 			fp.seq += bt.count
@@ -305,6 +308,7 @@ func (f *forwarder) resolve(ss []sent, resp *kmsg.ProduceResponse, reqErr error)
 				f.m.log.Warn("mirror: target refused a batch; partition paused, retrying from its last acknowledged position",
 					"topic", tr.topic, "partition", tr.partition, "target_topic", tr.target, "offset", q.base, "err", err)
 			}
+			q.buf.release()
 		}
 		fp.queue, fp.queued, fp.sent, fp.nextSeq = nil, 0, 0, fp.seq
 		fp.gap = false // fetched again after the rewind
@@ -314,50 +318,5 @@ func (f *forwarder) resolve(ss []sent, resp *kmsg.ProduceResponse, reqErr error)
 	}
 	if wake {
 		f.m.wakeLoop()
-	}
-}
-
-// produceWrites counts the Produce requests written by the forwarding
-// client (a kgo hook), so that issue can wait for a request to be written
-// before it issues the next.
-type produceWrites struct {
-	n  atomic.Int64
-	mu sync.Mutex
-	ch chan struct{} // closed and replaced at each write
-}
-
-func newProduceWrites() *produceWrites { return &produceWrites{ch: make(chan struct{})} }
-
-// OnBrokerWrite implements kgo.HookBrokerWrite. A write that failed with
-// nothing written is retried by kgo on a new connection, or the request
-// fails: either way it is not the last word on the request.
-func (w *produceWrites) OnBrokerWrite(_ kgo.BrokerMetadata, key int16, written int, _, _ time.Duration, err error) {
-	if key != 0 || err != nil && written == 0 {
-		return
-	}
-	w.mu.Lock()
-	w.n.Add(1)
-	close(w.ch)
-	w.ch = make(chan struct{})
-	w.mu.Unlock()
-}
-
-func (w *produceWrites) count() int64 { return w.n.Load() }
-
-// wait returns once a Produce request was written after count() returned
-// since, or done is closed.
-func (w *produceWrites) wait(since int64, done <-chan struct{}) {
-	for {
-		w.mu.Lock()
-		ch := w.ch
-		w.mu.Unlock()
-		if w.n.Load() != since {
-			return
-		}
-		select {
-		case <-ch:
-		case <-done:
-			return
-		}
 	}
 }

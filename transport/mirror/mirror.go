@@ -20,6 +20,7 @@ const (
 	pollWait       = 250 * time.Millisecond // longest the loop waits for records before housekeeping
 	flushTimeout   = 30 * time.Second       // on shutdown, for the records in flight
 	requestTimeout = 30 * time.Second       // one admin request
+	produceGrace   = 5 * time.Second        // a forwarded Produce's answer may come this late after its timeout
 	// recordRetries: a record the target keeps refusing with a retriable
 	// error (a full disk, no leader) fails after this many tries, so the
 	// partition's failure is reported and retried with the mirror's
@@ -54,10 +55,6 @@ type Mirror struct {
 	fetchErrs   map[topicPartition]string // last fetch error logged, so a repeat is not
 	inTxn       bool                      // exactly once: a transaction is open
 	fw          *forwarder                // Config.Forward
-	// fwTgt: the forwarder's client of the target, for its Produce
-	// requests only, so that fwWrites counts nothing but those.
-	fwTgt    *kgo.Client
-	fwWrites *produceWrites
 
 	txnCommits, txnAborts atomic.Int64 // exactly once: transactions ended
 }
@@ -112,17 +109,6 @@ func New(cfg Config) (*Mirror, error) {
 	}
 	if cfg.Forward {
 		m.fw = newForwarder(m)
-		m.fwWrites = newProduceWrites()
-		m.fwTgt, err = kgo.NewClient(append([]kgo.Opt{
-			kgo.SeedBrokers(cfg.Target...),
-			kgo.RequiredAcks(kgo.AllISRAcks()), // kgo sets every Produce request's acks to this
-			kgo.WithHooks(m.fwWrites),
-		}, cfg.TargetOpts...)...)
-		if err != nil {
-			src.Close()
-			tgt.Close()
-			return nil, fmt.Errorf("%w client: %w", ErrTarget, err)
-		}
 	}
 	m.srcAdm.SetTimeoutMillis(int32(requestTimeout / time.Millisecond))
 	m.tgtAdm.SetTimeoutMillis(int32(requestTimeout / time.Millisecond))
@@ -130,9 +116,6 @@ func New(cfg Config) (*Mirror, error) {
 		if err := cfg.Registerer.Register(Collector(m)); err != nil {
 			src.Close() // not m.Close: it would unregister the collector already there
 			tgt.Close()
-			if m.fwTgt != nil {
-				m.fwTgt.Close()
-			}
 			return nil, fmt.Errorf("%w: register metrics: %w", ErrConfig, err)
 		}
 	}
@@ -147,8 +130,8 @@ func (m *Mirror) Close() {
 	}
 	m.src.Close()
 	m.tgt.Close()
-	if m.fwTgt != nil {
-		m.fwTgt.Close()
+	if m.fw != nil {
+		m.fw.close()
 	}
 }
 
