@@ -32,6 +32,7 @@ var (
 	benchEOS   = flag.Bool("mirror-exactly-once", false, "BenchmarkMirrorThroughput: Config.ExactlyOnce (the record path; -mirror-forward is ignored)")
 	benchParts = flag.Int("mirror-partitions", 8, "partitions of the benchmark topic")
 	benchKeep  = flag.Bool("mirror-keep", false, "BenchmarkMirrorThroughput: keep each pass's copy on the target (by default it is deleted after the pass, so that every pass writes to a target in the same state)")
+	benchLanes = flag.Int("mirror-lanes", 0, "BenchmarkMirrorThroughput: connections to each target leader when forwarding (0: the default)")
 	benchProf  = flag.String("mirror-target-cpuprofile", "", "BenchmarkMirrorThroughput: write the target broker's CPU profile of the mirror passes to this file")
 )
 
@@ -233,6 +234,7 @@ func median(xs []float64) float64 {
 // mirror-cpu-s/GB are the benchmark process's own CPU (the consumer's, the
 // mirror's) per GB.
 func BenchmarkMirrorThroughput(b *testing.B) {
+	mirror.SetForwardLanes(*benchLanes)
 	src, dst := benchBrokers(b)
 	parts := int32(*benchParts)
 	brokertest.CreateTopic(b, src.Addr, "bench", parts, nil)

@@ -14,3 +14,11 @@ func SentBatches(m *Mirror) int {
 	}
 	return n
 }
+
+// SetForwardLanes sets the connections to each target leader forwarding
+// uses (fwdLanes), for benchmarks; n <= 0 keeps it.
+func SetForwardLanes(n int) {
+	if n > 0 {
+		fwdLanes = n
+	}
+}

@@ -89,6 +89,12 @@ const (
 	fwdReqBytes     = 4 << 20 // a request takes no more partitions once this large
 )
 
+// fwdLanes: connections to each source and target leader, a partition
+// always on the same one (partition mod fwdLanes), so that each broker
+// works on requests of different connections at once, and a fetch answer
+// is read while another is produced.
+var fwdLanes = 2
+
 var errForwardGap = errors.New("batch has gaps in its offsets (a compacted source): cannot be forwarded, run the mirror without forwarding")
 
 type fwdBatch struct {
@@ -149,10 +155,10 @@ type forwarder struct {
 	// srcAsked, tgtAsked: when leaders were last asked, so that a
 	// partition without a leader does not make a busy loop of metadata.
 	srcAsked, tgtAsked time.Time
-	reqs               int                     // produce requests in flight
-	partFetch          int32                   // PartitionMaxBytes of the next fetch: fwdPartFetchMin doubling up to fwdPartFetch
-	tails              map[int32]chan struct{} // per target leader: resolved of the last request issued
-	resetErr           string                  // resetOffsets' last error logged (the loop's), so a repeat is not
+	reqs               int                       // produce requests in flight
+	partFetch          int32                     // PartitionMaxBytes of the next fetch: fwdPartFetchMin doubling up to fwdPartFetch
+	tails              map[wireKey]chan struct{} // per target connection: resolved of the last request issued
+	resetErr           string                    // resetOffsets' last error logged (the loop's), so a repeat is not
 	pid                int64
 	epoch              int16
 	// aborted: per partition, producer ids of aborted transactions seen in
@@ -165,7 +171,7 @@ type forwarder struct {
 
 func newForwarder(m *Mirror) *forwarder {
 	f := &forwarder{m: m, parts: map[topicPartition]*fwdPart{}, srcStale: true, tgtStale: true, pid: -1,
-		aborted: map[topicPartition]map[int64][]int64{}, tails: map[int32]chan struct{}{}, partFetch: fwdPartFetchMin}
+		aborted: map[topicPartition]map[int64][]int64{}, tails: map[wireKey]chan struct{}{}, partFetch: fwdPartFetchMin}
 	f.cond = sync.NewCond(&f.mu)
 	if m.src != nil && m.tgt != nil {
 		f.srcWire, f.tgtWire = newWirePool(wireOptionsOf(m.src), wireBufs), newWirePool(wireOptionsOf(m.tgt), wireBufs)

@@ -33,7 +33,7 @@ func (f *forwarder) fetchOnce(ctx context.Context) {
 	} else if err == nil {
 		f.resetErr = ""
 	}
-	byLeader := map[int32]*kmsg.FetchRequest{}
+	byConn := map[wireKey]*kmsg.FetchRequest{} // by source leader and lane
 	f.mu.Lock()
 	partFetch := f.partFetch
 	f.partFetch = min(2*f.partFetch, fwdPartFetch)
@@ -47,12 +47,13 @@ func (f *forwarder) fetchOnce(ctx context.Context) {
 		if failed {
 			continue
 		}
-		req := byLeader[fp.srcLeader]
+		key := wireKey{fp.srcLeader, int(tp.partition) % fwdLanes}
+		req := byConn[key]
 		if req == nil {
 			req = kmsg.NewPtrFetchRequest()
 			req.ReplicaID, req.MaxWaitMillis, req.MinBytes, req.MaxBytes = -1, fwdFetchWaitMs, 1, fwdFetchMax
 			req.IsolationLevel, req.SessionEpoch = 1, -1
-			byLeader[fp.srcLeader] = req
+			byConn[key] = req
 		}
 		var rt *kmsg.FetchRequestTopic
 		for i := range req.Topics {
@@ -71,7 +72,7 @@ func (f *forwarder) fetchOnce(ctx context.Context) {
 		rt.Partitions = append(rt.Partitions, rp)
 	}
 	f.mu.Unlock()
-	if len(byLeader) == 0 {
+	if len(byConn) == 0 {
 		waitCtx(ctx, pollWait/5)
 		return
 	}
@@ -81,10 +82,10 @@ func (f *forwarder) fetchOnce(ctx context.Context) {
 		buf  *wireBuf // resp's bytes: one reference, released once queued
 		err  error
 	}
-	results := make(chan result, len(byLeader))
-	for leader, req := range byLeader {
+	results := make(chan result, len(byConn))
+	for key, req := range byConn {
 		go func() {
-			c, err := f.srcWire.conn(ctx, leader)
+			c, err := f.srcWire.conn(ctx, key)
 			var resp *kmsg.FetchResponse
 			var buf *wireBuf
 			if err == nil {
@@ -93,7 +94,7 @@ func (f *forwarder) fetchOnce(ctx context.Context) {
 			results <- result{req, resp, buf, err}
 		}()
 	}
-	for range byLeader {
+	for range byConn {
 		res := <-results
 		if res.err == nil && res.resp.ErrorCode != 0 {
 			res.err = kerr.ErrorForCode(res.resp.ErrorCode)

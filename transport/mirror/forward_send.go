@@ -112,10 +112,10 @@ type sent struct {
 
 // fwdRequest is one produce request to a target leader.
 type fwdRequest struct {
-	leader int32
-	req    wireProduce
-	ss     []sent // each holds a reference to its batch's buffer until written
-	bytes  int
+	to    wireKey // the target leader, and the connection to it
+	req   wireProduce
+	ss    []sent // each holds a reference to its batch's buffer until written
+	bytes int
 	// prev is closed once the previous request to the same leader is
 	// resolved, resolved once this one is: answers are applied in the
 	// order the requests were sent, so a partition's in order.
@@ -127,7 +127,7 @@ type fwdRequest struct {
 // order. It reports whether it issued any.
 func (f *forwarder) round(ctx context.Context) bool {
 	var reqs []*fwdRequest
-	open := map[int32]*fwdRequest{}
+	open := map[wireKey]*fwdRequest{}
 	f.mu.Lock()
 	for _, fp := range f.parts {
 		if !fp.sendable() {
@@ -137,14 +137,15 @@ func (f *forwarder) round(ctx context.Context) bool {
 			f.tgtStale = true
 			continue
 		}
-		r := open[fp.tgtLeader]
+		key := wireKey{fp.tgtLeader, int(fp.tr.partition) % fwdLanes}
+		r := open[key]
 		if r == nil || r.bytes >= fwdReqBytes {
 			if f.reqs+len(reqs) >= fwdMaxReqs {
 				continue
 			}
-			r = &fwdRequest{leader: fp.tgtLeader, resolved: make(chan struct{})}
-			r.prev, f.tails[r.leader] = f.tails[r.leader], r.resolved
-			open[fp.tgtLeader] = r
+			r = &fwdRequest{to: key, resolved: make(chan struct{})}
+			r.prev, f.tails[key] = f.tails[key], r.resolved
+			open[key] = r
 			reqs = append(reqs, r)
 		}
 		if fp.pid != f.pid && fp.sent == 0 && fp.unresolved == 0 {
@@ -163,7 +164,7 @@ func (f *forwarder) round(ctx context.Context) bool {
 		fp.nextSeq += bt.count
 		fp.sent++
 		fp.unresolved++
-		fp.sentTo = r.leader
+		fp.sentTo = r.to.id
 		r.ss = append(r.ss, sent{fp, bt, fp.gen})
 		r.bytes += len(bt.b)
 	}
@@ -180,7 +181,7 @@ func (f *forwarder) round(ctx context.Context) bool {
 // in the order of their sequences. The answer is applied by a goroutine,
 // after those of the requests sent before to the same leader.
 func (f *forwarder) issue(ctx context.Context, r *fwdRequest) {
-	c, err := f.tgtWire.conn(ctx, r.leader)
+	c, err := f.tgtWire.conn(ctx, r.to)
 	var call *wireCall
 	if err == nil {
 		r.req.version, err = c.produceVersion()
@@ -213,8 +214,8 @@ func (f *forwarder) issue(ctx context.Context, r *fwdRequest) {
 		close(r.resolved)
 		f.mu.Lock()
 		f.reqs--
-		if f.tails[r.leader] == r.resolved {
-			delete(f.tails, r.leader)
+		if f.tails[r.to] == r.resolved {
+			delete(f.tails, r.to)
 		}
 		f.cond.Broadcast()
 		f.mu.Unlock()

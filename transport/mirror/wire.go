@@ -210,16 +210,16 @@ func (c *wireConn) handshake(ctx context.Context, o wireOptions) error {
 	req := kmsg.NewPtrApiVersionsRequest()
 	req.Version, req.ClientSoftwareName, req.ClientSoftwareVersion = 3, wireClientName, "1"
 	resp := kmsg.NewPtrApiVersionsResponse()
-	if err := c.roundTrip(ctx, req, resp); err != nil {
-		return fmt.Errorf("ApiVersions: %w", err)
-	}
-	if resp.ErrorCode == kerr.UnsupportedVersion.Code {
+	err := c.roundTrip(ctx, req, resp)
+	var unsupported *wireUnsupported
+	if errors.As(err, &unsupported) {
 		// An older broker answers in v0 with what it supports.
 		req.Version = 0
 		resp = kmsg.NewPtrApiVersionsResponse()
-		if err := c.roundTrip(ctx, req, resp); err != nil {
-			return fmt.Errorf("ApiVersions: %w", err)
-		}
+		err = c.roundTrip(ctx, req, resp)
+	}
+	if err != nil {
+		return fmt.Errorf("ApiVersions: %w", err)
 	}
 	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
 		return fmt.Errorf("ApiVersions: %w", err)
@@ -304,9 +304,19 @@ func (c *wireConn) roundTrip(ctx context.Context, req kmsg.Request, resp kmsg.Re
 		return err
 	}
 	defer buf.release()
+	if req.Key() == 18 && len(b) >= 2 && int16(binary.BigEndian.Uint16(b)) == kerr.UnsupportedVersion.Code {
+		// ApiVersions of a version the broker does not know is answered
+		// in v0, whatever was asked.
+		return &wireUnsupported{}
+	}
 	resp.SetVersion(req.GetVersion())
 	return resp.ReadFrom(b)
 }
+
+// wireUnsupported: the broker does not know the ApiVersions version sent.
+type wireUnsupported struct{}
+
+func (*wireUnsupported) Error() string { return kerr.UnsupportedVersion.Error() }
 
 // send writes a request (bufs, its first piece starting with the size and
 // header, correlation id 0, which send sets) and returns its call. A
@@ -590,11 +600,17 @@ type wirePool struct {
 
 	mu    sync.Mutex
 	addrs map[int32]string
-	conns map[int32]*wireConn
+	conns map[wireKey]*wireConn
+}
+
+// wireKey names a connection: to broker id, the lane-th.
+type wireKey struct {
+	id   int32
+	lane int
 }
 
 func newWirePool(o wireOptions, bufs *bufPool) *wirePool {
-	return &wirePool{opts: o, bufs: bufs, addrs: map[int32]string{}, conns: map[int32]*wireConn{}}
+	return &wirePool{opts: o, bufs: bufs, addrs: map[int32]string{}, conns: map[wireKey]*wireConn{}}
 }
 
 // setBrokers records the brokers' addresses (a Metadata answer's); a
@@ -604,19 +620,21 @@ func (p *wirePool) setBrokers(bs []kmsg.MetadataResponseBroker) {
 	defer p.mu.Unlock()
 	for _, b := range bs {
 		addr := net.JoinHostPort(b.Host, fmt.Sprint(b.Port))
-		if c := p.conns[b.NodeID]; c != nil && c.addr != addr {
-			c.fail(errWireClosed)
-			delete(p.conns, b.NodeID)
+		for k, c := range p.conns {
+			if k.id == b.NodeID && c.addr != addr {
+				c.fail(errWireClosed)
+				delete(p.conns, k)
+			}
 		}
 		p.addrs[b.NodeID] = addr
 	}
 }
 
-// conn returns a live connection to broker id, dialling one if needed.
-func (p *wirePool) conn(ctx context.Context, id int32) (*wireConn, error) {
+// conn returns a live connection k, dialling one if needed.
+func (p *wirePool) conn(ctx context.Context, k wireKey) (*wireConn, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if c := p.conns[id]; c != nil && !c.failed() {
+	if c := p.conns[k]; c != nil && !c.failed() {
 		if time.Since(time.Unix(0, c.last.Load())) < wireIdle {
 			return c, nil
 		}
@@ -625,15 +643,15 @@ func (p *wirePool) conn(ctx context.Context, id int32) (*wireConn, error) {
 		// a request is lost on it: a fresh one instead.
 		c.fail(errWireClosed)
 	}
-	addr, ok := p.addrs[id]
+	addr, ok := p.addrs[k.id]
 	if !ok {
-		return nil, fmt.Errorf("broker %d: address unknown", id)
+		return nil, fmt.Errorf("broker %d: address unknown", k.id)
 	}
 	c, err := dialWire(ctx, addr, p.opts, p.bufs)
 	if err != nil {
 		return nil, err
 	}
-	p.conns[id] = c
+	p.conns[k] = c
 	return c, nil
 }
 

@@ -3,6 +3,7 @@ package mirror
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -170,5 +172,60 @@ func TestWireConnFailsPending(t *testing.T) {
 	<-c3.done
 	if c3.err == nil || !c.failed() {
 		t.Errorf("a call after the failure: err %v, connection failed %v", c3.err, c.failed())
+	}
+}
+
+// TestWireOldBrokerApiVersions: a broker that does not know ApiVersions v3
+// answers it in v0 with UNSUPPORTED_VERSION; the connection asks again in
+// v0 and learns the versions from that answer.
+func TestWireOldBrokerApiVersions(t *testing.T) {
+	a, b := net.Pipe()
+	defer b.Close()
+	served := make(chan error, 1)
+	go func() {
+		served <- func() error {
+			for i, code := range []int16{kerr.UnsupportedVersion.Code, 0} {
+				var size [4]byte
+				if _, err := io.ReadFull(b, size[:]); err != nil {
+					return err
+				}
+				req := make([]byte, binary.BigEndian.Uint32(size[:]))
+				if _, err := io.ReadFull(b, req); err != nil {
+					return err
+				}
+				if key, ver := binary.BigEndian.Uint16(req), binary.BigEndian.Uint16(req[2:]); key != 18 || (i == 1) != (ver == 0) {
+					return fmt.Errorf("request %d: key %d version %d", i, key, ver)
+				}
+				resp := kmsg.NewPtrApiVersionsResponse()
+				resp.Version, resp.ErrorCode = 0, code
+				if code == 0 {
+					for _, k := range [][2]int16{{0, 7}, {1, 11}} {
+						ak := kmsg.NewApiVersionsResponseApiKey()
+						ak.ApiKey, ak.MaxVersion = k[0], k[1]
+						resp.ApiKeys = append(resp.ApiKeys, ak)
+					}
+				}
+				body := resp.AppendTo(binary.BigEndian.AppendUint32(nil, binary.BigEndian.Uint32(req[4:])))
+				if _, err := b.Write(append(binary.BigEndian.AppendUint32(nil, uint32(len(body))), body...)); err != nil {
+					return err
+				}
+			}
+			return nil
+		}()
+	}()
+	o := wireOptions{clientID: "t", dial: func(context.Context, string, string) (net.Conn, error) { return a, nil }}
+	c, err := dialWire(context.Background(), "old-broker:9092", o, &bufPool{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.fail(errWireClosed)
+	if err := <-served; err != nil {
+		t.Fatal(err)
+	}
+	if v, err := c.produceVersion(); err != nil || v != 7 {
+		t.Errorf("produce version %d, %v; want 7", v, err)
+	}
+	if c.max[1] != 11 {
+		t.Errorf("fetch version %d, want 11", c.max[1])
 	}
 }
