@@ -101,7 +101,14 @@ func testMirrorSourceUncleanFailover(t *testing.T, forward bool) {
 		l, _ := partitionState(t, followAddr, topic, 0)
 		return l == follow
 	})
-	e := brokertest.ListOffsets(t, followAddr, topic, 1, -1)[0]
+	fl, err := c.Broker(follow).Node().ReplicaLog(topic, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := fl.EndOffset()
+	waitFor(t, fmt.Sprintf("the high watermark at the new leader's log end %d", e), func() bool {
+		return brokertest.ListOffsets(t, followAddr, topic, 1, -1)[0] == e
+	})
 	if e >= p {
 		t.Fatalf("the new leader's log ends at %d, not below the mirror's position %d: no truncation to test", e, p)
 	}
@@ -139,6 +146,9 @@ func testMirrorSourceUncleanFailover(t *testing.T, forward bool) {
 		_, isr := partitionState(t, followAddr, topic, 0)
 		return len(isr) == 2
 	})
+	if !c.Member(lead).Log.Contains("msg=truncate", "partition="+topic+"-0", fmt.Sprintf("to=%d", e)) {
+		t.Errorf("broker %d back: no truncation of %s-0 to %d logged", lead, topic, e)
+	}
 	end := brokertest.ListOffsets(t, followAddr, topic, 1, -1)[0]
 	waitFor(t, fmt.Sprintf("the mirror's committed position at the source's end %d", end), func() bool {
 		return brokertest.CommittedOffsets(t, dst, mirror.DefaultName, topic, 1)[0] == end
