@@ -28,7 +28,7 @@ var (
 	benchMB    = flag.Int("mirror-mb", 64, "BenchmarkMirrorThroughput: MiB of record values in the source topic")
 	benchRate  = flag.Int("mirror-rate", 5000, "BenchmarkMirrorLag: records per second produced")
 	benchTime  = flag.Duration("mirror-lag-time", 10*time.Second, "BenchmarkMirrorLag: how long the paced load runs per op")
-	benchFwd   = flag.Bool("mirror-forward", true, "BenchmarkMirrorThroughput: forward batches byte for byte (Config.Forward); false: the record path")
+	benchFwd   = flag.Bool("mirror-forward", true, "BenchmarkMirrorThroughput and BenchmarkMirrorLag: forward batches byte for byte (Config.Forward); false: the record path")
 	benchEOS   = flag.Bool("mirror-exactly-once", false, "BenchmarkMirrorThroughput: Config.ExactlyOnce (the record path; -mirror-forward is ignored)")
 	benchParts = flag.Int("mirror-partitions", 8, "partitions of the benchmark topic")
 	benchKeep  = flag.Bool("mirror-keep", false, "BenchmarkMirrorThroughput: keep each pass's copy on the target (by default it is deleted after the pass, so that every pass writes to a target in the same state)")
@@ -306,7 +306,7 @@ func BenchmarkMirrorLag(b *testing.B) {
 	parts := int32(*benchParts)
 	brokertest.CreateTopic(b, src.Addr, "lag", parts, nil)
 	cfg := mirror.Config{Source: []string{src.Addr}, Target: []string{dst.Addr}, Topics: "lag", Logger: quietLogger(b),
-		RefreshInterval: 100 * time.Millisecond}
+		RefreshInterval: 100 * time.Millisecond, Forward: *benchFwd}
 	m, err := mirror.New(cfg)
 	if err != nil {
 		b.Fatal(err)

@@ -67,7 +67,12 @@ import (
 // records written at [D, P) after the truncation are copied, not passed
 // over. With D unknown (no batch fetched yet, or the source does not
 // answer it) it resumes at the source's log start: batches copied again
-// are at-least-once's duplicates, never a loss.
+// are at-least-once's duplicates, never a loss. A truncation the source's
+// log has grown past again answers no fetch out of range, so a new source
+// leader is checked the same way before the partition fetches from it
+// (fwdPart.leaderEpoch, from metadata; fetches carry it as
+// CurrentLeaderEpoch, so a leader elected again at a newer epoch fences
+// them): when its log holds everything fetched, the position stays.
 
 const (
 	fwdMaxQueued = 16 << 20 // bytes fetched and not acknowledged per partition before its fetching pauses
@@ -138,10 +143,17 @@ type fwdPart struct {
 	// source leader epoch of the batch fetchAt last moved past, -1 if
 	// unknown. ackAt, ackEpoch: the offset after the last batch
 	// acknowledged, and its epoch, for a rewind there.
-	reset    bool
-	srcEpoch int32
-	ackAt    int64
-	ackEpoch int32
+	reset      bool
+	validating bool // the reset is a new leader's check, not a fetch out of range
+	srcEpoch   int32
+	ackAt      int64
+	ackEpoch   int32
+	// leaderEpoch: the source leader's epoch the partition fetches at
+	// (from metadata, sent as CurrentLeaderEpoch; -1 unknown). When it
+	// goes up, the position is checked (reset) before the next fetch:
+	// the new leader's log may have been truncated below it and have
+	// grown past it again, which no fetch out of range would tell.
+	leaderEpoch int32
 }
 
 type forwarder struct {
@@ -192,7 +204,7 @@ func (f *forwarder) add(t string, trs map[int32]*tracker, at map[int32]int64) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for p, tr := range trs {
-		f.parts[topicPartition{t, p}] = &fwdPart{tr: tr, fetchAt: at[p], srcLeader: -1, tgtLeader: -1, pid: -1, srcEpoch: -1, ackAt: -1}
+		f.parts[topicPartition{t, p}] = &fwdPart{tr: tr, fetchAt: at[p], srcLeader: -1, tgtLeader: -1, pid: -1, srcEpoch: -1, leaderEpoch: -1, ackAt: -1}
 	}
 	f.srcStale, f.tgtStale = true, true
 }
@@ -271,6 +283,7 @@ func (f *forwarder) leaders(ctx context.Context, source bool) error {
 	}
 	type leader struct {
 		id    int32
+		epoch int32
 		topic [16]byte
 	}
 	leaders := map[topicPartition]leader{}
@@ -280,7 +293,7 @@ func (f *forwarder) leaders(ctx context.Context, source bool) error {
 		}
 		for _, p := range t.Partitions {
 			if p.ErrorCode == 0 && p.Leader >= 0 {
-				leaders[topicPartition{*t.Topic, p.Partition}] = leader{p.Leader, t.TopicID}
+				leaders[topicPartition{*t.Topic, p.Partition}] = leader{p.Leader, p.LeaderEpoch, t.TopicID}
 			}
 		}
 	}
@@ -299,6 +312,12 @@ func (f *forwarder) leaders(ctx context.Context, source bool) error {
 		}
 		if source {
 			fp.srcLeader, fp.topicID = l.id, l.topic
+			if fp.leaderEpoch >= 0 && l.epoch > fp.leaderEpoch && fp.srcEpoch >= 0 && !fp.reset {
+				// A new leader: where its log diverged from what was
+				// fetched is asked before fetching from it (KIP-320).
+				fp.reset, fp.validating = true, true
+			}
+			fp.leaderEpoch = max(fp.leaderEpoch, l.epoch)
 		} else {
 			fp.tgtLeader = l.id
 		}

@@ -68,7 +68,7 @@ func (f *forwarder) fetchOnce(ctx context.Context) {
 		}
 		rp := kmsg.NewFetchRequestTopicPartition()
 		rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = tp.partition, fp.fetchAt, partFetch
-		rp.CurrentLeaderEpoch, rp.LastFetchedEpoch, rp.LogStartOffset = -1, -1, -1
+		rp.CurrentLeaderEpoch, rp.LastFetchedEpoch, rp.LogStartOffset = fp.leaderEpoch, -1, -1
 		rt.Partitions = append(rt.Partitions, rp)
 	}
 	f.mu.Unlock()
@@ -186,7 +186,26 @@ func (f *forwarder) resetOffsets(ctx context.Context) error {
 				continue // not answered: asked again next time
 			case e.Err == nil && e.EndOffset >= 0:
 				at, from = max(min(e.EndOffset, fp.fetchAt), o.Offset), "divergence"
+			case fp.validating && e.Err != nil && kerr.IsRetriable(e.Err):
+				continue // the leader moving still: asked again next time
+			case fp.validating && e.Err != nil:
+				// A source that cannot say (no OffsetForLeaderEpoch):
+				// a new leader is not a reason to copy it all again.
+				f.m.log.Warn("mirror: cannot check the position against the source's new leader",
+					"topic", tp.topic, "partition", tp.partition, "position", fp.fetchAt, "err", e.Err)
+				at = fp.fetchAt
 			}
+		}
+		if fp.validating && at >= fp.fetchAt {
+			// The new leader's log holds what was fetched: nothing to move.
+			f.m.log.Debug("mirror: position checked against the source's new leader",
+				"topic", tp.topic, "partition", tp.partition, "position", fp.fetchAt, "leader_epoch", fp.leaderEpoch)
+			fp.reset, fp.validating = false, false
+			continue
+		}
+		foundBy := "out_of_range"
+		if fp.validating {
+			foundBy = "new_leader"
 		}
 		tr := fp.tr
 		tr.mu.Lock()
@@ -194,8 +213,8 @@ func (f *forwarder) resetOffsets(ctx context.Context) error {
 		tr.mu.Unlock()
 		f.m.log.Warn("mirror: source log truncated below the mirror's position; resuming where it diverged",
 			"topic", tp.topic, "partition", tp.partition, "position", fp.fetchAt, "resume_offset", at,
-			"leader_epoch", fp.srcEpoch, "from", from)
-		fp.fetchAt, fp.reset = at, false
+			"leader_epoch", fp.srcEpoch, "from", from, "found_by", foundBy)
+		fp.fetchAt, fp.reset, fp.validating = at, false, false
 		if from == "log_start" {
 			fp.srcEpoch = -1
 		}

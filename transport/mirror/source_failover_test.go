@@ -31,9 +31,10 @@ import (
 //   - the mirror is cut off the source; L is killed; F comes back and
 //     becomes leader by unclean election, its log ending at E < P; it
 //     takes M records, at offsets [E, E+M) below P;
-//   - the mirror reconnects: its fetch at P is out of range, and it moves
-//     back to where the source's log diverged, E (OffsetForLeaderEpoch
-//     with the epoch of the last batch it copied), not to the log end;
+//   - the mirror reconnects: the metadata it asks for names F, at a newer
+//     leader epoch, so before fetching from F it asks where F's log
+//     diverged from what it copied (OffsetForLeaderEpoch with the epoch of
+//     the last batch it copied, KIP-320), E, and moves back there;
 //   - the source takes K more records, past P; L comes back, truncates to
 //     E and follows F.
 //
@@ -43,16 +44,19 @@ import (
 // offsets the mirror had passed are the point.
 //
 // The mirror is cut off (its source connections closed, its dials refused)
-// from before L is killed until the M records are written, so that its
-// first fetch from F finds the log shorter than its position: the mirror
-// learns of a truncation only from a fetch out of range (its fetches
-// carry no leader epoch), so a fetch once F's log passed P again would
-// succeed, and the records at [E, P) would be passed over.
+// from before L is killed until the M records are written (and, in the
+// second run, the K records too: F's log has passed P again when the
+// mirror comes back, so no fetch of it would be out of range; a mirror
+// that learnt of truncations only from those would pass over [E, P)).
+// The fetch out of range itself is TestForwardResetAboveLogEnd's.
 func TestMirrorSourceUncleanFailover(t *testing.T) {
-	t.Run("forward", func(t *testing.T) { testMirrorSourceUncleanFailover(t, true) })
+	t.Run("forward", func(t *testing.T) { testMirrorSourceUncleanFailover(t, true, false) })
+	// The new leader's log passes the mirror's position before the mirror
+	// fetches again: no fetch is out of range.
+	t.Run("forward, the source past the position", func(t *testing.T) { testMirrorSourceUncleanFailover(t, true, true) })
 }
 
-func testMirrorSourceUncleanFailover(t *testing.T, forward bool) {
+func testMirrorSourceUncleanFailover(t *testing.T, forward, passed bool) {
 	const topic = "orders"
 	c := brokertest.StartCluster(t, 2)
 	lead, follow := c.IDs()[0], c.IDs()[1]
@@ -117,28 +121,28 @@ func testMirrorSourceUncleanFailover(t *testing.T, forward bool) {
 	if end := brokertest.ListOffsets(t, followAddr, topic, 1, -1)[0]; end != e+mm || end >= p {
 		t.Fatalf("the source's log ends at %d after %d records on %d, want %d (below %d)", end, mm, e, e+mm, p)
 	}
+	if passed {
+		produce(t, followAddr, topic, 1, 30_000, int(p-e)) // past p
+	}
 	if g.refused() == 0 {
 		t.Fatal("the mirror did not try the source while cut off: the cut proves nothing")
 	}
 	t.Logf("the source truncated from %d to %d by the unclean election, then took %d records", p, e, mm)
-	fetchErrs := status().FetchErrors
 	g.open()
 
-	// Its position goes back to e, then up to e+mm as it copies the mm
-	// records (resumed at the log end, it would be there at once, and the
-	// checks below find them missing in the target).
-	waitFor(t, fmt.Sprintf("the mirror's position at %d", e+mm), func() bool { return position() == e+mm })
-	if n := status().FetchErrors; n <= fetchErrs {
-		t.Errorf("fetch errors %d after the reset, %d before: the out-of-range fetch not counted", n, fetchErrs)
+	// It moves back to e before fetching from F, found by F's new leader
+	// epoch, and copies from there.
+	waitFor(t, fmt.Sprintf("the mirror moving back to %d, where the source diverged", e), func() bool {
+		return logs.Contains("resuming where it diverged", "from=divergence", fmt.Sprintf("resume_offset=%d", e),
+			fmt.Sprintf("position=%d", p), "found_by=new_leader")
+	})
+	if !passed {
+		// Its position goes up to e+mm as it copies the mm records
+		// (resumed at the log end, it would be there at once, and the
+		// checks below find them missing in the target).
+		waitFor(t, fmt.Sprintf("the mirror's position at %d", e+mm), func() bool { return position() == e+mm })
+		produce(t, followAddr, topic, 1, 30_000, int(p-e)) // past p
 	}
-	if forward && !logs.Contains("source offset out of range", fmt.Sprintf("offset=%d", p)) {
-		t.Errorf("the mirror did not log its fetch at %d out of range", p)
-	}
-	if forward && !logs.Contains("resuming where it diverged", "from=divergence", fmt.Sprintf("resume_offset=%d", e)) {
-		t.Errorf("the mirror did not log resuming where the source diverged, at %d", e)
-	}
-
-	produce(t, followAddr, topic, 1, 30_000, int(p-e)) // past p
 	c.Restart(lead)
 	waitFor(t, fmt.Sprintf("broker %d back in %s/0's ISR", lead, topic), func() bool {
 		_, isr := partitionState(t, followAddr, topic, 0)
@@ -301,4 +305,55 @@ func (c *gatedConn) Close() error {
 	delete(c.g.conns, c.Conn)
 	c.g.mu.Unlock()
 	return c.Conn.Close()
+}
+
+// TestMirrorSourceCleanFailover: the source's leader is stopped and its
+// in-sync follower takes over (a clean election, a new leader epoch) while
+// the mirror forwards. The mirror checks its position against the new
+// leader before fetching from it (the check TestMirrorSourceUncleanFailover
+// needs), finds nothing diverged and goes on from where it was: the target
+// holds every source record exactly once, in order, and no truncation is
+// logged.
+func TestMirrorSourceCleanFailover(t *testing.T) {
+	const topic = "clean"
+	c := brokertest.StartCluster(t, 2)
+	lead, follow := c.IDs()[0], c.IDs()[1]
+	leadAddr, followAddr := c.Member(lead).Addr, c.Member(follow).Addr
+	createOnReplicas(t, leadAddr, topic, []int32{lead, follow}, nil)
+	waitFor(t, fmt.Sprintf("%s/0 led by %d with both replicas in sync", topic, lead), func() bool {
+		l, isr := partitionState(t, leadAddr, topic, 0)
+		return l == lead && len(isr) == 2
+	})
+	dst := brokertest.Start(t, "").Addr()
+	logs := &brokertest.LogBuffer{}
+	cfg := testConfig(t, leadAddr, dst, topic)
+	cfg.Source, cfg.Forward = c.Addrs(), true
+	cfg.Logger = slog.New(slog.NewTextHandler(io.MultiWriter(testWriter{t}, logs), &slog.HandlerOptions{Level: slog.LevelDebug}))
+	_, stop := runMirror(t, cfg)
+
+	produce(t, leadAddr, topic, 1, 0, 300) // acks=all: on both replicas
+	waitFor(t, "the first 300 records on the target", func() bool { return mirroredAll(t, dst, topic, 1, 300) })
+	c.Stop(lead)
+	waitFor(t, fmt.Sprintf("broker %d leading %s/0", follow, topic), func() bool {
+		l, _ := partitionState(t, followAddr, topic, 0)
+		return l == follow
+	})
+	produce(t, followAddr, topic, 1, 300, 300)
+	waitFor(t, "600 records on the target", func() bool { return mirroredAll(t, dst, topic, 1, 600) })
+	stop()
+	if !logs.Contains("position checked against the source's new leader", "position=300") {
+		t.Error("the mirror did not check its position against the new leader")
+	}
+	if logs.Contains("truncated") {
+		t.Error("a clean election was taken for a truncation")
+	}
+	got, want := readAll(t, dst, topic, 1)[0], readAll(t, followAddr, topic, 1)[0]
+	if len(got) != 600 || len(want) != 600 {
+		t.Fatalf("target %d records, source %d; want 600 each", len(got), len(want))
+	}
+	for i := range got {
+		if string(got[i].Value) != string(want[i].Value) {
+			t.Fatalf("target record %d is %q, source's %q", i, got[i].Value, want[i].Value)
+		}
+	}
 }
