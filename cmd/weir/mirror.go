@@ -41,6 +41,9 @@ type mirrorFlags struct {
 	sourceAlias string
 	targetAlias string
 	name        string
+	// TLS and SASL of each cluster: --source-security-protocol, ...,
+	// --target-security-protocol, ... (client_security.go).
+	sourceSec, targetSec clientSecurity
 }
 
 func (f *mirrorFlags) add(fs *pflag.FlagSet) {
@@ -52,12 +55,23 @@ func (f *mirrorFlags) add(fs *pflag.FlagSet) {
 	fs.StringVar(&f.sourceAlias, "source-alias", "", "prefix target topic names with `alias`. (default: same names)")
 	fs.StringVar(&f.targetAlias, "target-alias", "", "skip source topics named `alias`.* (they came from the target), so two-way mirroring cannot loop")
 	fs.StringVar(&f.name, "name", mirror.DefaultName, "the mirror's `name`: its group on the target holds its positions, <name>.offset-syncs its offset syncs")
+	f.sourceSec.prefix, f.targetSec.prefix = "source-", "target-"
+	f.sourceSec.add(fs)
+	f.targetSec.add(fs)
 }
 
-// config returns the library config of f (after the config file merged in).
-func (f *mirrorFlags) mirrorConfig() mirror.Config {
+// mirrorConfig returns the library config of f (after the config file
+// merged in), with the client options of --source-security-protocol, ...;
+// its errors wrap errBadFlag.
+func (f *mirrorFlags) mirrorConfig() (mirror.Config, error) {
+	for _, sec := range []*clientSecurity{&f.sourceSec, &f.targetSec} {
+		if err := sec.build(); err != nil {
+			return mirror.Config{}, err
+		}
+	}
 	return mirror.Config{Source: splitList(f.source), Target: splitList(f.target), Topics: f.topics,
-		Exclude: f.exclude, SourceAlias: f.sourceAlias, TargetAlias: f.targetAlias, Name: f.name}
+		Exclude: f.exclude, SourceAlias: f.sourceAlias, TargetAlias: f.targetAlias, Name: f.name,
+		SourceOpts: f.sourceSec.opts, TargetOpts: f.targetSec.opts}, nil
 }
 
 func splitList(s string) []string {
@@ -134,10 +148,18 @@ it continuously): a group moved to the target may re-read fewer than
 --offset-sync-interval records per partition and skips none.
 
 In a terminal a progress line shows throughput and lag; --metrics-listen
-serves them, per partition, as Prometheus metrics.`
+serves them, per partition, as Prometheus metrics.
+
+Each cluster is reached over TLS and SASL with the security flags of weir
+produce and consume, prefixed by source- or target-
+(--source-security-protocol SASL_SSL, --target-ssl-ca-file, ...). Keep
+passwords in the --config file (source-sasl-password: ...), out of sight of
+ps.`
 
 const mirrorExample = `  weir mirror --source 10.0.0.1:9092 --target 10.0.1.1:9092 --topics 'events|orders'
   weir mirror --source a:9092 --target b:9092 --topics '.*' --source-alias dc1 --metrics-listen :9100
+  weir mirror --config dr.yaml --source a:9093 --target b:9093 --source-security-protocol SASL_SSL \
+    --source-sasl-user mirror --target-security-protocol SSL --target-ssl-ca-file ca.pem
   weir mirror status --source a:9092 --target b:9092 --topics '.*'
   weir mirror translate --source a:9092 --target b:9092 --topics '.*' --group billing --commit`
 
@@ -178,7 +200,10 @@ func newMirrorCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			cfg := f.mirrorConfig()
+			cfg, err := f.mirrorConfig()
+			if err != nil {
+				return err
+			}
 			cfg.StartAtLatest = fromLatest
 			cfg.OffsetSyncInterval = syncInterval
 			cfg.CommitInterval = commitInterval
@@ -350,9 +375,13 @@ are in its progress line and metrics.`,
 			if err := applyConfigFile(cmd.Flags(), f.config, cmd.Parent().Flags()); err != nil {
 				return err
 			}
+			cfg, err := f.mirrorConfig()
+			if err != nil {
+				return err
+			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
 			defer cancel()
-			st, err := mirror.ReadStatus(ctx, f.mirrorConfig())
+			st, err := mirror.ReadStatus(ctx, cfg)
 			if err != nil {
 				return err
 			}
@@ -407,15 +436,18 @@ or is already further on; its consumers can then fail over to the target.`,
 			if group == "" {
 				return fmt.Errorf("%w --group: required", errBadFlag)
 			}
+			cfg, err := f.mirrorConfig()
+			if err != nil {
+				return err
+			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
 			defer cancel()
-			cfg := f.mirrorConfig()
-			src, err := kgo.NewClient(kgo.SeedBrokers(cfg.Source...))
+			src, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(cfg.Source...)}, cfg.SourceOpts...)...)
 			if err != nil {
 				return err
 			}
 			defer src.Close()
-			tgt, err := kgo.NewClient(kgo.SeedBrokers(cfg.Target...))
+			tgt, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(cfg.Target...)}, cfg.TargetOpts...)...)
 			if err != nil {
 				return err
 			}
