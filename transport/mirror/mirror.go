@@ -298,7 +298,7 @@ func (m *Mirror) copyFetches(ctx context.Context, fs kgo.Fetches) {
 		tr.mu.Lock()
 		tr.hwm = max(tr.hwm, fp.HighWatermark)
 		for _, r := range fp.Records {
-			if tr.send(r.Offset, r.Timestamp) {
+			if tr.send(r.Offset, r.LeaderEpoch, r.Timestamp) {
 				accepted = append(accepted, r)
 			}
 		}
