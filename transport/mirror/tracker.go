@@ -235,12 +235,12 @@ func (t *tracker) rewindDue(now time.Time) (int64, bool) {
 
 // rewound records that the consumer was moved back to next: sends are
 // accepted again from there, and the next acknowledgement writes a sync.
-// A pending truncation is dropped: if the source's log still ends below
-// next, the consumer comes back below it again.
+// A truncation signalled meanwhile stays pending (the source may have
+// grown past next since; the consumer would not come back below it):
+// resetDue follows at once.
 func (t *tracker) rewound() {
 	t.failed = false
 	t.refetch = false
-	t.truncated = false
 	t.expect = t.next
 	t.syncUp = -1
 }
@@ -248,12 +248,15 @@ func (t *tracker) rewound() {
 // abortTo records that the transaction was aborted (exactly-once mode)
 // and the consumer moved back to at, the position committed on the
 // target: everything sent since is dropped, and nothing may be in flight.
+// A truncation signalled stays pending, as for rewound.
 func (t *tracker) abortTo(at int64, now time.Time) {
 	clear(t.queue)
 	t.queue, t.head = t.queue[:0], 0
+	if at != t.next {
+		t.epoch = -1
+	}
 	t.base, t.next, t.expect = at, at, at
-	t.failed, t.refetch, t.truncated = false, false, false
-	t.epoch = -1
+	t.failed, t.refetch = false, false
 	t.syncUp = -1
 	t.syncs = nil
 	t.retries++

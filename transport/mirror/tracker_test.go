@@ -384,8 +384,9 @@ func TestTrackerTruncateAndReset(t *testing.T) {
 		t.Fatalf("after the re-copy: position %d epoch %d, want 3 and 5", tr.next, tr.epoch)
 	}
 
-	// A failure's rewind comes first, and drops the truncation (the
-	// consumer comes back below the position again if it is still so).
+	// A failure's rewind comes first; the truncation stays pending
+	// through it (the source may have grown past the position since),
+	// and is due right after.
 	tr.send(3, 5, t0)
 	tr.fail(3, errTest, t0)
 	tr.truncate(0)
@@ -396,7 +397,10 @@ func TestTrackerTruncateAndReset(t *testing.T) {
 		t.Fatalf("rewindDue = %d, %v; want 3, true", at, due)
 	}
 	tr.rewound()
-	if tr.truncated || !tr.send(3, 5, t0) {
-		t.Fatalf("after the rewind: truncated %v, or 3 refused", tr.truncated)
+	if !tr.truncated || tr.send(3, 5, t0) {
+		t.Fatalf("after the rewind: truncated %v, want true and 3 refused", tr.truncated)
+	}
+	if at, epoch, due := tr.resetDue(); !due || at != 3 || epoch != 5 {
+		t.Fatalf("after the rewind: resetDue = %d, %d, %v; want 3, 5, true", at, epoch, due)
 	}
 }
