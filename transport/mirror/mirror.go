@@ -305,7 +305,7 @@ func (m *Mirror) copyFetches(ctx context.Context, fs kgo.Fetches) {
 		}
 		delete(m.fetchErrs, topicPartition{fp.Topic, fp.Partition})
 		if len(fp.Records) > 0 {
-			if to := fp.Records[0].Offset; m.sourceTruncated(tr, to, belowPosition(to)) {
+			if m.sourceTruncated(tr, fp.Records[0].Offset, nil) {
 				return
 			}
 		}

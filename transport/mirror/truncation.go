@@ -30,22 +30,26 @@ import (
 // mirror moves it back as the --forward path does (resetOffsets): to
 // min(D, P), where D is the source's end offset of the leader epoch of the
 // last record copied (OffsetForLeaderEpoch), or to the source's log start
-// when that epoch is unknown (nothing copied since the start, a rewind or
-// an abort) or the source does not answer it; re-copied records are
+// when that epoch is unknown (nothing copied since the mirror started or
+// moved the partition back) or the source does not know it; re-copied records are
 // at-least-once's duplicates, never a loss. With D at least P (kgo moved
 // for no loss) the partition resumes at P.
 
 // sourceTruncated handles a sign that kgo moved tr's consumer to source
-// offset to, below the records tr accepted (cause: kgo's ErrDataLoss, or
-// the OFFSET_OUT_OF_RANGE kgo reset after): it counts and logs it as a
-// fetch error, once per truncation, and pauses the partition. It reports
-// false when to is not below them (no truncation to handle). Loop only.
+// offset to, below the records tr accepted (cause: kgo's ErrDataLoss; nil
+// for a record returned below them, after kgo's silent reset): it counts
+// and logs it as a fetch error, once per truncation, and pauses the
+// partition. It reports false when to is not below them (no truncation to
+// handle). Loop only.
 func (m *Mirror) sourceTruncated(tr *tracker, to int64, cause error) bool {
 	tr.mu.Lock()
 	pos := tr.expect
 	if !tr.truncate(to) {
 		tr.mu.Unlock()
 		return false
+	}
+	if cause == nil {
+		cause = belowPosition(to)
 	}
 	tr.fetchErrors++
 	tr.lastErr = fmt.Errorf("%s/%d: fetch at %d: %w", tr.topic, tr.partition, pos, cause)
