@@ -119,7 +119,8 @@
 // source's log diverged from what was copied (OffsetForLeaderEpoch, as
 // KIP-320; the log start when that is unknown), its position with it, so
 // the records the source writes below the old position are copied; the
-// record path's consumer resets to the log start and passes over them.
+// record path does the same once kgo's consumer moves back below its
+// position (truncation.go).
 //
 // # Offset syncs and group offset translation
 //

@@ -53,6 +53,7 @@ type Mirror struct {
 	paused      map[*tracker]bool
 	syncTopicOK bool
 	fetchErrs   map[topicPartition]string // last fetch error logged, so a repeat is not
+	truncErr    string                    // resetTruncated's last error logged, so a repeat is not
 	inTxn       bool                      // exactly once: a transaction is open
 	fw          *forwarder                // Config.Forward
 
@@ -70,7 +71,9 @@ func New(cfg Config) (*Mirror, error) {
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.FetchMaxWait(500 * time.Millisecond),
 		kgo.FetchMaxPartitionBytes(4 << 20),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), // after OFFSET_OUT_OF_RANGE
+		// After OFFSET_OUT_OF_RANGE. Never ahead: below the position,
+		// kgo's move is the sign of a truncated source (truncation.go).
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 	}, cfg.SourceOpts...)...)
 	if err != nil {
 		return nil, fmt.Errorf("%w client: %w", ErrSource, err)
@@ -173,6 +176,9 @@ func (m *Mirror) Run(ctx context.Context) error {
 			nextRefresh = time.Now().Add(wait)
 		}
 		m.housekeep(ctx, now)
+		if m.fw == nil {
+			m.resetTruncated(ctx)
+		}
 		if !now.Before(nextCommit) {
 			if m.cfg.ExactlyOnce {
 				m.commitTxn(ctx)
@@ -257,6 +263,10 @@ func (m *Mirror) copyFetches(ctx context.Context, fs kgo.Fetches) {
 			return
 		}
 		tp := topicPartition{topic, p}
+		var loss *kgo.ErrDataLoss
+		if tr := m.tracker(tp); tr != nil && errors.As(err, &loss) && m.sourceTruncated(tr, loss.ResetTo, err) {
+			return
+		}
 		msg := err.Error()
 		if m.fetchErrs[tp] != msg {
 			m.fetchErrs[tp] = msg
@@ -277,11 +287,16 @@ func (m *Mirror) copyFetches(ctx context.Context, fs kgo.Fetches) {
 			return
 		}
 		delete(m.fetchErrs, topicPartition{fp.Topic, fp.Partition})
+		if len(fp.Records) > 0 {
+			if m.sourceTruncated(tr, fp.Records[0].Offset, nil) {
+				return
+			}
+		}
 		accepted = accepted[:0]
 		tr.mu.Lock()
 		tr.hwm = max(tr.hwm, fp.HighWatermark)
 		for _, r := range fp.Records {
-			if tr.send(r.Offset, r.Timestamp) {
+			if tr.send(r.Offset, r.LeaderEpoch, r.Timestamp) {
 				accepted = append(accepted, r)
 			}
 		}
@@ -371,7 +386,7 @@ func (m *Mirror) housekeep(ctx context.Context, now time.Time) {
 			rewind[tr.topic][tr.partition] = kgo.EpochOffset{Epoch: -1, Offset: at}
 			continue
 		}
-		failed, low := tr.failed, tr.inFlight() < m.cfg.MaxInFlight/2
+		failed, truncated, low := tr.failed, tr.truncated, tr.inFlight() < m.cfg.MaxInFlight/2
 		tr.mu.Unlock()
 		switch {
 		case due:
@@ -380,14 +395,14 @@ func (m *Mirror) housekeep(ctx context.Context, now time.Time) {
 			}
 			rewind[tr.topic][tr.partition] = kgo.EpochOffset{Epoch: -1, Offset: at}
 			m.log.Info("mirror: retrying partition", "topic", tr.topic, "partition", tr.partition, "from_offset", at)
-			if m.paused[tr] && low {
+			if m.paused[tr] && low && !truncated { // a truncated one resumes once reset (resetTruncated)
 				resume[tr.topic] = append(resume[tr.topic], tr.partition)
 				delete(m.paused, tr)
 			}
-		case failed && !m.paused[tr]:
+		case (failed || truncated) && !m.paused[tr]:
 			pause[tr.topic] = append(pause[tr.topic], tr.partition)
 			m.paused[tr] = true
-		case !failed && m.paused[tr] && low:
+		case !failed && !truncated && m.paused[tr] && low: // a truncated one resumes once reset (resetTruncated)
 			resume[tr.topic] = append(resume[tr.topic], tr.partition)
 			delete(m.paused, tr)
 		}

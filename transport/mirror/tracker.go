@@ -36,6 +36,15 @@ type tracker struct {
 	// expect before anything more is accepted.
 	careful int64
 	refetch bool
+	// truncated: the consumer came back below expect on its own (kgo's
+	// reset after the source's log was truncated below the position, as
+	// by an unclean leader election): sends are refused until the mirror
+	// moves the consumer back to where the source's log diverged
+	// (truncation.go: resetDue, then resetTo). epoch: the source leader
+	// epoch of the record at next-1, -1 if unknown; it locates the
+	// divergence (OffsetForLeaderEpoch, KIP-320).
+	truncated bool
+	epoch     int32
 
 	syncEvery int64
 	lo, hi    time.Duration // backoff bounds
@@ -59,20 +68,22 @@ type tracker struct {
 // inflight is one record sent and not yet resolved.
 type inflight struct {
 	offset int64
+	epoch  int32 // the source leader epoch of the record, -1 if unknown
 	ts     time.Time
 }
 
 func newTracker(topic, target string, partition int32, start, syncEvery int64, lo, hi time.Duration) *tracker {
 	return &tracker{topic: topic, target: target, partition: partition, next: start, expect: start,
-		syncEvery: syncEvery, lo: lo, hi: hi, syncUp: -1, committed: -1, hwm: start, base: start}
+		syncEvery: syncEvery, lo: lo, hi: hi, syncUp: -1, committed: -1, hwm: start, base: start, epoch: -1}
 }
 
-// send records that the record at offset (timestamp ts) is being sent. It
-// reports false when the record must not be sent: the partition failed
-// (a rewind will fetch it again) or the consumer returned it from before a
-// rewind.
-func (t *tracker) send(offset int64, ts time.Time) bool {
-	if t.failed || t.refetch || offset < t.expect {
+// send records that the record at offset (source leader epoch epoch,
+// timestamp ts) is being sent. It reports false when the record must not
+// be sent: the partition failed (a rewind will fetch it again), the
+// consumer returned it from before a rewind, or the consumer went below
+// the position (truncated; the reset will fetch it again).
+func (t *tracker) send(offset int64, epoch int32, ts time.Time) bool {
+	if t.failed || t.refetch || t.truncated || offset < t.expect {
 		return false
 	}
 	if offset < t.careful && t.inFlight() > 0 {
@@ -80,7 +91,7 @@ func (t *tracker) send(offset int64, ts time.Time) bool {
 		return false
 	}
 	t.expect = offset + 1
-	t.queue = append(t.queue, inflight{offset, ts})
+	t.queue = append(t.queue, inflight{offset, epoch, ts})
 	return true
 }
 
@@ -91,7 +102,7 @@ func (t *tracker) sendBatch(base, last int64, ts time.Time) bool {
 		return false
 	}
 	t.expect = last + 1
-	t.queue = append(t.queue, inflight{last, ts})
+	t.queue = append(t.queue, inflight{last, -1, ts})
 	return true
 }
 
@@ -124,14 +135,15 @@ func (t *tracker) ackNoSync(offset int64, size int, now time.Time) {
 // inFlight is how many records wait for the target.
 func (t *tracker) inFlight() int { return len(t.queue) - t.head }
 
-// pop removes the oldest record in flight, which must be offset: kgo
-// resolves a partition's records in the order they were produced. A
-// mismatch is a bug; it reports an error so the partition fails safe.
-func (t *tracker) pop(offset int64) error {
+// pop removes the oldest record in flight, which must be offset, and
+// returns its leader epoch: kgo resolves a partition's records in the
+// order they were produced. A mismatch is a bug; it reports an error so
+// the partition fails safe.
+func (t *tracker) pop(offset int64) (int32, error) {
 	if t.inFlight() == 0 {
-		return fmt.Errorf("mirror: %s/%d: resolved offset %d with nothing in flight", t.topic, t.partition, offset)
+		return -1, fmt.Errorf("mirror: %s/%d: resolved offset %d with nothing in flight", t.topic, t.partition, offset)
 	}
-	front := t.queue[t.head].offset
+	front, epoch := t.queue[t.head].offset, t.queue[t.head].epoch
 	t.queue[t.head] = inflight{}
 	t.head++
 	if t.head == len(t.queue) {
@@ -141,15 +153,16 @@ func (t *tracker) pop(offset int64) error {
 		t.head = 0
 	}
 	if front != offset {
-		return fmt.Errorf("mirror: %s/%d: resolved offset %d, but %d was sent first", t.topic, t.partition, offset, front)
+		return -1, fmt.Errorf("mirror: %s/%d: resolved offset %d, but %d was sent first", t.topic, t.partition, offset, front)
 	}
-	return nil
+	return epoch, nil
 }
 
 // ack records that the target acknowledged the record at source offset
 // offset, written at target offset dst, of size bytes.
 func (t *tracker) ack(offset, dst int64, size int, now time.Time) {
-	if err := t.pop(offset); err != nil {
+	epoch, err := t.pop(offset)
+	if err != nil {
 		t.failPopped(offset, err, now)
 		return
 	}
@@ -159,7 +172,7 @@ func (t *tracker) ack(offset, dst int64, size int, now time.Time) {
 	if t.failed {
 		return // written after a failure: sent again after the rewind
 	}
-	t.next = offset + 1
+	t.next, t.epoch = offset+1, epoch
 	if t.skipTo > t.next && t.inFlight() == 0 {
 		t.next = t.skipTo
 	}
@@ -175,7 +188,7 @@ func (t *tracker) ack(offset, dst int64, size int, now time.Time) {
 // doubling from lo to at most hi. It reports whether this failure was the
 // first of its run (the one worth logging).
 func (t *tracker) fail(offset int64, err error, now time.Time) bool {
-	if perr := t.pop(offset); perr != nil {
+	if _, perr := t.pop(offset); perr != nil {
 		err = perr
 	} else if errors.Is(err, kerr.MessageTooLarge) {
 		t.careful = max(t.careful, offset+1)
@@ -222,6 +235,9 @@ func (t *tracker) rewindDue(now time.Time) (int64, bool) {
 
 // rewound records that the consumer was moved back to next: sends are
 // accepted again from there, and the next acknowledgement writes a sync.
+// A truncation signalled meanwhile stays pending (the source may have
+// grown past next since; the consumer would not come back below it):
+// resetDue follows at once.
 func (t *tracker) rewound() {
 	t.failed = false
 	t.refetch = false
@@ -232,9 +248,13 @@ func (t *tracker) rewound() {
 // abortTo records that the transaction was aborted (exactly-once mode)
 // and the consumer moved back to at, the position committed on the
 // target: everything sent since is dropped, and nothing may be in flight.
+// A truncation signalled stays pending, as for rewound.
 func (t *tracker) abortTo(at int64, now time.Time) {
 	clear(t.queue)
 	t.queue, t.head = t.queue[:0], 0
+	if at != t.next {
+		t.epoch = -1
+	}
 	t.base, t.next, t.expect = at, at, at
 	t.failed, t.refetch = false, false
 	t.syncUp = -1
@@ -244,13 +264,42 @@ func (t *tracker) abortTo(at int64, now time.Time) {
 }
 
 // resetTo records that the source's log was truncated below the position
-// and the consumer moved back to at (forwarding: resetOffsets): sends are
-// accepted again from there, and the position moves back to at if above.
-// Nothing may be in flight.
+// and the consumer moved back to at (forwarding: resetOffsets; records:
+// resetTruncated): sends are accepted again from there, and the position
+// moves back to at if above, its epoch then unknown. Nothing may be in
+// flight.
 func (t *tracker) resetTo(at int64) {
-	t.next, t.expect = min(t.next, at), at
+	if at < t.next {
+		t.next, t.epoch = at, -1
+	}
+	t.expect = at
 	t.skipTo = 0
 	t.syncUp = -1
+	t.refetch, t.truncated = false, false
+}
+
+// truncate records that the consumer returned source offset to (a
+// record, or where kgo reset it to: ErrDataLoss's ResetTo) below the
+// records accepted: the source's log was truncated below them and kgo
+// moved back on its own. Sends are refused until resetTo. It reports
+// whether this is news, to count and log once per truncation.
+func (t *tracker) truncate(to int64) bool {
+	if t.truncated || to >= t.expect {
+		return false
+	}
+	t.truncated = true
+	return true
+}
+
+// resetDue reports, once the consumer went below the position
+// (truncated), nothing is in flight and no failure waits for its rewind
+// (which comes first), the position and the leader epoch of the record
+// before it, to locate where the source's log diverged.
+func (t *tracker) resetDue() (at int64, epoch int32, due bool) {
+	if !t.truncated || t.failed || t.inFlight() > 0 {
+		return 0, -1, false
+	}
+	return t.next, t.epoch, true
 }
 
 // takeSyncs returns and forgets the offset syncs due.

@@ -17,7 +17,7 @@ var (
 func TestTrackerAckAdvancesAndSyncs(t *testing.T) {
 	tr := newTracker("s", "t", 0, 10, 3, time.Second, 8*time.Second)
 	for off := int64(10); off < 17; off++ {
-		if !tr.send(off, t0) {
+		if !tr.send(off, -1, t0) {
 			t.Fatalf("send(%d) refused", off)
 		}
 	}
@@ -45,7 +45,7 @@ func TestTrackerAckAdvancesAndSyncs(t *testing.T) {
 func TestTrackerFailureFreezesAndRewinds(t *testing.T) {
 	tr := newTracker("s", "t", 0, 0, 100, time.Second, 3*time.Second)
 	for off := int64(0); off < 5; off++ {
-		tr.send(off, t0)
+		tr.send(off, -1, t0)
 	}
 	tr.ack(0, 0, 1, t0)
 	tr.ack(1, 1, 1, t0)
@@ -53,7 +53,7 @@ func TestTrackerFailureFreezesAndRewinds(t *testing.T) {
 		t.Fatal("the first failure of a run did not say so")
 	}
 	tr.ack(3, 2, 1, t0) // written after the failure: must not move next
-	if tr.send(5, t0) {
+	if tr.send(5, -1, t0) {
 		t.Error("a failed partition accepted a record")
 	}
 	if _, due := tr.rewindDue(t0.Add(time.Hour)); due {
@@ -73,10 +73,10 @@ func TestTrackerFailureFreezesAndRewinds(t *testing.T) {
 		t.Fatalf("rewindDue = %d, %v; want 2, true", at, due)
 	}
 	tr.rewound()
-	if tr.send(1, t0) {
+	if tr.send(1, -1, t0) {
 		t.Error("accepted a record from before the rewind point")
 	}
-	if !tr.send(2, t0) {
+	if !tr.send(2, -1, t0) {
 		t.Fatal("refused the rewind point")
 	}
 	// Fails again: the backoff doubles, then stops at the maximum.
@@ -86,14 +86,14 @@ func TestTrackerFailureFreezesAndRewinds(t *testing.T) {
 	}
 	for range 3 {
 		tr.rewound()
-		tr.send(2, t0)
+		tr.send(2, -1, t0)
 		tr.fail(2, errTest, t0)
 	}
 	if got := tr.retryAt.Sub(t0); got != 3*time.Second {
 		t.Errorf("backoff %v after many failures, want the 3s maximum", got)
 	}
 	tr.rewound()
-	tr.send(2, t0)
+	tr.send(2, -1, t0)
 	tr.ack(2, 7, 1, t0)
 	if tr.next != 3 || tr.retries != 0 {
 		t.Errorf("after a success: next %d retries %d, want 3 and 0", tr.next, tr.retries)
@@ -105,8 +105,8 @@ func TestTrackerFailureFreezesAndRewinds(t *testing.T) {
 
 func TestTrackerOutOfOrderAckFailsSafe(t *testing.T) {
 	tr := newTracker("s", "t", 0, 0, 100, time.Second, time.Second)
-	tr.send(0, t0)
-	tr.send(1, t0)
+	tr.send(0, -1, t0)
+	tr.send(1, -1, t0)
 	tr.ack(1, 1, 1, t0)
 	if !tr.failed || tr.next != 0 {
 		t.Errorf("ack out of order: failed %v next %d, want a failure and next 0", tr.failed, tr.next)
@@ -174,7 +174,7 @@ func TestModelNoSkipAndBoundedReread(t *testing.T) {
 				committed = tr.next
 			case r < 50 && fetched < n: // fetch and send a few
 				for k := rng.IntN(20); k > 0 && fetched < n; k-- {
-					if tr.send(fetched, now) {
+					if tr.send(fetched, -1, now) {
 						fetched++
 					} else {
 						break
@@ -315,7 +315,7 @@ func TestTrackerBatchesAndSkips(t *testing.T) {
 func TestTrackerAbortTo(t *testing.T) {
 	tr := newTracker("s", "t", 0, 10, 100, time.Second, 8*time.Second)
 	for off := int64(10); off < 15; off++ {
-		tr.send(off, t0)
+		tr.send(off, -1, t0)
 	}
 	tr.ack(10, 0, 1, t0)
 	tr.ack(11, 1, 1, t0)
@@ -324,7 +324,83 @@ func TestTrackerAbortTo(t *testing.T) {
 	if tr.next != 10 || tr.expect != 10 || tr.base != 10 || tr.inFlight() != 0 || tr.failed {
 		t.Fatalf("after abortTo(10): next %d expect %d base %d in flight %d failed %v", tr.next, tr.expect, tr.base, tr.inFlight(), tr.failed)
 	}
-	if !tr.send(10, t0) {
+	if !tr.send(10, -1, t0) {
 		t.Error("the committed position's record is refused after the abort")
+	}
+}
+
+// TestTrackerTruncateAndReset: the consumer coming back below the records
+// accepted (the source's log truncated) stops the sends; the reset is due
+// only once what is in flight is settled, with the position and the leader
+// epoch of the record before it; resetTo moves both back.
+func TestTrackerTruncateAndReset(t *testing.T) {
+	tr := newTracker("s", "t", 0, 0, 100, time.Second, time.Second)
+	for off := int64(0); off < 5; off++ {
+		epoch := int32(3)
+		if off >= 3 {
+			epoch = 4
+		}
+		if !tr.send(off, epoch, t0) {
+			t.Fatalf("send(%d) refused", off)
+		}
+	}
+	for off := int64(0); off < 3; off++ {
+		tr.ack(off, off, 1, t0)
+	}
+	if tr.next != 3 || tr.epoch != 3 {
+		t.Fatalf("after acks up to 2: position %d epoch %d, want 3 and 3", tr.next, tr.epoch)
+	}
+	if tr.truncate(5) {
+		t.Fatal("a move to the offset expected next counted as a truncation")
+	}
+	if !tr.truncate(2) {
+		t.Fatal("a move below the records accepted was not news")
+	}
+	if tr.truncate(0) {
+		t.Fatal("a second sign of the same truncation was news")
+	}
+	if tr.send(5, 4, t0) || tr.send(0, 5, t0) {
+		t.Fatal("a truncated partition accepted a record")
+	}
+	if _, _, due := tr.resetDue(); due {
+		t.Fatal("reset due with records in flight")
+	}
+	tr.ack(3, 3, 1, t0)
+	tr.ack(4, 4, 1, t0)
+	at, epoch, due := tr.resetDue()
+	if !due || at != 5 || epoch != 4 {
+		t.Fatalf("settled: resetDue = %d, %d, %v; want 5, 4, true", at, epoch, due)
+	}
+	tr.resetTo(2)
+	if tr.next != 2 || tr.expect != 2 || tr.epoch != -1 || tr.truncated {
+		t.Fatalf("after resetTo(2): position %d, expecting %d, epoch %d, truncated %v; want 2, 2, -1, false",
+			tr.next, tr.expect, tr.epoch, tr.truncated)
+	}
+	if tr.send(1, 5, t0) || !tr.send(2, 5, t0) {
+		t.Fatal("after the reset: want 1 refused, 2 accepted")
+	}
+	tr.ack(2, 5, 1, t0)
+	if tr.next != 3 || tr.epoch != 5 {
+		t.Fatalf("after the re-copy: position %d epoch %d, want 3 and 5", tr.next, tr.epoch)
+	}
+
+	// A failure's rewind comes first; the truncation stays pending
+	// through it (the source may have grown past the position since),
+	// and is due right after.
+	tr.send(3, 5, t0)
+	tr.fail(3, errTest, t0)
+	tr.truncate(0)
+	if _, _, due := tr.resetDue(); due {
+		t.Fatal("reset due on a failed partition")
+	}
+	if at, due := tr.rewindDue(t0.Add(time.Hour)); !due || at != 3 {
+		t.Fatalf("rewindDue = %d, %v; want 3, true", at, due)
+	}
+	tr.rewound()
+	if !tr.truncated || tr.send(3, 5, t0) {
+		t.Fatalf("after the rewind: truncated %v, want true and 3 refused", tr.truncated)
+	}
+	if at, epoch, due := tr.resetDue(); !due || at != 3 || epoch != 5 {
+		t.Fatalf("after the rewind: resetDue = %d, %d, %v; want 3, 5, true", at, epoch, due)
 	}
 }
