@@ -204,7 +204,16 @@ func (f *forwarder) add(t string, trs map[int32]*tracker, at map[int32]int64) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for p, tr := range trs {
-		f.parts[topicPartition{t, p}] = &fwdPart{tr: tr, fetchAt: at[p], srcLeader: -1, tgtLeader: -1, pid: -1, srcEpoch: -1, leaderEpoch: -1, ackAt: -1}
+		fp := &fwdPart{tr: tr, fetchAt: at[p], srcLeader: -1, tgtLeader: -1, pid: -1, srcEpoch: -1, leaderEpoch: -1, ackAt: -1}
+		tr.mu.Lock()
+		if tr.epoch >= 0 && tr.next == at[p] {
+			// A position committed with its leader epoch: checked
+			// before the first fetch, in case the source's log was
+			// truncated below it while the mirror was away.
+			fp.srcEpoch, fp.reset, fp.validating = tr.epoch, true, true
+		}
+		tr.mu.Unlock()
+		f.parts[topicPartition{t, p}] = fp
 	}
 	f.srcStale, f.tgtStale = true, true
 }

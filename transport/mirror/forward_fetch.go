@@ -203,9 +203,9 @@ func (f *forwarder) resetOffsets(ctx context.Context) error {
 			fp.reset, fp.validating = false, false
 			continue
 		}
-		foundBy := "out_of_range"
+		foundBy := "out_of_range" // else a new leader's or a restart's check
 		if fp.validating {
-			foundBy = "new_leader"
+			foundBy = "epoch_check"
 		}
 		tr := fp.tr
 		tr.mu.Lock()
@@ -394,7 +394,7 @@ func (f *forwarder) partition(ctx context.Context, topic string, rp *kmsg.FetchR
 		if h.MaxTimestamp > 0 {
 			ts = time.UnixMilli(h.MaxTimestamp)
 		}
-		if !tr.sendBatch(h.BaseOffset, h.LastOffset(), ts) {
+		if !tr.sendBatch(h.BaseOffset, h.LastOffset(), h.PartitionLeaderEpoch, ts) {
 			break
 		}
 		fp.fetchAt, fp.srcEpoch = h.LastOffset()+1, h.PartitionLeaderEpoch

@@ -272,6 +272,9 @@ func (f *forwarder) resolve(ss []sent, resp *kmsg.ProduceResponse, reqErr error)
 			fp.seq += bt.count
 			fp.ackAt, fp.ackEpoch = bt.last+1, bt.epoch
 			if dst >= 0 {
+				if bt.last > bt.base {
+					tr.syncStart(bt.base, dst-(bt.last-bt.base))
+				}
 				tr.ack(bt.last, dst, len(bt.b), now)
 			} else {
 				tr.ackNoSync(bt.last, len(bt.b), now)

@@ -468,7 +468,10 @@ func (m *Mirror) commit(ctx context.Context) {
 	for _, tr := range m.trackers() {
 		tr.mu.Lock()
 		if tr.next != tr.committed {
-			offs.AddOffset(tr.target, tr.partition, tr.next, -1)
+			// With the leader epoch of the record before it, so that a
+			// restarted mirror can tell whether the source's log was
+			// truncated below it meanwhile (KIP-320).
+			offs.AddOffset(tr.target, tr.partition, tr.next, tr.epoch)
 		}
 		tr.mu.Unlock()
 	}

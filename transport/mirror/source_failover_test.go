@@ -50,13 +50,20 @@ import (
 // that learnt of truncations only from those would pass over [E, P)).
 // The fetch out of range itself is TestForwardResetAboveLogEnd's.
 func TestMirrorSourceUncleanFailover(t *testing.T) {
-	t.Run("forward", func(t *testing.T) { testMirrorSourceUncleanFailover(t, true, false) })
+	t.Run("forward", func(t *testing.T) { testMirrorSourceUncleanFailover(t, true, false, false) })
 	// The new leader's log passes the mirror's position before the mirror
 	// fetches again: no fetch is out of range.
-	t.Run("forward, the source past the position", func(t *testing.T) { testMirrorSourceUncleanFailover(t, true, true) })
+	t.Run("forward, the source past the position", func(t *testing.T) { testMirrorSourceUncleanFailover(t, true, true, false) })
+	t.Run("record", func(t *testing.T) { testMirrorSourceUncleanFailover(t, false, false, false) })
+	t.Run("record, the source past the position", func(t *testing.T) { testMirrorSourceUncleanFailover(t, false, true, false) })
+	// The mirror stopped instead of cut off, and started again once the
+	// source's log passed its committed position: the leader epoch
+	// committed with the position tells it to check.
+	t.Run("forward, restarted", func(t *testing.T) { testMirrorSourceUncleanFailover(t, true, true, true) })
+	t.Run("record, restarted", func(t *testing.T) { testMirrorSourceUncleanFailover(t, false, true, true) })
 }
 
-func testMirrorSourceUncleanFailover(t *testing.T, forward, passed bool) {
+func testMirrorSourceUncleanFailover(t *testing.T, forward, passed, restart bool) {
 	const topic = "orders"
 	c := brokertest.StartCluster(t, 2)
 	lead, follow := c.IDs()[0], c.IDs()[1]
@@ -98,7 +105,14 @@ func testMirrorSourceUncleanFailover(t *testing.T, forward, passed bool) {
 	p := brokertest.ListOffsets(t, leadAddr, topic, 1, -1)[0]
 	waitFor(t, fmt.Sprintf("the mirror's position at %d", p), func() bool { return position() == p })
 
-	g.cut()
+	if restart {
+		waitFor(t, fmt.Sprintf("the mirror's committed position at %d", p), func() bool {
+			return brokertest.CommittedOffsets(t, dst, mirror.DefaultName, topic, 1)[0] == p
+		})
+		stop()
+	} else {
+		g.cut()
+	}
 	c.Kill(lead)
 	c.Restart(follow)
 	waitFor(t, fmt.Sprintf("broker %d leading %s/0 (unclean election)", follow, topic), func() bool {
@@ -124,17 +138,27 @@ func testMirrorSourceUncleanFailover(t *testing.T, forward, passed bool) {
 	if passed {
 		produce(t, followAddr, topic, 1, 30_000, int(p-e)) // past p
 	}
-	if g.refused() == 0 {
+	if !restart && g.refused() == 0 {
 		t.Fatal("the mirror did not try the source while cut off: the cut proves nothing")
 	}
 	t.Logf("the source truncated from %d to %d by the unclean election, then took %d records", p, e, mm)
-	g.open()
+	if restart {
+		m, stop = runMirror(t, cfg)
+	} else {
+		g.open()
+	}
 
-	// It moves back to e before fetching from F, found by F's new leader
-	// epoch, and copies from there.
+	// It moves back to e and copies from there: forwarding, before it
+	// fetches from F, found by F's new leader epoch; on the record path,
+	// once kgo moved below its position (kgo's own epoch check, or its
+	// reset after a fetch out of range).
 	waitFor(t, fmt.Sprintf("the mirror moving back to %d, where the source diverged", e), func() bool {
+		how := "found_by=epoch_check"
+		if !forward {
+			how = "resuming where it diverged" // logged by either path
+		}
 		return logs.Contains("resuming where it diverged", "from=divergence", fmt.Sprintf("resume_offset=%d", e),
-			fmt.Sprintf("position=%d", p), "found_by=new_leader")
+			fmt.Sprintf("position=%d", p), how)
 	})
 	if !passed {
 		// Its position goes up to e+mm as it copies the mm records

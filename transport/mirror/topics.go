@@ -136,11 +136,18 @@ func (m *Mirror) addPartitions(ctx context.Context, t string, from, to int32) er
 			start = l.Offset
 		}
 		tr := newTracker(t, target, p, start, m.cfg.OffsetSyncInterval, m.cfg.BackoffMin, m.cfg.BackoffMax)
+		assign[p] = kgo.NewOffset().At(start)
 		if o, ok := committed.Lookup(target, p); ok && o.Err == nil && o.At >= 0 {
 			tr.committed = o.At
+			if o.LeaderEpoch >= 0 {
+				// kgo checks the position against the source's log
+				// before its first fetch (KIP-320); a truncation below
+				// it is then the record path's (truncation.go).
+				tr.epoch = o.LeaderEpoch
+				assign[p] = kgo.NewOffset().At(start).WithEpoch(o.LeaderEpoch)
+			}
 		}
 		m.parts[topicPartition{t, p}] = tr
-		assign[p] = kgo.NewOffset().At(start)
 		fwdTrs[p], fwdAt[p] = tr, start
 	}
 	m.topics[t] = to

@@ -95,14 +95,15 @@ func (t *tracker) send(offset int64, epoch int32, ts time.Time) bool {
 	return true
 }
 
-// sendBatch is send for a whole batch of source offsets base..last, sent
-// as one (forwarding): its acknowledgement is that of last.
-func (t *tracker) sendBatch(base, last int64, ts time.Time) bool {
+// sendBatch is send for a whole batch of source offsets base..last (its
+// source leader epoch epoch), sent as one (forwarding): its
+// acknowledgement is that of last.
+func (t *tracker) sendBatch(base, last int64, epoch int32, ts time.Time) bool {
 	if t.failed || t.refetch || base < t.expect && last < t.expect {
 		return false
 	}
 	t.expect = last + 1
-	t.queue = append(t.queue, inflight{last, -1, ts})
+	t.queue = append(t.queue, inflight{last, epoch, ts})
 	return true
 }
 
@@ -180,6 +181,18 @@ func (t *tracker) ack(offset, dst int64, size int, now time.Time) {
 	if t.syncUp < 0 || offset-t.syncUp >= t.syncEvery {
 		t.syncUp = offset
 		t.syncs = append(t.syncs, OffsetSync{Topic: t.topic, Partition: t.partition, Upstream: offset, Downstream: dst})
+	}
+}
+
+// syncStart adds an offset sync for the first record of a batch forwarded
+// as one (source offset base, at dst on the target), before the batch's
+// ack, when the partition has had none since it started or moved (ack
+// syncs a batch's last record): a group inside that first batch then
+// translates, re-reading from the batch's second record, instead of not
+// at all.
+func (t *tracker) syncStart(base, dst int64) {
+	if t.syncUp < 0 && !t.failed && dst >= 0 {
+		t.syncs = append(t.syncs, OffsetSync{Topic: t.topic, Partition: t.partition, Upstream: base, Downstream: dst})
 	}
 }
 

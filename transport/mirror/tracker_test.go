@@ -281,10 +281,10 @@ func equal(a, b []int64) bool {
 // once nothing is in flight before it; a duplicate ack writes no sync.
 func TestTrackerBatchesAndSkips(t *testing.T) {
 	tr := newTracker("s", "t", 0, 0, 1, time.Second, 8*time.Second)
-	if !tr.sendBatch(0, 4, t0) || !tr.sendBatch(5, 9, t0) {
+	if !tr.sendBatch(0, 4, -1, t0) || !tr.sendBatch(5, 9, -1, t0) {
 		t.Fatal("sendBatch refused")
 	}
-	if tr.sendBatch(3, 7, t0) {
+	if tr.sendBatch(3, 7, -1, t0) {
 		t.Error("a batch wholly below the expected offset was accepted")
 	}
 	tr.skipped(10, 10) // a marker after the batches in flight
@@ -402,5 +402,33 @@ func TestTrackerTruncateAndReset(t *testing.T) {
 	}
 	if at, epoch, due := tr.resetDue(); !due || at != 3 || epoch != 5 {
 		t.Fatalf("after the rewind: resetDue = %d, %d, %v; want 3, 5, true", at, epoch, due)
+	}
+}
+
+// TestTrackerSyncsFirstBatchStart: forwarding syncs a batch by its last
+// record, so a group inside the first batch forwarded would have no sync
+// at or below it; the first batch's first record is synced too, and the
+// group translates (re-reading, never skipping).
+func TestTrackerSyncsFirstBatchStart(t *testing.T) {
+	t0 := time.Unix(0, 0)
+	tr := newTracker("s", "s", 0, 0, 1000, time.Millisecond, time.Millisecond)
+	if !tr.sendBatch(0, 39, 3, t0) || !tr.sendBatch(40, 79, 3, t0) {
+		t.Fatal("sendBatch refused")
+	}
+	tr.syncStart(0, 100)
+	tr.ack(39, 139, 1, t0)
+	tr.syncStart(40, 140) // not the first: its last record's sync is enough
+	tr.ack(79, 179, 1, t0)
+	st := &SyncStore{}
+	for _, s := range tr.takeSyncs() {
+		st.Add(s)
+	}
+	for _, c := range []struct{ group, want int64 }{{0, 100}, {30, 101}, {39, 139}, {40, 140}, {60, 140}} {
+		if got, ok := st.Translate("s", 0, c.group); !ok || got != c.want {
+			t.Errorf("group at %d: translated to %d (%v), want %d", c.group, got, ok, c.want)
+		}
+	}
+	if tr.epoch != 3 || tr.next != 80 {
+		t.Errorf("position %d at epoch %d, want 80 at 3", tr.next, tr.epoch)
 	}
 }
