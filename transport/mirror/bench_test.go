@@ -25,15 +25,16 @@ import (
 )
 
 var (
-	benchMB    = flag.Int("mirror-mb", 64, "BenchmarkMirrorThroughput: MiB of record values in the source topic")
-	benchRate  = flag.Int("mirror-rate", 5000, "BenchmarkMirrorLag: records per second produced")
-	benchTime  = flag.Duration("mirror-lag-time", 10*time.Second, "BenchmarkMirrorLag: how long the paced load runs per op")
-	benchFwd   = flag.Bool("mirror-forward", true, "BenchmarkMirrorThroughput and BenchmarkMirrorLag: forward batches byte for byte (Config.Forward); false: the record path")
-	benchEOS   = flag.Bool("mirror-exactly-once", false, "BenchmarkMirrorThroughput: Config.ExactlyOnce (the record path; -mirror-forward is ignored)")
-	benchParts = flag.Int("mirror-partitions", 8, "partitions of the benchmark topic")
-	benchKeep  = flag.Bool("mirror-keep", false, "BenchmarkMirrorThroughput: keep each pass's copy on the target (by default it is deleted after the pass, so that every pass writes to a target in the same state)")
-	benchLanes = flag.Int("mirror-lanes", 0, "BenchmarkMirrorThroughput: connections to each target leader when forwarding (0: the default)")
-	benchProf  = flag.String("mirror-target-cpuprofile", "", "BenchmarkMirrorThroughput: write the target broker's CPU profile of the mirror passes to this file")
+	benchMB         = flag.Int("mirror-mb", 64, "BenchmarkMirrorThroughput: MiB of record values in the source topic")
+	benchRate       = flag.Int("mirror-rate", 5000, "BenchmarkMirrorLag: records per second produced")
+	benchTime       = flag.Duration("mirror-lag-time", 10*time.Second, "BenchmarkMirrorLag: how long the paced load runs per op")
+	benchFwd        = flag.Bool("mirror-forward", true, "BenchmarkMirrorThroughput and BenchmarkMirrorLag: forward batches byte for byte (Config.Forward); false: the record path")
+	benchEOS        = flag.Bool("mirror-exactly-once", false, "BenchmarkMirrorThroughput: Config.ExactlyOnce (the record path; -mirror-forward is ignored)")
+	benchParts      = flag.Int("mirror-partitions", 8, "partitions of the benchmark topic")
+	benchKeep       = flag.Bool("mirror-keep", false, "BenchmarkMirrorThroughput: keep each pass's copy on the target (by default it is deleted after the pass, so that every pass writes to a target in the same state)")
+	benchLanes      = flag.Int("mirror-lanes", 0, "BenchmarkMirrorThroughput: connections to each target leader when forwarding (0: the default)")
+	benchFetchLanes = flag.Int("mirror-fetch-lanes", 0, "BenchmarkMirrorThroughput: connections to each source leader when forwarding (0: the default)")
+	benchProf       = flag.String("mirror-target-cpuprofile", "", "BenchmarkMirrorThroughput: write the target broker's CPU profile of the mirror passes to this file")
 )
 
 // benchBrokers starts a source and a target `weir broker`, each a process
@@ -234,7 +235,7 @@ func median(xs []float64) float64 {
 // mirror-cpu-s/GB are the benchmark process's own CPU (the consumer's, the
 // mirror's) per GB.
 func BenchmarkMirrorThroughput(b *testing.B) {
-	mirror.SetForwardLanes(*benchLanes)
+	mirror.SetForwardLanes(*benchLanes, *benchFetchLanes)
 	src, dst := benchBrokers(b)
 	parts := int32(*benchParts)
 	brokertest.CreateTopic(b, src.Addr, "bench", parts, nil)

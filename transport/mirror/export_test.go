@@ -15,10 +15,14 @@ func SentBatches(m *Mirror) int {
 	return n
 }
 
-// SetForwardLanes sets the connections to each target leader forwarding
-// uses (fwdLanes), for benchmarks; n <= 0 keeps it.
-func SetForwardLanes(n int) {
+// SetForwardLanes sets the connections to each target leader (fwdLanes)
+// and source leader (fwdFetchLanes) forwarding uses, for benchmarks; n <=
+// 0 keeps it.
+func SetForwardLanes(n, fetch int) {
 	if n > 0 {
 		fwdLanes = n
+	}
+	if fetch > 0 {
+		fwdFetchLanes = fetch
 	}
 }

@@ -94,11 +94,15 @@ const (
 	fwdReqBytes     = 4 << 20 // a request takes no more partitions once this large
 )
 
-// fwdLanes: connections to each source and target leader, a partition
-// always on the same one (partition mod fwdLanes), so that each broker
-// works on requests of different connections at once, and a fetch answer
-// is read while another is produced.
-var fwdLanes = 2
+// fwdLanes: connections to each target leader, a partition always on the
+// same one (partition mod fwdLanes), so that the target works on requests
+// of two connections at once (a broker serves a connection's requests one
+// after the other): 0.86 to 0.92 of a plain consumer's throughput against
+// 0.76 to 0.78 with one, on 2 cores (README). fwdFetchLanes: the same for
+// fetching from each source leader; one, since a round of fetches waits
+// for every answer, and a connection whose partitions got nothing new
+// answers only after the fetch's MaxWait.
+var fwdLanes, fwdFetchLanes = 2, 1
 
 var errForwardGap = errors.New("batch has gaps in its offsets (a compacted source): cannot be forwarded, run the mirror without forwarding")
 

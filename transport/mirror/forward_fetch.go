@@ -47,7 +47,7 @@ func (f *forwarder) fetchOnce(ctx context.Context) {
 		if failed {
 			continue
 		}
-		key := wireKey{fp.srcLeader, int(tp.partition) % fwdLanes}
+		key := wireKey{fp.srcLeader, int(tp.partition) % fwdFetchLanes}
 		req := byConn[key]
 		if req == nil {
 			req = kmsg.NewPtrFetchRequest()
