@@ -58,6 +58,9 @@ func (p *Partition) HighWatermark() int64 { return p.p.highWatermark() }
 
 // ReadLimit is the offset this read may go up to: the high watermark for a
 // consumer, the log end for a follower.
+// Follower reports whether p is a follower's handle (a replica fetching).
+func (p *Partition) Follower() bool { return p.follower }
+
 func (p *Partition) ReadLimit() int64 {
 	if p.follower {
 		return p.p.Log().EndOffset()

@@ -242,15 +242,22 @@ func (r *fetchResponse) wait(ctx context.Context, s *Server, maxBytes, minBytes 
 			// gets the whole request in one round, which with acks=all
 			// is on the producer's path. The wait is bounded by those
 			// appends (and MaxWait).
-			if !settled && !failed && total > 0 && ctx.Err() == nil && r.appendsInFlight() {
-				settled = true
-				r.release()
-				if timer == nil {
-					timer = time.NewTimer(time.Until(deadline))
+			// An append that ended between the read and this look is
+			// no longer in progress, but its records were not read:
+			// a follower's read limit that moved since is read again.
+			if !settled && !failed && total > 0 && ctx.Err() == nil {
+				if inFlight := r.appendsInFlight(); inFlight || r.followerLimitMoved() {
+					settled = true
+					r.release()
+					if inFlight {
+						if timer == nil {
+							timer = time.NewTimer(time.Until(deadline))
+						}
+						r.awaitAppends(ctx, timer.C)
+					}
+					total, failed = r.read(s, maxBytes)
+					continue
 				}
-				r.awaitAppends(ctx, timer.C)
-				total, failed = r.read(s, maxBytes)
-				continue
 			}
 			return
 		}
@@ -317,6 +324,20 @@ func (r *fetchResponse) appendsInFlight() bool {
 		}
 	}
 	return found
+}
+
+// followerLimitMoved reports whether a partition a follower read has a read
+// limit (its log end) other than the one it was read up to.
+func (r *fetchResponse) followerLimitMoved() bool {
+	for ti := range r.topics {
+		for pi := range r.topics[ti].parts {
+			fp := &r.topics[ti].parts[pi]
+			if fp.p != nil && fp.p.Follower() && fp.p.ReadLimit() != fp.readLimit {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // awaitAppends waits until the appends appendsInFlight noted have ended,
