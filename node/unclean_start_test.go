@@ -85,8 +85,12 @@ func TestTopicCreatedDuringStartIsNotUnclean(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond) // polling with a deadline
 	}
-	if im, _ := c.nodes[1].image.load(); !im.Live(2) {
-		t.Fatal("broker 2 tries its partitions before it is registered")
+	// Broker 1 sees it registered (its picture of the cluster may lag
+	// behind broker 2's own loop).
+	lctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	if _, err := c.nodes[1].image.waitFor(lctx, func(im *meta.Image) bool { return im.Live(2) }); err != nil {
+		t.Fatalf("broker 1 never saw broker 2 registered again: %v", err)
 	}
 	if _, err := c.nodes[1].CreateTopic(ctx, CreateTopic{Name: "new", NoWait: true, Partitions: -1, ReplicationFactor: -1,
 		Assignment: []ReplicaAssignment{{Partition: 0, Replicas: []int32{2, 1}}}}); err != nil {
