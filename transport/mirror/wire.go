@@ -80,6 +80,9 @@ func (w *wireBuf) release() {
 // (sync.Pool).
 type bufPool struct {
 	classes [40]sync.Pool
+	// scribble (tests): a buffer is overwritten when recycled, so that a
+	// slice of it still read after its last release shows.
+	scribble bool
 }
 
 var wireBufs = &bufPool{}
@@ -104,6 +107,11 @@ func (p *bufPool) get(n int) *wireBuf {
 }
 
 func (p *bufPool) put(w *wireBuf) {
+	if p.scribble {
+		for i := range w.b {
+			w.b[i] = 0xdb
+		}
+	}
 	p.classes[sizeClass(cap(w.b))].Put(w)
 }
 
