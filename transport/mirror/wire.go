@@ -2,6 +2,7 @@ package mirror
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -311,7 +312,11 @@ func (c *wireConn) roundTrip(ctx context.Context, req kmsg.Request, resp kmsg.Re
 	if err != nil {
 		return err
 	}
-	defer buf.release()
+	// Decoded from a copy: the byte fields of an answer (SASL's
+	// challenges) are slices of what it is decoded from, read by the
+	// caller after the buffer is recycled.
+	b = bytes.Clone(b)
+	buf.release()
 	if req.Key() == 18 && len(b) >= 2 && int16(binary.BigEndian.Uint16(b)) == kerr.UnsupportedVersion.Code {
 		// ApiVersions of a version the broker does not know is answered
 		// in v0, whatever was asked.
