@@ -324,13 +324,7 @@ func (f *forwarder) leaders(ctx context.Context, source bool) error {
 			continue
 		}
 		if source {
-			fp.srcLeader, fp.topicID = l.id, l.topic
-			if fp.leaderEpoch >= 0 && l.epoch > fp.leaderEpoch && fp.srcEpoch >= 0 && !fp.reset {
-				// A new leader: where its log diverged from what was
-				// fetched is asked before fetching from it (KIP-320).
-				fp.reset, fp.validating = true, true
-			}
-			fp.leaderEpoch = max(fp.leaderEpoch, l.epoch)
+			fp.sourceLeader(l.id, l.epoch, l.topic)
 		} else {
 			fp.tgtLeader = l.id
 		}
@@ -344,6 +338,18 @@ func (f *forwarder) leaders(ctx context.Context, source bool) error {
 		f.tgtStale = false
 	}
 	return nil
+}
+
+// sourceLeader records fp's source leader (id, at leader epoch epoch) and
+// topic id, from metadata. f.mu held.
+func (fp *fwdPart) sourceLeader(id, epoch int32, topic [16]byte) {
+	fp.srcLeader, fp.topicID = id, topic
+	if fp.leaderEpoch >= 0 && epoch > fp.leaderEpoch && fp.srcEpoch >= 0 && !fp.reset {
+		// A new leader: where its log diverged from what was
+		// fetched is asked before fetching from it (KIP-320).
+		fp.reset, fp.validating = true, true
+	}
+	fp.leaderEpoch = max(fp.leaderEpoch, epoch)
 }
 
 // idle waits (until ctx ends) for every queued batch to be resolved, and
