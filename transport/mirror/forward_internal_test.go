@@ -350,3 +350,62 @@ func TestForwardResetWaitsForInFlight(t *testing.T) {
 		t.Fatalf("reset to 1: position %d, expecting %d; want both 1", next, expect)
 	}
 }
+
+// TestForwardRewindKeepsLeaderCheck: a new source leader is found (a
+// newer leader epoch) while a batch is in flight, and the target then
+// refuses that batch: the partition fails, and its new-leader check waits
+// (a failed partition is not reset). The rewind that follows moves it
+// back to its acknowledged position, from where it fetches from the new
+// leader, whose log may have been truncated below that position and grown
+// past it again (no fetch out of range would tell): the check must still
+// be due after the rewind, with the epoch of the batch acknowledged last,
+// not be dropped with it.
+func TestForwardRewindKeepsLeaderCheck(t *testing.T) {
+	f, fp, tr := testForwarder(t)
+	atEpoch := func(b []byte, epoch int32) []byte {
+		h, err := record.ParseHeader(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.PartitionLeaderEpoch = epoch
+		record.Reheader(b, h)
+		return b
+	}
+	f.mu.Lock()
+	fp.sourceLeader(1, 3, [16]byte{})
+	f.mu.Unlock()
+	fetched(t, f, 4, atEpoch(testBatch(t, 0, 2, false), 3), atEpoch(testBatch(t, 2, 2, false), 3))
+	ss := sendAll(f, fp)
+	if len(ss) != 2 {
+		t.Fatalf("sent %d batches, want 2", len(ss))
+	}
+	answer(f, ss[0], 0, 0)
+	f.mu.Lock()
+	fp.sourceLeader(2, 4, [16]byte{}) // a new leader, at a newer epoch
+	due := fp.reset && fp.validating
+	f.mu.Unlock()
+	if !due {
+		t.Fatal("a new source leader: no check due")
+	}
+	answer(f, ss[1], kerr.NotLeaderForPartition.Code, -1)
+	f.mu.Lock()
+	resettable := fp.resettable()
+	f.mu.Unlock()
+	tr.mu.Lock()
+	at, rewind := tr.rewindDue(time.Now().Add(time.Hour))
+	if rewind {
+		tr.rewound()
+	}
+	tr.mu.Unlock()
+	if resettable || !rewind || at != 2 {
+		t.Fatalf("the second batch refused: resettable %v, rewind due %v at %d; want not resettable, a rewind at 2", resettable, rewind, at)
+	}
+	f.setOffsets(map[string]map[int32]kgo.EpochOffset{"s": {0: {Epoch: -1, Offset: at}}})
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !fp.reset || !fp.validating || fp.srcEpoch != 3 || fp.fetchAt != 2 || !fp.resettable() {
+		t.Fatalf("after the rewind: check due %v (validating %v), epoch %d, fetching at %d, resettable %v; "+
+			"want the new leader's check still due, for epoch 3 at 2, before any fetch",
+			fp.reset, fp.validating, fp.srcEpoch, fp.fetchAt, fp.resettable())
+	}
+}
