@@ -238,10 +238,17 @@ func (f *forwarder) setOffsets(rewind map[string]map[int32]kgo.EpochOffset) {
 	for t, ps := range rewind {
 		for p, o := range ps {
 			if fp := f.parts[topicPartition{t, p}]; fp != nil {
-				fp.fetchAt, fp.reset, fp.srcEpoch = o.Offset, false, o.Epoch
+				fp.fetchAt, fp.srcEpoch = o.Offset, o.Epoch
 				if o.Offset == fp.ackAt {
 					fp.srcEpoch = fp.ackEpoch
 				}
+				// A fetch out of range is asked again from the new
+				// position; a new leader's check stays due (the rewind
+				// fetches from that leader, whose log may have been
+				// truncated below the position and grown past it
+				// again), if the epoch there is known.
+				fp.validating = fp.reset && fp.validating && fp.srcEpoch >= 0
+				fp.reset = fp.validating
 				delete(f.aborted, topicPartition{t, p})
 			}
 		}
