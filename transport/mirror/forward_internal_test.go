@@ -409,3 +409,91 @@ func TestForwardRewindKeepsLeaderCheck(t *testing.T) {
 			fp.reset, fp.validating, fp.srcEpoch, fp.fetchAt, fp.resettable())
 	}
 }
+
+// TestForwardResetTakesFreshProducerID: a batch at the mirror's position
+// (100) is sent under sequence 0 and its answer is lost (the target may
+// have written it); then the source's log turns out truncated below the
+// position (its end at 10) and the partition moves back (to its log
+// start: the epoch at the rewind's position is unknown). The batch it
+// sends from there holds other records, which under the same producer
+// id and sequence the target would take for a duplicate of the one it may
+// have written, acknowledge without writing, and the mirror would pass
+// over them. A partition moved back by a reset starts again under a fresh
+// producer id.
+func TestForwardResetTakesFreshProducerID(t *testing.T) {
+	addr := brokertest.Start(t, "").Addr()
+	brokertest.CreateTopic(t, addr, "s", 1, nil)
+	cl := brokertest.Client(t, addr, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	ctx := brokertest.Context(t)
+	for range 10 { // one batch each
+		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "s", Value: []byte("v")}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m, err := New(Config{Source: []string{addr}, Target: []string{addr}, Topics: "s", Forward: true,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(m.Close)
+	m.e2e = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "test_e2e"})
+	f := m.fw
+	const position = 100
+	tr := newTracker("s", "s", 0, position, 1, time.Millisecond, time.Millisecond)
+	f.add("s", map[int32]*tracker{0: tr}, map[int32]int64{0: position})
+	md, err := m.srcAdm.Metadata(ctx, "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	epoch := md.Topics["s"].Partitions[0].LeaderEpoch
+	fp := f.parts[topicPartition{"s", 0}]
+	f.mu.Lock()
+	fp.tgtLeader, fp.pid, f.pid = 0, 7, 7
+	f.mu.Unlock()
+
+	// The batch at 100 (fetched before the truncation), at the source's
+	// epoch: sent under sequence 0, its answer lost.
+	b := testBatch(t, position, 1, false)
+	h, err := record.ParseHeader(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.PartitionLeaderEpoch = epoch
+	record.Reheader(b, h)
+	fetched(t, f, position+1, b)
+	ss := sendAll(f, fp)
+	if len(ss) != 1 || fp.nextSeq != 1 {
+		t.Fatalf("sent %d batches, next sequence %d; want 1 batch under sequence 0", len(ss), fp.nextSeq)
+	}
+	f.resolve(ss, nil, errors.New("connection to the target lost"))
+	tr.mu.Lock()
+	at, due := tr.rewindDue(time.Now().Add(time.Hour))
+	if due {
+		tr.rewound()
+	}
+	tr.mu.Unlock()
+	if !due || at != position {
+		t.Fatalf("the answer lost: rewind due %v at %d, want at %d", due, at, position)
+	}
+	f.setOffsets(map[string]map[int32]kgo.EpochOffset{"s": {0: {Epoch: -1, Offset: at}}})
+
+	// The fetch at 100 is out of range; the partition moves back.
+	for {
+		f.mu.Lock()
+		fetchAt, queued := fp.fetchAt, len(fp.queue)
+		f.mu.Unlock()
+		if fetchAt < position && queued > 0 {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("waiting for the reset and a batch fetched after it: fetching at %d, %d queued", fetchAt, queued)
+		}
+		f.fetchOnce(ctx)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if fp.pid == f.pid && !fp.needPid && fp.nextSeq == 0 {
+		t.Fatalf("after the reset the batch at %d goes under producer %d sequence 0, as the batch at %d did, "+
+			"which the target may have written: it would be taken for a duplicate", fp.queue[0].base, fp.pid, position)
+	}
+}
