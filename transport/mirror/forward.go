@@ -72,7 +72,11 @@ import (
 // leader is checked the same way before the partition fetches from it
 // (fwdPart.leaderEpoch, from metadata; fetches carry it as
 // CurrentLeaderEpoch, so a leader elected again at a newer epoch fences
-// them): when its log holds everything fetched, the position stays.
+// them): when its log holds everything fetched, the position stays; a
+// rewind after a failure keeps that check due. A partition moved to other
+// records (a reset, the log start) sends them under a fresh producer id:
+// under its sequences there, the target may hold batches it wrote without
+// the mirror hearing of it, and would take the new ones for duplicates.
 
 const (
 	fwdMaxQueued = 16 << 20 // bytes fetched and not acknowledged per partition before its fetching pauses
