@@ -419,7 +419,7 @@ func TestForwardRewindKeepsLeaderCheck(t *testing.T) {
 // id and sequence the target would take for a duplicate of the one it may
 // have written, acknowledge without writing, and the mirror would pass
 // over them. A partition moved back by a reset starts again under a fresh
-// producer id.
+// producer id, and sends nothing before it has it.
 func TestForwardResetTakesFreshProducerID(t *testing.T) {
 	addr := brokertest.Start(t, "").Addr()
 	brokertest.CreateTopic(t, addr, "s", 1, nil)
@@ -491,9 +491,16 @@ func TestForwardResetTakesFreshProducerID(t *testing.T) {
 		f.fetchOnce(ctx)
 	}
 	f.mu.Lock()
-	defer f.mu.Unlock()
-	if fp.pid == f.pid && !fp.needPid && fp.nextSeq == 0 {
+	stale := fp.pid == f.pid && !fp.needPid && fp.nextSeq == 0
+	base := fp.queue[0].base
+	f.mu.Unlock()
+	if stale {
 		t.Fatalf("after the reset the batch at %d goes under producer %d sequence 0, as the batch at %d did, "+
-			"which the target may have written: it would be taken for a duplicate", fp.queue[0].base, fp.pid, position)
+			"which the target may have written: it would be taken for a duplicate", base, fp.pid, position)
+	}
+	// Nor is it sent before the fresh producer id came (the send loop
+	// asks for it before a round; the reset may come in between).
+	if f.round(ctx) {
+		t.Fatalf("a round sent the batch at %d under producer %d before a fresh producer id came", base, fp.pid)
 	}
 }
