@@ -26,3 +26,15 @@ func SetForwardLanes(n, fetch int) {
 		fwdFetchLanes = fetch
 	}
 }
+
+// ScribbleBuffers makes the forwarder's connections read their answers
+// into buffers overwritten when recycled (bufPool.scribble), so that a
+// batch still written, or a slice still read, after its buffer's last
+// release shows (the target refuses a scribbled batch's CRC). Call it
+// before Run.
+func ScribbleBuffers(m *Mirror) {
+	if m.fw != nil && m.fw.srcWire != nil {
+		m.fw.srcWire.bufs = &bufPool{scribble: true}
+		m.fw.tgtWire.bufs = &bufPool{scribble: true}
+	}
+}

@@ -72,7 +72,11 @@ import (
 // leader is checked the same way before the partition fetches from it
 // (fwdPart.leaderEpoch, from metadata; fetches carry it as
 // CurrentLeaderEpoch, so a leader elected again at a newer epoch fences
-// them): when its log holds everything fetched, the position stays.
+// them): when its log holds everything fetched, the position stays; a
+// rewind after a failure keeps that check due. A partition moved to other
+// records (a reset, the log start) sends them under a fresh producer id:
+// under its sequences there, the target may hold batches it wrote without
+// the mirror hearing of it, and would take the new ones for duplicates.
 
 const (
 	fwdMaxQueued = 16 << 20 // bytes fetched and not acknowledged per partition before its fetching pauses
@@ -238,10 +242,17 @@ func (f *forwarder) setOffsets(rewind map[string]map[int32]kgo.EpochOffset) {
 	for t, ps := range rewind {
 		for p, o := range ps {
 			if fp := f.parts[topicPartition{t, p}]; fp != nil {
-				fp.fetchAt, fp.reset, fp.srcEpoch = o.Offset, false, o.Epoch
+				fp.fetchAt, fp.srcEpoch = o.Offset, o.Epoch
 				if o.Offset == fp.ackAt {
 					fp.srcEpoch = fp.ackEpoch
 				}
+				// A fetch out of range is asked again from the new
+				// position; a new leader's check stays due (the rewind
+				// fetches from that leader, whose log may have been
+				// truncated below the position and grown past it
+				// again), if the epoch there is known.
+				fp.validating = fp.reset && fp.validating && fp.srcEpoch >= 0
+				fp.reset = fp.validating
 				delete(f.aborted, topicPartition{t, p})
 			}
 		}
@@ -324,13 +335,7 @@ func (f *forwarder) leaders(ctx context.Context, source bool) error {
 			continue
 		}
 		if source {
-			fp.srcLeader, fp.topicID = l.id, l.topic
-			if fp.leaderEpoch >= 0 && l.epoch > fp.leaderEpoch && fp.srcEpoch >= 0 && !fp.reset {
-				// A new leader: where its log diverged from what was
-				// fetched is asked before fetching from it (KIP-320).
-				fp.reset, fp.validating = true, true
-			}
-			fp.leaderEpoch = max(fp.leaderEpoch, l.epoch)
+			fp.sourceLeader(l.id, l.epoch, l.topic)
 		} else {
 			fp.tgtLeader = l.id
 		}
@@ -344,6 +349,18 @@ func (f *forwarder) leaders(ctx context.Context, source bool) error {
 		f.tgtStale = false
 	}
 	return nil
+}
+
+// sourceLeader records fp's source leader (id, at leader epoch epoch) and
+// topic id, from metadata. f.mu held.
+func (fp *fwdPart) sourceLeader(id, epoch int32, topic [16]byte) {
+	fp.srcLeader, fp.topicID = id, topic
+	if fp.leaderEpoch >= 0 && epoch > fp.leaderEpoch && fp.srcEpoch >= 0 && !fp.reset {
+		// A new leader: where its log diverged from what was
+		// fetched is asked before fetching from it (KIP-320).
+		fp.reset, fp.validating = true, true
+	}
+	fp.leaderEpoch = max(fp.leaderEpoch, epoch)
 }
 
 // idle waits (until ctx ends) for every queued batch to be resolved, and

@@ -215,6 +215,10 @@ func (f *forwarder) resetOffsets(ctx context.Context) error {
 			"topic", tp.topic, "partition", tp.partition, "position", fp.fetchAt, "resume_offset", at,
 			"leader_epoch", fp.srcEpoch, "from", from, "found_by", foundBy)
 		fp.fetchAt, fp.reset, fp.validating = at, false, false
+		// Other records from here on: under the producer id and
+		// sequences of batches the target may have written (an answer
+		// lost), they would be taken for duplicates of those.
+		fp.needPid = true
 		if from == "log_start" {
 			fp.srcEpoch = -1
 		}
@@ -283,6 +287,7 @@ func (f *forwarder) partition(ctx context.Context, topic string, rp *kmsg.FetchR
 			f.m.log.Warn("mirror: source offset below the log start (records deleted before they were copied); moving to the log start",
 				"topic", topic, "partition", rp.Partition, "offset", fp.fetchAt, "log_start", rp.LogStartOffset)
 			fp.fetchAt, fp.srcEpoch = rp.LogStartOffset, -1
+			fp.needPid = true // other records under the same sequences: as a reset (resetOffsets)
 		case errors.Is(err, kerr.OffsetOutOfRange):
 			// Above the log end, or the log start unknown: reset
 			// (resetOffsets), never fetched here again and again.

@@ -350,3 +350,157 @@ func TestForwardResetWaitsForInFlight(t *testing.T) {
 		t.Fatalf("reset to 1: position %d, expecting %d; want both 1", next, expect)
 	}
 }
+
+// TestForwardRewindKeepsLeaderCheck: a new source leader is found (a
+// newer leader epoch) while a batch is in flight, and the target then
+// refuses that batch: the partition fails, and its new-leader check waits
+// (a failed partition is not reset). The rewind that follows moves it
+// back to its acknowledged position, from where it fetches from the new
+// leader, whose log may have been truncated below that position and grown
+// past it again (no fetch out of range would tell): the check must still
+// be due after the rewind, with the epoch of the batch acknowledged last,
+// not be dropped with it.
+func TestForwardRewindKeepsLeaderCheck(t *testing.T) {
+	f, fp, tr := testForwarder(t)
+	atEpoch := func(b []byte, epoch int32) []byte {
+		h, err := record.ParseHeader(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.PartitionLeaderEpoch = epoch
+		record.Reheader(b, h)
+		return b
+	}
+	f.mu.Lock()
+	fp.sourceLeader(1, 3, [16]byte{})
+	f.mu.Unlock()
+	fetched(t, f, 4, atEpoch(testBatch(t, 0, 2, false), 3), atEpoch(testBatch(t, 2, 2, false), 3))
+	ss := sendAll(f, fp)
+	if len(ss) != 2 {
+		t.Fatalf("sent %d batches, want 2", len(ss))
+	}
+	answer(f, ss[0], 0, 0)
+	f.mu.Lock()
+	fp.sourceLeader(2, 4, [16]byte{}) // a new leader, at a newer epoch
+	due := fp.reset && fp.validating
+	f.mu.Unlock()
+	if !due {
+		t.Fatal("a new source leader: no check due")
+	}
+	answer(f, ss[1], kerr.NotLeaderForPartition.Code, -1)
+	f.mu.Lock()
+	resettable := fp.resettable()
+	f.mu.Unlock()
+	tr.mu.Lock()
+	at, rewind := tr.rewindDue(time.Now().Add(time.Hour))
+	if rewind {
+		tr.rewound()
+	}
+	tr.mu.Unlock()
+	if resettable || !rewind || at != 2 {
+		t.Fatalf("the second batch refused: resettable %v, rewind due %v at %d; want not resettable, a rewind at 2", resettable, rewind, at)
+	}
+	f.setOffsets(map[string]map[int32]kgo.EpochOffset{"s": {0: {Epoch: -1, Offset: at}}})
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !fp.reset || !fp.validating || fp.srcEpoch != 3 || fp.fetchAt != 2 || !fp.resettable() {
+		t.Fatalf("after the rewind: check due %v (validating %v), epoch %d, fetching at %d, resettable %v; "+
+			"want the new leader's check still due, for epoch 3 at 2, before any fetch",
+			fp.reset, fp.validating, fp.srcEpoch, fp.fetchAt, fp.resettable())
+	}
+}
+
+// TestForwardResetTakesFreshProducerID: a batch at the mirror's position
+// (100) is sent under sequence 0 and its answer is lost (the target may
+// have written it); then the source's log turns out truncated below the
+// position (its end at 10) and the partition moves back (to its log
+// start: the epoch at the rewind's position is unknown). The batch it
+// sends from there holds other records, which under the same producer
+// id and sequence the target would take for a duplicate of the one it may
+// have written, acknowledge without writing, and the mirror would pass
+// over them. A partition moved back by a reset starts again under a fresh
+// producer id, and sends nothing before it has it.
+func TestForwardResetTakesFreshProducerID(t *testing.T) {
+	addr := brokertest.Start(t, "").Addr()
+	brokertest.CreateTopic(t, addr, "s", 1, nil)
+	cl := brokertest.Client(t, addr, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	ctx := brokertest.Context(t)
+	for range 10 { // one batch each
+		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "s", Value: []byte("v")}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m, err := New(Config{Source: []string{addr}, Target: []string{addr}, Topics: "s", Forward: true,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(m.Close)
+	m.e2e = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "test_e2e"})
+	f := m.fw
+	const position = 100
+	tr := newTracker("s", "s", 0, position, 1, time.Millisecond, time.Millisecond)
+	f.add("s", map[int32]*tracker{0: tr}, map[int32]int64{0: position})
+	md, err := m.srcAdm.Metadata(ctx, "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	epoch := md.Topics["s"].Partitions[0].LeaderEpoch
+	fp := f.parts[topicPartition{"s", 0}]
+	f.mu.Lock()
+	fp.tgtLeader, fp.pid, f.pid = 0, 7, 7
+	f.mu.Unlock()
+
+	// The batch at 100 (fetched before the truncation), at the source's
+	// epoch: sent under sequence 0, its answer lost.
+	b := testBatch(t, position, 1, false)
+	h, err := record.ParseHeader(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.PartitionLeaderEpoch = epoch
+	record.Reheader(b, h)
+	fetched(t, f, position+1, b)
+	ss := sendAll(f, fp)
+	if len(ss) != 1 || fp.nextSeq != 1 {
+		t.Fatalf("sent %d batches, next sequence %d; want 1 batch under sequence 0", len(ss), fp.nextSeq)
+	}
+	f.resolve(ss, nil, errors.New("connection to the target lost"))
+	tr.mu.Lock()
+	at, due := tr.rewindDue(time.Now().Add(time.Hour))
+	if due {
+		tr.rewound()
+	}
+	tr.mu.Unlock()
+	if !due || at != position {
+		t.Fatalf("the answer lost: rewind due %v at %d, want at %d", due, at, position)
+	}
+	f.setOffsets(map[string]map[int32]kgo.EpochOffset{"s": {0: {Epoch: -1, Offset: at}}})
+
+	// The fetch at 100 is out of range; the partition moves back.
+	for {
+		f.mu.Lock()
+		fetchAt, queued := fp.fetchAt, len(fp.queue)
+		f.mu.Unlock()
+		if fetchAt < position && queued > 0 {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("waiting for the reset and a batch fetched after it: fetching at %d, %d queued", fetchAt, queued)
+		}
+		f.fetchOnce(ctx)
+	}
+	f.mu.Lock()
+	stale := fp.pid == f.pid && !fp.needPid && fp.nextSeq == 0
+	base := fp.queue[0].base
+	f.mu.Unlock()
+	if stale {
+		t.Fatalf("after the reset the batch at %d goes under producer %d sequence 0, as the batch at %d did, "+
+			"which the target may have written: it would be taken for a duplicate", base, fp.pid, position)
+	}
+	// Nor is it sent before the fresh producer id came (the send loop
+	// asks for it before a round; the reset may come in between).
+	if f.round(ctx) {
+		t.Fatalf("a round sent the batch at %d under producer %d before a fresh producer id came", base, fp.pid)
+	}
+}

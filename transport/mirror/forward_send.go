@@ -137,6 +137,12 @@ func (f *forwarder) round(ctx context.Context) bool {
 			f.tgtStale = true
 			continue
 		}
+		if fp.needPid && fp.pid == f.pid {
+			// Waits for its fresh producer id (producerID, before the
+			// next round): under the old one, its sequences may name
+			// batches the target wrote (a reset).
+			continue
+		}
 		key := wireKey{fp.tgtLeader, int(fp.tr.partition) % fwdLanes}
 		r := open[key]
 		if r == nil || r.bytes >= fwdReqBytes {

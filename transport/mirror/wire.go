@@ -2,6 +2,7 @@ package mirror
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -80,6 +81,9 @@ func (w *wireBuf) release() {
 // (sync.Pool).
 type bufPool struct {
 	classes [40]sync.Pool
+	// scribble (tests): a buffer is overwritten when recycled, so that a
+	// slice of it still read after its last release shows.
+	scribble bool
 }
 
 var wireBufs = &bufPool{}
@@ -104,6 +108,11 @@ func (p *bufPool) get(n int) *wireBuf {
 }
 
 func (p *bufPool) put(w *wireBuf) {
+	if p.scribble {
+		for i := range w.b {
+			w.b[i] = 0xdb
+		}
+	}
 	p.classes[sizeClass(cap(w.b))].Put(w)
 }
 
@@ -303,7 +312,11 @@ func (c *wireConn) roundTrip(ctx context.Context, req kmsg.Request, resp kmsg.Re
 	if err != nil {
 		return err
 	}
-	defer buf.release()
+	// Decoded from a copy: the byte fields of an answer (SASL's
+	// challenges) are slices of what it is decoded from, read by the
+	// caller after the buffer is recycled.
+	b = bytes.Clone(b)
+	buf.release()
 	if req.Key() == 18 && len(b) >= 2 && int16(binary.BigEndian.Uint16(b)) == kerr.UnsupportedVersion.Code {
 		// ApiVersions of a version the broker does not know is answered
 		// in v0, whatever was asked.

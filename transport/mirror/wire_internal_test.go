@@ -13,6 +13,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl"
 )
 
 // TestWireProduceEncoding: the Produce requests the forwarder writes by
@@ -227,5 +228,108 @@ func TestWireOldBrokerApiVersions(t *testing.T) {
 	}
 	if c.max[1] != 11 {
 		t.Errorf("fetch version %d, want 11", c.max[1])
+	}
+}
+
+// serveWire answers the requests read from conn, one after the other, with
+// answer's response for each (its version set to the request's), until
+// conn closes or answer has none; the channel says why it stopped.
+func serveWire(conn net.Conn, answer func(key, version int16) kmsg.Response) <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		for {
+			var size [4]byte
+			if _, err := io.ReadFull(conn, size[:]); err != nil {
+				done <- err
+				return
+			}
+			req := make([]byte, binary.BigEndian.Uint32(size[:]))
+			if _, err := io.ReadFull(conn, req); err != nil {
+				done <- err
+				return
+			}
+			key, version := int16(binary.BigEndian.Uint16(req)), int16(binary.BigEndian.Uint16(req[2:]))
+			resp := answer(key, version)
+			if resp == nil {
+				done <- fmt.Errorf("no answer to key %d v%d", key, version)
+				return
+			}
+			resp.SetVersion(version)
+			body := binary.BigEndian.AppendUint32(nil, binary.BigEndian.Uint32(req[4:]))
+			if resp.IsFlexible() && key != 18 {
+				body = append(body, 0) // header tags
+			}
+			body = resp.AppendTo(body)
+			if _, err := conn.Write(append(binary.BigEndian.AppendUint32(nil, uint32(len(body))), body...)); err != nil {
+				done <- err
+				return
+			}
+		}
+	}()
+	return done
+}
+
+// challengeMech is a SASL mechanism of one round: it sends first, and
+// keeps a copy of the bytes the broker's answer hands its Challenge.
+type challengeMech struct{ got chan []byte }
+
+func (challengeMech) Name() string { return "TEST-CHALLENGE" }
+
+func (m challengeMech) Authenticate(context.Context, string) (sasl.Session, []byte, error) {
+	return m, []byte("client-first"), nil
+}
+
+func (m challengeMech) Challenge(b []byte) (bool, []byte, error) {
+	m.got <- bytes.Clone(b)
+	return true, nil, nil
+}
+
+// TestWireSASLChallengeIntact: the bytes of a SaslAuthenticate answer
+// reach the mechanism's Challenge as the broker sent them. They are a
+// slice of the buffer the answer was read into, so that buffer must not
+// be recycled (and read into by another connection's answer) before the
+// mechanism is done with them: the pool here overwrites every buffer it
+// takes back, as a recycled one would be.
+func TestWireSASLChallengeIntact(t *testing.T) {
+	a, b := net.Pipe()
+	defer b.Close()
+	const challenge = "server-challenge: r=nonce,s=salt,i=4096"
+	served := serveWire(b, func(key, version int16) kmsg.Response {
+		switch key {
+		case 18:
+			resp := kmsg.NewPtrApiVersionsResponse()
+			for _, k := range [][2]int16{{0, 11}, {1, 12}, {17, 1}, {36, 2}} {
+				ak := kmsg.NewApiVersionsResponseApiKey()
+				ak.ApiKey, ak.MaxVersion = k[0], k[1]
+				resp.ApiKeys = append(resp.ApiKeys, ak)
+			}
+			return resp
+		case 17:
+			return kmsg.NewPtrSASLHandshakeResponse()
+		case 36:
+			resp := kmsg.NewPtrSASLAuthenticateResponse()
+			resp.SASLAuthBytes = []byte(challenge)
+			return resp
+		}
+		return nil
+	})
+	mech := challengeMech{got: make(chan []byte, 1)}
+	o := wireOptions{clientID: "t", sasls: []sasl.Mechanism{mech},
+		dial: func(context.Context, string, string) (net.Conn, error) { return a, nil }}
+	c, err := dialWire(context.Background(), "broker:9092", o, &bufPool{scribble: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.fail(errWireClosed)
+	if err := <-served; err == nil {
+		t.Fatal("the broker stopped serving without an error")
+	}
+	select {
+	case got := <-mech.got:
+		if string(got) != challenge {
+			t.Fatalf("Challenge was handed %q, the broker sent %q", got, challenge)
+		}
+	default:
+		t.Fatal("the handshake ended without the mechanism's Challenge")
 	}
 }
