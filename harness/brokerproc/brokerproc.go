@@ -380,12 +380,21 @@ func (p *Process) ExitErr() error { return p.exitErr }
 // Output is the end of the broker's log (its last 16 KiB), for errors.
 func (p *Process) Output() string { return p.out.String() }
 
-// tail keeps the last max bytes written to it.
+// Logged reports whether the broker's log so far (its first 16 MiB) holds
+// s: Output's end may have lost a line written early, behind a burst of
+// others (a line per partition).
+func (p *Process) Logged(s string) bool { return p.out.logged(s) }
+
+// tail keeps the last max bytes written to it, and the first allMax in
+// all.
 type tail struct {
 	mu  sync.Mutex
 	buf []byte
 	max int
+	all []byte
 }
+
+const allMax = 16 << 20
 
 func (t *tail) Write(b []byte) (int, error) {
 	t.mu.Lock()
@@ -394,7 +403,16 @@ func (t *tail) Write(b []byte) (int, error) {
 	if len(t.buf) > t.max {
 		t.buf = t.buf[len(t.buf)-t.max:]
 	}
+	if n := min(len(b), allMax-len(t.all)); n > 0 {
+		t.all = append(t.all, b[:n]...)
+	}
 	return len(b), nil
+}
+
+func (t *tail) logged(s string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return bytes.Contains(t.all, []byte(s))
 }
 
 func (t *tail) String() string {
