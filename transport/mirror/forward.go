@@ -214,6 +214,11 @@ func (f *forwarder) add(t string, trs map[int32]*tracker, at map[int32]int64) {
 	for p, tr := range trs {
 		fp := &fwdPart{tr: tr, fetchAt: at[p], srcLeader: -1, tgtLeader: -1, pid: -1, srcEpoch: -1, leaderEpoch: -1, ackAt: -1}
 		tr.mu.Lock()
+		if tr.fresh {
+			// A re-created source topic: the target partition may hold
+			// the old one's batches under the current producer id.
+			fp.pid, fp.needPid = f.pid, true
+		}
 		if tr.epoch >= 0 && tr.next == at[p] {
 			// A position committed with its leader epoch: checked
 			// before the first fetch, in case the source's log was

@@ -42,7 +42,8 @@ type Mirror struct {
 
 	mu     sync.Mutex // guards parts and topics; the loop writes them, Status reads
 	parts  map[topicPartition]*tracker
-	topics map[string]int32 // mirrored source topics and their partitions consumed
+	topics map[string]int32    // mirrored source topics and their partitions consumed
+	srcIDs map[string][16]byte // their ids on the source (zero if it has none)
 
 	wake chan struct{} // a promise tells the loop to housekeep now
 
@@ -107,6 +108,7 @@ func New(cfg Config) (*Mirror, error) {
 		wake:      make(chan struct{}, 1),
 		parts:     make(map[topicPartition]*tracker),
 		topics:    make(map[string]int32),
+		srcIDs:    make(map[string][16]byte),
 		paused:    make(map[*tracker]bool),
 		fetchErrs: make(map[topicPartition]string),
 	}
@@ -471,7 +473,7 @@ func (m *Mirror) commit(ctx context.Context) {
 			// With the leader epoch of the record before it, so that a
 			// restarted mirror can tell whether the source's log was
 			// truncated below it meanwhile (KIP-320).
-			offs.AddOffset(tr.target, tr.partition, tr.next, tr.epoch)
+			offs.Add(kadm.Offset{Topic: tr.target, Partition: tr.partition, At: tr.next, LeaderEpoch: tr.epoch, Metadata: tr.srcID})
 		}
 		tr.mu.Unlock()
 	}

@@ -2,6 +2,7 @@ package mirror
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"maps"
@@ -35,8 +36,19 @@ func (m *Mirror) refresh(ctx context.Context) error {
 	known := maps.Clone(m.topics)
 	m.mu.Unlock()
 	for _, name := range slices.Sorted(maps.Keys(known)) {
-		if d, ok := details[name]; !ok || errors.Is(d.Err, kerr.UnknownTopicOrPartition) {
+		d, ok := details[name]
+		if !ok || errors.Is(d.Err, kerr.UnknownTopicOrPartition) {
 			m.dropTopic(name)
+			continue
+		}
+		m.mu.Lock()
+		id := m.srcIDs[name]
+		m.mu.Unlock()
+		if d.Err == nil && d.ID != id && d.ID != ([16]byte{}) && id != ([16]byte{}) {
+			// Deleted and re-created between two listings: another
+			// topic under the same name, set up again below.
+			m.dropTopic(name)
+			delete(known, name)
 		}
 	}
 	for _, d := range details.Sorted() {
@@ -47,7 +59,7 @@ func (m *Mirror) refresh(ctx context.Context) error {
 		if n <= known[d.Topic] {
 			continue
 		}
-		if err := m.addPartitions(ctx, d.Topic, known[d.Topic], n); err != nil {
+		if err := m.addPartitions(ctx, d.Topic, [16]byte(d.ID), known[d.Topic], n); err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
@@ -87,7 +99,7 @@ func (m *Mirror) refreshEnds(ctx context.Context) {
 
 // addPartitions sets up partitions [from, to) of source topic t: target
 // topic, start positions, trackers, consumption.
-func (m *Mirror) addPartitions(ctx context.Context, t string, from, to int32) error {
+func (m *Mirror) addPartitions(ctx context.Context, t string, id [16]byte, from, to int32) error {
 	target := m.cfg.TargetTopic(t)
 	rctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
@@ -125,19 +137,52 @@ func (m *Mirror) addPartitions(ctx context.Context, t string, from, to int32) er
 	if err != nil {
 		return fmt.Errorf("%w: list offsets of %s: %w", ErrSource, t, err)
 	}
+	// A position is committed with the source topic's id: one committed
+	// for another id is an earlier topic of this name, deleted since, and
+	// this one is copied from its start (not from its end, whatever
+	// StartAtLatest says: its records are all new).
+	idHex := ""
+	if id != ([16]byte{}) {
+		idHex = hex.EncodeToString(id[:])
+	}
+	stale := func(o kadm.OffsetResponse) bool { return o.Metadata != "" && idHex != "" && o.Metadata != idHex }
+	starts := bounds
+	if m.cfg.StartAtLatest {
+		for p := from; p < to; p++ {
+			if o, ok := committed.Lookup(target, p); ok && o.Err == nil && stale(o) {
+				if starts, err = m.srcAdm.ListStartOffsets(rctx, t); err == nil {
+					err = starts.Error()
+				}
+				if err != nil {
+					return fmt.Errorf("%w: list offsets of %s: %w", ErrSource, t, err)
+				}
+				break
+			}
+		}
+	}
 	assign := make(map[int32]kgo.Offset, to-from)
 	fwdTrs, fwdAt := map[int32]*tracker{}, map[int32]int64{}
+	recreated := false
 	m.mu.Lock()
 	for p := from; p < to; p++ {
+		o, ok := committed.Lookup(target, p)
+		ok = ok && o.Err == nil && o.At >= 0
+		fresh := ok && stale(o)
 		start := int64(0)
-		if o, ok := committed.Lookup(target, p); ok && o.Err == nil && o.At >= 0 {
+		if fresh {
+			if l, lok := starts.Lookup(t, p); lok {
+				start = l.Offset
+			}
+		} else if ok {
 			start = o.At
-		} else if l, ok := bounds.Lookup(t, p); ok {
+		} else if l, lok := bounds.Lookup(t, p); lok {
 			start = l.Offset
 		}
 		tr := newTracker(t, target, p, start, m.cfg.OffsetSyncInterval, m.cfg.BackoffMin, m.cfg.BackoffMax)
+		tr.srcID, tr.fresh = idHex, fresh
+		recreated = recreated || fresh
 		assign[p] = kgo.NewOffset().At(start)
-		if o, ok := committed.Lookup(target, p); ok && o.Err == nil && o.At >= 0 {
+		if ok && !fresh {
 			tr.committed = o.At
 			if o.LeaderEpoch >= 0 {
 				// kgo checks the position against the source's log
@@ -151,7 +196,12 @@ func (m *Mirror) addPartitions(ctx context.Context, t string, from, to int32) er
 		fwdTrs[p], fwdAt[p] = tr, start
 	}
 	m.topics[t] = to
+	m.srcIDs[t] = id
 	m.mu.Unlock()
+	if recreated {
+		m.log.Warn("mirror: source topic re-created since the mirror's positions in it were committed; copying the new one from its start",
+			"topic", t, "target_topic", target, "topic_id", idHex)
+	}
 	if m.fw != nil {
 		m.fw.add(t, fwdTrs, fwdAt)
 	} else {
@@ -168,10 +218,15 @@ func (m *Mirror) dropTopic(t string) {
 	m.mu.Lock()
 	n := m.topics[t]
 	delete(m.topics, t)
+	delete(m.srcIDs, t)
 	parts := make([]int32, 0, n)
+	var paused []int32
 	for p := range n {
 		tp := topicPartition{t, p}
 		if tr := m.parts[tp]; tr != nil {
+			if m.paused[tr] {
+				paused = append(paused, p)
+			}
 			delete(m.paused, tr)
 		}
 		delete(m.parts, tp)
@@ -183,6 +238,9 @@ func (m *Mirror) dropTopic(t string) {
 		m.fw.drop(t)
 	}
 	m.src.RemoveConsumePartitions(map[string][]int32{t: parts})
+	// kgo keeps a partition's pause by name: a topic of this name created
+	// again would never be fetched.
+	m.src.ResumeFetchPartitions(map[string][]int32{t: paused})
 	m.src.PurgeTopicsFromClient(t)
 	m.log.Warn("mirror: source topic deleted; stopped mirroring it (the target topic stays)", "topic", t)
 }

@@ -21,6 +21,14 @@ type tracker struct {
 
 	topic, target string
 	partition     int32
+	// srcID: the source topic's id (hex; "" if the source has none),
+	// committed with the position as its metadata, so that a topic
+	// re-created under the same name shows as another (addPartitions).
+	// fresh: the position is the start of such a new topic (forwarding
+	// then takes a fresh producer id: the target partition may hold the
+	// old topic's sequences under the current one).
+	srcID string
+	fresh bool
 
 	next    int64      // committable position: everything before it is acknowledged
 	expect  int64      // lowest source offset accepted from the consumer

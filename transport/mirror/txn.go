@@ -77,6 +77,7 @@ func (m *Mirror) commitTxn(ctx context.Context) {
 	type pos struct {
 		tr   *tracker
 		next int64
+		meta string
 	}
 	var moved []pos
 	for _, tr := range m.trackers() {
@@ -88,16 +89,16 @@ func (m *Mirror) commitTxn(ctx context.Context) {
 			return
 		}
 		if next != base {
-			moved = append(moved, pos{tr, next})
+			moved = append(moved, pos{tr, next, tr.srcID})
 		}
 	}
 	if len(moved) > 0 {
-		offs := make(map[string]map[int32]int64)
+		offs := make(map[string]map[int32]kadm.Offset)
 		for _, p := range moved {
 			if offs[p.tr.target] == nil {
-				offs[p.tr.target] = map[int32]int64{}
+				offs[p.tr.target] = map[int32]kadm.Offset{}
 			}
-			offs[p.tr.target][p.tr.partition] = p.next
+			offs[p.tr.target][p.tr.partition] = kadm.Offset{At: p.next, LeaderEpoch: -1, Metadata: p.meta}
 		}
 		if err := m.txnOffsetCommit(ctx, offs); err != nil {
 			m.abortTxn(ctx, err)
@@ -128,7 +129,7 @@ func (m *Mirror) commitTxn(ctx context.Context) {
 // epoch of the transaction. kgo's own path for this (GroupTransactSession)
 // commits the offsets of the group it consumes in, on the same cluster;
 // here the group is on the target and the records come from the source.
-func (m *Mirror) txnOffsetCommit(ctx context.Context, offs map[string]map[int32]int64) error {
+func (m *Mirror) txnOffsetCommit(ctx context.Context, offs map[string]map[int32]kadm.Offset) error {
 	rctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
 	id, epoch, err := m.tgt.ProducerID(rctx)
@@ -161,7 +162,7 @@ func (m *Mirror) txnOffsetCommit(ctx context.Context, offs map[string]map[int32]
 		rt.Topic = topic
 		for p, o := range ps {
 			rp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
-			rp.Partition, rp.Offset, rp.LeaderEpoch = p, o, -1
+			rp.Partition, rp.Offset, rp.LeaderEpoch, rp.Metadata = p, o.At, o.LeaderEpoch, kmsg.StringPtr(o.Metadata)
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		req.Topics = append(req.Topics, rt)
@@ -173,7 +174,7 @@ func (m *Mirror) txnOffsetCommit(ctx context.Context, offs map[string]map[int32]
 	for _, t := range resp.Topics {
 		for _, p := range t.Partitions {
 			if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
-				return fmt.Errorf("TxnOffsetCommit group %s, %s/%d at %d: %w", m.cfg.Name, t.Topic, p.Partition, offs[t.Topic][p.Partition], err)
+				return fmt.Errorf("TxnOffsetCommit group %s, %s/%d at %d: %w", m.cfg.Name, t.Topic, p.Partition, offs[t.Topic][p.Partition].At, err)
 			}
 		}
 	}
