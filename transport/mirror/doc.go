@@ -65,10 +65,13 @@
 // # Forwarding batches byte for byte (Config.Forward)
 //
 // With Config.Forward the mirror does not decode at all (forward.go): it
-// sends raw kmsg Fetch requests (read_committed, no fetch session) to each
-// source partition's leader and produces every source batch as it came,
-// compression included, in raw kmsg Produce requests (acks=all) to the
-// target partition's leader. Each batch's base offset is reset to 0 and its
+// sends Fetch requests (read_committed, no fetch session) to each source
+// partition's leader and produces every source batch as it came, compression
+// included, in Produce requests (acks=all) to the target partition's leader,
+// on connections of its own (wire.go: answers read into recycled buffers,
+// batches written where they lie, TLS and SASL as the mirror's clients'; one
+// connection to each source leader, two to each target leader, a partition
+// always on the same one). Each batch's base offset is reset to 0 and its
 // producer id, epoch and base sequence are rewritten for the mirror's own
 // idempotent producer id (InitProducerId); the CRC covers those fields: the
 // new one is derived from the fetched one and the changed header bytes
@@ -79,28 +82,26 @@
 // it itself, to report it as the source's (the partition fails and is
 // retried, like any refused batch). The batches the mirror decides on by
 // their header (control batches and aborted ones, skipped; batches with
-// gaps, refused) have their CRC checked before. A request carries one batch of every ready partition led by that
-// broker, and a partition has up to 5 batches in flight (the target
-// remembers a producer's last 5 batches per partition), with consecutive
-// sequence numbers, in as many requests; the requests to a broker are
-// issued in order, each once kgo wrote the one before (kgo writes a
-// broker's requests in the order issued, on one connection the broker
-// serves in order; a dedicated client whose write hook tells when), and
-// their answers applied in that order. Fetching goes on meanwhile, up to
-// 16 MiB queued per partition. The trackers see one entry per batch (its
-// last offset), so the delivery rule is the record path's: positions are
-// committed only after the target acknowledged every batch before them. A
-// refused batch freezes its partition: the batches after it in flight are
-// dropped (their answers, which arrive later, usually
-// OUT_OF_ORDER_SEQUENCE_NUMBER, are ignored), and once all have been
-// answered and the backoff passed, the partition rewinds to its last
-// acknowledged batch boundary and sends the same batches again, with the
-// same sequence numbers, so that a batch the target had written before the
-// failure is answered as a duplicate instead of written twice
-// (TestMirrorForwardPipelineCut cuts the connection mid-pipeline). A
+// gaps, refused) have their CRC checked before. A request carries one batch
+// of every ready partition led by that broker on that connection, and a
+// partition has up to 5 batches in flight (the target remembers a producer's
+// last 5 batches per partition), with consecutive sequence numbers, in as
+// many requests; the requests on a connection are written in order (the
+// broker serves a connection's requests in order), and their answers applied
+// in that order. Fetching goes on meanwhile, up to 16 MiB queued per
+// partition. The trackers see one entry per batch (its last offset), so the
+// delivery rule is the record path's: positions are committed only after the
+// target acknowledged every batch before them. A refused batch freezes its
+// partition: the batches after it in flight are dropped (their answers,
+// which arrive later, usually OUT_OF_ORDER_SEQUENCE_NUMBER, are ignored),
+// and once all have been answered and the backoff passed, the partition
+// rewinds to its last acknowledged batch boundary and sends the same batches
+// again, with the same sequence numbers, so that a batch the target had
+// written before the failure is answered as a duplicate instead of written
+// twice (TestMirrorForwardPipelineCut cuts the connection mid-pipeline). A
 // sequence error on the oldest batch in flight (the target lost the
-// producer's state) moves the partition to a fresh producer id.
-// Aborted transactional batches and control batches are skipped (committed
+// producer's state) moves the partition to a fresh producer id. Aborted
+// transactional batches and control batches are skipped (committed
 // transactional batches are forwarded with the transactional bit cleared).
 // Offset syncs are written per batch, so a translated group may re-read up
 // to a batch more than OffsetSyncInterval.
