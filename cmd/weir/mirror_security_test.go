@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"crypto/x509/pkix"
 	"errors"
 	"fmt"
@@ -10,7 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/weir-broker/weir/transport/broker"
 	"github.com/weir-broker/weir/transport/broker/brokertest"
@@ -65,26 +62,7 @@ func TestMirrorCLISASLSSL(t *testing.T) {
 				args = append(args, "--forward")
 			}
 
-			ctx, cancel := context.WithCancel(context.Background())
-			done := make(chan error, 1)
-			var stderr bytes.Buffer
-			go func() { done <- runContext(ctx, args, &bytes.Buffer{}, &stderr) }()
-			deadline := time.Now().Add(brokertest.Timeout)
-			for {
-				if pos := brokertest.CommittedOffsets(t, dstPlain, "weir-mirror", topic, parts); pos[0] == n && pos[1] == n {
-					break
-				}
-				if time.Now().After(deadline) {
-					cancel()
-					<-done
-					t.Fatalf("mirror did not catch up:\n%s", stderr.String())
-				}
-				time.Sleep(20 * time.Millisecond)
-			}
-			cancel()
-			if err := <-done; err != nil {
-				t.Fatalf("weir mirror: %v\n%s", err, stderr.String())
-			}
+			runMirrorUntil(t, args, dstPlain, topic, parts, int64(n))
 
 			for p := range parts {
 				got, _ := mustCLI(t, "", "consume", "-b", dstPlain, "-t", topic, "-p", fmt.Sprint(p), "-e")

@@ -25,28 +25,8 @@ func TestMirrorCLI(t *testing.T) {
 	}
 	mustCLI(t, "", "consume", "-b", src, "-t", "clicks", "-G", "reporting", "-c", "25")
 
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	var stderr bytes.Buffer
-	go func() {
-		done <- runContext(ctx, []string{"mirror", "--config", cfgPath, "--source-alias", "east", "--progress", "always"}, &bytes.Buffer{}, &stderr)
-	}()
-	deadline := time.Now().Add(brokertest.Timeout)
-	for {
-		if pos := brokertest.CommittedOffsets(t, dst, "weir-mirror", "east.clicks", 2); pos[0] == 30 && pos[1] == 30 {
-			break
-		}
-		if time.Now().After(deadline) {
-			cancel()
-			<-done
-			t.Fatalf("mirror did not catch up:\n%s", stderr.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatalf("weir mirror: %v\n%s", err, stderr.String())
-	}
+	stderr := runMirrorUntil(t, []string{"mirror", "--config", cfgPath, "--source-alias", "east", "--progress", "always"},
+		dst, "east.clicks", 2, 30)
 	if !strings.Contains(stderr.String(), "mirrored ") {
 		t.Errorf("no progress line with --progress always:\n%s", stderr.String())
 	}
@@ -93,4 +73,36 @@ func TestMirrorBadFlags(t *testing.T) {
 			t.Errorf("weir %s: error %v, want a bad flag", strings.Join(args, " "), err)
 		}
 	}
+}
+
+// runMirrorUntil runs `weir <args>` until the mirror's positions in every
+// partition of target topic on dst reach n, then stops it (as Ctrl-C
+// would) and returns its stderr; it fails the test if that takes longer
+// than brokertest.Timeout or the command fails.
+func runMirrorUntil(t *testing.T, args []string, dst, topic string, parts int32, n int64) *bytes.Buffer {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	var stderr bytes.Buffer
+	go func() { done <- runContext(ctx, args, &bytes.Buffer{}, &stderr) }()
+	deadline := time.Now().Add(brokertest.Timeout)
+	for caughtUp := false; !caughtUp; {
+		caughtUp = true
+		for _, pos := range brokertest.CommittedOffsets(t, dst, "weir-mirror", topic, parts) {
+			caughtUp = caughtUp && pos == n
+		}
+		if !caughtUp && time.Now().After(deadline) {
+			cancel()
+			<-done
+			t.Fatalf("mirror did not catch up:\n%s", stderr.String())
+		}
+		if !caughtUp {
+			time.Sleep(20 * time.Millisecond) // polling with a deadline
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("weir mirror: %v\n%s", err, stderr.String())
+	}
+	return &stderr
 }

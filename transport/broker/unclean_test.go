@@ -9,41 +9,12 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/weir-broker/weir/core/coord/layout"
 	"github.com/weir-broker/weir/core/meta"
 	"github.com/weir-broker/weir/transport/broker"
 	"github.com/weir-broker/weir/transport/broker/brokertest"
 )
-
-// createAssigned creates topic with one partition on replicas, in that
-// order (the first leads), with configs.
-func createAssigned(t *testing.T, addr, topic string, replicas []int32, configs map[string]string) {
-	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	req := kmsg.NewPtrCreateTopicsRequest()
-	req.TimeoutMillis = 20_000
-	rt := kmsg.NewCreateTopicsRequestTopic()
-	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = topic, -1, -1
-	ra := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
-	ra.Partition, ra.Replicas = 0, replicas
-	rt.ReplicaAssignment = append(rt.ReplicaAssignment, ra)
-	for k, v := range configs {
-		c := kmsg.NewCreateTopicsRequestTopicConfig()
-		c.Name, c.Value = k, kmsg.StringPtr(v)
-		rt.Configs = append(rt.Configs, c)
-	}
-	req.Topics = append(req.Topics, rt)
-	resp, err := req.RequestWith(context.Background(), cl)
-	if err != nil || resp.Topics[0].ErrorCode != 0 {
-		t.Fatalf("create %s: %v %+v", topic, err, resp)
-	}
-}
 
 // The durability lab's acks=all loss (README, "The cluster fault lab"): a
 // leader comes back from a power cut with a shortened log (or with its
@@ -87,7 +58,7 @@ func uncleanLeaderBack(t *testing.T, fault, heal string) {
 	leader, follower := others[0], others[1]
 	// Flush policy never: only the page cache holds the records, which
 	// the leader's power cut drops.
-	createAssigned(t, c.Member(1).Addr, "u", []int32{leader, follower, ctl},
+	brokertest.CreateTopicOnReplicas(t, c.Member(1).Addr, "u", []int32{leader, follower, ctl},
 		map[string]string{"min.insync.replicas": "2", "weir.flush.policy": "never"})
 	p, err := kgo.NewClient(kgo.SeedBrokers(c.Addrs()...), kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.DefaultProduceTopic("u"), kgo.RecordRetries(1000), kgo.RetryTimeout(30*time.Second))

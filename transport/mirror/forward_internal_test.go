@@ -239,16 +239,9 @@ func TestForwardResetAboveLogEnd(t *testing.T) {
 			f.add("s", map[int32]*tracker{0: tr}, map[int32]int64{0: position})
 			fp := f.parts[topicPartition{"s", 0}]
 			if tc.withEpoch {
-				md, err := m.srcAdm.Metadata(ctx, "s")
-				if err != nil {
-					t.Fatal(err)
-				}
-				p, ok := md.Topics["s"].Partitions[0]
-				if !ok || p.LeaderEpoch < 0 {
-					t.Fatalf("source metadata: partition 0 %v, leader epoch %d", ok, p.LeaderEpoch)
-				}
+				epoch := sourceLeaderEpoch(ctx, t, m)
 				f.mu.Lock()
-				fp.srcEpoch = p.LeaderEpoch // as if the last batch copied, below 100, had it
+				fp.srcEpoch = epoch // as if the last batch copied, below 100, had it
 				f.mu.Unlock()
 			}
 			state := func() (fetchAt int64, reset bool, queued []fwdBatch, fetchErrs int64, lastErr error, next int64) {
@@ -503,4 +496,19 @@ func TestForwardResetTakesFreshProducerID(t *testing.T) {
 	if f.round(ctx) {
 		t.Fatalf("a round sent the batch at %d under producer %d before a fresh producer id came", base, fp.pid)
 	}
+}
+
+// sourceLeaderEpoch is the leader epoch of source partition "s"/0, from
+// m's source metadata; it fails the test if there is none.
+func sourceLeaderEpoch(ctx context.Context, t *testing.T, m *Mirror) int32 {
+	t.Helper()
+	md, err := m.srcAdm.Metadata(ctx, "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, ok := md.Topics["s"].Partitions[0]
+	if !ok || p.LeaderEpoch < 0 {
+		t.Fatalf("source metadata: partition 0 %v, leader epoch %d", ok, p.LeaderEpoch)
+	}
+	return p.LeaderEpoch
 }

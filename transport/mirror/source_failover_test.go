@@ -12,9 +12,7 @@ import (
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/weir-broker/weir/transport/broker/brokertest"
 	"github.com/weir-broker/weir/transport/mirror"
@@ -68,7 +66,7 @@ func testMirrorSourceUncleanFailover(t *testing.T, forward, passed, restart bool
 	c := brokertest.StartCluster(t, 2)
 	lead, follow := c.IDs()[0], c.IDs()[1]
 	leadAddr, followAddr := c.Member(lead).Addr, c.Member(follow).Addr
-	createOnReplicas(t, leadAddr, topic, []int32{lead, follow}, map[string]string{"unclean.leader.election.enable": "true"})
+	brokertest.CreateTopicOnReplicas(t, leadAddr, topic, []int32{lead, follow}, map[string]string{"unclean.leader.election.enable": "true"})
 	waitFor(t, fmt.Sprintf("%s/0 led by %d with both replicas in sync", topic, lead), func() bool {
 		l, isr := partitionState(t, leadAddr, topic, 0)
 		return l == lead && len(isr) == 2
@@ -207,32 +205,6 @@ func testMirrorSourceUncleanFailover(t *testing.T, forward, passed, restart bool
 	t.Logf("source: %d records, target: %d", len(want), len(got))
 }
 
-// createOnReplicas creates topic with one partition on replicas, in that
-// order (the first leads), with configs.
-func createOnReplicas(t testing.TB, addr, topic string, replicas []int32, configs map[string]string) {
-	t.Helper()
-	req := kmsg.NewPtrCreateTopicsRequest()
-	req.TimeoutMillis = 20_000
-	rt := kmsg.NewCreateTopicsRequestTopic()
-	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = topic, -1, -1
-	ra := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
-	ra.Partition, ra.Replicas = 0, replicas
-	rt.ReplicaAssignment = append(rt.ReplicaAssignment, ra)
-	for k, v := range configs {
-		c := kmsg.NewCreateTopicsRequestTopicConfig()
-		c.Name, c.Value = k, kmsg.StringPtr(v)
-		rt.Configs = append(rt.Configs, c)
-	}
-	req.Topics = append(req.Topics, rt)
-	resp, err := req.RequestWith(brokertest.Context(t), brokertest.Client(t, addr))
-	if err != nil {
-		t.Fatalf("create %s: %v", topic, err)
-	}
-	if err := kerr.ErrorForCode(resp.Topics[0].ErrorCode); err != nil {
-		t.Fatalf("create %s: %v", topic, err)
-	}
-}
-
 // partitionState is the leader (-1 when none) and the sorted ISR of
 // topic/partition as the broker at addr describes them.
 func partitionState(t testing.TB, addr, topic string, partition int32) (int32, []int32) {
@@ -343,7 +315,7 @@ func TestMirrorSourceCleanFailover(t *testing.T) {
 	c := brokertest.StartCluster(t, 2)
 	lead, follow := c.IDs()[0], c.IDs()[1]
 	leadAddr, followAddr := c.Member(lead).Addr, c.Member(follow).Addr
-	createOnReplicas(t, leadAddr, topic, []int32{lead, follow}, nil)
+	brokertest.CreateTopicOnReplicas(t, leadAddr, topic, []int32{lead, follow}, nil)
 	waitFor(t, fmt.Sprintf("%s/0 led by %d with both replicas in sync", topic, lead), func() bool {
 		l, isr := partitionState(t, leadAddr, topic, 0)
 		return l == lead && len(isr) == 2

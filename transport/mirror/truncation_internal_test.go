@@ -71,15 +71,7 @@ func TestRecordResetAboveLogEnd(t *testing.T) {
 			tr := newTracker("s", "t", 0, position, 1, time.Millisecond, time.Millisecond)
 			epoch := int32(-1)
 			if tc.withEpoch {
-				md, err := m.srcAdm.Metadata(ctx, "s")
-				if err != nil {
-					t.Fatal(err)
-				}
-				p, ok := md.Topics["s"].Partitions[0]
-				if !ok || p.LeaderEpoch < 0 {
-					t.Fatalf("source metadata: partition 0 %v, leader epoch %d", ok, p.LeaderEpoch)
-				}
-				epoch = p.LeaderEpoch
+				epoch = sourceLeaderEpoch(ctx, t, m)
 				tr.epoch = epoch // as if the last record copied, 99, had it
 			}
 			m.mu.Lock()

@@ -88,6 +88,33 @@ func Context(t testing.TB) context.Context {
 	return ctx
 }
 
+// CreateTopicOnReplicas creates topic with one partition on replicas, in
+// that order (the first leads), with configs, and fails the test unless
+// the broker says it did.
+func CreateTopicOnReplicas(t testing.TB, addr, topic string, replicas []int32, configs map[string]string) {
+	t.Helper()
+	req := kmsg.NewPtrCreateTopicsRequest()
+	req.TimeoutMillis = 20_000
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = topic, -1, -1
+	ra := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
+	ra.Partition, ra.Replicas = 0, replicas
+	rt.ReplicaAssignment = append(rt.ReplicaAssignment, ra)
+	for _, k := range slices.Sorted(maps.Keys(configs)) {
+		c := kmsg.NewCreateTopicsRequestTopicConfig()
+		c.Name, c.Value = k, kmsg.StringPtr(configs[k])
+		rt.Configs = append(rt.Configs, c)
+	}
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(Context(t), Client(t, addr))
+	if err == nil {
+		err = kerr.ErrorForCode(resp.Topics[0].ErrorCode)
+	}
+	if err != nil {
+		t.Fatalf("create %s on %v: %v", topic, replicas, err)
+	}
+}
+
 // CreateTopic creates a topic with configs through the protocol
 // (CreateTopics) and fails the test unless the broker says it did.
 func CreateTopic(t testing.TB, addr, name string, partitions int32, configs map[string]string) {
